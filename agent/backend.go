@@ -1,0 +1,92 @@
+package agent
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+)
+
+// Backend kinds.
+const (
+	BackendBuiltin = "builtin"
+	BackendLLM     = "llm"
+	BackendMCP     = "mcp"
+	BackendWebhook = "webhook"
+)
+
+// Builtins are the dependency-free agents every node can host.
+var Builtins = []string{"echo", "calculator"}
+
+// Backend is how this node answers a local agent. It is local configuration,
+// never part of the public Record; APIKey is a secret: stored server-side,
+// never rendered back, never logged.
+type Backend struct {
+	Kind         string `json:"kind"`
+	Builtin      string `json:"builtin,omitempty"`
+	URL          string `json:"url,omitempty"`
+	Model        string `json:"model,omitempty"`
+	SystemPrompt string `json:"system_prompt,omitempty"`
+	APIKey       string `json:"api_key,omitempty"`
+	Tool         string `json:"tool,omitempty"`
+}
+
+// String keeps the API key out of every log line and %v.
+func (b Backend) String() string {
+	key := ""
+	if b.APIKey != "" {
+		key = "[redacted]"
+	}
+	return fmt.Sprintf("Backend{kind=%s builtin=%s url=%s model=%s tool=%s api_key=%s}", b.Kind, b.Builtin, b.URL, b.Model, b.Tool, key)
+}
+
+// Validate checks the backend settings; field keys are prefixed "backend.".
+func (b Backend) Validate() error {
+	var ve ValidationError
+	switch b.Kind {
+	case BackendBuiltin:
+		ok := false
+		for _, n := range Builtins {
+			ok = ok || n == b.Builtin
+		}
+		if !ok {
+			ve.add("backend.builtin", "must be one of %s", strings.Join(Builtins, ", "))
+		}
+	case BackendLLM:
+		if err := CheckHTTPURL(b.URL); err != nil {
+			ve.add("backend.url", "%v", err)
+		}
+		if strings.TrimSpace(b.Model) == "" {
+			ve.add("backend.model", "is required for an llm backend")
+		}
+		checkText(&ve, "backend.model", b.Model, 200, true)
+		checkText(&ve, "backend.system_prompt", b.SystemPrompt, 8<<10, false)
+		checkText(&ve, "backend.api_key", b.APIKey, 1024, true)
+	case BackendMCP:
+		if err := CheckHTTPURL(b.URL); err != nil {
+			ve.add("backend.url", "%v", err)
+		}
+		if strings.TrimSpace(b.Tool) == "" {
+			ve.add("backend.tool", "is required for an mcp backend")
+		}
+		checkText(&ve, "backend.tool", b.Tool, 200, true)
+	case BackendWebhook:
+		if err := CheckHTTPURL(b.URL); err != nil {
+			ve.add("backend.url", "%v", err)
+		}
+	default:
+		ve.add("backend.kind", "must be one of builtin, llm, mcp, webhook")
+	}
+	return ve.orNil()
+}
+
+// Redacted returns a copy safe to show or return in an API: the key is
+// replaced by whether one is set.
+func (b Backend) Redacted() Backend {
+	if b.APIKey != "" {
+		b.APIKey = ""
+	}
+	return b
+}
+
+// LogValue keeps the API key out of structured logs.
+func (b Backend) LogValue() slog.Value { return slog.StringValue(b.String()) }

@@ -1,0 +1,179 @@
+// Package agent is the domain of AgentSite: the signed agent listing (Record),
+// its validation and sealing in libp2p envelopes, and (later) the runtime that
+// answers messages.
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/record"
+)
+
+// Limits of a record, from DESIGN.md. They are part of the wire contract:
+// every node rejects records that exceed them.
+const (
+	MaxRecordBytes      = 16 << 10 // encoded envelope
+	MaxDescriptionBytes = 4 << 10
+	MaxTags             = 16
+	MaxSkills           = 16
+	MaxEndpoints        = 8
+	MinNameLen          = 3
+	MaxNameLen          = 64
+	MaxDisplayNameLen   = 100
+	MaxTagLen           = 32
+	MaxVersionLen       = 32
+	MaxOwnerLen         = 64
+	MaxSkillTextLen     = 512
+	MaxSkillExamples    = 8
+	MaxURLLen           = 2048
+
+	// DefaultTTL is how long a record is valid after it is issued; the host
+	// re-announces well before that.
+	DefaultTTL = time.Hour
+	// MaxTTL bounds expires_at so a publisher cannot pin a listing forever.
+	MaxTTL = 7 * 24 * time.Hour
+	// ClockSkew is the tolerance for issued_at in the future.
+	ClockSkew = 5 * time.Minute
+)
+
+// PayloadDomain is the libp2p envelope signature domain of agent records, so a
+// signature made for another record type can never be replayed as a listing.
+const PayloadDomain = "agentsite-agent-record"
+
+// PayloadCodec is the envelope payload type of agent records.
+var PayloadCodec = []byte("/agentsite/agent-record/1")
+
+// Endpoint kinds.
+const (
+	EndpointLibp2pMCP = "libp2p-mcp" // the hosting node's peer ID + MCP-over-libp2p protocol
+	EndpointHTTPMCP   = "http-mcp"   // a public Streamable HTTP /mcp URL
+	EndpointA2ACard   = "a2a-card"   // an A2A agent card URL
+)
+
+// MCPProtocol is the libp2p protocol the hosting node serves MCP on.
+const MCPProtocol = "/agentsite/mcp/1.0.0"
+
+// Skill is an A2A-style capability description.
+type Skill struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Examples    []string `json:"examples,omitempty"`
+}
+
+// Endpoint says how to reach an agent.
+type Endpoint struct {
+	Kind     string `json:"kind"`
+	PeerID   string `json:"peer_id,omitempty"`
+	Protocol string `json:"protocol,omitempty"`
+	URL      string `json:"url,omitempty"`
+}
+
+// Record is the signed agent listing that travels through the network. Its
+// fields are public; backend settings (and secrets) never enter it.
+type Record struct {
+	ID          string     `json:"id"`
+	Name        string     `json:"name"`
+	DisplayName string     `json:"display_name"`
+	Description string     `json:"description"`
+	Tags        []string   `json:"tags"`
+	Skills      []Skill    `json:"skills"`
+	Version     string     `json:"version"`
+	Publisher   string     `json:"publisher"`
+	Owner       string     `json:"owner,omitempty"`
+	Endpoints   []Endpoint `json:"endpoints"`
+	Seq         uint64     `json:"seq"`
+	IssuedAt    time.Time  `json:"issued_at"`
+	ExpiresAt   time.Time  `json:"expires_at"`
+	Tombstone   bool       `json:"tombstone,omitempty"`
+}
+
+var _ record.Record = (*Record)(nil)
+
+func init() {
+	record.RegisterType(&Record{})
+}
+
+// Domain implements record.Record.
+func (r *Record) Domain() string { return PayloadDomain }
+
+// Codec implements record.Record.
+func (r *Record) Codec() []byte { return PayloadCodec }
+
+// MarshalRecord implements record.Record.
+func (r *Record) MarshalRecord() ([]byte, error) { return json.Marshal(r) }
+
+// UnmarshalRecord implements record.Record.
+func (r *Record) UnmarshalRecord(b []byte) error {
+	var tmp Record
+	if err := json.Unmarshal(b, &tmp); err != nil {
+		return fmt.Errorf("decode agent record: %w", err)
+	}
+	*r = tmp
+	return nil
+}
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// DeriveID computes the stable agent id: base32(sha256(marshalled public key ||
+// name)), lower case. Only the holder of the key can publish under it.
+func DeriveID(pub crypto.PubKey, name string) (string, error) {
+	kb, err := crypto.MarshalPublicKey(pub)
+	if err != nil {
+		return "", fmt.Errorf("marshal public key: %w", err)
+	}
+	h := sha256.New()
+	h.Write(kb)
+	h.Write([]byte(name))
+	return lowerASCII(idEncoding.EncodeToString(h.Sum(nil))), nil
+}
+
+// IDLen is the length of every derived id (52 base32 characters).
+const IDLen = 52
+
+// ValidID reports whether s has the shape of a derived id, so handlers can
+// refuse junk before touching the store or the network.
+func ValidID(s string) bool {
+	if len(s) != IDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// PublisherPeerID returns the publisher as a peer.ID.
+func (r *Record) PublisherPeerID() (peer.ID, error) {
+	return peer.Decode(r.Publisher)
+}
+
+// HostPeerID is the peer that answers messages for this agent: the peer of its
+// libp2p-mcp endpoint, or the publisher.
+func (r *Record) HostPeerID() string {
+	for _, e := range r.Endpoints {
+		if e.Kind == EndpointLibp2pMCP && e.PeerID != "" {
+			return e.PeerID
+		}
+	}
+	return r.Publisher
+}

@@ -1,0 +1,54 @@
+package store
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+)
+
+// Cursor is the keyset position after the last row of a page: Pos is the
+// listing's first-seen sequence number, Rank its relevance score (only with a
+// text query). Engines encode and decode it with EncodeCursor/DecodeCursor so
+// both produce the same opaque strings.
+type Cursor struct {
+	Rank float64 `json:"r,omitempty"`
+	Pos  int64   `json:"p"`
+}
+
+// EncodeCursor makes the opaque cursor string.
+func EncodeCursor(c Cursor) string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ErrBadCursor is returned for a cursor this node did not make.
+var ErrBadCursor = fmt.Errorf("invalid cursor")
+
+// DecodeCursor parses a cursor; "" gives the zero Cursor and ok=false.
+func DecodeCursor(s string) (c Cursor, ok bool, err error) {
+	if s == "" {
+		return Cursor{}, false, nil
+	}
+	if len(s) > 256 {
+		return Cursor{}, false, ErrBadCursor
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return Cursor{}, false, ErrBadCursor
+	}
+	if err := json.Unmarshal(b, &c); err != nil || c.Pos <= 0 {
+		return Cursor{}, false, ErrBadCursor
+	}
+	return c, true, nil
+}
+
+// NormalizeLimit clamps a page size.
+func NormalizeLimit(n int) int {
+	switch {
+	case n <= 0:
+		return DefaultLimit
+	case n > MaxLimit:
+		return MaxLimit
+	}
+	return n
+}

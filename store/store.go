@@ -1,0 +1,201 @@
+// Package store is the SQL cache of every listing this node has heard of,
+// plus the portal's own data (users, sessions, API tokens, conversations).
+// One Store interface, two engines: store/postgres and store/sqlite, held to
+// the same behaviour by the store/storetest conformance suite.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// Sentinel errors; engines map their driver errors to these, so callers use
+// errors.Is and never match strings.
+var (
+	// ErrNotFound: no such row.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a unique constraint (handle taken, duplicate name).
+	ErrConflict = errors.New("conflict")
+	// ErrStale: an upsert whose seq is not greater than the stored one; the
+	// stored row is unchanged.
+	ErrStale = errors.New("stale record: seq not newer than the stored one")
+	// ErrSchemaTooNew: the database was migrated by a newer binary.
+	ErrSchemaTooNew = errors.New("database schema is newer than this binary")
+)
+
+// Listing statuses.
+const (
+	StatusOnline  = "online"
+	StatusStale   = "stale"
+	StatusOffline = "offline"
+)
+
+// Listing is one cached agent record with what this node knows about it.
+type Listing struct {
+	Record     agent.Record
+	Envelope   []byte    // the signed envelope, as received; re-servable to peers
+	Status     string    // online | stale | offline
+	LastSeen   time.Time // last time the record or its host's heartbeat was heard
+	HostPeerID string    // the peer that answers for the agent
+	Local      bool      // hosted by this node
+	UpdatedAt  time.Time // when this row last changed
+}
+
+// SearchQuery selects listings. Zero values mean "no filter".
+type SearchQuery struct {
+	Q        string   // free text; words are prefix-matched and ANDed; ranked by relevance
+	Tags     []string // every tag must match (AND)
+	Statuses []string // empty: online and stale (offline hidden by default)
+	Owner    string   // only listings registered by this portal account
+	Limit    int      // 1..MaxLimit; 0 means DefaultLimit
+	Cursor   string   // opaque, from a previous page's NextCursor
+}
+
+// Page limits.
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
+)
+
+// SearchPage is one page of results. NextCursor is empty on the last page.
+type SearchPage struct {
+	Listings   []Listing
+	NextCursor string
+}
+
+// Stats feeds the overview page.
+type Stats struct {
+	Agents       int // listings that are not tombstoned and not offline
+	OnlineAgents int
+	Tags         int // distinct tags over those listings
+	Nodes        int
+}
+
+// TagCount is a tag and how many visible listings carry it.
+type TagCount struct {
+	Tag   string
+	Count int
+}
+
+// Node is a peer this node has heard from.
+type Node struct {
+	PeerID        string
+	Addrs         []string
+	Version       string
+	AgentsHosted  int
+	Load          float64
+	LastHeartbeat time.Time
+	Status        string // online | stale | offline
+}
+
+// User is a portal account.
+type User struct {
+	ID           int64
+	Handle       string
+	PasswordHash string
+	CreatedAt    time.Time
+}
+
+// APIToken is a personal API token. Only its hash is stored.
+type APIToken struct {
+	ID         int64
+	UserID     int64
+	Name       string
+	Hash       []byte // sha256 of the token
+	CreatedAt  time.Time
+	LastUsedAt time.Time // zero if never used
+}
+
+// Conversation is a chat thread with one agent. OwnerKey binds it to a user
+// ("user:<id>") or to an anonymous session ("anon:<random>").
+type Conversation struct {
+	ID        string
+	AgentID   string
+	OwnerKey  string
+	Title     string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Message is one turn of a conversation.
+type Message struct {
+	ID             int64
+	ConversationID string
+	Role           string // user | agent | error
+	Text           string
+	CreatedAt      time.Time
+}
+
+// Store is the whole persistence contract. Both engines implement all of it.
+type Store interface {
+	// UpsertRecord is the Sink: a verified record becomes (or updates) a
+	// listing. A record whose seq is ≤ the stored one changes nothing and
+	// returns ErrStale. A tombstone replaces the listing's fields and hides it
+	// from search, the tombstone row is kept so an older seq cannot resurrect it.
+	UpsertRecord(ctx context.Context, l Listing) error
+	// GetAgent returns a listing by id, tombstoned or not.
+	GetAgent(ctx context.Context, id string) (Listing, error)
+	// SearchAgents pages through listings, never tombstones. Without Q the
+	// order is newest first (by first-seen order); with Q by relevance.
+	// Keyset pagination: no gaps or repeats under concurrent inserts.
+	SearchAgents(ctx context.Context, q SearchQuery) (SearchPage, error)
+	// RecentAgents returns the newest visible listings.
+	RecentAgents(ctx context.Context, limit int) ([]Listing, error)
+	// ListTags returns tags of visible listings, most used first.
+	ListTags(ctx context.Context, limit int) ([]TagCount, error)
+	Stats(ctx context.Context) (Stats, error)
+	// CountByStatus counts non-tombstoned listings per status (for metrics).
+	CountByStatus(ctx context.Context) (map[string]int, error)
+	// ListLocal returns the listings hosted by this node, tombstones excluded.
+	ListLocal(ctx context.Context) ([]Listing, error)
+	// SetHostStatus sets the status of every non-offline listing hosted by
+	// peer (heartbeats: online, missed heartbeats: stale); lastSeen is set
+	// when status is online. Returns how many rows changed.
+	SetHostStatus(ctx context.Context, hostPeerID, status string, lastSeen time.Time) (int, error)
+	// ExpireListings marks listings past expires_at offline.
+	ExpireListings(ctx context.Context, now time.Time) (int, error)
+
+	// PutBackend stores the backend of a local agent (secrets included).
+	PutBackend(ctx context.Context, agentID string, b agent.Backend) error
+	GetBackend(ctx context.Context, agentID string) (agent.Backend, error)
+	DeleteBackend(ctx context.Context, agentID string) error
+
+	UpsertNode(ctx context.Context, n Node) error
+	ListNodes(ctx context.Context) ([]Node, error)
+
+	// CreateUser returns ErrConflict if the handle is taken (case-insensitive).
+	CreateUser(ctx context.Context, handle, passwordHash string) (User, error)
+	GetUserByHandle(ctx context.Context, handle string) (User, error)
+	GetUserByID(ctx context.Context, id int64) (User, error)
+
+	CreateAPIToken(ctx context.Context, userID int64, name string, hash []byte) (APIToken, error)
+	ListAPITokens(ctx context.Context, userID int64) ([]APIToken, error)
+	// UseAPIToken looks a token up by hash, stamps last_used_at and returns
+	// its user.
+	UseAPIToken(ctx context.Context, hash []byte, now time.Time) (APIToken, User, error)
+	// DeleteAPIToken deletes a token of userID (ErrNotFound otherwise).
+	DeleteAPIToken(ctx context.Context, userID, tokenID int64) error
+
+	// Sessions back the web session manager (scs.CtxStore semantics).
+	SessionFind(ctx context.Context, token string) (data []byte, found bool, err error)
+	SessionCommit(ctx context.Context, token string, data []byte, expiry time.Time) error
+	SessionDelete(ctx context.Context, token string) error
+	// SessionDeleteExpired removes expired sessions.
+	SessionDeleteExpired(ctx context.Context, now time.Time) error
+
+	CreateConversation(ctx context.Context, c Conversation) (Conversation, error)
+	GetConversation(ctx context.Context, id string) (Conversation, error)
+	// ListConversations returns ownerKey's conversations, latest first.
+	ListConversations(ctx context.Context, ownerKey string, limit int) ([]Conversation, error)
+	// AppendMessage adds a message and bumps the conversation's updated_at.
+	AppendMessage(ctx context.Context, m Message) (Message, error)
+	// ListMessages returns the last limit messages in chronological order.
+	ListMessages(ctx context.Context, conversationID string, limit int) ([]Message, error)
+
+	// Ping checks the database is reachable (readiness).
+	Ping(ctx context.Context) error
+	Close() error
+}
