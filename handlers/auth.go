@@ -1,0 +1,216 @@
+package handlers
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/store"
+)
+
+// Principal is who is making a request: a portal user, or the operator.
+type Principal struct {
+	User     *store.User // nil for the operator
+	Operator bool
+}
+
+// Handle is the owner handle the principal registers agents under.
+func (p Principal) Handle() string {
+	if p.User != nil {
+		return p.User.Handle
+	}
+	return ""
+}
+
+// CanManage reports whether p may update or delete a listing.
+func (p Principal) CanManage(l store.Listing) bool {
+	if !l.Local {
+		return false
+	}
+	return p.Operator || (p.User != nil && l.Record.Owner == p.User.Handle)
+}
+
+// Password and handle rules.
+const (
+	minPasswordLen = 8
+	maxPasswordLen = 72 // bcrypt's limit, in bytes
+)
+
+func validateSignup(handle, password string) error {
+	ve := &agent.ValidationError{Fields: map[string]string{}}
+	if !agent.IsSlug(handle, 3, 32) {
+		ve.Fields["handle"] = "3–32 characters of a–z, 0–9 and inner single hyphens"
+	}
+	switch {
+	case utf8.RuneCountInString(password) < minPasswordLen:
+		ve.Fields["password"] = fmt.Sprintf("at least %d characters", minPasswordLen)
+	case len(password) > maxPasswordLen:
+		ve.Fields["password"] = fmt.Sprintf("at most %d bytes", maxPasswordLen)
+	}
+	if len(ve.Fields) > 0 {
+		return ve
+	}
+	return nil
+}
+
+// createUser validates, hashes the password and stores the account. A taken
+// handle is reported as a field error.
+func (s *Server) createUser(ctx context.Context, handle, password string) (store.User, error) {
+	handle = strings.ToLower(strings.TrimSpace(handle))
+	if err := validateSignup(handle, password); err != nil {
+		return store.User{}, err
+	}
+	cost := s.Config.BcryptCost
+	if cost == 0 {
+		cost = bcrypt.DefaultCost
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), cost)
+	if err != nil {
+		return store.User{}, fmt.Errorf("hash password: %w", err)
+	}
+	u, err := s.Store.CreateUser(ctx, handle, string(hash))
+	if errors.Is(err, store.ErrConflict) {
+		return store.User{}, &agent.ValidationError{Fields: map[string]string{"handle": "this handle is taken; choose another"}}
+	}
+	if err != nil {
+		return store.User{}, fmt.Errorf("create user: %w", err)
+	}
+	return u, nil
+}
+
+// errBadLogin is deliberately vague: it does not tell which part was wrong.
+var errBadLogin = errorf(http.StatusUnauthorized, "bad_login", "Wrong handle or password.")
+
+// dummyHash keeps the time of a failed login for an unknown handle close to
+// that of a wrong password, so handles cannot be probed by timing.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("agentsite-dummy-password"), bcrypt.MinCost)
+
+func (s *Server) authenticate(ctx context.Context, handle, password string) (store.User, error) {
+	handle = strings.ToLower(strings.TrimSpace(handle))
+	u, err := s.Store.GetUserByHandle(ctx, handle)
+	if errors.Is(err, store.ErrNotFound) {
+		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		return store.User{}, errBadLogin
+	}
+	if err != nil {
+		return store.User{}, fmt.Errorf("look up user: %w", err)
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
+		return store.User{}, errBadLogin
+	}
+	return u, nil
+}
+
+// logIn renews the session token (no fixation) and binds the user to it.
+func (s *Server) logIn(ctx context.Context, u store.User) error {
+	if err := s.sessions.RenewToken(ctx); err != nil {
+		return fmt.Errorf("renew session: %w", err)
+	}
+	s.sessions.Put(ctx, sessUserID, u.ID)
+	return nil
+}
+
+func (s *Server) logOut(ctx context.Context) error {
+	if err := s.sessions.Destroy(ctx); err != nil {
+		return fmt.Errorf("destroy session: %w", err)
+	}
+	return nil
+}
+
+// currentUser returns the logged-in user of a portal request, or nil.
+func (s *Server) currentUser(r *http.Request) *store.User {
+	id := s.sessions.GetInt64(r.Context(), sessUserID)
+	if id == 0 {
+		return nil
+	}
+	u, err := s.Store.GetUserByID(r.Context(), id)
+	if err != nil {
+		return nil
+	}
+	return &u
+}
+
+// requireLogin sends anonymous visitors to /login, remembering where they
+// were going.
+func (s *Server) requireLogin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u := s.currentUser(r)
+		if u == nil {
+			target := "/login?next=" + url.QueryEscape(r.URL.RequestURI())
+			if r.Header.Get("HX-Request") == "true" {
+				w.Header().Set("HX-Redirect", target)
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			http.Redirect(w, r, target, http.StatusSeeOther)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(withUser(r.Context(), u)))
+	})
+}
+
+type userKey struct{}
+
+func withUser(ctx context.Context, u *store.User) context.Context {
+	return context.WithValue(ctx, userKey{}, u)
+}
+
+// userFrom returns the user put in the context by requireLogin.
+func userFrom(ctx context.Context) *store.User {
+	u, _ := ctx.Value(userKey{}).(*store.User)
+	return u
+}
+
+// API tokens look like "as_" + 32 random bytes in base64url; only their
+// sha256 is stored.
+const tokenPrefix = "as_"
+
+func newAPIToken() (token string, hash []byte, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", nil, fmt.Errorf("random token: %w", err)
+	}
+	token = tokenPrefix + base64.RawURLEncoding.EncodeToString(b)
+	h := sha256.Sum256([]byte(token))
+	return token, h[:], nil
+}
+
+var errUnauthorized = errorf(http.StatusUnauthorized, "unauthorized",
+	"Send 'Authorization: Bearer <token>' with the operator token or a personal API token from /account.")
+
+// apiPrincipal authenticates a bearer token: the operator token (compared in
+// constant time) or a personal API token.
+func (s *Server) apiPrincipal(r *http.Request) (Principal, error) {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return Principal{}, errUnauthorized
+	}
+	token = strings.TrimSpace(token)
+	if op := s.Config.OperatorToken; op != "" && subtle.ConstantTimeCompare([]byte(token), []byte(op)) == 1 {
+		return Principal{Operator: true}, nil
+	}
+	if !strings.HasPrefix(token, tokenPrefix) || len(token) > 128 {
+		return Principal{}, errUnauthorized
+	}
+	sum := sha256.Sum256([]byte(token))
+	_, u, err := s.Store.UseAPIToken(r.Context(), sum[:], s.now())
+	if errors.Is(err, store.ErrNotFound) {
+		return Principal{}, errUnauthorized
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("look up API token: %w", err)
+	}
+	return Principal{User: &u}, nil
+}

@@ -1,0 +1,182 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/store"
+)
+
+// AgentInput is what a person supplies to register or edit an agent, from
+// the /register form or the JSON API alike.
+type AgentInput struct {
+	Name        string        `json:"name"`
+	DisplayName string        `json:"display_name"`
+	Description string        `json:"description"`
+	Tags        []string      `json:"tags"`
+	Skills      []agent.Skill `json:"skills"`
+	Version     string        `json:"version"`
+	Backend     agent.Backend `json:"backend"`
+}
+
+// normalize trims what people type by accident; it never changes meaning.
+func (in *AgentInput) normalize() {
+	in.Name = strings.ToLower(strings.TrimSpace(in.Name))
+	in.DisplayName = strings.TrimSpace(in.DisplayName)
+	in.Description = strings.TrimSpace(strings.ReplaceAll(in.Description, "\r\n", "\n"))
+	in.Version = strings.TrimSpace(in.Version)
+	tags := in.Tags[:0:0]
+	for _, t := range in.Tags {
+		if t = strings.ToLower(strings.TrimSpace(t)); t != "" {
+			tags = append(tags, t)
+		}
+	}
+	in.Tags = tags
+	in.Backend.Kind = strings.TrimSpace(in.Backend.Kind)
+	in.Backend.URL = strings.TrimSpace(in.Backend.URL)
+}
+
+// saveAgent registers a new agent (existingID == "") or updates one, for
+// principal p. The record is signed by the node and delivered through the
+// publisher, the same road network records take into the store.
+func (s *Server) saveAgent(ctx context.Context, p Principal, in AgentInput, existingID string) (store.Listing, error) {
+	in.normalize()
+	id, err := s.Publisher.AgentID(in.Name)
+	if err != nil {
+		return store.Listing{}, fmt.Errorf("derive agent id: %w", err)
+	}
+	owner := p.Handle()
+	var prevSeq uint64
+	prev, err := s.Store.GetAgent(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if existingID != "" {
+			return store.Listing{}, store.ErrNotFound
+		}
+	case err != nil:
+		return store.Listing{}, fmt.Errorf("look up agent: %w", err)
+	default:
+		prevSeq = prev.Record.Seq
+		if existingID == "" && !prev.Record.Tombstone {
+			return store.Listing{}, &agent.ValidationError{Fields: map[string]string{"name": "an agent with this name is already registered on this node"}}
+		}
+		if existingID != "" {
+			if prev.Record.Tombstone {
+				return store.Listing{}, store.ErrNotFound
+			}
+			if !p.CanManage(prev) {
+				return store.Listing{}, errorf(http.StatusForbidden, "forbidden", "You can only change agents you registered on this node.")
+			}
+			owner = prev.Record.Owner
+		}
+	}
+	if existingID != "" && existingID != id {
+		return store.Listing{}, &agent.ValidationError{Fields: map[string]string{"name": "the name of a registered agent cannot change"}}
+	}
+	if existingID != "" && in.Backend.Kind == agent.BackendLLM && in.Backend.APIKey == "" {
+		// An edit that leaves the key blank keeps the stored key: the
+		// form never renders a key back.
+		if old, err := s.Store.GetBackend(ctx, id); err == nil {
+			in.Backend.APIKey = old.APIKey
+		}
+	}
+
+	now := s.now()
+	rec := &agent.Record{
+		ID:          id,
+		Name:        in.Name,
+		DisplayName: in.DisplayName,
+		Description: in.Description,
+		Tags:        in.Tags,
+		Skills:      in.Skills,
+		Version:     in.Version,
+		Publisher:   s.Node.PeerID(),
+		Owner:       owner,
+		Endpoints:   []agent.Endpoint{{Kind: agent.EndpointLibp2pMCP, PeerID: s.Node.PeerID(), Protocol: agent.MCPProtocol}},
+		Seq:         nextSeq(prevSeq, now.UnixMicro()),
+		IssuedAt:    now,
+		ExpiresAt:   now.Add(s.Config.RecordTTL),
+	}
+	if err := validateInput(rec, in.Backend, now, s.Config.AllowPrivateEndpoints); err != nil {
+		return store.Listing{}, err
+	}
+	if err := s.Store.PutBackend(ctx, id, in.Backend); err != nil {
+		return store.Listing{}, fmt.Errorf("store backend: %w", err)
+	}
+	if err := s.Publisher.Publish(ctx, rec); err != nil {
+		return store.Listing{}, fmt.Errorf("publish agent: %w", err)
+	}
+	return s.Store.GetAgent(ctx, id)
+}
+
+// deleteAgent publishes a tombstone (a record with a higher seq) for an
+// agent p manages, and drops its backend settings.
+func (s *Server) deleteAgent(ctx context.Context, p Principal, id string) error {
+	prev, err := s.Store.GetAgent(ctx, id)
+	if err != nil {
+		return err
+	}
+	if prev.Record.Tombstone {
+		return store.ErrNotFound
+	}
+	if !p.CanManage(prev) {
+		return errorf(http.StatusForbidden, "forbidden", "You can only delete agents you registered on this node.")
+	}
+	now := s.now()
+	rec := prev.Record
+	rec.Tombstone = true
+	rec.Seq = nextSeq(prev.Record.Seq, now.UnixMicro())
+	rec.IssuedAt = now
+	rec.ExpiresAt = now.Add(s.Config.RecordTTL)
+	if err := s.Publisher.Publish(ctx, &rec); err != nil {
+		return fmt.Errorf("publish tombstone: %w", err)
+	}
+	if err := s.Store.DeleteBackend(ctx, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("delete backend: %w", err)
+	}
+	return nil
+}
+
+// nextSeq is at least prev+1 and at least the clock in microseconds, so a
+// node that lost its database still publishes seqs above its old ones.
+func nextSeq(prev uint64, nowMicro int64) uint64 {
+	if nowMicro > 0 && uint64(nowMicro) > prev {
+		return uint64(nowMicro)
+	}
+	return prev + 1
+}
+
+// validateInput merges record and backend errors into one ValidationError
+// so a form shows every problem at once.
+func validateInput(rec *agent.Record, b agent.Backend, now time.Time, allowPrivate bool) error {
+	fields := map[string]string{}
+	var ve *agent.ValidationError
+	if err := rec.Validate(now); errors.As(err, &ve) {
+		for k, v := range ve.Fields {
+			fields[k] = v
+		}
+	} else if err != nil {
+		return err
+	}
+	if err := b.Validate(); errors.As(err, &ve) {
+		for k, v := range ve.Fields {
+			fields[k] = v
+		}
+	} else if err != nil {
+		return err
+	}
+	if _, bad := fields["backend.url"]; !bad && b.URL != "" && !allowPrivate {
+		if err := agent.CheckPublicHost(b.URL); err != nil {
+			fields["backend.url"] = err.Error()
+		}
+	}
+	if len(fields) > 0 {
+		return &agent.ValidationError{Fields: fields}
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package handlers
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/go-chi/httprate"
+)
+
+// Body limits. Forms and API bodies are small; a record is at most 16 KiB and
+// a registration carries a little more (backend settings).
+const (
+	maxFormBytes = 64 << 10
+	maxAPIBytes  = 64 << 10
+)
+
+// Handler returns the whole URL space of the node.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID)
+	r.Use(s.recoverer)
+	r.Use(s.observe)
+	r.Use(securityHeaders)
+	r.Use(http.NewCrossOriginProtection().Handler)
+
+	sensitive := httprate.Limit(s.Config.RateLimit, time.Minute,
+		httprate.WithKeyByIP(),
+		httprate.WithLimitHandler(s.tooManyRequests))
+
+	// Health and metrics: no session, no body.
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Handle("/metrics", s.metrics.handler())
+	r.Handle("/static/*", s.staticHandler())
+
+	// JSON API.
+	r.Route("/api/v1", func(r chi.Router) {
+		r.Use(limitBody(maxAPIBytes))
+		r.Get("/node", s.apiNode)
+		r.Get("/agents", s.apiListAgents)
+		r.Get("/agents/{id}", s.apiGetAgent)
+		r.Group(func(r chi.Router) {
+			r.Use(sensitive)
+			r.Post("/agents", s.apiCreateAgent)
+			r.Put("/agents/{id}", s.apiUpdateAgent)
+			r.Delete("/agents/{id}", s.apiDeleteAgent)
+		})
+		r.MethodNotAllowed(s.apiMethodNotAllowed)
+	})
+
+	// Portal pages: sessions, form body limits.
+	r.Group(func(r chi.Router) {
+		r.Use(limitBody(maxFormBytes))
+		r.Use(s.sessions.LoadAndSave)
+		r.Get("/", s.pageHome)
+		r.Get("/agents", s.pageAgents)
+		r.Get("/agents/{id}", s.pageAgent)
+		r.Get("/nodes", s.pageNodes)
+		r.Get("/signup", s.pageSignup)
+		r.Get("/login", s.pageLogin)
+		r.Post("/logout", s.submitLogout)
+		r.Group(func(r chi.Router) {
+			r.Use(sensitive)
+			r.Post("/signup", s.submitSignup)
+			r.Post("/login", s.submitLogin)
+		})
+		r.Group(func(r chi.Router) {
+			r.Use(s.requireLogin)
+			r.Get("/register", s.pageRegister)
+			r.Get("/account", s.pageAccount)
+			r.Post("/account/tokens", s.submitCreateToken)
+			r.Post("/account/tokens/{tokenID}/delete", s.submitDeleteToken)
+			r.Get("/account/agents/{id}/edit", s.pageEditAgent)
+			r.Post("/account/agents/{id}/delete", s.submitDeleteAgent)
+			r.Group(func(r chi.Router) {
+				r.Use(sensitive)
+				r.Post("/register", s.submitRegister)
+				r.Post("/account/agents/{id}/edit", s.submitEditAgent)
+			})
+		})
+	})
+	r.NotFound(s.notFound)
+	return r
+}

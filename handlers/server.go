@@ -1,0 +1,114 @@
+// Package handlers is AgentSite's HTTP surface: the AgentHub portal pages,
+// the JSON API under /api/v1, health and metrics. Handlers depend on small
+// interfaces declared here and receive them through Server; no globals.
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/alexedwards/scs/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/store"
+)
+
+// Node is what the handlers need to know about this node's network side.
+type Node interface {
+	PeerID() string
+	// Addrs are full multiaddrs ending in /p2p/<id>, for bootstrapping.
+	Addrs() []string
+	// PeerCount is the number of connected peers.
+	PeerCount() int
+	// Ready reports whether the network side is up.
+	Ready() bool
+}
+
+// Publisher signs records with the node key and sends them down the one road
+// every listing takes (sink and, with p2p, the network).
+type Publisher interface {
+	// AgentID is the id a record named name gets when this node publishes it.
+	AgentID(name string) (string, error)
+	// Publish fills publisher and id, signs, verifies and delivers rec.
+	Publish(ctx context.Context, rec *agent.Record) error
+}
+
+// Config holds the handler settings that come from the command line.
+type Config struct {
+	Version               string
+	OperatorToken         string // bearer token with operator rights; empty disables
+	AllowPrivateEndpoints bool   // allow loopback/private URLs in backends
+	SecureCookies         bool   // Secure flag on cookies (off only for plain-HTTP tests)
+	BcryptCost            int    // 0: bcrypt.DefaultCost
+	RecordTTL             time.Duration
+	// RateLimit is the number of sensitive POSTs (login, sign-up,
+	// registration) one IP may make per minute. 0: 10.
+	RateLimit int
+}
+
+// Server holds the dependencies of every handler.
+type Server struct {
+	Store     store.Store
+	Node      Node
+	Publisher Publisher
+	Logger    *slog.Logger
+	Config    Config
+	Now       func() time.Time
+
+	sessions *scs.SessionManager
+	metrics  *metrics
+}
+
+// New builds a Server and registers its metrics with reg.
+func New(st store.Store, node Node, pub Publisher, logger *slog.Logger, cfg Config, reg prometheus.Registerer) (*Server, error) {
+	if cfg.RecordTTL <= 0 {
+		cfg.RecordTTL = agent.DefaultTTL
+	}
+	if cfg.RateLimit <= 0 {
+		cfg.RateLimit = 10
+	}
+	s := &Server{
+		Store:     st,
+		Node:      node,
+		Publisher: pub,
+		Logger:    logger,
+		Config:    cfg,
+		Now:       time.Now,
+	}
+	s.sessions = newSessionManager(st, cfg.SecureCookies)
+	m, err := newMetrics(reg, st)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	return s, nil
+}
+
+func (s *Server) now() time.Time { return s.Now().UTC() }
+
+// statusRecorder remembers the status code written, for metrics and logs.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer (flush,
+// hijack for WebSockets).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,60 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/alexedwards/scs/v2"
+
+	"github.com/agentsite/agentsite/store"
+)
+
+// sessionStore adapts store.Store to scs.CtxStore, so sessions live in the
+// same database as everything else (Postgres or SQLite).
+type sessionStore struct{ st store.Store }
+
+var _ scs.CtxStore = sessionStore{}
+
+func (s sessionStore) FindCtx(ctx context.Context, token string) ([]byte, bool, error) {
+	return s.st.SessionFind(ctx, token)
+}
+
+func (s sessionStore) CommitCtx(ctx context.Context, token string, b []byte, expiry time.Time) error {
+	return s.st.SessionCommit(ctx, token, b, expiry)
+}
+
+func (s sessionStore) DeleteCtx(ctx context.Context, token string) error {
+	return s.st.SessionDelete(ctx, token)
+}
+
+func (s sessionStore) Find(token string) ([]byte, bool, error) {
+	return s.FindCtx(context.Background(), token)
+}
+
+func (s sessionStore) Commit(token string, b []byte, expiry time.Time) error {
+	return s.CommitCtx(context.Background(), token, b, expiry)
+}
+
+func (s sessionStore) Delete(token string) error {
+	return s.DeleteCtx(context.Background(), token)
+}
+
+// Session keys.
+const (
+	sessUserID = "user_id"
+	sessFlash  = "flash"
+)
+
+func newSessionManager(st store.Store, secure bool) *scs.SessionManager {
+	sm := scs.New()
+	sm.Store = sessionStore{st: st}
+	sm.Lifetime = 30 * 24 * time.Hour
+	sm.IdleTimeout = 7 * 24 * time.Hour
+	sm.Cookie.Name = "agentsite_session"
+	sm.Cookie.HttpOnly = true
+	sm.Cookie.SameSite = http.SameSiteLaxMode
+	sm.Cookie.Secure = secure
+	sm.Cookie.Path = "/"
+	return sm
+}
