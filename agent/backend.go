@@ -39,6 +39,9 @@ func (b Backend) String() string {
 	return fmt.Sprintf("Backend{kind=%s builtin=%s url=%s model=%s tool=%s api_key=%s}", b.Kind, b.Builtin, b.URL, b.Model, b.Tool, key)
 }
 
+// GoString keeps the API key out of %#v too.
+func (b Backend) GoString() string { return b.String() }
+
 // Validate checks the backend settings; field keys are prefixed "backend.".
 func (b Backend) Validate() error {
 	var ve ValidationError

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"time"
@@ -80,6 +81,14 @@ func OpenIgnoringExpiry(data []byte, now time.Time) (r *Record, err error) {
 	env, err := record.ConsumeTypedEnvelope(data, &rec)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadEnvelope, err)
+	}
+	// ConsumeTypedEnvelope checks the signature domain but not the payload
+	// type, so check it here.
+	if !bytes.Equal(env.PayloadType, PayloadCodec) {
+		return nil, fmt.Errorf("%w: payload type %q, want %q", ErrBadEnvelope, env.PayloadType, PayloadCodec)
+	}
+	if env.PublicKey.Type() != crypto.Ed25519 {
+		return nil, fmt.Errorf("%w: signing key is %v; records are signed with Ed25519 node keys", ErrBadEnvelope, env.PublicKey.Type())
 	}
 	pid, err := peer.IDFromPublicKey(env.PublicKey)
 	if err != nil {

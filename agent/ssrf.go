@@ -25,8 +25,38 @@ func CheckPublicHost(raw string) error {
 		if !IsPublicIP(ip) {
 			return fmt.Errorf("points at a private, loopback or link-local address; the node operator can allow this with --allow-private-endpoints")
 		}
+	} else if endsInNumber(host) {
+		// 127.1, 2130706433, 0x7f.0.0.1, 0177.0.0.1: not dotted quads to
+		// netip, but IPv4 addresses to browsers (WHATWG URL) and inet_aton.
+		return fmt.Errorf("is an IP address in a non-standard form; write it as a dotted quad")
 	}
 	return nil
+}
+
+// endsInNumber reports whether the last label of host is a decimal or 0x
+// hexadecimal number, which the WHATWG URL standard parses as an IPv4
+// address. No public DNS name ends in a numeric label.
+func endsInNumber(host string) bool {
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	if last == "" {
+		return false
+	}
+	if strings.HasPrefix(last, "0x") {
+		last = last[2:]
+		for i := 0; i < len(last); i++ {
+			c := last[i]
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; i < len(last); i++ {
+		if last[i] < '0' || last[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // IsPublicIP reports whether ip is a globally routable unicast address.

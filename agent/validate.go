@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -192,8 +193,14 @@ func checkText(ve *ValidationError, field, s string, max int, singleLine bool) {
 			}
 			continue
 		}
-		if c < 0x20 || c == 0x7f {
+		if unicode.IsControl(c) { // C0, DEL and C1 (U+0080–U+009F, e.g. NEL)
 			ve.add(field, "must not contain control characters")
+			return
+		}
+		if isBidiControl(c) || c == '\u2028' || c == '\u2029' {
+			// Direction overrides can make a name read as another
+			// (spoofing); line/paragraph separators break single lines.
+			ve.add(field, "must not contain direction-override or separator characters")
 			return
 		}
 	}
@@ -222,4 +229,9 @@ func CheckHTTPURL(raw string) error {
 		return fmt.Errorf("must not carry credentials")
 	}
 	return nil
+}
+
+// isBidiControl reports the Unicode bidirectional formatting characters.
+func isBidiControl(c rune) bool {
+	return c >= '\u202a' && c <= '\u202e' || c >= '\u2066' && c <= '\u2069' || c == '\u200e' || c == '\u200f' || c == '\u061c'
 }
