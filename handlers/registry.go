@@ -180,3 +180,44 @@ func validateInput(rec *agent.Record, b agent.Backend, now time.Time, allowPriva
 	}
 	return nil
 }
+
+// EnsureOperatorAgent registers in under the operator, or, if this node
+// already hosts an agent of that name, publishes it afresh (new seq and
+// expiry). The demo agents are published this way at every start.
+func (s *Server) EnsureOperatorAgent(ctx context.Context, in AgentInput) (store.Listing, error) {
+	op := Principal{Operator: true}
+	id, err := s.Publisher.AgentID(strings.ToLower(strings.TrimSpace(in.Name)))
+	if err != nil {
+		return store.Listing{}, err
+	}
+	if l, err := s.Store.GetAgent(ctx, id); err == nil && !l.Record.Tombstone {
+		return s.saveAgent(ctx, op, in, id)
+	}
+	return s.saveAgent(ctx, op, in, "")
+}
+
+// RefreshLocal re-signs every local listing that expires within window with
+// a new seq and expiry, so this node's agents never lapse while it runs.
+// It returns how many listings it refreshed.
+func (s *Server) RefreshLocal(ctx context.Context, window time.Duration) (int, error) {
+	local, err := s.Store.ListLocal(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list local agents: %w", err)
+	}
+	now := s.now()
+	n := 0
+	for _, l := range local {
+		if l.Record.Tombstone || l.Record.ExpiresAt.Sub(now) > window {
+			continue
+		}
+		rec := l.Record
+		rec.Seq = nextSeq(rec.Seq, now.UnixMicro())
+		rec.IssuedAt = now
+		rec.ExpiresAt = now.Add(s.Config.RecordTTL)
+		if err := s.Publisher.Publish(ctx, &rec); err != nil {
+			return n, fmt.Errorf("refresh %s: %w", rec.ID, err)
+		}
+		n++
+	}
+	return n, nil
+}

@@ -1,0 +1,46 @@
+# AgentSite — everything a newcomer needs: `make run` and `make test`.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/agentsite
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+# Tests talk to the Postgres server at 127.0.0.1:5432 (user postgres, trust);
+# they create and drop their own databases.
+TEST_FLAGS ?= -race -count=1 -timeout 30m
+
+.PHONY: help run build test test-short bench load generate lint fuzz demo clean
+
+help: ## show the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+build: ## build bin/agentsite
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentsite
+
+run: build ## start a node + portal on embedded SQLite at http://127.0.0.1:8080
+	$(BIN) serve --data-dir ./data --http-addr 127.0.0.1:8080
+
+test: ## run every test (race detector on; real SQLite, Postgres and Chromium)
+	$(GO) vet ./...
+	$(GO) test $(TEST_FLAGS) ./...
+
+test-short: ## the fast tests only
+	$(GO) test -short -count=1 ./...
+
+bench: ## Go benchmarks of both stores (10k, 100k listings) and the HTTP load run
+	$(GO) test -run '^$$' -bench . -benchtime 2000x -timeout 60m ./store/sqlite/ ./store/postgres/
+	$(GO) run ./cmd/agentsite-load --store postgres --listings 10000 --concurrency 5,10,20 --duration 10s
+	$(GO) run ./cmd/agentsite-load --store sqlite --listings 10000 --concurrency 5,10,20 --duration 10s
+
+generate: ## regenerate templ components
+	$(GO) tool templ generate
+
+lint: ## go vet, gofmt, and generated files up to date
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+fuzz: ## fuzz record opening and validation for a minute each
+	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime 60s ./agent/
+	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 60s ./agent/
+
+clean: ## remove build output (not ./data)
+	rm -rf bin

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+)
+
+// Config is every setting of `agentsite serve`. Each flag has an
+// AGENTSITE_<FLAG> environment twin (dashes become underscores); a flag given
+// on the command line wins over the environment.
+type Config struct {
+	DataDir               string
+	HTTPAddr              string
+	P2PListen             []string
+	Bootstrap             []string
+	DatabaseURL           string
+	DemoAgents            bool
+	AllowPrivateEndpoints bool
+	OperatorToken         string
+	SecureCookies         bool
+	RecordTTL             time.Duration
+	LogLevel              string
+	LogFormat             string
+}
+
+// DefaultP2PListen listens on every interface on a free TCP and QUIC port.
+var defaultP2PListen = []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"}
+
+// flagDoc describes one flag; the README's configuration table mirrors this.
+type flagDoc struct {
+	name, usage string
+}
+
+// stringList is a repeatable flag; from the environment it is comma-separated.
+type stringList struct {
+	vals    *[]string
+	changed bool
+}
+
+func (s *stringList) String() string {
+	if s.vals == nil {
+		return ""
+	}
+	return strings.Join(*s.vals, ",")
+}
+
+func (s *stringList) Set(v string) error {
+	if !s.changed {
+		*s.vals = nil
+		s.changed = true
+	}
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*s.vals = append(*s.vals, p)
+		}
+	}
+	return nil
+}
+
+// EnvName is the environment twin of a flag.
+func EnvName(flagName string) string {
+	return "AGENTSITE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// newFlagSet declares the serve flags on c with their defaults.
+func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("agentsite serve", flag.ContinueOnError)
+	fs.SetOutput(out)
+	c.P2PListen = append([]string(nil), defaultP2PListen...)
+	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory for the node key and the embedded SQLite database")
+	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "address of the portal, API and /mcp")
+	fs.Var(&stringList{vals: &c.P2PListen}, "p2p-listen", "libp2p listen multiaddr (repeatable; default TCP and QUIC on a free port)")
+	fs.Var(&stringList{vals: &c.Bootstrap}, "bootstrap", "multiaddr with /p2p/<id> of a peer to join through (repeatable)")
+	fs.StringVar(&c.DatabaseURL, "database-url", "", "postgres://... to use Postgres; empty for embedded SQLite in the data dir")
+	fs.BoolVar(&c.DemoAgents, "demo-agents", true, "host the builtin demo agents (echo, calculator)")
+	fs.BoolVar(&c.AllowPrivateEndpoints, "allow-private-endpoints", false, "allow agent backends on loopback/private addresses")
+	fs.StringVar(&c.OperatorToken, "operator-token", "", "bearer token with operator rights on the API (empty: disabled)")
+	fs.BoolVar(&c.SecureCookies, "secure-cookies", true, "mark session cookies Secure (browsers accept them on http://127.0.0.1 and localhost)")
+	fs.DurationVar(&c.RecordTTL, "record-ttl", time.Hour, "lifetime of the records this node signs; they are re-announced at half of it")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
+	return fs
+}
+
+// Parse fills c from args, then from the environment for flags not given.
+func (c *Config) Parse(args []string, getenv func(string) string, out io.Writer) error {
+	fs := c.newFlagSet(out)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q; flags start with --", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] {
+			return
+		}
+		if v, ok := lookupEnv(getenv, EnvName(f.Name)); ok {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", EnvName(f.Name), v, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return c.Validate()
+}
+
+func lookupEnv(getenv func(string) string, name string) (string, bool) {
+	v := getenv(name)
+	return v, v != ""
+}
+
+// Validate checks the configuration and says how to fix what is wrong.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		errs = append(errs, fmt.Errorf("--http-addr %q must be host:port, e.g. 127.0.0.1:8080", c.HTTPAddr))
+	}
+	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") && !strings.HasPrefix(c.DatabaseURL, "sqlite:") {
+		errs = append(errs, errors.New("--database-url must start with postgres:// (or sqlite:PATH); leave it empty for embedded SQLite"))
+	}
+	if c.OperatorToken != "" && len(c.OperatorToken) < 16 {
+		errs = append(errs, errors.New("--operator-token must be at least 16 characters; generate one with: openssl rand -hex 24"))
+	}
+	if c.RecordTTL < time.Minute || c.RecordTTL > 24*time.Hour {
+		errs = append(errs, errors.New("--record-ttl must be between 1m and 24h"))
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		errs = append(errs, errors.New("--log-format must be text or json"))
+	}
+	return errors.Join(errs...)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q must be debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+func (c *Config) newLogger(w io.Writer) *slog.Logger {
+	level, _ := parseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/handlers"
+)
+
+// demoAgents are the builtin agents a fresh node hosts, so `make run` shows
+// a working portal with something to browse and chat with.
+var demoAgents = []handlers.AgentInput{
+	{
+		Name:        "echo",
+		DisplayName: "Echo",
+		Description: "Replies with exactly what you send. Useful to test that a node, the network and chat work end to end.",
+		Tags:        []string{"demo", "utility", "testing"},
+		Skills: []agent.Skill{{
+			ID: "echo", Name: "Echo", Description: "Repeats the message back.",
+			Examples: []string{"hello planet"},
+		}},
+		Version: "1.0.0",
+		Backend: agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"},
+	},
+	{
+		Name:        "calculator",
+		DisplayName: "Calculator",
+		Description: "Evaluates arithmetic safely: + - * / % ^, parentheses and decimals. No code is executed.",
+		Tags:        []string{"demo", "math", "utility"},
+		Skills: []agent.Skill{{
+			ID: "arithmetic", Name: "Arithmetic", Description: "Evaluates an arithmetic expression.",
+			Examples: []string{"2 * (3 + 4)", "1.5 ^ 2 / 3"},
+		}},
+		Version: "1.0.0",
+		Backend: agent.Backend{Kind: agent.BackendBuiltin, Builtin: "calculator"},
+	},
+}
+
+func publishDemoAgents(ctx context.Context, srv *handlers.Server) error {
+	for _, in := range demoAgents {
+		if _, err := srv.EnsureOperatorAgent(ctx, in); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refreshLoop re-signs local listings before they expire: every quarter of
+// the TTL, anything expiring within half of it.
+func (m *Main) refreshLoop(ctx context.Context) {
+	ttl := m.Config.RecordTTL
+	t := time.NewTicker(ttl / 4)
+	defer t.Stop()
+	for {
+		if n, err := m.Server.RefreshLocal(ctx, ttl/2); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			m.Logger.Warn("refreshing local agents failed; will retry", "err", err)
+		} else if n > 0 {
+			m.Logger.Debug("refreshed local agents", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

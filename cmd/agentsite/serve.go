@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/agentsite/agentsite/handlers"
+	"github.com/agentsite/agentsite/p2p"
+	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/store/storeopen"
+)
+
+// keyFile is the node key's file name inside the data dir.
+const keyFile = "node.key"
+
+// Main is a whole node: store, network, HTTP. End-to-end tests start nodes
+// the same way the binary does: NewMain, ParseFlags (or set Config), Run,
+// Close.
+type Main struct {
+	Config    Config
+	LogOutput io.Writer
+	// BcryptCost overrides the password hashing cost (tests use the minimum).
+	BcryptCost int
+
+	Logger    *slog.Logger
+	Store     store.Store
+	Node      *p2p.Node
+	Publisher *p2p.Publisher
+	Server    *handlers.Server
+
+	httpServer *http.Server
+	listener   net.Listener
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+}
+
+// NewMain returns a Main with default configuration.
+func NewMain() *Main {
+	m := &Main{LogOutput: os.Stderr}
+	_ = m.Config.newFlagSet(io.Discard).Parse(nil)
+	return m
+}
+
+// ParseFlags fills Config from args and the environment.
+func (m *Main) ParseFlags(args []string, getenv func(string) string, out io.Writer) error {
+	return m.Config.Parse(args, getenv, out)
+}
+
+// HTTPURL is the portal's base URL once Run has bound the listener.
+func (m *Main) HTTPURL() string {
+	if m.listener == nil {
+		return ""
+	}
+	return "http://" + m.listener.Addr().String()
+}
+
+// Run opens the store, starts the network and the HTTP server, then returns;
+// the node runs until Close.
+func (m *Main) Run(ctx context.Context) error {
+	if err := m.Config.Validate(); err != nil {
+		return err
+	}
+	m.Logger = m.Config.newLogger(m.LogOutput)
+	ctx, m.cancel = context.WithCancel(ctx)
+
+	key, created, err := p2p.LoadOrCreateKey(filepath.Join(m.Config.DataDir, keyFile))
+	if err != nil {
+		return err
+	}
+	st, engine, err := storeopen.Open(ctx, m.Config.DatabaseURL, m.Config.DataDir, m.Logger)
+	if err != nil {
+		return err
+	}
+	m.Store = st
+
+	node, err := p2p.New(ctx, key, p2p.Config{
+		ListenAddrs: m.Config.P2PListen,
+		Bootstrap:   m.Config.Bootstrap,
+		UserAgent:   "agentsite/" + buildVersion(),
+	}, m.Logger)
+	if err != nil {
+		return err
+	}
+	m.Node = node
+	m.Logger.Info("node identity", "peer_id", node.PeerID(), "new_key", created, "store", engine)
+	m.Publisher = p2p.NewPublisher(key, &store.Sink{Store: st, SelfID: node.PeerID()})
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv, err := handlers.New(store.Instrument(st, reg), node, m.Publisher, m.Logger, handlers.Config{
+		Version:               buildVersion(),
+		OperatorToken:         m.Config.OperatorToken,
+		AllowPrivateEndpoints: m.Config.AllowPrivateEndpoints,
+		SecureCookies:         m.Config.SecureCookies,
+		BcryptCost:            m.BcryptCost,
+		RecordTTL:             m.Config.RecordTTL,
+	}, reg)
+	if err != nil {
+		return fmt.Errorf("build HTTP handlers: %w", err)
+	}
+	m.Server = srv
+
+	if m.Config.DemoAgents {
+		if err := publishDemoAgents(ctx, srv); err != nil {
+			return fmt.Errorf("publish demo agents: %w", err)
+		}
+	}
+	m.goLoop(ctx, func(ctx context.Context) { m.refreshLoop(ctx) })
+
+	ln, err := net.Listen("tcp", m.Config.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (is another node running? choose another --http-addr): %w", m.Config.HTTPAddr, err)
+	}
+	m.listener = ln
+	m.httpServer = &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(m.Logger.Handler(), slog.LevelWarn),
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := m.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.Logger.Error("HTTP server stopped", "err", err)
+		}
+	}()
+	m.Logger.Info("AgentSite is up", "portal", m.HTTPURL(), "addrs", node.Addrs())
+	return nil
+}
+
+func (m *Main) goLoop(ctx context.Context, f func(context.Context)) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		f(ctx)
+	}()
+}
+
+// Close shuts down in reverse order: HTTP (with a deadline), background
+// loops, the network, then the store.
+func (m *Main) Close() error {
+	var errs []error
+	if m.httpServer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := m.httpServer.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("HTTP shutdown: %w", err))
+		}
+		cancel()
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.wg.Wait()
+	if m.Node != nil {
+		if err := m.Node.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("p2p shutdown: %w", err))
+		}
+		m.Node = nil
+	}
+	if m.Store != nil {
+		if err := m.Store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("store close: %w", err))
+		}
+		m.Store = nil
+	}
+	m.httpServer = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,61 @@
+package p2p
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// Sink receives every verified record, local or from the network. The store
+// satisfies it (store.Sink); p2p never imports the store.
+type Sink interface {
+	Put(ctx context.Context, rec *agent.Record, envelope []byte) error
+}
+
+// Publisher signs this node's records and delivers them: to the sink, and
+// (once the node runs the DHT and GossipSub) to the network.
+type Publisher struct {
+	key  crypto.PrivKey
+	sink Sink
+	now  func() time.Time
+	// announce, when set, sends the sealed envelope to the network.
+	announce func(ctx context.Context, rec *agent.Record, envelope []byte) error
+}
+
+// NewPublisher returns a Publisher signing with key and delivering to sink.
+func NewPublisher(key crypto.PrivKey, sink Sink) *Publisher {
+	return &Publisher{key: key, sink: sink, now: time.Now}
+}
+
+// AgentID is the id a record named name gets when this node publishes it.
+func (p *Publisher) AgentID(name string) (string, error) {
+	return agent.DeriveID(p.key.GetPublic(), name)
+}
+
+// Publish seals rec with the node key, verifies the envelope exactly as a
+// record from the network would be verified, and delivers it. There is one
+// road for "a listing became known", whoever published it.
+func (p *Publisher) Publish(ctx context.Context, rec *agent.Record) error {
+	now := p.now()
+	env, err := agent.Seal(rec, p.key, now)
+	if err != nil {
+		return err
+	}
+	verified, err := agent.Open(env, now)
+	if err != nil {
+		return fmt.Errorf("verify own record: %w", err)
+	}
+	if err := p.sink.Put(ctx, verified, env); err != nil {
+		return fmt.Errorf("deliver record: %w", err)
+	}
+	if p.announce != nil {
+		if err := p.announce(ctx, verified, env); err != nil {
+			return fmt.Errorf("announce record: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+// Package storeopen picks a store engine from a database URL. It lives
+// apart from package store because the engines import store.
+package storeopen
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/store/postgres"
+	"github.com/agentsite/agentsite/store/sqlite"
+)
+
+// SQLiteFile is the embedded database's file name inside the data dir.
+const SQLiteFile = "agentsite.db"
+
+// Open opens and migrates the store named by url: postgres:// or
+// postgresql:// for Postgres, sqlite:PATH for a SQLite file, and "" for
+// embedded SQLite in dataDir.
+func Open(ctx context.Context, url, dataDir string, logger *slog.Logger) (store.Store, string, error) {
+	switch {
+	case url == "":
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return nil, "", fmt.Errorf("create data dir %s: %w", dataDir, err)
+		}
+		path := filepath.Join(dataDir, SQLiteFile)
+		db, err := sqlite.Open(ctx, path, logger)
+		if err != nil {
+			return nil, "", fmt.Errorf("open embedded SQLite %s: %w", path, err)
+		}
+		return db, "sqlite", nil
+	case strings.HasPrefix(url, "sqlite:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
+		db, err := sqlite.Open(ctx, path, logger)
+		if err != nil {
+			return nil, "", fmt.Errorf("open SQLite %s: %w", path, err)
+		}
+		return db, "sqlite", nil
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		db, err := postgres.Open(ctx, url, logger)
+		if err != nil {
+			return nil, "", fmt.Errorf("open Postgres (check --database-url and that the server is running): %w", err)
+		}
+		return db, "postgres", nil
+	}
+	return nil, "", fmt.Errorf("unsupported database URL scheme; use postgres://..., sqlite:PATH or leave it empty")
+}
