@@ -188,3 +188,13 @@ func (r *Record) HostPeerID() string {
 	}
 	return r.Publisher
 }
+
+// Heartbeat is a node's periodic liveness announcement on the status topic.
+type Heartbeat struct {
+	PeerID       string    `json:"peer_id"`
+	Version      string    `json:"version"`
+	Addrs        []string  `json:"addrs"`
+	AgentsHosted int       `json:"agents_hosted"`
+	Load         float64   `json:"load"`
+	SentAt       time.Time `json:"sent_at"`
+}

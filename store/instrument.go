@@ -308,3 +308,11 @@ func (i *Instrumented) Close() error { return i.next.Close() }
 func isNotFoundOrStale(err error) bool {
 	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrStale)
 }
+
+// CatalogueEnvelopes implements Store.
+func (i *Instrumented) CatalogueEnvelopes(ctx context.Context, after int64, tag string, limit int, now time.Time) ([][]byte, int64, error) {
+	start := time.Now()
+	r0, r1, err := i.next.CatalogueEnvelopes(ctx, after, tag, limit, now)
+	i.done("catalogue_envelopes", start, err)
+	return r0, r1, err
+}

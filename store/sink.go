@@ -2,34 +2,40 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
 )
 
-// Sink turns a verified record into a listing: it is how every listing,
-// local or from the network, enters the cache (DESIGN.md: "one code path for
-// a listing became known"). It satisfies p2p's Sink interface.
+// Sink connects the network side to the store: it turns verified records
+// into listings (how every listing, local or from the network, enters the
+// cache: DESIGN.md's "one code path for a listing became known"), serves the
+// catalogue to syncing peers, and records heartbeats. It satisfies p2p.Cache.
 type Sink struct {
 	Store  Store
 	SelfID string           // this node's peer ID: records hosted by it are Local
 	Now    func() time.Time // nil: time.Now
 }
 
-// Put upserts rec (already verified by the caller) with its envelope. It
-// returns ErrStale when the store already has this or a newer seq.
-func (s *Sink) Put(ctx context.Context, rec *agent.Record, envelope []byte) error {
-	now := time.Now
+func (s *Sink) now() time.Time {
 	if s.Now != nil {
-		now = s.Now
+		return s.Now().UTC()
 	}
+	return time.Now().UTC()
+}
+
+// Put upserts rec (already verified by the caller) with its envelope.
+// changed is false when the store already has this or a newer seq.
+func (s *Sink) Put(ctx context.Context, rec *agent.Record, envelope []byte) (changed bool, err error) {
 	host := rec.HostPeerID()
-	t := now().UTC()
+	t := s.now()
 	status := StatusOnline
 	if !rec.ExpiresAt.After(t) {
 		status = StatusOffline
 	}
-	return s.Store.UpsertRecord(ctx, Listing{
+	err = s.Store.UpsertRecord(ctx, Listing{
 		Record:     *rec,
 		Envelope:   envelope,
 		Status:     status,
@@ -38,4 +44,78 @@ func (s *Sink) Put(ctx context.Context, rec *agent.Record, envelope []byte) erro
 		Local:      host == s.SelfID,
 		UpdatedAt:  t,
 	})
+	if errors.Is(err, ErrStale) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Envelopes serves a page of the catalogue for sync.
+func (s *Sink) Envelopes(ctx context.Context, after int64, tag string, limit int) ([][]byte, int64, error) {
+	return s.Store.CatalogueEnvelopes(ctx, after, tag, limit, s.now())
+}
+
+// NodeSeen records a heartbeat: the node row is refreshed and its listings
+// are online again.
+func (s *Sink) NodeSeen(ctx context.Context, hb agent.Heartbeat) error {
+	t := s.now()
+	if err := s.Store.UpsertNode(ctx, Node{
+		PeerID:        hb.PeerID,
+		Addrs:         hb.Addrs,
+		Version:       hb.Version,
+		AgentsHosted:  hb.AgentsHosted,
+		Load:          hb.Load,
+		LastHeartbeat: t,
+		Status:        StatusOnline,
+	}); err != nil {
+		return fmt.Errorf("upsert node: %w", err)
+	}
+	if _, err := s.Store.SetHostStatus(ctx, hb.PeerID, StatusOnline, t); err != nil {
+		return fmt.Errorf("mark listings online: %w", err)
+	}
+	return nil
+}
+
+// LocalCount is the number of agents this node hosts.
+func (s *Sink) LocalCount(ctx context.Context) (int, error) {
+	l, err := s.Store.ListLocal(ctx)
+	return len(l), err
+}
+
+// Sweep applies the liveness rules (DESIGN.md): a node whose heartbeats
+// stopped for staleAfter (3 heartbeat intervals) and its listings turn
+// stale; listings past expires_at turn offline. Local listings are left to
+// the node itself (it re-signs them before they expire). A node silent for
+// offlineAfter is shown offline in the nodes table.
+func Sweep(ctx context.Context, st Store, selfID string, now time.Time, staleAfter, offlineAfter time.Duration) error {
+	nodes, err := st.ListNodes(ctx)
+	if err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	for _, n := range nodes {
+		silent := now.Sub(n.LastHeartbeat)
+		if n.PeerID == selfID || n.Status == StatusOffline || silent < staleAfter {
+			continue
+		}
+		if n.Status == StatusStale && silent < offlineAfter {
+			continue
+		}
+		n.Status = StatusStale
+		if silent >= offlineAfter {
+			n.Status = StatusOffline
+		}
+		if err := st.UpsertNode(ctx, n); err != nil {
+			return fmt.Errorf("mark node %s stale: %w", n.PeerID, err)
+		}
+		if _, err := st.SetHostStatus(ctx, n.PeerID, StatusStale, n.LastHeartbeat); err != nil { // offline comes with expiry
+			return fmt.Errorf("mark listings of %s stale: %w", n.PeerID, err)
+		}
+	}
+	if _, err := st.ExpireListings(ctx, now); err != nil {
+		return fmt.Errorf("expire listings: %w", err)
+	}
+	return nil
 }

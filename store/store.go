@@ -155,6 +155,12 @@ type Store interface {
 	// peer (heartbeats: online, missed heartbeats: stale); lastSeen is set
 	// when status is online. Returns how many rows changed.
 	SetHostStatus(ctx context.Context, hostPeerID, status string, lastSeen time.Time) (int, error)
+	// CatalogueEnvelopes pages through the signed envelopes of every listing
+	// that has not expired at now (tombstones included, so deletes spread),
+	// in first-seen order after position after, optionally only those tagged
+	// tag. next is the position to continue from, 0 on the last page. It
+	// serves catalogue sync.
+	CatalogueEnvelopes(ctx context.Context, after int64, tag string, limit int, now time.Time) (envs [][]byte, next int64, err error)
 	// ExpireListings marks listings past expires_at offline.
 	ExpireListings(ctx context.Context, now time.Time) (int, error)
 

@@ -1,0 +1,23 @@
+-- Reverts 0001_init: drops everything it created, children first.
+DROP TABLE IF EXISTS messages;
+DROP TABLE IF EXISTS conversations;
+DROP TABLE IF EXISTS api_tokens;
+DROP TABLE IF EXISTS sessions;
+DROP TABLE IF EXISTS users;
+DROP TABLE IF EXISTS nodes;
+DROP TABLE IF EXISTS agent_backends;
+DROP TRIGGER IF EXISTS agents_delete_tags;
+DROP TRIGGER IF EXISTS agents_visibility_counts;
+DROP TRIGGER IF EXISTS agent_tags_count_delete;
+DROP TRIGGER IF EXISTS agent_tags_count_insert;
+DROP TABLE IF EXISTS tag_counts;
+DROP TRIGGER IF EXISTS agents_status_count_delete;
+DROP TRIGGER IF EXISTS agents_status_count_update;
+DROP TRIGGER IF EXISTS agents_status_count_insert;
+DROP TABLE IF EXISTS status_counts;
+DROP TRIGGER IF EXISTS agents_fts_delete;
+DROP TRIGGER IF EXISTS agents_fts_update;
+DROP TRIGGER IF EXISTS agents_fts_insert;
+DROP TABLE IF EXISTS agents_fts;
+DROP TABLE IF EXISTS agent_tags;
+DROP TABLE IF EXISTS agents;

@@ -1,0 +1,42 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// PutBackend implements store.Store.
+func (db *DB) PutBackend(ctx context.Context, agentID string, b agent.Backend) error {
+	config, err := json.Marshal(b)
+	if err != nil {
+		return fmt.Errorf("postgres: put backend of agent %s: encode: %w", agentID, err)
+	}
+	_, err = db.pool.Exec(ctx, `
+INSERT INTO agent_backends (agent_id, config, updated_at) VALUES ($1, $2, now())
+ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at`,
+		agentID, config)
+	return dbErr("put backend of agent "+agentID, err)
+}
+
+// GetBackend implements store.Store.
+func (db *DB) GetBackend(ctx context.Context, agentID string) (agent.Backend, error) {
+	var config []byte
+	err := db.pool.QueryRow(ctx, `SELECT config FROM agent_backends WHERE agent_id = $1`, agentID).Scan(&config)
+	if err != nil {
+		return agent.Backend{}, dbErr("get backend of agent "+agentID, err)
+	}
+	var b agent.Backend
+	if err := json.Unmarshal(config, &b); err != nil {
+		return agent.Backend{}, fmt.Errorf("postgres: get backend of agent %s: decode: %w", agentID, err)
+	}
+	return b, nil
+}
+
+// DeleteBackend implements store.Store.
+func (db *DB) DeleteBackend(ctx context.Context, agentID string) error {
+	_, err := db.pool.Exec(ctx, `DELETE FROM agent_backends WHERE agent_id = $1`, agentID)
+	return dbErr("delete backend of agent "+agentID, err)
+}

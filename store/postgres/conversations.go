@@ -1,0 +1,133 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentsite/agentsite/store"
+)
+
+const conversationColumns = `c.id, c.agent_id, c.owner_key, c.title, c.created_at, c.updated_at`
+
+func scanConversation(row pgx.Row) (store.Conversation, error) {
+	var (
+		c                store.Conversation
+		created, updated time.Time
+	)
+	if err := row.Scan(&c.ID, &c.AgentID, &c.OwnerKey, &c.Title, &created, &updated); err != nil {
+		return store.Conversation{}, err
+	}
+	c.CreatedAt, c.UpdatedAt = created.UTC(), updated.UTC()
+	return c, nil
+}
+
+// CreateConversation implements store.Store. A zero CreatedAt means now; a
+// zero UpdatedAt means CreatedAt. A taken id is store.ErrConflict.
+func (db *DB) CreateConversation(ctx context.Context, c store.Conversation) (store.Conversation, error) {
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = time.Now().UTC()
+	}
+	if c.UpdatedAt.IsZero() {
+		c.UpdatedAt = c.CreatedAt
+	}
+	out, err := scanConversation(db.pool.QueryRow(ctx, `
+INSERT INTO conversations AS c (id, agent_id, owner_key, title, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING `+conversationColumns, c.ID, c.AgentID, c.OwnerKey, c.Title, c.CreatedAt, c.UpdatedAt))
+	if err != nil {
+		return store.Conversation{}, dbErr("create conversation "+c.ID, err)
+	}
+	return out, nil
+}
+
+// GetConversation implements store.Store.
+func (db *DB) GetConversation(ctx context.Context, id string) (store.Conversation, error) {
+	c, err := scanConversation(db.pool.QueryRow(ctx,
+		`SELECT `+conversationColumns+` FROM conversations c WHERE c.id = $1`, id))
+	if err != nil {
+		return store.Conversation{}, dbErr("get conversation "+id, err)
+	}
+	return c, nil
+}
+
+// ListConversations implements store.Store.
+func (db *DB) ListConversations(ctx context.Context, ownerKey string, limit int) ([]store.Conversation, error) {
+	rows, err := db.pool.Query(ctx, `
+SELECT `+conversationColumns+` FROM conversations c
+WHERE c.owner_key = $1
+ORDER BY c.updated_at DESC, c.id DESC
+LIMIT $2`, ownerKey, store.NormalizeLimit(limit))
+	if err != nil {
+		return nil, dbErr("list conversations", err)
+	}
+	defer rows.Close()
+	out := []store.Conversation{}
+	for rows.Next() {
+		c, err := scanConversation(rows)
+		if err != nil {
+			return nil, dbErr("list conversations", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("list conversations", err)
+	}
+	return out, nil
+}
+
+// AppendMessage implements store.Store: the insert and the bump of the
+// conversation's updated_at are one statement. A zero CreatedAt means now;
+// a missing conversation is store.ErrNotFound.
+func (db *DB) AppendMessage(ctx context.Context, m store.Message) (store.Message, error) {
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = time.Now().UTC()
+	}
+	var created time.Time
+	err := db.pool.QueryRow(ctx, `
+WITH bumped AS (
+	UPDATE conversations SET updated_at = greatest(updated_at, $4) WHERE id = $1 RETURNING id
+)
+INSERT INTO messages (conversation_id, role, text, created_at)
+SELECT id, $2, $3, $4 FROM bumped
+RETURNING id, created_at`, m.ConversationID, m.Role, m.Text, m.CreatedAt).Scan(&m.ID, &created)
+	if err != nil {
+		return store.Message{}, dbErr("append message to conversation "+m.ConversationID, err)
+	}
+	m.CreatedAt = created.UTC()
+	return m, nil
+}
+
+// ListMessages implements store.Store.
+func (db *DB) ListMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error) {
+	op := fmt.Sprintf("list messages of conversation %s", conversationID)
+	rows, err := db.pool.Query(ctx, `
+SELECT id, conversation_id, role, text, created_at FROM messages
+WHERE conversation_id = $1
+ORDER BY id DESC
+LIMIT $2`, conversationID, store.NormalizeLimit(limit))
+	if err != nil {
+		return nil, dbErr(op, err)
+	}
+	defer rows.Close()
+	out := []store.Message{}
+	for rows.Next() {
+		var (
+			m       store.Message
+			created time.Time
+		)
+		if err := rows.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Text, &created); err != nil {
+			return nil, dbErr(op, err)
+		}
+		m.CreatedAt = created.UTC()
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr(op, err)
+	}
+	slices.Reverse(out)
+	return out, nil
+}

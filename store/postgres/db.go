@@ -1,0 +1,210 @@
+// Package postgres is the Postgres engine of store.Store, on pgx/v5 and
+// pgxpool. Open connects, refuses a schema newer than this binary, applies
+// the embedded migrations (migrations/postgres) and returns a DB that is safe
+// for concurrent use.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentsite/agentsite/store"
+)
+
+// Pool and session defaults, used when the database URL does not set them
+// (?pool_max_conns=16&statement_timeout=30s&connect_timeout=10 ...).
+const (
+	// defaultMaxConns: every store call is a short query; 16 connections
+	// serve many more concurrent HTTP requests than the paper's 20 clients.
+	defaultMaxConns = 16
+	defaultMinConns = 2
+	// defaultStatementTimeout bounds any statement the server runs for us,
+	// even if a caller forgot a deadline on its context.
+	defaultStatementTimeout = "30s"
+	// defaultIdleInTxTimeout frees locks held by a transaction whose client
+	// went away mid-way.
+	defaultIdleInTxTimeout = "60s"
+	defaultConnectTimeout  = 10 * time.Second
+	// rollbackTimeout bounds the rollback of a failed transaction, which runs
+	// on a fresh context because the caller's may be what failed.
+	rollbackTimeout = 5 * time.Second
+)
+
+// DB is the Postgres store.Store.
+type DB struct {
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+}
+
+var _ store.Store = (*DB)(nil)
+
+// Open connects to url, migrates the schema and returns the store. It fails
+// with an error wrapping store.ErrSchemaTooNew if the database was migrated
+// by a newer binary, and with a clear error if a migration was left dirty.
+func Open(ctx context.Context, url string, logger *slog.Logger) (*DB, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// The parse error quotes the URL, password redacted only on a best
+		// effort basis: keep just the reason.
+		reason := "malformed"
+		var pe *pgconn.ParseConfigError
+		if errors.As(err, &pe) && pe.Unwrap() != nil {
+			reason = pe.Unwrap().Error()
+		}
+		return nil, fmt.Errorf("postgres: invalid database URL (%s); want postgres://user:pass@host:port/db?sslmode=...", reason)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = defaultMaxConns
+	}
+	if !strings.Contains(url, "pool_min_conns") {
+		cfg.MinConns = defaultMinConns
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
+	}
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	rp := cfg.ConnConfig.RuntimeParams
+	// The migration connection gets the caller's settings but no statement
+	// timeout: building an index on a large table may take a while.
+	migCfg := cfg.ConnConfig.Copy()
+	setDefault(rp, "statement_timeout", defaultStatementTimeout)
+	setDefault(rp, "idle_in_transaction_session_timeout", defaultIdleInTxTimeout)
+	setDefault(rp, "application_name", "agentsite")
+	setDefault(migCfg.RuntimeParams, "application_name", "agentsite-migrate")
+	migCfg.RuntimeParams["statement_timeout"] = "0"
+
+	if err := migrateUp(ctx, migCfg, logger); err != nil {
+		return nil, err
+	}
+
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: create pool: %w", err)
+	}
+	db := &DB{pool: pool, logger: logger}
+	if err := db.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func setDefault(m map[string]string, k, v string) {
+	if _, ok := m[k]; !ok {
+		m[k] = v
+	}
+}
+
+// Ping checks the database is reachable (readiness).
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: ping: %w", err)
+	}
+	return nil
+}
+
+// Close waits for the connections in use to be released and closes the pool.
+func (db *DB) Close() error {
+	db.pool.Close()
+	return nil
+}
+
+// querier is what the query helpers need; both *pgxpool.Pool and pgx.Tx
+// have it, so a helper runs the same inside or outside a transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+var (
+	_ querier = (*pgxpool.Pool)(nil)
+	_ querier = (pgx.Tx)(nil)
+)
+
+// InTransaction runs fn in a transaction: committed if fn returns nil,
+// rolled back otherwise (and on panic). The rollback runs on a fresh, short
+// context so a cancelled request still releases its locks promptly.
+func (db *DB) InTransaction(ctx context.Context, fn func(tx pgx.Tx) error) (err error) {
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			rollback(ctx, tx, db.logger)
+			panic(p)
+		}
+		if err != nil {
+			rollback(ctx, tx, db.logger)
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: commit: %w", err)
+	}
+	return nil
+}
+
+func rollback(ctx context.Context, tx pgx.Tx, logger *slog.Logger) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	if err := tx.Rollback(rctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		logger.Warn("postgres: rollback failed", "err", err)
+	}
+}
+
+// dbErr wraps err with the operation's name and maps driver errors to the
+// store's sentinels: no rows → ErrNotFound, unique violation → ErrConflict,
+// foreign key violation (the parent row is missing) → ErrNotFound.
+func dbErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("postgres: %s: %w", op, store.ErrNotFound)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case pgerrcode.UniqueViolation:
+			return fmt.Errorf("postgres: %s: %w (constraint %s)", op, store.ErrConflict, pgErr.ConstraintName)
+		case pgerrcode.ForeignKeyViolation:
+			return fmt.Errorf("postgres: %s: %w (constraint %s)", op, store.ErrNotFound, pgErr.ConstraintName)
+		}
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}
+
+// nullTime stores the zero time as NULL.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// utc normalises a time read from the database: pgx returns timestamptz in
+// the local zone; the store hands out UTC, like the engines' inputs.
+func utc(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}

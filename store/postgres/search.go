@@ -1,0 +1,208 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentsite/agentsite/store"
+)
+
+// SearchAgents implements store.Store. The SQL text is assembled only from
+// constant fragments; every value (terms, tags, statuses, owner, cursor) is a
+// bind parameter.
+//
+// Plans (EXPLAIN ANALYZE at 100k listings, see bench_test.go): without text,
+// a backward walk of agents_visible_pos (default statuses) or
+// agents_status_pos (one explicit status) that stops after a page; tags are
+// one containment filter on the row (tags @> ...), checked during that walk
+// or, for a rare tag, served by the GIN index agents_tags; with text, a
+// bitmap scan of the GIN index agents_search, then ts_rank on each match and
+// a top-N sort on (rank, pos). ts_rank, not ts_rank_cd: it costs a third as
+// much per match, which is what a one-letter query at 100k listings pays.
+func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error) {
+	cur, hasCursor, err := store.DecodeCursor(q.Cursor)
+	if err != nil {
+		return store.SearchPage{}, fmt.Errorf("postgres: search agents: %w", err)
+	}
+	limit := store.NormalizeLimit(q.Limit)
+	terms := store.SearchTerms(q.Q)
+	if unmatchable(q.Owner) || slices.ContainsFunc(q.Tags, unmatchable) || slices.ContainsFunc(q.Statuses, unmatchable) {
+		return store.SearchPage{Listings: []store.Listing{}}, nil
+	}
+
+	var b sqlBuilder
+	var where []string
+	switch st := statusFilter(q.Statuses); len(st) {
+	case 0:
+		where = append(where, "a.visible")
+	case 1:
+		where = append(where, "NOT a.tombstone", "a.status = "+b.arg(st[0]))
+	default:
+		where = append(where, "NOT a.tombstone", "a.status = ANY("+b.arg(st)+")")
+	}
+	if tags := dedupe(q.Tags); len(tags) > 0 {
+		where = append(where, "a.tags @> "+b.arg(tags)+"::text[]")
+	}
+	if q.Owner != "" {
+		where = append(where, "a.owner = "+b.arg(q.Owner))
+	}
+
+	// The inner query picks the page on the narrow agents table; only those
+	// rows are then joined with agent_records. It is aliased a, like the
+	// table, so listingColumns reads from it.
+	var inner string
+	if len(terms) > 0 {
+		where = append(where, "a.search @@ query")
+		if hasCursor {
+			where = append(where, "(rk.rank, a.pos) < ("+b.arg(cur.Rank)+"::float8, "+b.arg(cur.Pos)+"::bigint)")
+		}
+		inner = `SELECT ` + agentColumns + `, rk.rank
+	FROM agents a
+		CROSS JOIN to_tsquery('simple', ` + b.arg(tsQuery(terms)) + `) AS query
+		CROSS JOIN LATERAL (SELECT ts_rank(a.search, query)::float8 AS rank) AS rk
+	WHERE ` + strings.Join(where, " AND ") + `
+	ORDER BY rk.rank DESC, a.pos DESC
+	LIMIT ` + b.arg(limit+1)
+	} else {
+		if hasCursor {
+			where = append(where, "a.pos < "+b.arg(cur.Pos))
+		}
+		inner = `SELECT ` + agentColumns + `, 0::float8 AS rank
+	FROM agents a
+	WHERE ` + strings.Join(where, " AND ") + `
+	ORDER BY a.pos DESC
+	LIMIT ` + b.arg(limit+1)
+	}
+	sql := `SELECT ` + listingColumns + `, a.rank
+FROM (` + inner + `) AS a
+	JOIN agent_records r ON r.id = a.id
+ORDER BY a.rank DESC, a.pos DESC`
+
+	rows, err := db.pool.Query(ctx, sql, b.args...)
+	if err != nil {
+		return store.SearchPage{}, dbErr("search agents", err)
+	}
+	defer rows.Close()
+	page := store.SearchPage{Listings: make([]store.Listing, 0, limit)}
+	var next store.Cursor
+	for rows.Next() {
+		var rank float64
+		l, pos, err := scanListing(rows, &rank)
+		if err != nil {
+			return store.SearchPage{}, dbErr("search agents", err)
+		}
+		if len(page.Listings) == limit {
+			page.NextCursor = store.EncodeCursor(next)
+			break
+		}
+		page.Listings = append(page.Listings, l)
+		next = store.Cursor{Rank: rank, Pos: pos}
+	}
+	if err := rows.Err(); err != nil {
+		return store.SearchPage{}, dbErr("search agents", err)
+	}
+	return page, nil
+}
+
+// unmatchable reports whether a filter value can never equal a stored one:
+// Postgres text holds neither NUL nor invalid UTF-8, and a query binding
+// such a value fails instead of matching nothing.
+func unmatchable(s string) bool {
+	return strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s)
+}
+
+// tsQuery turns store.SearchTerms (letters and digits only) into a
+// to_tsquery argument: every term prefix-matched, all of them required.
+func tsQuery(terms []string) string {
+	parts := make([]string, len(terms))
+	for i, t := range terms {
+		parts[i] = t + ":*"
+	}
+	return strings.Join(parts, " & ")
+}
+
+// statusFilter returns the statuses to match, or nil for the default
+// (online and stale), which the agents_visible_pos index serves.
+func statusFilter(statuses []string) []string {
+	st := dedupe(statuses)
+	slices.Sort(st)
+	if len(st) == 0 || slices.Equal(st, []string{store.StatusOnline, store.StatusStale}) {
+		return nil
+	}
+	return st
+}
+
+func dedupe(xs []string) []string {
+	out := make([]string, 0, len(xs))
+	for _, x := range xs {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// sqlBuilder numbers bind parameters.
+type sqlBuilder struct {
+	args []any
+}
+
+// arg adds a bind parameter and returns its placeholder.
+func (b *sqlBuilder) arg(v any) string {
+	b.args = append(b.args, v)
+	return "$" + strconv.Itoa(len(b.args))
+}
+
+// ListTags implements store.Store: an index-only scan of
+// agent_tags_visible.
+func (db *DB) ListTags(ctx context.Context, limit int) ([]store.TagCount, error) {
+	rows, err := db.pool.Query(ctx, `
+SELECT tag, count(*) AS n FROM agent_tags
+WHERE visible
+GROUP BY tag
+ORDER BY n DESC, tag
+LIMIT $1`, store.NormalizeLimit(limit))
+	if err != nil {
+		return nil, dbErr("list tags", err)
+	}
+	defer rows.Close()
+	out := []store.TagCount{}
+	for rows.Next() {
+		var tc store.TagCount
+		if err := rows.Scan(&tc.Tag, &tc.Count); err != nil {
+			return nil, dbErr("list tags", err)
+		}
+		out = append(out, tc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("list tags", err)
+	}
+	return out, nil
+}
+
+// Stats implements store.Store. Listings are counted in one index-only scan
+// of agents_status_pos; distinct tags with a skip scan of
+// agent_tags_visible (one index descent per distinct tag, not one row per
+// listing and tag).
+func (db *DB) Stats(ctx context.Context) (store.Stats, error) {
+	var s store.Stats
+	err := db.pool.QueryRow(ctx, `
+WITH RECURSIVE tags AS (
+	(SELECT tag FROM agent_tags WHERE visible ORDER BY tag LIMIT 1)
+	UNION ALL
+	SELECT (SELECT t.tag FROM agent_tags t WHERE t.visible AND t.tag > tags.tag ORDER BY t.tag LIMIT 1)
+	FROM tags WHERE tags.tag IS NOT NULL
+)
+SELECT count(*), count(*) FILTER (WHERE status = 'online'),
+	(SELECT count(tag) FROM tags),
+	(SELECT count(*) FROM nodes)
+FROM agents WHERE NOT tombstone AND status IN ('online', 'stale')`).Scan(&s.Agents, &s.OnlineAgents, &s.Tags, &s.Nodes)
+	if err != nil {
+		return store.Stats{}, dbErr("stats", err)
+	}
+	return s, nil
+}

@@ -1,0 +1,57 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentsite/agentsite/store"
+)
+
+const userColumns = `u.id, u.handle, u.password_hash, u.created_at`
+
+func scanUser(row pgx.Row) (store.User, error) {
+	var (
+		u       store.User
+		created time.Time
+	)
+	if err := row.Scan(&u.ID, &u.Handle, &u.PasswordHash, &created); err != nil {
+		return store.User{}, err
+	}
+	u.CreatedAt = created.UTC()
+	return u, nil
+}
+
+// CreateUser implements store.Store; the unique index on lower(handle)
+// turns a taken handle, in any case, into store.ErrConflict.
+func (db *DB) CreateUser(ctx context.Context, handle, passwordHash string) (store.User, error) {
+	u, err := scanUser(db.pool.QueryRow(ctx, `
+INSERT INTO users AS u (handle, password_hash) VALUES ($1, $2)
+RETURNING `+userColumns, handle, passwordHash))
+	if err != nil {
+		return store.User{}, dbErr("create user "+handle, err)
+	}
+	return u, nil
+}
+
+// GetUserByHandle implements store.Store (case-insensitive, served by the
+// users_handle_lower index).
+func (db *DB) GetUserByHandle(ctx context.Context, handle string) (store.User, error) {
+	u, err := scanUser(db.pool.QueryRow(ctx,
+		`SELECT `+userColumns+` FROM users u WHERE lower(u.handle) = lower($1)`, handle))
+	if err != nil {
+		return store.User{}, dbErr("get user "+handle, err)
+	}
+	return u, nil
+}
+
+// GetUserByID implements store.Store.
+func (db *DB) GetUserByID(ctx context.Context, id int64) (store.User, error) {
+	u, err := scanUser(db.pool.QueryRow(ctx, `SELECT `+userColumns+` FROM users u WHERE u.id = $1`, id))
+	if err != nil {
+		return store.User{}, dbErr("get user "+strconv.FormatInt(id, 10), err)
+	}
+	return u, nil
+}

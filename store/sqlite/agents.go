@@ -1,0 +1,154 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/store"
+)
+
+// listingColumns is what scanListing reads, in order; queries select it from
+// agents aliased as a.
+const listingColumns = `a.id, a.name, a.display_name, a.description, a.tags, a.skills, a.endpoints,
+	a.version, a.publisher, a.owner, a.seq, a.issued_at, a.expires_at, a.tombstone,
+	a.envelope, a.status, a.last_seen, a.host_peer_id, a.local, a.updated_at, a.pos`
+
+// upsertAgentSQL inserts a listing or replaces it when the incoming seq is
+// newer. The WHERE of DO UPDATE makes the seq rule atomic: a stale record
+// updates nothing and RETURNING yields no row. pos is never updated, so a
+// listing keeps its first-seen place.
+const upsertAgentSQL = `
+INSERT INTO agents (id, name, display_name, description, tags, skills, skills_text, endpoints,
+	version, publisher, owner, seq, issued_at, expires_at, tombstone,
+	envelope, status, last_seen, host_peer_id, local, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET
+	name = excluded.name, display_name = excluded.display_name,
+	description = excluded.description, tags = excluded.tags,
+	skills = excluded.skills, skills_text = excluded.skills_text,
+	endpoints = excluded.endpoints, version = excluded.version,
+	publisher = excluded.publisher, owner = excluded.owner, seq = excluded.seq,
+	issued_at = excluded.issued_at, expires_at = excluded.expires_at,
+	tombstone = excluded.tombstone, envelope = excluded.envelope,
+	status = excluded.status, last_seen = excluded.last_seen,
+	host_peer_id = excluded.host_peer_id, local = excluded.local,
+	updated_at = excluded.updated_at
+WHERE excluded.seq > agents.seq
+RETURNING pos`
+
+const (
+	deleteTagsSQL = `DELETE FROM agent_tags WHERE agent_pos = ?`
+	insertTagsSQL = `INSERT OR IGNORE INTO agent_tags (tag, agent_pos) SELECT value, ? FROM json_each(?)`
+)
+
+// UpsertRecord implements store.Store: the listing row (whose triggers
+// update the full-text index and the tag counts) and its tag rows change in
+// one write transaction, or not at all. A tombstone keeps its tag rows (they
+// count for nothing, tag_counts only counts visible listings), so a sync by
+// tag serves the delete too.
+func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
+	r := &l.Record
+	if r.ID == "" {
+		return errors.New("sqlite: upsert agent: empty id")
+	}
+	if r.Seq > math.MaxInt64 {
+		return fmt.Errorf("sqlite: upsert agent %s: seq %d is out of range (max %d)", r.ID, r.Seq, int64(math.MaxInt64))
+	}
+	tags, err := jsonOrNull(r.Tags)
+	if err != nil {
+		return fmt.Errorf("sqlite: upsert agent %s: encode tags: %w", r.ID, err)
+	}
+	skills, err := jsonOrNull(r.Skills)
+	if err != nil {
+		return fmt.Errorf("sqlite: upsert agent %s: encode skills: %w", r.ID, err)
+	}
+	endpoints, err := jsonOrNull(r.Endpoints)
+	if err != nil {
+		return fmt.Errorf("sqlite: upsert agent %s: encode endpoints: %w", r.ID, err)
+	}
+	return db.inTx(ctx, func(tx execer) error {
+		var pos int64
+		err := tx.QueryRowContext(ctx, upsertAgentSQL,
+			r.ID, r.Name, r.DisplayName, r.Description, tags, skills, skillsText(r.Skills), endpoints,
+			r.Version, r.Publisher, r.Owner, int64(r.Seq), nanos(r.IssuedAt), nanos(r.ExpiresAt), boolInt(r.Tombstone),
+			l.Envelope, l.Status, nanos(l.LastSeen), l.HostPeerID, boolInt(l.Local), nanos(l.UpdatedAt),
+		).Scan(&pos)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: upsert agent %s seq %d: %w", r.ID, r.Seq, store.ErrStale)
+		}
+		if err != nil {
+			return dbErr("upsert agent "+r.ID, err)
+		}
+		if _, err := tx.ExecContext(ctx, deleteTagsSQL, pos); err != nil {
+			return dbErr("rewrite tags of agent "+r.ID, err)
+		}
+		if len(r.Tags) == 0 {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, insertTagsSQL, pos, tags)
+		return dbErr("rewrite tags of agent "+r.ID, err)
+	}, upsertAgentSQL, deleteTagsSQL, insertTagsSQL)
+}
+
+// jsonOrNull encodes a slice as JSON, or NULL when it is nil, so nil and
+// empty slices both round-trip.
+func jsonOrNull[T any](s []T) (any, error) {
+	if s == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+// skillsText flattens skills into the text the full-text index sees.
+func skillsText(skills []agent.Skill) string {
+	var b strings.Builder
+	for _, s := range skills {
+		b.WriteString(s.ID)
+		b.WriteByte('\n')
+		b.WriteString(s.Name)
+		b.WriteByte('\n')
+		b.WriteString(s.Description)
+		b.WriteByte('\n')
+		for _, ex := range s.Examples {
+			b.WriteString(ex)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// GetAgent implements store.Store.
+func (db *DB) GetAgent(ctx context.Context, id string) (store.Listing, error) {
+	row := db.r.QueryRowContext(ctx, `SELECT `+listingColumns+` FROM agents a WHERE a.id = ?`, id)
+	l, _, err := scanListing(row)
+	if err != nil {
+		return store.Listing{}, dbErr("get agent "+id, err)
+	}
+	return l, nil
+}
+
+// RecentAgents implements store.Store: a backward walk of the rowid.
+func (db *DB) RecentAgents(ctx context.Context, limit int) ([]store.Listing, error) {
+	return queryListings(ctx, db.r, "recent agents", `
+SELECT `+listingColumns+` FROM agents a
+WHERE a.tombstone = 0 AND a.status IN ('online', 'stale')
+ORDER BY a.pos DESC LIMIT ?`, store.NormalizeLimit(limit))
+}
+
+// ListLocal implements store.Store, in first-seen order.
+func (db *DB) ListLocal(ctx context.Context) ([]store.Listing, error) {
+	return queryListings(ctx, db.r, "list local agents", `
+SELECT `+listingColumns+` FROM agents a
+WHERE a.local = 1 AND a.tombstone = 0
+ORDER BY a.pos`)
+}

@@ -1,0 +1,46 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// PutBackend implements store.Store. The backend (API key included) is
+// stored as JSON; the database file is the node's secret store, like its
+// key file next to it.
+func (db *DB) PutBackend(ctx context.Context, agentID string, b agent.Backend) error {
+	config, err := json.Marshal(b)
+	if err != nil {
+		return fmt.Errorf("sqlite: put backend of agent %s: encode: %w", agentID, err)
+	}
+	_, err = db.w.ExecContext(ctx, `
+INSERT INTO agent_backends (agent_id, config, updated_at) VALUES (?, ?, ?)
+ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at`,
+		agentID, string(config), time.Now().UnixNano())
+	return dbErr("put backend of agent "+agentID, err)
+}
+
+// GetBackend implements store.Store.
+func (db *DB) GetBackend(ctx context.Context, agentID string) (agent.Backend, error) {
+	var config string
+	err := db.r.QueryRowContext(ctx, `SELECT config FROM agent_backends WHERE agent_id = ?`, agentID).Scan(&config)
+	if err != nil {
+		return agent.Backend{}, dbErr("get backend of agent "+agentID, err)
+	}
+	var b agent.Backend
+	if err := json.Unmarshal([]byte(config), &b); err != nil {
+		return agent.Backend{}, fmt.Errorf("sqlite: get backend of agent %s: decode: %w", agentID, err)
+	}
+	return b, nil
+}
+
+// DeleteBackend implements store.Store; deleting a missing backend is not an
+// error.
+func (db *DB) DeleteBackend(ctx context.Context, agentID string) error {
+	_, err := db.w.ExecContext(ctx, `DELETE FROM agent_backends WHERE agent_id = ?`, agentID)
+	return dbErr("delete backend of agent "+agentID, err)
+}

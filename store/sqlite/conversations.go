@@ -1,0 +1,148 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agentsite/agentsite/store"
+)
+
+const (
+	conversationColumns = `id, agent_id, owner_key, title, created_at, updated_at`
+	bumpConversationSQL = `UPDATE conversations SET updated_at = max(updated_at, ?1) WHERE id = ?2`
+	insertMessageSQL    = `INSERT INTO messages (conversation_id, role, text, created_at) VALUES (?, ?, ?, ?) RETURNING id`
+)
+
+func scanConversation(row scanner) (store.Conversation, error) {
+	var (
+		c                store.Conversation
+		created, updated sql.NullInt64
+	)
+	if err := row.Scan(&c.ID, &c.AgentID, &c.OwnerKey, &c.Title, &created, &updated); err != nil {
+		return store.Conversation{}, err
+	}
+	c.CreatedAt, c.UpdatedAt = fromNanos(created), fromNanos(updated)
+	return c, nil
+}
+
+// CreateConversation implements store.Store. The caller chooses the id;
+// CreatedAt defaults to now and UpdatedAt to CreatedAt.
+func (db *DB) CreateConversation(ctx context.Context, c store.Conversation) (store.Conversation, error) {
+	if c.ID == "" {
+		return store.Conversation{}, errors.New("sqlite: create conversation: empty id")
+	}
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = time.Now().UTC()
+	}
+	if c.UpdatedAt.IsZero() {
+		c.UpdatedAt = c.CreatedAt
+	}
+	out, err := scanConversation(db.w.QueryRowContext(ctx, `
+INSERT INTO conversations (id, agent_id, owner_key, title, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?)
+RETURNING `+conversationColumns,
+		c.ID, c.AgentID, c.OwnerKey, c.Title, nanos(c.CreatedAt), nanos(c.UpdatedAt)))
+	if err != nil {
+		return store.Conversation{}, dbErr("create conversation "+c.ID, err)
+	}
+	return out, nil
+}
+
+// GetConversation implements store.Store.
+func (db *DB) GetConversation(ctx context.Context, id string) (store.Conversation, error) {
+	c, err := scanConversation(db.r.QueryRowContext(ctx,
+		`SELECT `+conversationColumns+` FROM conversations WHERE id = ?`, id))
+	if err != nil {
+		return store.Conversation{}, dbErr("get conversation "+id, err)
+	}
+	return c, nil
+}
+
+// ListConversations implements store.Store: a backward walk of
+// conversations_owner.
+func (db *DB) ListConversations(ctx context.Context, ownerKey string, limit int) ([]store.Conversation, error) {
+	rows, err := db.r.QueryContext(ctx, `
+SELECT `+conversationColumns+` FROM conversations
+WHERE owner_key = ?
+ORDER BY updated_at DESC, id DESC
+LIMIT ?`, ownerKey, store.NormalizeLimit(limit))
+	if err != nil {
+		return nil, dbErr("list conversations", err)
+	}
+	defer rows.Close()
+	out := []store.Conversation{}
+	for rows.Next() {
+		c, err := scanConversation(rows)
+		if err != nil {
+			return nil, dbErr("list conversations", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("list conversations", err)
+	}
+	return out, nil
+}
+
+// AppendMessage implements store.Store: ErrNotFound if the conversation does
+// not exist. updated_at never moves backwards.
+func (db *DB) AppendMessage(ctx context.Context, m store.Message) (store.Message, error) {
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = time.Now().UTC()
+	}
+	op := "append message to conversation " + m.ConversationID
+	err := db.inTx(ctx, func(tx execer) error {
+		res, err := tx.ExecContext(ctx, bumpConversationSQL, nanos(m.CreatedAt), m.ConversationID)
+		if err != nil {
+			return dbErr(op, err)
+		}
+		if n, err := rowsAffected(res, op); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("sqlite: %s: %w", op, store.ErrNotFound)
+		}
+		return dbErr(op, tx.QueryRowContext(ctx, insertMessageSQL,
+			m.ConversationID, m.Role, m.Text, nanos(m.CreatedAt)).Scan(&m.ID))
+	}, bumpConversationSQL, insertMessageSQL)
+	if err != nil {
+		return store.Message{}, err
+	}
+	m.CreatedAt = m.CreatedAt.UTC()
+	return m, nil
+}
+
+// ListMessages implements store.Store: the last limit messages (at most
+// store.MaxLimit), oldest first.
+func (db *DB) ListMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error) {
+	op := "list messages of conversation " + conversationID
+	rows, err := db.r.QueryContext(ctx, `
+SELECT id, conversation_id, role, text, created_at FROM messages
+WHERE conversation_id = ?
+ORDER BY id DESC
+LIMIT ?`, conversationID, store.NormalizeLimit(limit))
+	if err != nil {
+		return nil, dbErr(op, err)
+	}
+	defer rows.Close()
+	out := []store.Message{}
+	for rows.Next() {
+		var (
+			m       store.Message
+			created sql.NullInt64
+		)
+		if err := rows.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Text, &created); err != nil {
+			return nil, dbErr(op, err)
+		}
+		m.CreatedAt = fromNanos(created)
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr(op, err)
+	}
+	slices.Reverse(out)
+	return out, nil
+}

@@ -1,0 +1,241 @@
+// Package sqlite is the embedded engine of store.Store, on modernc.org/sqlite
+// (pure Go, no cgo): what a node uses when no --database-url is given. One
+// file, WAL mode, a single writer connection and a pool of readers that read
+// the WAL concurrently with it.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"runtime"
+	"strings"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/agentsite/agentsite/store"
+)
+
+// Connection settings. busyTimeout is how long a connection waits for
+// another process's lock (a backup, the sqlite3 shell) before SQLITE_BUSY;
+// our own writes never contend because they share one connection.
+const (
+	busyTimeout = 10 * time.Second
+	// maxReaders bounds the read pool; reads in WAL mode do not block each
+	// other or the writer.
+	maxReaders = 16
+)
+
+// DB is the SQLite store.Store. It is safe for concurrent use.
+type DB struct {
+	// write has exactly one connection: SQLite allows one writer at a time,
+	// and queueing in database/sql is cheaper and fairer than SQLITE_BUSY
+	// retries. Its transactions BEGIN IMMEDIATE.
+	write *sql.DB
+	// read is the reader pool, opened query_only.
+	read *sql.DB
+	// w and r run queries on write and read with prepared statements.
+	w, r   *stmtCache
+	logger *slog.Logger
+}
+
+var _ store.Store = (*DB)(nil)
+
+// Open opens (creating if needed) the database file at path, applies the
+// embedded migrations and returns the store. It fails with an error wrapping
+// store.ErrSchemaTooNew if the file was migrated by a newer binary, and with
+// a clear error if a migration was left half-applied. The directory of path
+// must exist.
+func Open(ctx context.Context, path string, logger *slog.Logger) (*DB, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("sqlite: invalid database path %q (must be a file name without ? or #)", path)
+	}
+	writeDSN := dsn(path, false)
+	if err := migrateUp(ctx, writeDSN, logger); err != nil {
+		return nil, err
+	}
+	write, err := sql.Open("sqlite", writeDSN)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxIdleTime(0)
+	write.SetConnMaxLifetime(0)
+
+	read, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	n := min(max(4, runtime.GOMAXPROCS(0)), maxReaders)
+	read.SetMaxOpenConns(n)
+	read.SetMaxIdleConns(n)
+	read.SetConnMaxIdleTime(0)
+	read.SetConnMaxLifetime(0)
+
+	db := &DB{write: write, read: read, w: newStmtCache(write), r: newStmtCache(read), logger: logger}
+	if err := write.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := db.Ping(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// dsn builds the modernc DSN: the pragmas run on every new connection.
+// synchronous=NORMAL is safe with WAL (a power cut may lose the last commits,
+// never corrupt the file), and this is a cache the network refills.
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	return path + "?" + q.Encode()
+}
+
+// Ping checks the database is reachable (readiness).
+func (db *DB) Ping(ctx context.Context) error {
+	var one int
+	if err := db.read.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
+		return fmt.Errorf("sqlite: ping: %w", err)
+	}
+	return nil
+}
+
+// Close lets SQLite refresh its planner statistics (PRAGMA optimize, cheap:
+// it only analyzes what changed a lot) and closes both pools.
+func (db *DB) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := db.write.ExecContext(ctx, `PRAGMA optimize`); err != nil {
+		db.logger.Warn("sqlite: optimize on close failed", "err", err)
+	}
+	return errors.Join(db.r.Close(), db.w.Close(), db.read.Close(), db.write.Close())
+}
+
+// execer is what the query helpers need: a pool's statement cache or a
+// transaction.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+var (
+	_ execer = (*stmtCache)(nil)
+	_ execer = txStmts{}
+)
+
+// inTx runs fn in a write transaction (BEGIN IMMEDIATE on the single writer
+// connection): committed if fn returns nil, rolled back otherwise and on
+// panic. The queries fn runs should be listed in warm so they are prepared
+// before the transaction takes the connection.
+func (db *DB) inTx(ctx context.Context, fn func(tx execer) error, warm ...string) error {
+	db.w.warm(ctx, warm...)
+	return db.runTx(ctx, db.write, db.w, nil, fn)
+}
+
+// inReadTx runs fn in a read transaction on a reader connection: every query
+// of fn sees the same snapshot.
+func (db *DB) inReadTx(ctx context.Context, fn func(tx execer) error, warm ...string) error {
+	db.r.warm(ctx, warm...)
+	return db.runTx(ctx, db.read, db.r, &sql.TxOptions{ReadOnly: true}, fn)
+}
+
+func (db *DB) runTx(ctx context.Context, pool *sql.DB, cache *stmtCache, opts *sql.TxOptions, fn func(tx execer) error) (err error) {
+	tx, err := pool.BeginTx(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			db.rollback(tx)
+			panic(p)
+		}
+		if err != nil {
+			db.rollback(tx)
+		}
+	}()
+	if err := fn(txStmts{tx: tx, cache: cache}); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	return nil
+}
+
+func (db *DB) rollback(tx *sql.Tx) {
+	// database/sql has already rolled back if the context was cancelled;
+	// ErrTxDone then is expected.
+	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+		db.logger.Warn("sqlite: rollback failed", "err", err)
+	}
+}
+
+// dbErr wraps err with the operation and maps driver errors to the store's
+// sentinels by SQLite result code: no rows → ErrNotFound, unique or primary
+// key violation → ErrConflict, foreign key violation (the parent row is
+// missing) → ErrNotFound. nil stays nil.
+func dbErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite: %s: %w", op, store.ErrNotFound)
+	}
+	var se *msqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("sqlite: %s: %w (%w)", op, store.ErrConflict, err)
+		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+			return fmt.Errorf("sqlite: %s: %w (%w)", op, store.ErrNotFound, err)
+		}
+	}
+	return fmt.Errorf("sqlite: %s: %w", op, err)
+}
+
+// Times are stored as unix nanoseconds, UTC; the zero time is NULL.
+
+// nanos converts t for a bind parameter.
+func nanos(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixNano()
+}
+
+// fromNanos converts a scanned column back to a UTC time.
+func fromNanos(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
+}
+
+// boolInt converts a bool for a bind parameter (columns are INTEGER 0/1).
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

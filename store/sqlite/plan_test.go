@@ -1,0 +1,108 @@
+package sqlite
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentsite/agentsite/store"
+)
+
+// TestQueryPlans keeps the searches index-driven: each must walk an index
+// (or FTS5) in page order and stop at LIMIT, never scan agents or sort. On an
+// empty database SQLite plans without statistics, as it does on a fresh
+// node; Close's PRAGMA optimize only adds statistics that help.
+func TestQueryPlans(t *testing.T) {
+	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "plans.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	cur := store.Cursor{Rank: 2, Pos: 1000}
+	queries := []store.SearchQuery{
+		{},
+		{Statuses: []string{store.StatusOffline}},
+		{Tags: []string{"weather"}},
+		{Tags: []string{"weather", "go"}},
+		{Owner: "alice"},
+		{Owner: "alice", Tags: []string{"weather"}},
+		{Q: "weather"},
+		{Q: "weather forecast", Tags: []string{"go"}, Owner: "alice", Statuses: []string{store.StatusOnline}},
+	}
+	type explained struct {
+		what, query string
+		args        []any
+		// wantDriver is what the plan must walk first.
+		wantDriver string
+	}
+	var all []explained
+	for _, q := range queries {
+		for _, hasCursor := range []bool{false, true} {
+			terms := store.SearchTerms(q.Q)
+			if len(terms) == 0 {
+				query, args := newestQuery(q, cur, hasCursor, 20)
+				driver := "SCAN a" // the rowid, backwards: no sort below
+				if hasCursor {
+					driver = "SEARCH a USING INTEGER PRIMARY KEY (rowid<?)"
+				}
+				switch {
+				case len(q.Tags) > 0:
+					driver = "SEARCH t0 USING PRIMARY KEY"
+				case q.Owner != "":
+					driver = "SEARCH a USING INDEX agents_owner"
+				}
+				all = append(all, explained{"newest " + describe(q, hasCursor), query, args, driver})
+				continue
+			}
+			for _, tq := range tierQueries(q, terms, cur, hasCursor) {
+				tq.args[len(tq.args)-1] = 21
+				all = append(all, explained{"text " + describe(q, hasCursor), tq.query, tq.args, "SCAN agents_fts VIRTUAL TABLE"})
+			}
+		}
+	}
+	for _, e := range all {
+		rows, err := db.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+e.query, e.args...)
+		if err != nil {
+			t.Fatalf("%s: explain: %v", e.what, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, notUsed int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		text := strings.Join(plan, "; ")
+		if len(plan) == 0 || !strings.HasPrefix(first(plan), e.wantDriver) {
+			t.Errorf("%s: plan starts %q, want %q\n%s", e.what, first(plan), e.wantDriver, text)
+		}
+		if strings.Contains(text, "TEMP B-TREE") {
+			t.Errorf("%s: plan sorts instead of walking in page order:\n%s", e.what, text)
+		}
+		// agents is only ever searched by key or index after the driver.
+		for _, step := range plan[1:] {
+			if strings.HasPrefix(step, "SCAN ") {
+				t.Errorf("%s: plan scans after its driver:\n%s", e.what, text)
+			}
+		}
+	}
+}
+
+func describe(q store.SearchQuery, hasCursor bool) string {
+	s := strings.TrimSpace(strings.Join([]string{q.Q, strings.Join(q.Tags, "+"), q.Owner, strings.Join(q.Statuses, "+")}, " "))
+	if hasCursor {
+		s += " (cursor)"
+	}
+	return "[" + s + "]"
+}
+
+func first(xs []string) string {
+	if len(xs) == 0 {
+		return ""
+	}
+	return xs[0]
+}

@@ -1,0 +1,259 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentsite/agentsite/store"
+)
+
+// Relevance tiers of a text search, best first. A listing's tier depends on
+// its own text and the query only, never on the rest of the table, so the
+// (tier, pos) keyset stays exact while the network adds listings. FTS5's
+// bm25 was measured and rejected: its IDF and average-length terms move with
+// every insert, and a walk over pages then repeated and skipped listings
+// (storetest's PaginateWhileInsertingByRelevance fails with it); it also
+// scores every match: 50 ms for a word in a fifth of 100k listings, where a
+// tier is an FTS5 walk in rowid order that stops at the page size (1.7 ms for
+// the whole page; go test -bench on a 2-vCPU Xeon, see bench_test.go).
+//
+// Within a tier, newest first. The tiers roughly follow the weights of
+// store/postgres (name A, tags B, description and skills C).
+var tiers = []struct {
+	rank float64
+	// match builds the tier's FTS5 query from all, the query matching
+	// every term anywhere.
+	match func(all string) string
+}{
+	{1, func(all string) string { return titleCols + ` : (` + all + `)` }},
+	{2, func(all string) string {
+		return `(` + titleTagCols + ` : (` + all + `)) NOT (` + titleCols + ` : (` + all + `))`
+	}},
+	{3, func(all string) string { return `(` + all + `) NOT (` + titleTagCols + ` : (` + all + `))` }},
+}
+
+// FTS5 column filters: every term in the name or display name; every term
+// in those or the tags.
+const (
+	titleCols    = `{name display_name}`
+	titleTagCols = `{name display_name tags}`
+)
+
+// SearchAgents implements store.Store. The SQL text is assembled only from
+// constant fragments; every value is a bind parameter.
+//
+// Plans (pinned by plan_test.go; timings in bench_test.go): without
+// text, a backward walk of the rowid (or, with a tag, of agent_tags' primary
+// key for the first tag; with an owner, of agents_owner) that stops at LIMIT;
+// with text, per tier, agents_fts in descending rowid order (the tier's
+// query and the cursor evaluated inside FTS5), each hit joined to agents by
+// rowid for the filters, stopping at LIMIT; the next tier only runs if the
+// page is not full.
+func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error) {
+	cur, hasCursor, err := store.DecodeCursor(q.Cursor)
+	if err != nil {
+		return store.SearchPage{}, fmt.Errorf("sqlite: search agents: %w", err)
+	}
+	limit := store.NormalizeLimit(q.Limit)
+	terms := store.SearchTerms(q.Q)
+	if len(terms) == 0 {
+		return db.searchNewest(ctx, q, cur, hasCursor, limit)
+	}
+	return db.searchText(ctx, q, terms, cur, hasCursor, limit)
+}
+
+// searchNewest pages through listings newest first.
+func (db *DB) searchNewest(ctx context.Context, q store.SearchQuery, cur store.Cursor, hasCursor bool, limit int) (store.SearchPage, error) {
+	query, args := newestQuery(q, cur, hasCursor, limit)
+	pb := pageBuilder{limit: limit}
+	if err := pb.collect(ctx, db.r, query, args, 0); err != nil {
+		return store.SearchPage{}, err
+	}
+	return pb.page, nil
+}
+
+// newestQuery is the SQL of searchNewest.
+func newestQuery(q store.SearchQuery, cur store.Cursor, hasCursor bool, limit int) (string, []any) {
+	var b sqlBuilder
+	tags := dedupe(q.Tags)
+	from, posCol := "agents a", "a.pos"
+	if len(tags) > 0 {
+		// Drive the walk from the first tag's index entries, newest first.
+		// CROSS JOIN: SQLite keeps this join order.
+		from, posCol = "agent_tags t0 CROSS JOIN agents a ON a.pos = t0.agent_pos", "t0.agent_pos"
+	}
+	where := b.filters(q, tags, len(tags) > 0)
+	if hasCursor {
+		where = append(where, posCol+" < "+b.arg(cur.Pos))
+	}
+	query := `SELECT ` + listingColumns + ` FROM ` + from + `
+WHERE ` + strings.Join(where, " AND ") + `
+ORDER BY ` + posCol + ` DESC LIMIT ` + b.arg(limit+1)
+	return query, b.args
+}
+
+// tierQuery is one tier's SQL; its last argument is the LIMIT.
+type tierQuery struct {
+	rank  float64
+	query string
+	args  []any
+}
+
+// searchText pages through the tiers in a read transaction, so the page is
+// one snapshot, and stops at the first tier that completes it.
+func (db *DB) searchText(ctx context.Context, q store.SearchQuery, terms []string, cur store.Cursor, hasCursor bool, limit int) (store.SearchPage, error) {
+	plan := tierQueries(q, terms, cur, hasCursor)
+	queries := make([]string, len(plan))
+	for i, p := range plan {
+		queries[i] = p.query
+	}
+	pb := pageBuilder{limit: limit}
+	err := db.inReadTx(ctx, func(tx execer) error {
+		for _, p := range plan {
+			// Only as many rows as the page still needs, plus one to know
+			// whether there is more.
+			p.args[len(p.args)-1] = limit + 1 - len(pb.page.Listings)
+			if err := pb.collect(ctx, tx, p.query, p.args, p.rank); err != nil {
+				return err
+			}
+			if pb.page.NextCursor != "" {
+				break
+			}
+		}
+		return nil
+	}, queries...)
+	if err != nil {
+		return store.SearchPage{}, err
+	}
+	return pb.page, nil
+}
+
+// tierQueries is the SQL of searchText: one query per tier from the
+// cursor's on.
+func tierQueries(q store.SearchQuery, terms []string, cur store.Cursor, hasCursor bool) []tierQuery {
+	all := ftsQuery(terms)
+	tags := dedupe(q.Tags)
+	var plan []tierQuery
+	for _, t := range tiers {
+		if hasCursor && t.rank < cur.Rank {
+			continue
+		}
+		var b sqlBuilder
+		where := append([]string{"agents_fts MATCH " + b.arg(t.match(all))}, b.filters(q, tags, false)...)
+		if hasCursor && t.rank == cur.Rank {
+			where = append(where, "agents_fts.rowid < "+b.arg(cur.Pos))
+		}
+		// CROSS JOIN keeps FTS5 the driver: without statistics SQLite may
+		// otherwise walk agents_owner and sort (seen with owner + cursor).
+		query := `SELECT ` + listingColumns + `
+FROM agents_fts CROSS JOIN agents a ON a.pos = agents_fts.rowid
+WHERE ` + strings.Join(where, " AND ") + `
+ORDER BY agents_fts.rowid DESC LIMIT ` + b.arg(0)
+		plan = append(plan, tierQuery{t.rank, query, b.args})
+	}
+	return plan
+}
+
+// pageBuilder assembles a page from rows that arrive in page order.
+type pageBuilder struct {
+	limit int
+	page  store.SearchPage
+	last  store.Cursor // the position of the last listing kept
+}
+
+// collect appends the rows of query (listingColumns) at rank until the page
+// holds limit listings; a row beyond that sets NextCursor to the last
+// listing kept.
+func (pb *pageBuilder) collect(ctx context.Context, q execer, query string, args []any, rank float64) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return dbErr("search agents", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if len(pb.page.Listings) == pb.limit {
+			pb.page.NextCursor = store.EncodeCursor(pb.last)
+			break
+		}
+		l, pos, err := scanListing(rows)
+		if err != nil {
+			return dbErr("search agents", err)
+		}
+		pb.page.Listings = append(pb.page.Listings, l)
+		pb.last = store.Cursor{Rank: rank, Pos: pos}
+	}
+	if err := rows.Err(); err != nil {
+		return dbErr("search agents", err)
+	}
+	return nil
+}
+
+// ftsQuery turns store.SearchTerms (letters and digits only, so quoting is
+// safe) into an FTS5 query: every term prefix-matched, all of them required.
+func ftsQuery(terms []string) string {
+	parts := make([]string, len(terms))
+	for i, t := range terms {
+		parts[i] = `"` + t + `"*`
+	}
+	return strings.Join(parts, " AND ")
+}
+
+// statusFilter returns the statuses to match; empty means the default,
+// online and stale.
+func statusFilter(statuses []string) []string {
+	if st := dedupe(statuses); len(st) > 0 {
+		return st
+	}
+	return []string{store.StatusOnline, store.StatusStale}
+}
+
+func dedupe(xs []string) []string {
+	out := make([]string, 0, len(xs))
+	for _, x := range xs {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// sqlBuilder collects bind parameters; SQLite's ?NNN placeholders let one
+// value be used twice.
+type sqlBuilder struct {
+	args []any
+}
+
+// arg adds a bind parameter and returns its placeholder.
+func (b *sqlBuilder) arg(v any) string {
+	b.args = append(b.args, v)
+	return fmt.Sprintf("?%d", len(b.args))
+}
+
+// list adds one parameter per value and returns "?1, ?2, ...".
+func (b *sqlBuilder) list(vs []string) string {
+	ph := make([]string, len(vs))
+	for i, v := range vs {
+		ph[i] = b.arg(v)
+	}
+	return strings.Join(ph, ", ")
+}
+
+// filters returns the WHERE terms of q other than text and cursor, on
+// agents aliased a. With firstTagJoined, the first tag is matched on the
+// driving agent_tags row t0.
+func (b *sqlBuilder) filters(q store.SearchQuery, tags []string, firstTagJoined bool) []string {
+	where := []string{"a.tombstone = 0", "a.status IN (" + b.list(statusFilter(q.Statuses)) + ")"}
+	for i, tag := range tags {
+		if i == 0 && firstTagJoined {
+			where = append(where, "t0.tag = "+b.arg(tag))
+			continue
+		}
+		where = append(where, "EXISTS (SELECT 1 FROM agent_tags t WHERE t.tag = "+b.arg(tag)+" AND t.agent_pos = a.pos)")
+	}
+	if q.Owner != "" {
+		where = append(where, "a.owner = "+b.arg(q.Owner))
+	}
+	return where
+}

@@ -1,0 +1,123 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/store/sqlite"
+	"github.com/agentsite/agentsite/store/storetest"
+)
+
+// mustOpen opens a fresh, migrated database in tb's temporary directory and
+// closes it when tb ends.
+func mustOpen(tb testing.TB) *sqlite.DB {
+	tb.Helper()
+	db, err := sqlite.Open(tb.Context(), filepath.Join(tb.TempDir(), "agentsite.db"), nil)
+	if err != nil {
+		tb.Fatalf("open: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			tb.Errorf("close: %v", err)
+		}
+	})
+	return db
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return mustOpen(t) })
+}
+
+// setVersion rewrites golang-migrate's bookkeeping behind the engine's back.
+func setVersion(t *testing.T, path string, version int, dirty bool) {
+	t.Helper()
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec(`UPDATE schema_migrations SET version = ?, dirty = ?`, version, dirty); err != nil {
+		t.Fatalf("set schema version: %v", err)
+	}
+}
+
+func openMigrated(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "agentsite.db")
+	db, err := sqlite.Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	return path
+}
+
+func TestSchemaTooNew(t *testing.T) {
+	path := openMigrated(t)
+	setVersion(t, path, 9999, false)
+	db, err := sqlite.Open(t.Context(), path, nil)
+	if err == nil {
+		db.Close()
+		t.Fatal("Open of a database migrated by a newer binary succeeded")
+	}
+	if !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Fatalf("Open = %v, want ErrSchemaTooNew", err)
+	}
+	for _, want := range []string{"9999", "upgrade", "--data-dir"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestDirtySchema(t *testing.T) {
+	path := openMigrated(t)
+	setVersion(t, path, 1, true)
+	db, err := sqlite.Open(t.Context(), path, nil)
+	if err == nil {
+		db.Close()
+		t.Fatal("Open of a dirty database succeeded")
+	}
+	if errors.Is(err, store.ErrSchemaTooNew) || !strings.Contains(err.Error(), "dirty") {
+		t.Fatalf("Open = %v, want a dirty-schema error", err)
+	}
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	path := openMigrated(t)
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateUser(ctx, "alice", "h"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = sqlite.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer db.Close()
+	if _, err := db.GetUserByHandle(ctx, "alice"); err != nil {
+		t.Fatalf("after reopen: %v", err)
+	}
+}
+
+func TestOpenBadPath(t *testing.T) {
+	for _, p := range []string{"", "a?b", filepath.Join(t.TempDir(), "missing-dir", "x.db")} {
+		if db, err := sqlite.Open(t.Context(), p, nil); err == nil {
+			db.Close()
+			t.Errorf("Open(%q) succeeded", p)
+		}
+	}
+}

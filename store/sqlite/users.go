@@ -1,0 +1,58 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"time"
+
+	"github.com/agentsite/agentsite/store"
+)
+
+const (
+	userColumns = `u.id, u.handle, u.password_hash, u.created_at`
+	userByIDSQL = `SELECT ` + userColumns + ` FROM users u WHERE u.id = ?`
+)
+
+func scanUser(row scanner, extra ...any) (store.User, error) {
+	var (
+		u       store.User
+		created sql.NullInt64
+	)
+	if err := row.Scan(append([]any{&u.ID, &u.Handle, &u.PasswordHash, &created}, extra...)...); err != nil {
+		return store.User{}, err
+	}
+	u.CreatedAt = fromNanos(created)
+	return u, nil
+}
+
+// CreateUser implements store.Store; the handle column is COLLATE NOCASE and
+// unique, so "Alice" and "alice" conflict.
+func (db *DB) CreateUser(ctx context.Context, handle, passwordHash string) (store.User, error) {
+	u, err := scanUser(db.w.QueryRowContext(ctx, `
+INSERT INTO users (handle, password_hash, created_at) VALUES (?, ?, ?)
+RETURNING id, handle, password_hash, created_at`, handle, passwordHash, time.Now().UnixNano()))
+	if err != nil {
+		return store.User{}, dbErr("create user "+handle, err)
+	}
+	return u, nil
+}
+
+// GetUserByHandle implements store.Store, case-insensitively.
+func (db *DB) GetUserByHandle(ctx context.Context, handle string) (store.User, error) {
+	u, err := scanUser(db.r.QueryRowContext(ctx,
+		`SELECT `+userColumns+` FROM users u WHERE u.handle = ?`, handle))
+	if err != nil {
+		return store.User{}, dbErr("get user "+handle, err)
+	}
+	return u, nil
+}
+
+// GetUserByID implements store.Store.
+func (db *DB) GetUserByID(ctx context.Context, id int64) (store.User, error) {
+	u, err := scanUser(db.r.QueryRowContext(ctx, userByIDSQL, id))
+	if err != nil {
+		return store.User{}, dbErr("get user "+strconv.FormatInt(id, 10), err)
+	}
+	return u, nil
+}

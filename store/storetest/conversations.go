@@ -1,0 +1,147 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentsite/agentsite/store"
+)
+
+var conversationCases = []testCase{
+	{"Conversations", testConversations},
+	{"Messages", testMessages},
+}
+
+func testConversations(t *testing.T, s store.Store) {
+	ctx := testContext(t)
+	t0 := now().Add(-time.Hour)
+	create := func(c store.Conversation) store.Conversation {
+		t.Helper()
+		got, err := s.CreateConversation(ctx, c)
+		if err != nil {
+			t.Fatalf("CreateConversation(%s): %v", c.ID, err)
+		}
+		return got
+	}
+	a := create(store.Conversation{ID: "conv-a", AgentID: "agent-1", OwnerKey: "user:1", Title: "About rain", CreatedAt: t0, UpdatedAt: t0})
+	if a.ID != "conv-a" || a.AgentID != "agent-1" || a.OwnerKey != "user:1" || a.Title != "About rain" {
+		t.Errorf("CreateConversation = %+v", a)
+	}
+	wantTime(t, "CreatedAt", a.CreatedAt, t0)
+	wantTime(t, "UpdatedAt", a.UpdatedAt, t0)
+	b := create(store.Conversation{ID: "conv-b", AgentID: "agent-2", OwnerKey: "user:1", CreatedAt: t0.Add(time.Minute)})
+	wantTime(t, "UpdatedAt defaults to CreatedAt", b.UpdatedAt, b.CreatedAt)
+	create(store.Conversation{ID: "conv-c", AgentID: "agent-1", OwnerKey: "anon:xyz", CreatedAt: t0.Add(2 * time.Minute)})
+	if _, err := s.CreateConversation(ctx, store.Conversation{ID: "conv-a", AgentID: "x", OwnerKey: "user:2", CreatedAt: t0}); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("CreateConversation with a used id = %v, want ErrConflict", err)
+	}
+
+	ids := func(cs []store.Conversation) string {
+		out := ""
+		for _, c := range cs {
+			out += c.ID + " "
+		}
+		return out
+	}
+	list := func(owner string, limit int) []store.Conversation {
+		t.Helper()
+		cs, err := s.ListConversations(ctx, owner, limit)
+		if err != nil {
+			t.Fatalf("ListConversations(%s): %v", owner, err)
+		}
+		return cs
+	}
+	if got := ids(list("user:1", 10)); got != "conv-b conv-a " {
+		t.Errorf("ListConversations(user:1) = %s, want latest first: conv-b conv-a", got)
+	}
+	if got := ids(list("user:1", 1)); got != "conv-b " {
+		t.Errorf("ListConversations(user:1, 1) = %s, want conv-b", got)
+	}
+	if got := ids(list("anon:xyz", 10)); got != "conv-c " {
+		t.Errorf("ListConversations(anon:xyz) = %s", got)
+	}
+	if got := list("user:99", 10); len(got) != 0 {
+		t.Errorf("ListConversations(nobody) = %v", got)
+	}
+
+	// A message moves its conversation to the top.
+	at := t0.Add(10 * time.Minute)
+	if _, err := s.AppendMessage(ctx, store.Message{ConversationID: "conv-a", Role: "user", Text: "hi", CreatedAt: at}); err != nil {
+		t.Fatalf("AppendMessage: %v", err)
+	}
+	if got := ids(list("user:1", 10)); got != "conv-a conv-b " {
+		t.Errorf("ListConversations after a message in conv-a = %s, want conv-a first", got)
+	}
+	got, err := s.GetConversation(ctx, "conv-a")
+	if err != nil {
+		t.Fatalf("GetConversation: %v", err)
+	}
+	wantTime(t, "UpdatedAt after AppendMessage", got.UpdatedAt, at)
+	wantTime(t, "CreatedAt after AppendMessage", got.CreatedAt, t0)
+	// A message stamped earlier (a slow reply) does not move it back.
+	if _, err := s.AppendMessage(ctx, store.Message{ConversationID: "conv-a", Role: "agent", Text: "late", CreatedAt: at.Add(-time.Minute)}); err != nil {
+		t.Fatalf("AppendMessage: %v", err)
+	}
+	if got, err := s.GetConversation(ctx, "conv-a"); err != nil {
+		t.Fatalf("GetConversation: %v", err)
+	} else {
+		wantTime(t, "UpdatedAt after an earlier-stamped message", got.UpdatedAt, at)
+	}
+	if _, err := s.GetConversation(ctx, "conv-zzz"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetConversation(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+func testMessages(t *testing.T, s store.Store) {
+	ctx := testContext(t)
+	t0 := now().Add(-time.Hour)
+	if _, err := s.CreateConversation(ctx, store.Conversation{ID: "chat", AgentID: "agent", OwnerKey: "user:1", CreatedAt: t0}); err != nil {
+		t.Fatalf("CreateConversation: %v", err)
+	}
+	if _, err := s.CreateConversation(ctx, store.Conversation{ID: "other", AgentID: "agent", OwnerKey: "user:1", CreatedAt: t0}); err != nil {
+		t.Fatalf("CreateConversation: %v", err)
+	}
+	roles := []string{"user", "agent", "user", "error", "user"}
+	var want []store.Message
+	for i, role := range roles {
+		m, err := s.AppendMessage(ctx, store.Message{ConversationID: "chat", Role: role,
+			Text: fmt.Sprintf("message %d: ünïcode ✓\nsecond line", i), CreatedAt: t0.Add(time.Duration(i+1) * time.Second)})
+		if err != nil {
+			t.Fatalf("AppendMessage: %v", err)
+		}
+		if m.ID == 0 || (len(want) > 0 && m.ID == want[len(want)-1].ID) {
+			t.Errorf("AppendMessage returned id %d", m.ID)
+		}
+		want = append(want, m)
+		if _, err := s.AppendMessage(ctx, store.Message{ConversationID: "other", Role: "user", Text: "noise", CreatedAt: t0}); err != nil {
+			t.Fatalf("AppendMessage: %v", err)
+		}
+	}
+	if _, err := s.AppendMessage(ctx, store.Message{ConversationID: "nope", Role: "user", Text: "x", CreatedAt: t0}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("AppendMessage to an unknown conversation = %v, want ErrNotFound", err)
+	}
+
+	for _, c := range []struct{ limit, from int }{{3, 2}, {5, 0}, {50, 0}, {1, 4}} {
+		got, err := s.ListMessages(ctx, "chat", c.limit)
+		if err != nil {
+			t.Fatalf("ListMessages(%d): %v", c.limit, err)
+		}
+		exp := want[c.from:]
+		if len(got) != len(exp) {
+			t.Errorf("ListMessages(%d) = %d messages, want the last %d", c.limit, len(got), len(exp))
+			continue
+		}
+		for i := range got {
+			g, w := got[i], exp[i]
+			if g.ID != w.ID || g.ConversationID != "chat" || g.Role != w.Role || g.Text != w.Text {
+				t.Errorf("ListMessages(%d)[%d] = %+v, want %+v (oldest first)", c.limit, i, g, w)
+			}
+			wantTime(t, "message CreatedAt", g.CreatedAt, w.CreatedAt)
+		}
+	}
+	if got, err := s.ListMessages(ctx, "empty-or-unknown", 10); err != nil || len(got) != 0 {
+		t.Errorf("ListMessages(unknown) = %v, %v; want none", got, err)
+	}
+}
