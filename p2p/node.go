@@ -1,21 +1,39 @@
 // Package p2p is AgentSite's network side: the libp2p host with the node's
-// persistent identity, and (as the network grows) the DHT, GossipSub topics,
-// catalogue sync and MCP over streams. Verified records go to a Sink; p2p
-// never imports the store.
+// persistent identity, the Kademlia DHT (/agentsite prefix, validator
+// "agent"), GossipSub topics for records and heartbeats, the catalogue sync
+// protocol, and connection gating. Verified records go to a Cache; p2p never
+// imports the store.
 package p2p
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p"
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/routing"
+	"github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Topic names and protocol IDs (DESIGN.md).
+const (
+	TopicRecords  = "agentsite/records/1"
+	TopicStatus   = "agentsite/status/1"
+	SyncProtocol  = "/agentsite/sync/1.0.0"
+	DHTPrefix     = "/agentsite"
+	maxGossipSize = 64 << 10 // a record is ≤ 16 KiB; the library's default is 1 MiB
 )
 
 // Config is the network configuration of a node.
@@ -26,41 +44,194 @@ type Config struct {
 	Bootstrap []string
 	// UserAgent is announced through identify.
 	UserAgent string
+	// Version goes into heartbeats.
+	Version string
+	// HeartbeatInterval is how often the node announces itself (default 10s).
+	HeartbeatInterval time.Duration
+	// Cache receives verified records and serves sync; nil runs the host
+	// only (no DHT, no gossip), as tools and some tests need.
+	Cache Cache
+	// Registerer receives the p2p metrics (nil: not exported).
+	Registerer prometheus.Registerer
+	// MaxSyncRecords bounds what one catalogue sync pulls from a peer.
+	MaxSyncRecords int
 }
 
-// Node is a running libp2p host.
+func (c *Config) defaults() {
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = 10 * time.Second
+	}
+	if c.MaxSyncRecords <= 0 {
+		c.MaxSyncRecords = 200_000
+	}
+}
+
+// Node is a running libp2p host with the DHT and GossipSub.
 type Node struct {
-	host   host.Host
-	key    crypto.PrivKey
-	logger *slog.Logger
+	host    host.Host
+	key     crypto.PrivKey
+	logger  *slog.Logger
+	cfg     Config
+	gater   *Gater
+	dht     *dht.IpfsDHT
+	ps      *pubsub.PubSub
+	records *pubsub.Topic
+	status  *pubsub.Topic
+	metrics *metrics
+	seqs    *seqCache
+	strikes *strikes
+	syncs   *syncTracker
+	now     func() time.Time
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	ready  chan struct{}
 }
 
-// New starts a libp2p host with the given identity.
+// New starts a libp2p host with the given identity and, when cfg.Cache is
+// set, the DHT, GossipSub, heartbeats and catalogue sync.
 func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logger) (*Node, error) {
+	cfg.defaults()
 	for _, a := range cfg.ListenAddrs {
 		if _, err := ma.NewMultiaddr(a); err != nil {
 			return nil, fmt.Errorf("listen address %q is not a multiaddr (%w); use e.g. /ip4/0.0.0.0/tcp/0", a, err)
 		}
 	}
-	cm, err := connmgr.NewConnManager(100, 400)
+	boot, err := parseBootstrap(cfg.Bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{key: key, logger: logger, cfg: cfg, gater: newGater(), now: time.Now, ready: make(chan struct{})}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.metrics, err = newMetrics(cfg.Registerer, func() float64 { return float64(n.PeerCount()) })
+	if err != nil {
+		return nil, fmt.Errorf("p2p metrics: %w", err)
+	}
+	n.seqs = newSeqCache(100_000)
+	n.strikes = newStrikes()
+	n.syncs = newSyncTracker()
+
+	cm, err := connmgr.NewConnManager(100, 400, connmgr.WithGracePeriod(time.Minute))
 	if err != nil {
 		return nil, fmt.Errorf("connection manager: %w", err)
 	}
-	h, err := libp2p.New(
+	limits := rcmgr.DefaultLimits
+	libp2p.SetDefaultServiceLimits(&limits)
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.AutoScale()))
+	if err != nil {
+		return nil, fmt.Errorf("resource manager: %w", err)
+	}
+	opts := []libp2p.Option{
 		libp2p.Identity(key),
 		libp2p.ListenAddrStrings(cfg.ListenAddrs...),
+		libp2p.DefaultSecurity, // Noise and TLS
+		libp2p.DefaultTransports,
 		libp2p.ConnectionManager(cm),
+		libp2p.ResourceManager(rm),
+		libp2p.ConnectionGater(n.gater),
 		libp2p.UserAgent(cfg.UserAgent),
 		libp2p.DisableMetrics(),
-	)
+	}
+	if cfg.Cache != nil {
+		opts = append(opts, libp2p.Routing(func(h host.Host) (routing.PeerRouting, error) {
+			d, err := dht.New(h,
+				dht.Mode(dht.ModeServer),
+				dht.ProtocolPrefix(DHTPrefix),
+				dht.NamespacedValidator(dhtNamespace, recordValidator{now: n.now, metrics: n.metrics}),
+				dht.BootstrapPeers(boot...),
+			)
+			n.dht = d
+			return d, err
+		}))
+	}
+	h, err := libp2p.New(opts...)
 	if err != nil {
+		n.cancel()
 		return nil, fmt.Errorf("start libp2p host: %w", err)
 	}
-	return &Node{host: h, key: key, logger: logger}, nil
+	n.host = h
+	if cfg.Cache == nil {
+		close(n.ready)
+		return n, nil
+	}
+	if err := n.startPubSub(); err != nil {
+		_ = n.Close()
+		return nil, err
+	}
+	h.SetStreamHandler(SyncProtocol, n.serveSync)
+	n.watchPeers()
+	n.goLoop(n.heartbeatLoop)
+	n.goLoop(func(ctx context.Context) { n.bootstrap(ctx, boot) })
+	return n, nil
+}
+
+func parseBootstrap(addrs []string) ([]peer.AddrInfo, error) {
+	var out []peer.AddrInfo
+	for _, a := range addrs {
+		m, err := ma.NewMultiaddr(a)
+		if err != nil {
+			return nil, fmt.Errorf("bootstrap address %q is not a multiaddr (%w); copy one from another node's /nodes page", a, err)
+		}
+		info, err := peer.AddrInfoFromP2pAddr(m)
+		if err != nil {
+			return nil, fmt.Errorf("bootstrap address %q must end in /p2p/<peer id> (%w)", a, err)
+		}
+		out = append(out, *info)
+	}
+	return out, nil
+}
+
+// bootstrap connects to the bootstrap peers (retrying with backoff until at
+// least one answers) and then bootstraps the DHT.
+func (n *Node) bootstrap(ctx context.Context, boot []peer.AddrInfo) {
+	defer close(n.ready)
+	backoff := 250 * time.Millisecond
+	for len(boot) > 0 {
+		ok := 0
+		for _, pi := range boot {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := n.host.Connect(cctx, pi)
+			cancel()
+			if err != nil {
+				n.logger.Warn("bootstrap peer unreachable; will retry", "peer", pi.ID, "err", err)
+				continue
+			}
+			ok++
+		}
+		if ok > 0 || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+	if n.dht != nil {
+		if err := n.dht.Bootstrap(ctx); err != nil && ctx.Err() == nil {
+			n.logger.Warn("DHT bootstrap failed", "err", err)
+		}
+	}
+}
+
+func (n *Node) goLoop(f func(context.Context)) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f(n.ctx)
+	}()
 }
 
 // Host is the underlying libp2p host.
 func (n *Node) Host() host.Host { return n.host }
+
+// DHT is the node's Kademlia DHT (nil without a cache).
+func (n *Node) DHT() *dht.IpfsDHT { return n.dht }
+
+// Gater is the node's connection gater.
+func (n *Node) Gater() *Gater { return n.gater }
 
 // PeerID is this node's peer ID as a string.
 func (n *Node) PeerID() string { return n.host.ID().String() }
@@ -84,8 +255,31 @@ func (n *Node) Addrs() []string {
 // PeerCount is the number of connected peers.
 func (n *Node) PeerCount() int { return len(n.host.Network().Peers()) }
 
-// Ready reports whether the host is listening.
-func (n *Node) Ready() bool { return len(n.host.Addrs()) > 0 }
+// Ready reports whether the host is listening and the first bootstrap round
+// is over.
+func (n *Node) Ready() bool {
+	select {
+	case <-n.ready:
+		return len(n.host.Addrs()) > 0
+	default:
+		return false
+	}
+}
 
-// Close stops the host.
-func (n *Node) Close() error { return n.host.Close() }
+// Close stops every loop, the DHT and the host.
+func (n *Node) Close() error {
+	n.cancel()
+	n.wg.Wait()
+	var errs []error
+	if n.records != nil {
+		_ = n.records.Close()
+	}
+	if n.status != nil {
+		_ = n.status.Close()
+	}
+	if n.dht != nil {
+		errs = append(errs, n.dht.Close())
+	}
+	errs = append(errs, n.host.Close())
+	return errors.Join(errs...)
+}

@@ -11,9 +11,10 @@ import (
 )
 
 // Sink receives every verified record, local or from the network. The store
-// satisfies it (store.Sink); p2p never imports the store.
+// satisfies it (store.Sink); p2p never imports the store. changed is false
+// when the cache already had this seq or a newer one.
 type Sink interface {
-	Put(ctx context.Context, rec *agent.Record, envelope []byte) error
+	Put(ctx context.Context, rec *agent.Record, envelope []byte) (changed bool, err error)
 }
 
 // Publisher signs this node's records and delivers them: to the sink, and
@@ -25,6 +26,10 @@ type Publisher struct {
 	// announce, when set, sends the sealed envelope to the network.
 	announce func(ctx context.Context, rec *agent.Record, envelope []byte) error
 }
+
+// AnnounceWith makes the publisher send every published record to the
+// network through n as well as to the sink.
+func (p *Publisher) AnnounceWith(n *Node) { p.announce = n.Announce }
 
 // NewPublisher returns a Publisher signing with key and delivering to sink.
 func NewPublisher(key crypto.PrivKey, sink Sink) *Publisher {
@@ -49,7 +54,7 @@ func (p *Publisher) Publish(ctx context.Context, rec *agent.Record) error {
 	if err != nil {
 		return fmt.Errorf("verify own record: %w", err)
 	}
-	if err := p.sink.Put(ctx, verified, env); err != nil {
+	if _, err := p.sink.Put(ctx, verified, env); err != nil {
 		return fmt.Errorf("deliver record: %w", err)
 	}
 	if p.announce != nil {

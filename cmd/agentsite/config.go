@@ -25,6 +25,8 @@ type Config struct {
 	OperatorToken         string
 	SecureCookies         bool
 	RecordTTL             time.Duration
+	HeartbeatInterval     time.Duration
+	StaleAfter            time.Duration
 	LogLevel              string
 	LogFormat             string
 }
@@ -83,6 +85,8 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.OperatorToken, "operator-token", "", "bearer token with operator rights on the API (empty: disabled)")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", true, "mark session cookies Secure (browsers accept them on http://127.0.0.1 and localhost)")
 	fs.DurationVar(&c.RecordTTL, "record-ttl", time.Hour, "lifetime of the records this node signs; they are re-announced at half of it")
+	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", 10*time.Second, "how often this node announces itself on agentsite/status/1")
+	fs.DurationVar(&c.StaleAfter, "stale-after", 0, "silence after which a node's listings turn stale (0: 3 heartbeat intervals)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	return fs
@@ -136,8 +140,14 @@ func (c *Config) Validate() error {
 	if c.OperatorToken != "" && len(c.OperatorToken) < 16 {
 		errs = append(errs, errors.New("--operator-token must be at least 16 characters; generate one with: openssl rand -hex 24"))
 	}
-	if c.RecordTTL < time.Minute || c.RecordTTL > 24*time.Hour {
-		errs = append(errs, errors.New("--record-ttl must be between 1m and 24h"))
+	if c.RecordTTL < 5*time.Second || c.RecordTTL > 24*time.Hour {
+		errs = append(errs, errors.New("--record-ttl must be between 5s and 24h (DESIGN.md default: 1h)"))
+	}
+	if c.HeartbeatInterval < 100*time.Millisecond || c.HeartbeatInterval > 10*time.Minute {
+		errs = append(errs, errors.New("--heartbeat-interval must be between 100ms and 10m (default 10s)"))
+	}
+	if c.StaleAfter < 0 {
+		errs = append(errs, errors.New("--stale-after must not be negative; 0 means 3 heartbeat intervals"))
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
@@ -146,6 +156,14 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("--log-format must be text or json"))
 	}
 	return errors.Join(errs...)
+}
+
+// staleAfter is the silence after which a node's listings turn stale.
+func (c *Config) staleAfter() time.Duration {
+	if c.StaleAfter > 0 {
+		return c.StaleAfter
+	}
+	return 3 * c.HeartbeatInterval
 }
 
 func parseLevel(s string) (slog.Level, error) {

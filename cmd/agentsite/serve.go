@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -85,21 +86,32 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.Store = st
 
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ist := store.Instrument(st, reg)
+	selfID, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("peer id: %w", err)
+	}
+	sink := &store.Sink{Store: ist, SelfID: selfID.String()}
 	node, err := p2p.New(ctx, key, p2p.Config{
-		ListenAddrs: m.Config.P2PListen,
-		Bootstrap:   m.Config.Bootstrap,
-		UserAgent:   "agentsite/" + buildVersion(),
+		ListenAddrs:       m.Config.P2PListen,
+		Bootstrap:         m.Config.Bootstrap,
+		UserAgent:         "agentsite/" + buildVersion(),
+		Version:           buildVersion(),
+		HeartbeatInterval: m.Config.HeartbeatInterval,
+		Cache:             sink,
+		Registerer:        reg,
 	}, m.Logger)
 	if err != nil {
 		return err
 	}
 	m.Node = node
 	m.Logger.Info("node identity", "peer_id", node.PeerID(), "new_key", created, "store", engine)
-	m.Publisher = p2p.NewPublisher(key, &store.Sink{Store: st, SelfID: node.PeerID()})
+	m.Publisher = p2p.NewPublisher(key, sink)
+	m.Publisher.AnnounceWith(node)
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv, err := handlers.New(store.Instrument(st, reg), node, m.Publisher, m.Logger, handlers.Config{
+	srv, err := handlers.New(ist, node, m.Publisher, m.Logger, handlers.Config{
 		Version:               buildVersion(),
 		OperatorToken:         m.Config.OperatorToken,
 		AllowPrivateEndpoints: m.Config.AllowPrivateEndpoints,
@@ -118,6 +130,7 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 	}
 	m.goLoop(ctx, func(ctx context.Context) { m.refreshLoop(ctx) })
+	m.goLoop(ctx, func(ctx context.Context) { m.sweepLoop(ctx, ist) })
 
 	ln, err := net.Listen("tcp", m.Config.HTTPAddr)
 	if err != nil {
@@ -179,4 +192,21 @@ func (m *Main) Close() error {
 	}
 	m.httpServer = nil
 	return errors.Join(errs...)
+}
+
+// sweepLoop applies the liveness rules every heartbeat interval: silent
+// nodes' listings turn stale, expired listings offline.
+func (m *Main) sweepLoop(ctx context.Context, st store.Store) {
+	t := time.NewTicker(m.Config.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := store.Sweep(ctx, st, m.Node.PeerID(), time.Now().UTC(), m.Config.staleAfter(), m.Config.RecordTTL); err != nil && ctx.Err() == nil {
+			m.Logger.Warn("liveness sweep failed; will retry", "err", err)
+		}
+	}
 }

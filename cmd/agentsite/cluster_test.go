@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentsite/agentsite/store/postgres/pgtest"
+)
+
+// Fast network timings for tests; the defaults stay those of DESIGN.md.
+const (
+	testHeartbeat = 200 * time.Millisecond
+	testTTL       = 6 * time.Second
+	testOperator  = "cluster-test-operator-token"
+)
+
+// clusterNode is one node of a test planet.
+type clusterNode struct {
+	t   testing.TB
+	m   *Main
+	dir string
+	url string // set for Postgres nodes
+}
+
+// nodeOpts tweaks a test node.
+type nodeOpts struct {
+	bootstrap []string
+	dir       string // reuse a data dir (restart)
+	postgres  bool
+	demo      bool
+}
+
+// startClusterNode starts a whole node on 127.0.0.1 the way the binary does.
+func startClusterNode(t testing.TB, o nodeOpts) *clusterNode {
+	t.Helper()
+	if o.dir == "" {
+		o.dir = t.TempDir()
+	}
+	args := []string{
+		"--data-dir", o.dir,
+		"--http-addr", "127.0.0.1:0",
+		"--p2p-listen", "/ip4/127.0.0.1/tcp/0",
+		"--heartbeat-interval", testHeartbeat.String(),
+		"--record-ttl", testTTL.String(),
+		"--operator-token", testOperator,
+		fmt.Sprintf("--demo-agents=%v", o.demo),
+		"--log-level", "error",
+	}
+	for _, b := range o.bootstrap {
+		args = append(args, "--bootstrap", b)
+	}
+	n := &clusterNode{t: t, dir: o.dir}
+	if o.postgres {
+		n.url = pgtest.NewDatabase(t)
+		args = append(args, "--database-url", n.url)
+	}
+	n.m = NewMain()
+	n.m.LogOutput = io.Discard
+	if err := n.m.ParseFlags(args, func(string) string { return "" }, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.m.Run(t.Context()); err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	t.Cleanup(func() { n.stop() })
+	return n
+}
+
+func (n *clusterNode) stop() {
+	if n.m != nil {
+		if err := n.m.Close(); err != nil {
+			n.t.Errorf("close node: %v", err)
+		}
+		n.m = nil
+	}
+}
+
+func (n *clusterNode) addr() string { return n.m.Node.Addrs()[0] }
+
+func (n *clusterNode) peerID() string { return n.m.Node.PeerID() }
+
+// api sends a JSON request to the node's API with the operator token.
+func (n *clusterNode) api(method, path string, body any) (int, []byte) {
+	n.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequestWithContext(n.t.Context(), method, n.m.HTTPURL()+path, rd)
+	req.Header.Set("Authorization", "Bearer "+testOperator)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		n.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+type apiAgent struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	DisplayName string `json:"display_name"`
+	Seq         uint64 `json:"seq"`
+	Status      string `json:"status"`
+	Local       bool   `json:"local"`
+	HostPeerID  string `json:"host_peer_id"`
+}
+
+// agent returns the node's view of one agent, with the HTTP status.
+func (n *clusterNode) agent(id string) (int, apiAgent) {
+	code, body := n.api("GET", "/api/v1/agents/"+id, nil)
+	var a apiAgent
+	_ = json.Unmarshal(body, &a)
+	return code, a
+}
+
+// agentIDs lists every agent id the node's API shows with the given status filter.
+func (n *clusterNode) agentIDs(status string) map[string]apiAgent {
+	out := map[string]apiAgent{}
+	cursor := ""
+	for {
+		code, body := n.api("GET", "/api/v1/agents?limit=100&status="+status+"&cursor="+cursor, nil)
+		if code != http.StatusOK {
+			n.t.Fatalf("list agents: %d %s", code, body)
+		}
+		var page struct {
+			Agents     []apiAgent `json:"agents"`
+			NextCursor string     `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			n.t.Fatal(err)
+		}
+		for _, a := range page.Agents {
+			out[a.ID] = a
+		}
+		if page.NextCursor == "" {
+			return out
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// register creates an agent on n through the API and returns it.
+func (n *clusterNode) register(name string, tags ...string) apiAgent {
+	n.t.Helper()
+	if len(tags) == 0 {
+		tags = []string{"test"}
+	}
+	code, body := n.api("POST", "/api/v1/agents", map[string]any{
+		"name": name, "display_name": strings.ToUpper(name[:1]) + name[1:], "description": "Agent " + name + ".",
+		"tags": tags, "backend": map[string]string{"kind": "builtin", "builtin": "echo"},
+	})
+	if code != http.StatusCreated {
+		n.t.Fatalf("register %s on %s: %d %s", name, n.peerID(), code, body)
+	}
+	var a apiAgent
+	_ = json.Unmarshal(body, &a)
+	return a
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for delay := 10 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(delay) // polling interval, not a fixed wait for an outcome
+	}
+}
+
+func TestThreeNodesRegisterUpdateDelete(t *testing.T) {
+	a := startClusterNode(t, nodeOpts{postgres: true})
+	b := startClusterNode(t, nodeOpts{bootstrap: []string{a.addr()}})
+	c := startClusterNode(t, nodeOpts{bootstrap: []string{b.addr()}})
+
+	created := a.register("weather-bot", "weather")
+	eventually(t, 15*time.Second, "C to learn the agent registered on A", func() bool {
+		code, got := c.agent(created.ID)
+		return code == http.StatusOK && got.Seq == created.Seq
+	})
+	_, onC := c.agent(created.ID)
+	if onC.Local || onC.HostPeerID != a.peerID() || onC.Status != "online" {
+		t.Errorf("C's view = %+v", onC)
+	}
+
+	code, body := a.api("PUT", "/api/v1/agents/"+created.ID, map[string]any{
+		"name": "weather-bot", "display_name": "Weather Bot v2", "tags": []string{"weather"},
+		"backend": map[string]string{"kind": "builtin", "builtin": "echo"},
+	})
+	if code != http.StatusOK {
+		t.Fatalf("update: %d %s", code, body)
+	}
+	eventually(t, 15*time.Second, "C to show the update", func() bool {
+		_, got := c.agent(created.ID)
+		return got.DisplayName == "Weather Bot v2"
+	})
+
+	if code, body := a.api("DELETE", "/api/v1/agents/"+created.ID, nil); code != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", code, body)
+	}
+	eventually(t, 15*time.Second, "C to hide the deleted agent", func() bool {
+		code, _ := c.agent(created.ID)
+		_, listed := c.agentIDs("all")[created.ID]
+		return code == http.StatusGone && !listed
+	})
+}
+

@@ -1,0 +1,22 @@
+package p2p
+
+import (
+	"context"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// Cache is what the network side needs from the node's listing cache. The
+// store satisfies it through store.Sink; p2p never imports the store.
+type Cache interface {
+	Sink
+	// Envelopes pages through the signed envelopes of unexpired listings
+	// (tombstones included) in first-seen order after the position after,
+	// optionally only those tagged tag. next is 0 on the last page.
+	Envelopes(ctx context.Context, after int64, tag string, limit int) (envs [][]byte, next int64, err error)
+	// NodeSeen records a verified heartbeat: the node is online, and so are
+	// the listings it hosts.
+	NodeSeen(ctx context.Context, hb agent.Heartbeat) error
+	// LocalCount is the number of agents this node hosts.
+	LocalCount(ctx context.Context) (int, error)
+}

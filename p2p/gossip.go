@@ -1,0 +1,255 @@
+package p2p
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+func (n *Node) startPubSub() error {
+	ps, err := pubsub.NewGossipSub(n.ctx, n.host,
+		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
+		pubsub.WithPeerScore(scoreParams(TopicRecords, TopicStatus), scoreThresholds()),
+		pubsub.WithPeerGater(pubsub.NewPeerGaterParams(0.33, pubsub.ScoreParameterDecay(2*time.Minute), pubsub.ScoreParameterDecay(10*time.Minute))),
+		pubsub.WithMaxMessageSize(maxGossipSize),
+		pubsub.WithPeerExchange(true),
+		pubsub.WithFloodPublish(true),
+		pubsub.WithValidateQueueSize(256),
+	)
+	if err != nil {
+		return fmt.Errorf("start gossipsub: %w", err)
+	}
+	n.ps = ps
+	if err := ps.RegisterTopicValidator(TopicRecords, n.validateRecordMsg); err != nil {
+		return fmt.Errorf("register record validator: %w", err)
+	}
+	if err := ps.RegisterTopicValidator(TopicStatus, n.validateStatusMsg); err != nil {
+		return fmt.Errorf("register status validator: %w", err)
+	}
+	if n.records, err = ps.Join(TopicRecords); err != nil {
+		return fmt.Errorf("join %s: %w", TopicRecords, err)
+	}
+	if n.status, err = ps.Join(TopicStatus); err != nil {
+		return fmt.Errorf("join %s: %w", TopicStatus, err)
+	}
+	recSub, err := n.records.Subscribe(pubsub.WithBufferSize(256))
+	if err != nil {
+		return fmt.Errorf("subscribe %s: %w", TopicRecords, err)
+	}
+	statSub, err := n.status.Subscribe()
+	if err != nil {
+		return fmt.Errorf("subscribe %s: %w", TopicStatus, err)
+	}
+	n.goLoop(func(ctx context.Context) { n.readLoop(ctx, recSub, n.handleRecordMsg) })
+	n.goLoop(func(ctx context.Context) { n.readLoop(ctx, statSub, n.handleStatusMsg) })
+	return nil
+}
+
+// readLoop hands every validated message from others to handle until ctx
+// ends. Our own messages are skipped: we stored them when we published.
+func (n *Node) readLoop(ctx context.Context, sub *pubsub.Subscription, handle func(context.Context, *pubsub.Message)) {
+	defer sub.Cancel()
+	for {
+		msg, err := sub.Next(ctx)
+		if err != nil {
+			return
+		}
+		if msg.ReceivedFrom == n.host.ID() {
+			continue
+		}
+		handle(ctx, msg)
+	}
+}
+
+// validateRecordMsg runs before a record is accepted or forwarded: a forged,
+// replayed, oversized, expired or mis-keyed record is rejected, which counts
+// against the sender's peer score and its strikes.
+func (n *Node) validateRecordMsg(ctx context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+	if from == n.host.ID() {
+		return pubsub.ValidationAccept
+	}
+	rec, err := verifyRecord(msg.Data, msg.GetFrom(), n.now())
+	if err == nil {
+		err = n.seqs.check(rec.ID, rec.Seq)
+	}
+	if err != nil {
+		n.reject(pathGossip, from, err)
+		return pubsub.ValidationReject
+	}
+	msg.ValidatorData = rec
+	return pubsub.ValidationAccept
+}
+
+func (n *Node) handleRecordMsg(ctx context.Context, msg *pubsub.Message) {
+	rec, ok := msg.ValidatorData.(*agent.Record)
+	if !ok {
+		return
+	}
+	n.deliver(ctx, pathGossip, rec, msg.Data)
+}
+
+// deliver hands a verified record to the cache.
+func (n *Node) deliver(ctx context.Context, path string, rec *agent.Record, env []byte) bool {
+	changed, err := n.cfg.Cache.Put(ctx, rec, env)
+	if err != nil {
+		if ctx.Err() == nil {
+			n.logger.Warn("caching a verified record failed", "path", path, "id", rec.ID, "err", err)
+		}
+		return false
+	}
+	if changed {
+		n.metrics.accepted.WithLabelValues(path).Inc()
+	}
+	return changed
+}
+
+// reject counts a bad record and, past a few strikes, blocks and
+// disconnects the peer that sent it.
+func (n *Node) reject(path string, from peer.ID, err error) {
+	reason := rejectReason(err)
+	n.metrics.rejected.WithLabelValues(path, reason).Inc()
+	n.logger.Debug("rejected network record", "path", path, "from", from, "reason", reason, "err", err)
+	if from == "" || from == n.host.ID() {
+		return
+	}
+	if n.strikes.add(from, n.now()) {
+		n.gater.Block(from)
+		n.metrics.blocked.Inc()
+		n.logger.Warn("blocking peer that keeps sending invalid records", "peer", from, "last_reason", reason)
+		go func() { _ = n.host.Network().ClosePeer(from) }()
+	}
+}
+
+func (n *Node) validateStatusMsg(ctx context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+	if from == n.host.ID() {
+		return pubsub.ValidationAccept
+	}
+	hb, err := decodeHeartbeat(msg.Data, msg.GetFrom(), n.now())
+	if err != nil {
+		n.metrics.rejected.WithLabelValues("heartbeat", "malformed").Inc()
+		if n.strikes.add(from, n.now()) {
+			n.gater.Block(from)
+			go func() { _ = n.host.Network().ClosePeer(from) }()
+		}
+		return pubsub.ValidationReject
+	}
+	msg.ValidatorData = hb
+	return pubsub.ValidationAccept
+}
+
+func (n *Node) handleStatusMsg(ctx context.Context, msg *pubsub.Message) {
+	hb, ok := msg.ValidatorData.(*agent.Heartbeat)
+	if !ok {
+		return
+	}
+	n.metrics.heartbeats.Inc()
+	if err := n.cfg.Cache.NodeSeen(ctx, *hb); err != nil && ctx.Err() == nil {
+		n.logger.Warn("recording heartbeat failed", "peer", hb.PeerID, "err", err)
+	}
+}
+
+const maxHeartbeatAddrs = 16
+
+func decodeHeartbeat(data []byte, author peer.ID, now time.Time) (*agent.Heartbeat, error) {
+	if len(data) > 8<<10 {
+		return nil, errors.New("heartbeat too large")
+	}
+	var hb agent.Heartbeat
+	if err := json.Unmarshal(data, &hb); err != nil {
+		return nil, fmt.Errorf("decode heartbeat: %w", err)
+	}
+	if hb.PeerID != author.String() {
+		return nil, fmt.Errorf("heartbeat for %s signed by %s", hb.PeerID, author)
+	}
+	if hb.SentAt.After(now.Add(agent.ClockSkew)) || hb.SentAt.Before(now.Add(-10*time.Minute)) {
+		return nil, errors.New("heartbeat time out of range")
+	}
+	if len(hb.Addrs) > maxHeartbeatAddrs || len(hb.Version) > 64 || hb.AgentsHosted < 0 || hb.AgentsHosted > 1_000_000 {
+		return nil, errors.New("heartbeat fields out of range")
+	}
+	return &hb, nil
+}
+
+// Announce publishes a record this node signed: on the records topic (every
+// node caches it within a gossip round) and, in the background, to the DHT
+// under /agent/<id> and as a provider of each of its tags.
+func (n *Node) Announce(ctx context.Context, rec *agent.Record, env []byte) error {
+	if n.records == nil {
+		return nil
+	}
+	n.seqs.check(rec.ID, rec.Seq) //nolint:errcheck // our own seq only grows
+	if err := n.records.Publish(ctx, env); err != nil {
+		n.metrics.published.WithLabelValues("gossip", "error").Inc()
+		return fmt.Errorf("gossip record: %w", err)
+	}
+	n.metrics.published.WithLabelValues("gossip", "ok").Inc()
+	n.goLoop(func(ctx context.Context) { n.putDHT(ctx, rec, env) })
+	return nil
+}
+
+func (n *Node) putDHT(ctx context.Context, rec *agent.Record, env []byte) {
+	if n.dht == nil || len(n.dht.RoutingTable().ListPeers()) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := n.dht.PutValue(ctx, dhtKey(rec.ID), env); err != nil {
+		n.metrics.published.WithLabelValues("dht_put", "error").Inc()
+		n.logger.Debug("DHT put failed; gossip and sync still carry the record", "id", rec.ID, "err", err)
+	} else {
+		n.metrics.published.WithLabelValues("dht_put", "ok").Inc()
+	}
+	if rec.Tombstone {
+		return
+	}
+	for _, t := range rec.Tags {
+		if err := n.dht.Provide(ctx, TagCID(t), true); err != nil {
+			n.metrics.published.WithLabelValues("dht_provide", "error").Inc()
+			n.logger.Debug("DHT provide failed", "tag", t, "err", err)
+			continue
+		}
+		n.metrics.published.WithLabelValues("dht_provide", "ok").Inc()
+	}
+}
+
+// strikes counts invalid records per peer in a sliding window; a peer with
+// too many is blocked. Gossip scoring alone only stops forwarding; this also
+// closes the door (sync, DHT).
+type strikes struct {
+	mu     sync.Mutex
+	counts map[peer.ID][]time.Time
+}
+
+const (
+	strikeLimit  = 10
+	strikeWindow = 10 * time.Minute
+)
+
+func newStrikes() *strikes { return &strikes{counts: map[peer.ID][]time.Time{}} }
+
+// add records a strike and reports whether the peer just crossed the limit.
+func (s *strikes) add(p peer.ID, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ts := s.counts[p]
+	kept := ts[:0]
+	for _, t := range ts {
+		if now.Sub(t) < strikeWindow {
+			kept = append(kept, t)
+		}
+	}
+	kept = append(kept, now)
+	s.counts[p] = kept
+	if len(s.counts) > 10_000 {
+		clear(s.counts)
+	}
+	return len(kept) == strikeLimit
+}

@@ -1,0 +1,61 @@
+package p2p
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Paths a record can arrive by, for the metrics.
+const (
+	pathGossip = "gossip"
+	pathDHT    = "dht"
+	pathSync   = "sync"
+)
+
+// metrics counts what the network delivers and what it rejects, so an
+// operator can see an attack in /metrics.
+type metrics struct {
+	accepted   *prometheus.CounterVec
+	rejected   *prometheus.CounterVec
+	heartbeats prometheus.Counter
+	published  *prometheus.CounterVec
+	peers      prometheus.GaugeFunc
+	blocked    prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer, peerCount func() float64) (*metrics, error) {
+	m := &metrics{
+		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "agentsite", Subsystem: "p2p", Name: "records_accepted_total",
+			Help: "Verified records that changed the cache, by path (gossip, dht, sync).",
+		}, []string{"path"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "agentsite", Subsystem: "p2p", Name: "records_rejected_total",
+			Help: "Network records rejected, by path and reason (signature, key, expired, size, invalid, replay, malformed).",
+		}, []string{"path", "reason"}),
+		heartbeats: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "agentsite", Subsystem: "p2p", Name: "heartbeats_received_total",
+			Help: "Valid node heartbeats received.",
+		}),
+		published: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "agentsite", Subsystem: "p2p", Name: "publish_total",
+			Help: "Publications of local records, by channel (gossip, dht_put, dht_provide) and result.",
+		}, []string{"channel", "result"}),
+		peers: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "agentsite", Subsystem: "p2p", Name: "connected_peers",
+			Help: "Currently connected libp2p peers.",
+		}, peerCount),
+		blocked: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "agentsite", Subsystem: "p2p", Name: "peers_blocked_total",
+			Help: "Peers disconnected and blocked for repeatedly sending invalid records.",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.accepted, m.rejected, m.heartbeats, m.published, m.peers, m.blocked} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

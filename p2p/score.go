@@ -1,0 +1,70 @@
+package p2p
+
+import (
+	"net"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Peer scoring is opt-in in go-libp2p-pubsub; these are our explicit
+// parameters. The one that matters most: every invalid message (forged,
+// replayed, oversized, expired, mis-keyed) costs the sender heavily and
+// decays slowly, so a peer that floods bad records drops below the graylist
+// threshold after a handful and is ignored, then pruned.
+func scoreParams(topics ...string) *pubsub.PeerScoreParams {
+	p := &pubsub.PeerScoreParams{
+		Topics:        map[string]*pubsub.TopicScoreParams{},
+		TopicScoreCap: 100,
+		AppSpecificScore: func(peer.ID) float64 {
+			return 0
+		},
+		AppSpecificWeight: 1,
+		// Many honest nodes can share an IP (NAT, loopback in tests).
+		IPColocationFactorWeight:    -5,
+		IPColocationFactorThreshold: 10,
+		IPColocationFactorWhitelist: loopbackNets(),
+		BehaviourPenaltyWeight:      -10,
+		BehaviourPenaltyThreshold:   6,
+		BehaviourPenaltyDecay:       pubsub.ScoreParameterDecay(10 * time.Minute),
+		DecayInterval:               time.Second,
+		DecayToZero:                 0.01,
+		RetainScore:                 10 * time.Minute,
+	}
+	for _, t := range topics {
+		p.Topics[t] = &pubsub.TopicScoreParams{
+			TopicWeight:                    1,
+			TimeInMeshWeight:               0.01,
+			TimeInMeshQuantum:              time.Second,
+			TimeInMeshCap:                  100,
+			FirstMessageDeliveriesWeight:   1,
+			FirstMessageDeliveriesDecay:    pubsub.ScoreParameterDecay(10 * time.Minute),
+			FirstMessageDeliveriesCap:      50,
+			InvalidMessageDeliveriesWeight: -100,
+			InvalidMessageDeliveriesDecay:  pubsub.ScoreParameterDecay(time.Hour),
+		}
+	}
+	return p
+}
+
+// scoreThresholds: below -10 no gossip to/from the peer, below -50 no
+// publishing to it, below -80 everything from it is ignored (graylist).
+func scoreThresholds() *pubsub.PeerScoreThresholds {
+	return &pubsub.PeerScoreThresholds{
+		GossipThreshold:             -10,
+		PublishThreshold:            -50,
+		GraylistThreshold:           -80,
+		AcceptPXThreshold:           10,
+		OpportunisticGraftThreshold: 3,
+	}
+}
+
+func loopbackNets() []*net.IPNet {
+	var out []*net.IPNet
+	for _, s := range []string{"127.0.0.0/8", "::1/128"} {
+		_, n, _ := net.ParseCIDR(s)
+		out = append(out, n)
+	}
+	return out
+}
