@@ -218,4 +218,3 @@ func TestThreeNodesRegisterUpdateDelete(t *testing.T) {
 		return code == http.StatusGone && !listed
 	})
 }
-
