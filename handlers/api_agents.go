@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -155,7 +156,7 @@ func (s *Server) apiGetAgent(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, errorf(http.StatusNotFound, "not_found", "No agent has this id."))
 		return
 	}
-	l, err := s.Store.GetAgent(r.Context(), id)
+	l, err := s.getOrLookup(r.Context(), id)
 	if err == nil && l.Record.Tombstone {
 		err = errorf(http.StatusGone, "deleted", "This agent was deleted by its publisher.")
 	}
@@ -268,4 +269,41 @@ func (s *Server) apiDeleteAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// getOrLookup reads a listing from the cache and, when the cache lacks it,
+// asks the network; a record from the network is verified and cached by the
+// node before it is read back, so the portal never shows an unverified one.
+func (s *Server) getOrLookup(ctx context.Context, id string) (store.Listing, error) {
+	l, err := s.Store.GetAgent(ctx, id)
+	if !errors.Is(err, store.ErrNotFound) {
+		return l, err
+	}
+	if _, lerr := s.Node.Lookup(ctx, id); lerr != nil {
+		s.Logger.Debug("network look-up found nothing", "id", id, "err", lerr)
+		return store.Listing{}, store.ErrNotFound
+	}
+	return s.Store.GetAgent(ctx, id)
+}
+
+type networkSearchJSON struct {
+	Tag       string `json:"tag"`
+	Providers int    `json:"providers"`
+	Records   int    `json:"records"`
+}
+
+// apiNetworkSearch asks the DHT for providers of a tag and pulls their
+// listings with it; then GET /api/v1/agents?tag= shows them.
+func (s *Server) apiNetworkSearch(w http.ResponseWriter, r *http.Request) {
+	tag := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("tag")))
+	if !agent.IsSlug(tag, 1, agent.MaxTagLen) {
+		s.renderError(w, r, &Error{Status: http.StatusBadRequest, Code: "bad_query", Message: "Give a tag to search the network for.", Fields: map[string]string{"tag": "must be a tag"}})
+		return
+	}
+	providers, changed, err := s.Node.SearchTag(r.Context(), tag, 20)
+	if err != nil {
+		s.renderError(w, r, errorf(http.StatusServiceUnavailable, "network_unavailable", "The network search failed; try again in a moment."))
+		return
+	}
+	writeJSON(w, http.StatusOK, networkSearchJSON{Tag: tag, Providers: providers, Records: changed})
 }

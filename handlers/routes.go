@@ -44,6 +44,7 @@ func (s *Server) Handler() http.Handler {
 		r.Group(func(r chi.Router) {
 			r.Use(sensitive)
 			r.Post("/agents", s.apiCreateAgent)
+			r.Post("/network/search", s.apiNetworkSearch)
 			r.Put("/agents/{id}", s.apiUpdateAgent)
 			r.Delete("/agents/{id}", s.apiDeleteAgent)
 		})

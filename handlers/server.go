@@ -25,6 +25,12 @@ type Node interface {
 	PeerCount() int
 	// Ready reports whether the network side is up.
 	Ready() bool
+	// Lookup asks the network (DHT) for a record the cache lacks; it is
+	// verified and cached before it returns.
+	Lookup(ctx context.Context, id string) (*agent.Record, error)
+	// SearchTag asks the DHT who provides tag and pulls those providers'
+	// listings with it into the cache.
+	SearchTag(ctx context.Context, tag string, maxProviders int) (providers, changed int, err error)
 }
 
 // Publisher signs records with the node key and sends them down the one road

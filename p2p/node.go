@@ -55,6 +55,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// MaxSyncRecords bounds what one catalogue sync pulls from a peer.
 	MaxSyncRecords int
+	// NoSyncOnConnect turns off pulling each new peer's catalogue; the
+	// cache then fills from gossip and on-demand look-ups only.
+	NoSyncOnConnect bool
 }
 
 func (c *Config) defaults() {
@@ -160,7 +163,9 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 		return nil, err
 	}
 	h.SetStreamHandler(SyncProtocol, n.serveSync)
-	n.watchPeers()
+	if !cfg.NoSyncOnConnect {
+		n.watchPeers()
+	}
 	n.goLoop(n.heartbeatLoop)
 	n.goLoop(func(ctx context.Context) { n.bootstrap(ctx, boot) })
 	return n, nil

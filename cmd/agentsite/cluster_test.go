@@ -34,6 +34,7 @@ type nodeOpts struct {
 	dir       string // reuse a data dir (restart)
 	postgres  bool
 	demo      bool
+	extra     []string // more flags
 }
 
 // startClusterNode starts a whole node on 127.0.0.1 the way the binary does.
@@ -52,6 +53,7 @@ func startClusterNode(t testing.TB, o nodeOpts) *clusterNode {
 		fmt.Sprintf("--demo-agents=%v", o.demo),
 		"--log-level", "error",
 	}
+	args = append(args, o.extra...)
 	for _, b := range o.bootstrap {
 		args = append(args, "--bootstrap", b)
 	}

@@ -27,6 +27,7 @@ type Config struct {
 	RecordTTL             time.Duration
 	HeartbeatInterval     time.Duration
 	StaleAfter            time.Duration
+	SyncOnConnect         bool
 	LogLevel              string
 	LogFormat             string
 }
@@ -87,6 +88,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.RecordTTL, "record-ttl", time.Hour, "lifetime of the records this node signs; they are re-announced at half of it")
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", 10*time.Second, "how often this node announces itself on agentsite/status/1")
 	fs.DurationVar(&c.StaleAfter, "stale-after", 0, "silence after which a node's listings turn stale (0: 3 heartbeat intervals)")
+	fs.BoolVar(&c.SyncOnConnect, "sync-on-connect", true, "pull each new peer's catalogue when it connects (off: the cache fills from gossip and look-ups only)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	return fs

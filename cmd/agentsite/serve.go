@@ -100,6 +100,7 @@ func (m *Main) Run(ctx context.Context) error {
 		UserAgent:         "agentsite/" + buildVersion(),
 		Version:           buildVersion(),
 		HeartbeatInterval: m.Config.HeartbeatInterval,
+		NoSyncOnConnect:   !m.Config.SyncOnConnect,
 		Cache:             sink,
 		Registerer:        reg,
 	}, m.Logger)
