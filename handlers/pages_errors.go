@@ -1,0 +1,52 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/agentsite/agentsite/web"
+)
+
+// renderErrorPage shows e to a person: a small fragment for an htmx request
+// (swapped into its target), a full page otherwise. Only e's safe message
+// is shown.
+func (s *Server) renderErrorPage(w http.ResponseWriter, r *http.Request, e *Error) {
+	if isHTMX(r) {
+		s.render(w, r, e.Status, web.ErrorFragment(e.Status, e.Message))
+		return
+	}
+	title := errorTitle(e.Status)
+	v := web.ErrorView{
+		Page:    s.page(r, s.viewer(r), title, ""),
+		Status:  e.Status,
+		Title:   title,
+		Message: e.Message,
+	}
+	s.render(w, r, e.Status, web.ErrorPage(v))
+}
+
+func errorTitle(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "That request did not make sense"
+	case http.StatusUnauthorized:
+		return "Please log in"
+	case http.StatusForbidden:
+		return "Not allowed"
+	case http.StatusNotFound:
+		return "Not found"
+	case http.StatusGone:
+		return "Deleted"
+	case http.StatusConflict:
+		return "Conflict"
+	case http.StatusRequestEntityTooLarge:
+		return "Too large"
+	case http.StatusUnprocessableEntity:
+		return "Invalid input"
+	case http.StatusTooManyRequests:
+		return "Slow down"
+	}
+	if status >= 500 {
+		return "Something went wrong"
+	}
+	return http.StatusText(status)
+}

@@ -1,0 +1,181 @@
+package handlers
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/store"
+)
+
+// page fetches path and parses it; the status must be want.
+func (e *testEnv) page(path string, want int, headers ...string) *goquery.Document {
+	e.t.Helper()
+	resp := e.do(http.MethodGet, path, nil, headers...)
+	return parsePage(e.t, resp, want)
+}
+
+// parsePage checks the status and content type of an HTML response and
+// that it keeps to the CSP (no inline script, style or handler), then
+// parses it.
+func parsePage(t testing.TB, resp *http.Response, want int) *goquery.Document {
+	t.Helper()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: status %d, want %d; body: %.1500s", resp.Request.Method, resp.Request.URL, resp.StatusCode, want, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+		t.Fatalf("%s: Content-Type %q, want text/html", resp.Request.URL, ct)
+	}
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCSPClean(t, doc)
+	return doc
+}
+
+// checkCSPClean fails on anything our CSP (script-src 'self'; style-src
+// 'self') would block: inline scripts, <style>, style attributes, on*
+// handlers.
+func checkCSPClean(t testing.TB, doc *goquery.Document) {
+	t.Helper()
+	if n := doc.Find("style").Length(); n > 0 {
+		t.Errorf("page has %d <style> elements", n)
+	}
+	doc.Find("script").Each(func(_ int, s *goquery.Selection) {
+		if _, ok := s.Attr("src"); !ok {
+			t.Errorf("inline <script>: %s", s.Text())
+		}
+	})
+	doc.Find("*").Each(func(_ int, s *goquery.Selection) {
+		for _, a := range s.Nodes[0].Attr {
+			if a.Key == "style" || strings.HasPrefix(a.Key, "on") || strings.HasPrefix(a.Key, "hx-on") {
+				t.Errorf("<%s %s=%q> breaks the CSP", s.Nodes[0].Data, a.Key, a.Val)
+			}
+		}
+	})
+}
+
+// testid selects elements by data-testid.
+func testid(doc *goquery.Document, id string) *goquery.Selection {
+	return doc.Find(fmt.Sprintf("[data-testid=%q]", id))
+}
+
+// mustTestid is testid that requires at least one match.
+func mustTestid(t testing.TB, doc *goquery.Document, id string) *goquery.Selection {
+	t.Helper()
+	s := testid(doc, id)
+	if s.Length() == 0 {
+		h, _ := doc.Html()
+		t.Fatalf("no [data-testid=%q] in page: %.2000s", id, h)
+	}
+	return s
+}
+
+func text(s *goquery.Selection) string { return strings.TrimSpace(s.Text()) }
+
+// inputValue is the value attribute of the form control with this name.
+func inputValue(doc *goquery.Document, name string) (string, bool) {
+	return doc.Find(fmt.Sprintf("[name=%q]", name)).First().Attr("value")
+}
+
+// visitor returns the env with a fresh cookie jar: another browser.
+func (e *testEnv) visitor() *testEnv {
+	jar, _ := cookiejar.New(nil)
+	c := *e
+	c.client = &http.Client{Jar: jar, CheckRedirect: e.client.CheckRedirect}
+	return &c
+}
+
+// login logs the env's client in through the form.
+func (e *testEnv) login(handle, password string) {
+	e.t.Helper()
+	resp := e.postForm("/login", url.Values{"handle": {handle}, "password": {password}})
+	wantStatus(e.t, resp, http.StatusSeeOther)
+}
+
+// seedAgent registers in directly through saveAgent, as owner (a new or
+// existing account; "" registers as the operator).
+func (e *testEnv) seedAgent(owner string, in AgentInput) store.Listing {
+	e.t.Helper()
+	p := Principal{Operator: true}
+	if owner != "" {
+		u, err := e.st.GetUserByHandle(e.t.Context(), owner)
+		if err != nil {
+			u, err = e.s.createUser(e.t.Context(), owner, "password-"+owner)
+			if err != nil {
+				e.t.Fatalf("create user %s: %v", owner, err)
+			}
+		}
+		p = Principal{User: &u}
+	}
+	l, err := e.s.saveAgent(e.t.Context(), p, in, "")
+	if err != nil {
+		e.t.Fatalf("seed agent %s: %v", in.Name, err)
+	}
+	return l
+}
+
+// simpleInput is a minimal valid registration.
+func simpleInput(name, display string, tags ...string) AgentInput {
+	return AgentInput{
+		Name:        name,
+		DisplayName: display,
+		Description: "Agent " + display,
+		Tags:        tags,
+		Backend:     agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"},
+	}
+}
+
+// registerForm is a valid /register form; override fields with kv pairs.
+func registerForm(kv ...string) url.Values {
+	v := url.Values{
+		"name":              {"form-bot"},
+		"display_name":      {"Form Bot"},
+		"description":       {"Made with the form."},
+		"tags":              {"form, test"},
+		"version":           {"1.0"},
+		"skill_id":          {"greet", "", ""},
+		"skill_name":        {"Greet", "", ""},
+		"skill_description": {"Says hello", "", ""},
+		"skill_examples":    {"hello\r\nhi there", "", ""},
+		"backend_kind":      {"builtin"},
+		"backend_builtin":   {"echo"},
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Set(kv[i], kv[i+1])
+	}
+	return v
+}
+
+// location is the redirect target of a response.
+func location(t testing.TB, resp *http.Response) string {
+	t.Helper()
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		t.Fatalf("%s %s: no Location (status %d)", resp.Request.Method, resp.Request.URL, resp.StatusCode)
+	}
+	return loc
+}
+
+// isFragment reports whether a parsed response was a fragment, not a page
+// (goquery wraps fragments in html/body, so look for our layout).
+func isFragment(doc *goquery.Document) bool {
+	return testid(doc, "nav").Length() == 0 && doc.Find("head title").Length() == 0
+}
+
+// searchAll matches every listing of any status.
+func searchAll() store.SearchQuery {
+	return store.SearchQuery{Statuses: []string{store.StatusOnline, store.StatusStale, store.StatusOffline}}
+}

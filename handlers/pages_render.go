@@ -1,0 +1,123 @@
+package handlers
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/a-h/templ"
+
+	"github.com/agentsite/agentsite/static"
+	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/web"
+)
+
+// render writes a component as an HTML response. It renders into a buffer
+// first, so a template error becomes a clean 500 instead of half a page.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
+	var buf bytes.Buffer
+	if err := c.Render(r.Context(), &buf); err != nil {
+		e := toError(err)
+		s.logIfServer(r, e, err)
+		if e.Status == statusClientClosed {
+			return
+		}
+		http.Error(w, e.Message, e.Status)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	// Pages are personal (the nav shows the user; the account page may show
+	// a fresh API token), so nothing may keep a copy.
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// viewer is the logged-in user of a portal request, or nil.
+func (s *Server) viewer(r *http.Request) *store.User {
+	if u := userFrom(r.Context()); u != nil {
+		return u
+	}
+	return s.currentUser(r)
+}
+
+// page builds what the layout needs: the user, the one-shot flash message
+// (popped here, so call it before writing the response) and asset URLs.
+func (s *Server) page(r *http.Request, u *store.User, title, nav string) web.Page {
+	p := web.Page{
+		Title: title,
+		Nav:   nav,
+		Flash: s.sessions.PopString(r.Context(), sessFlash),
+		Assets: web.Assets{
+			CSS:  static.Path("app.css"),
+			HTMX: static.Path("htmx.min.js"),
+			JS:   static.Path("app.js"),
+		},
+	}
+	if u != nil {
+		p.User = u.Handle
+	}
+	return p
+}
+
+// flash leaves a message for the next page the visitor sees.
+func (s *Server) flash(r *http.Request, msg string) {
+	s.sessions.Put(r.Context(), sessFlash, msg)
+}
+
+// redirect answers a successful form POST (Post/Redirect/Get).
+func redirect(w http.ResponseWriter, r *http.Request, to string) {
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// isHTMX reports whether htmx made the request, for a fragment response.
+// A history-restore request wants the whole page.
+func isHTMX(r *http.Request) bool {
+	return r.Header.Get("HX-Request") == "true" && r.Header.Get("HX-History-Restore-Request") != "true"
+}
+
+// hxTarget is the id of the element an htmx request will swap, or "".
+func hxTarget(r *http.Request) string {
+	if !isHTMX(r) {
+		return ""
+	}
+	return r.Header.Get("HX-Target")
+}
+
+// parseForm reads a form body. A body over the limit is a 413; anything
+// else unreadable a 400. It reports whether the handler may go on.
+func (s *Server) parseForm(w http.ResponseWriter, r *http.Request) bool {
+	err := r.ParseForm()
+	if err == nil {
+		return true
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		s.renderError(w, r, err)
+	} else {
+		s.renderError(w, r, errorf(http.StatusBadRequest, "bad_form", "The form could not be read; reload the page and try again."))
+	}
+	return false
+}
+
+// safeNext returns next if it is a path on this site ("/account"), and ""
+// for anything that could leave it: "//host", "/\host", schemes, control
+// characters.
+func safeNext(next string) string {
+	if next == "" || len(next) > 2048 || next[0] != '/' || strings.HasPrefix(next, "//") {
+		return ""
+	}
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c < 0x20 || c == 0x7f || c == '\\' {
+			return ""
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return ""
+	}
+	return next
+}

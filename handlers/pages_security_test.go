@@ -1,0 +1,124 @@
+package handlers
+
+import (
+	"compress/gzip"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/agentsite/agentsite/static"
+)
+
+// TestFormLimits: an oversized form is a 413, with or without a
+// Content-Length.
+func TestFormLimits(t *testing.T) {
+	e := newTestServer(t)
+	e.signup("alice", "password-alice")
+	big := registerForm("description", strings.Repeat("x", maxFormBytes+1)).Encode()
+
+	for _, chunked := range []bool{false, true} {
+		var body io.Reader = strings.NewReader(big)
+		if chunked {
+			body = io.MultiReader(body) // hides the length: chunked encoding
+		}
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.ts.URL+"/register", body)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := e.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("chunked=%v: status %d, want 413", chunked, resp.StatusCode)
+		}
+	}
+	if n, _ := e.st.SearchAgents(t.Context(), searchAll()); len(n.Listings) != 0 {
+		t.Error("an oversized form registered an agent")
+	}
+}
+
+// TestCrossOriginForms: a cross-site POST is refused before any handler.
+func TestCrossOriginForms(t *testing.T) {
+	e := newTestServer(t)
+	e.signup("alice", "password-alice")
+	for _, path := range []string{"/login", "/signup", "/logout", "/register", "/account/tokens"} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.ts.URL+path, strings.NewReader(url.Values{"name": {"x"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		resp, err := e.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("cross-site POST %s: status %d, want 403", path, resp.StatusCode)
+		}
+	}
+	// Still logged in: the cross-site logout did nothing.
+	mustTestid(t, e.page("/", http.StatusOK), "nav-logout")
+}
+
+func TestStaticAssets(t *testing.T) {
+	e := newTestServer(t)
+	tests := []struct {
+		name, ctype string
+	}{
+		{"app.css", "text/css; charset=utf-8"},
+		{"app.js", "text/javascript; charset=utf-8"},
+		{"htmx.min.js", "text/javascript; charset=utf-8"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := static.Path(tt.name)
+			if !strings.HasPrefix(p, "/static/") || !strings.Contains(p, ".") || strings.HasSuffix(p, "/"+tt.name) {
+				t.Fatalf("Path(%q) = %q, want a hashed name", tt.name, p)
+			}
+			resp := e.do(http.MethodGet, p, nil, "Accept-Encoding", "identity")
+			wantStatus(t, resp, http.StatusOK)
+			if got := resp.Header.Get("Content-Type"); got != tt.ctype {
+				t.Errorf("Content-Type = %q", got)
+			}
+			if got := resp.Header.Get("Cache-Control"); got != "public, max-age=31536000, immutable" {
+				t.Errorf("Cache-Control = %q", got)
+			}
+			plain, _ := io.ReadAll(resp.Body)
+			if len(plain) == 0 {
+				t.Fatal("empty asset")
+			}
+			// gzip when asked, same bytes.
+			resp = e.do(http.MethodGet, p, nil, "Accept-Encoding", "gzip")
+			if resp.Header.Get("Content-Encoding") == "gzip" {
+				zr, err := gzip.NewReader(resp.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				unz, _ := io.ReadAll(zr)
+				if string(unz) != string(plain) {
+					t.Error("gzip body differs")
+				}
+			}
+			// Revalidation.
+			etag := resp.Header.Get("ETag")
+			wantStatus(t, e.do(http.MethodGet, p, nil, "If-None-Match", etag), http.StatusNotModified)
+		})
+	}
+	for _, p := range []string{"/static/app.css", "/static/app.00000000.css", "/static/", "/static/../go.mod"} {
+		if resp := e.do(http.MethodGet, p, nil); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: status %d, want 404", p, resp.StatusCode)
+		}
+	}
+	// Pages link the hashed URLs.
+	doc := e.page("/", http.StatusOK)
+	if href := doc.Find(`link[rel=stylesheet]`).AttrOr("href", ""); href != static.Path("app.css") {
+		t.Errorf("stylesheet href = %q", href)
+	}
+	if n := doc.Find(`script[src="` + static.Path("htmx.min.js") + `"]`).Length(); n != 1 {
+		t.Error("htmx not linked")
+	}
+	if cfg := doc.Find(`meta[name=htmx-config]`).AttrOr("content", ""); !strings.Contains(cfg, `"includeIndicatorStyles":false`) {
+		t.Errorf("htmx-config = %q", cfg)
+	}
+}

@@ -1,0 +1,9 @@
+package handlers
+
+import (
+	"testing"
+
+	"github.com/agentsite/agentsite/store/postgres/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -1,0 +1,95 @@
+// AgentHub portal behaviours that htmx attributes do not cover. Loaded with
+// `defer` from a same-origin URL (the CSP allows no inline script). Every
+// handler is delegated from document, so content swapped in by htmx works
+// without re-binding.
+(function () {
+  "use strict";
+
+  // Copy buttons are hidden until this script runs (CSS: html.js .copy-btn).
+  document.documentElement.classList.add("js");
+
+  // copyText writes text to the clipboard; the async Clipboard API needs a
+  // secure context (https or localhost), so fall back to a selected
+  // off-screen textarea elsewhere.
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      return navigator.clipboard.writeText(text);
+    }
+    return new Promise(function (resolve, reject) {
+      var ta = document.createElement("textarea");
+      ta.value = text;
+      ta.setAttribute("readonly", "");
+      ta.className = "offscreen";
+      document.body.appendChild(ta);
+      ta.select();
+      try {
+        document.execCommand("copy") ? resolve() : reject(new Error("copy refused"));
+      } catch (e) {
+        reject(e);
+      } finally {
+        document.body.removeChild(ta);
+      }
+    });
+  }
+
+  // <button data-copy="text"> or <button data-copy-target="#id">.
+  document.addEventListener("click", function (ev) {
+    var btn = ev.target.closest("[data-copy], [data-copy-target]");
+    if (!btn) return;
+    ev.preventDefault();
+    var text = btn.getAttribute("data-copy");
+    if (text === null) {
+      var el = document.querySelector(btn.getAttribute("data-copy-target"));
+      text = el ? (el.value !== undefined && el.tagName === "INPUT" ? el.value : el.textContent) : "";
+    }
+    var label = btn.getAttribute("data-label") || btn.textContent;
+    btn.setAttribute("data-label", label);
+    copyText(text.trim()).then(function () {
+      btn.textContent = "Copied";
+      btn.classList.add("copied");
+    }, function () {
+      btn.textContent = "Press Ctrl+C";
+    }).finally(function () {
+      clearTimeout(btn._copyTimer);
+      btn._copyTimer = setTimeout(function () {
+        btn.textContent = label;
+        btn.classList.remove("copied");
+      }, 1600);
+    });
+  });
+
+  // <form data-confirm="Delete this agent?"> asks before submitting.
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    var msg = form.getAttribute && form.getAttribute("data-confirm");
+    if (msg && !window.confirm(msg)) {
+      ev.preventDefault();
+      ev.stopImmediatePropagation();
+    }
+  }, true);
+
+  // After a form comes back with errors, put the cursor in the first bad
+  // field (the server marks its wrapper .has-error).
+  function focusFirstError() {
+    var el = document.querySelector(".has-error input:not([type=hidden]), .has-error textarea, .has-error select");
+    if (el) el.focus();
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", focusFirstError);
+  } else {
+    focusFirstError();
+  }
+
+  // "/" focuses the search box, as on most sites with one.
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key !== "/" || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    var t = ev.target;
+    if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+    var box = document.querySelector("[data-search-box]");
+    if (box) {
+      ev.preventDefault();
+      box.focus();
+      box.select();
+    }
+  });
+})();

@@ -1,0 +1,100 @@
+package web
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// backendKinds are the choices of the backend select, in display order.
+var backendKinds = []Option{
+	{Value: agent.BackendBuiltin, Label: "Built-in (runs on this node)"},
+	{Value: agent.BackendLLM, Label: "LLM (OpenAI-compatible API)"},
+	{Value: agent.BackendMCP, Label: "MCP server tool"},
+	{Value: agent.BackendWebhook, Label: "Webhook (POST JSON)"},
+}
+
+var backendFields = map[string]bool{
+	"backend.kind": true, "backend.builtin": true, "backend.url": true, "backend.model": true,
+	"backend.system_prompt": true, "backend.api_key": true, "backend.tool": true,
+}
+
+// shown reports whether the form displays the error of key next to a field.
+func (f AgentFormView) shown(key string) bool {
+	base, _, _ := strings.Cut(key, "[")
+	switch base {
+	case "name", "display_name", "description", "tags", "version":
+		return base == key || base == "tags"
+	case "skills":
+		var i int
+		var field string
+		if n, _ := fmt.Sscanf(key, "skills[%d].%s", &i, &field); n != 2 || i < 0 || i >= len(f.Skills) {
+			return false
+		}
+		field, _, _ = strings.Cut(field, "[")
+		return field == "id" || field == "name" || field == "description" || field == "examples"
+	}
+	return backendFields[key]
+}
+
+// OtherErrors are the messages not shown next to a field (for example
+// "skills": too many, or "record": too large once encoded), for the summary
+// at the top of the form.
+func (f AgentFormView) OtherErrors() []string {
+	var out []string
+	for k, m := range f.Errors {
+		if !f.shown(k) {
+			out = append(out, k+": "+m)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (f AgentFormView) err(key string) string { return fieldErr(f.Errors, key) }
+
+func skillKey(i int, field string) string { return fmt.Sprintf("skills[%d].%s", i, field) }
+
+// skillInput is the form field name of a skill row's field.
+func skillInput(field string) string { return "skill_" + field }
+
+func kindOptions(selected string) []Option {
+	out := make([]Option, len(backendKinds))
+	for i, o := range backendKinds {
+		o.Selected = o.Value == selected
+		out[i] = o
+	}
+	return out
+}
+
+func builtinOptions(selected string) []Option {
+	out := make([]Option, len(agent.Builtins))
+	for i, b := range agent.Builtins {
+		out[i] = Option{Value: b, Label: b, Selected: b == selected}
+	}
+	return out
+}
+
+// inputName maps an error key to its form field name ("backend.url" →
+// "backend_url").
+func inputName(key string) string { return strings.ReplaceAll(key, ".", "_") }
+
+func skillDOMID(i int, field string) string { return fmt.Sprintf("skill-%d-%s", i, field) }
+
+func nameHelp(edit bool) string {
+	if edit {
+		return "The name is part of the agent's id and cannot change."
+	}
+	return "3–64 characters: a–z, 0–9 and hyphens. Part of the agent's id; it cannot change later."
+}
+
+// firstOnly keeps a placeholder on the first skill block only, so the
+// example does not repeat down the form.
+func firstOnly(i int, placeholder string) string {
+	if i == 0 {
+		return placeholder
+	}
+	return ""
+}

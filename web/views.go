@@ -1,0 +1,220 @@
+// Package web holds the AgentHub portal's templ components: the layout,
+// one page per resource and the HTMX partials. Components render view
+// models defined here; handlers convert store types into them, so web
+// depends on nothing of ours but agent.
+package web
+
+import (
+	"time"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// Page is what the layout needs on every page.
+type Page struct {
+	Title  string // document title; "AgentHub" is appended
+	Nav    string // the active nav item: "home", "agents", "nodes", "register", "account", "login", "signup"
+	User   string // handle of the logged-in user; "" for visitors
+	Flash  string // one-shot notice from the previous request
+	Assets Assets
+}
+
+// Assets are the content-hashed URLs of the static files (static.Path),
+// passed in because web does not import static.
+type Assets struct {
+	CSS  string
+	HTMX string
+	JS   string
+}
+
+// AgentCard is one listing in a list: search results, recent agents, the
+// account's agents.
+type AgentCard struct {
+	ID          string
+	Name        string
+	DisplayName string
+	Description string
+	Tags        []string
+	Version     string
+	Owner       string
+	Status      string // online | stale | offline
+	Local       bool
+	LastSeen    time.Time
+	LastSeenAgo string // "3 min ago", computed by the handler with its clock
+}
+
+// TagCount is a tag and how many visible listings carry it.
+type TagCount struct {
+	Tag   string
+	Count int
+}
+
+// HomeView is the overview page.
+type HomeView struct {
+	Page    Page
+	Agents  int // visible (not offline) listings
+	Online  int
+	Tags    int
+	Nodes   int
+	Recent  []AgentCard
+	TopTags []TagCount
+}
+
+// Option is one choice of a select.
+type Option struct {
+	Value    string
+	Label    string
+	Selected bool
+}
+
+// TagChip is a tag filter that toggles itself in the query when clicked.
+type TagChip struct {
+	Tag      string
+	Count    int
+	Selected bool
+	Href     string // /agents with this tag toggled and the other filters kept
+}
+
+// AgentsView is the search page.
+type AgentsView struct {
+	Page          Page
+	Q             string
+	Tags          []string // selected tags, kept as hidden inputs
+	StatusOptions []Option
+	Chips         []TagChip
+	ClearHref     string // "" when no filter is active
+	Results       ResultsView
+}
+
+// ResultsView is the result list: the part HTMX swaps as you type.
+type ResultsView struct {
+	Agents   []AgentCard
+	NextHref string // "" on the last page
+	Error    string // an invalid query, shown instead of results
+	Filtered bool   // a query or filter is active (changes the empty-state text)
+}
+
+// AgentView is one listing, every field of the record.
+type AgentView struct {
+	Page        Page
+	ID          string
+	Name        string
+	DisplayName string
+	Description string
+	Tags        []string
+	Skills      []agent.Skill
+	Version     string
+	Publisher   string
+	Owner       string
+	Endpoints   []agent.Endpoint
+	Seq         uint64
+	IssuedAt    time.Time
+	ExpiresAt   time.Time
+	Status      string
+	LastSeen    time.Time
+	LastSeenAgo string
+	HostPeerID  string
+	Local       bool
+	CanManage   bool   // the viewer may edit and delete it
+	ChatURL     string // "" hides the chat button
+}
+
+// NodesView is this node and the peers it has heard from.
+type NodesView struct {
+	Page         Page
+	PeerID       string
+	Addrs        []string // full multiaddrs ending in /p2p/<id>
+	Peers        int      // connected peers
+	AgentsHosted int
+	Version      string
+	Nodes        []NodeRow
+}
+
+// NodeRow is one known node.
+type NodeRow struct {
+	PeerID           string
+	Status           string
+	Version          string
+	AgentsHosted     int
+	LastHeartbeat    time.Time
+	LastHeartbeatAgo string
+	Self             bool
+}
+
+// AuthView is the sign-up or login form. Passwords are never rendered back.
+type AuthView struct {
+	Page      Page
+	Handle    string
+	Next      string            // safe local path to go to afterwards
+	Errors    map[string]string // "handle", "password", "password_confirm"
+	FormError string            // not tied to a field (wrong password)
+}
+
+// AgentFormView is the register and edit form, with what the person typed
+// and a message per bad field (keys as in agent.ValidationError: "name",
+// "tags[2]", "skills[0].id", "backend.url").
+type AgentFormView struct {
+	Page        Page
+	Edit        bool   // editing: the name is fixed
+	ID          string // the agent being edited
+	Action      string // where the form posts
+	Name        string
+	DisplayName string
+	Description string
+	Tags        string // comma-separated, as typed
+	Version     string
+	Skills      []SkillRow
+	Backend     BackendForm
+	Errors      map[string]string
+}
+
+// SkillRow is one skill block of the form; Examples is one per line.
+type SkillRow struct {
+	ID          string
+	Name        string
+	Description string
+	Examples    string
+}
+
+// BackendForm is the backend part of the form. The API key is never
+// rendered back: HasStoredKey says one is kept, KeyDropped that the person
+// typed one that must be typed again after an error.
+type BackendForm struct {
+	Kind         string
+	Builtin      string
+	URL          string
+	Model        string
+	SystemPrompt string
+	Tool         string
+	HasStoredKey bool
+	KeyDropped   bool
+}
+
+// AccountView is the account page.
+type AccountView struct {
+	Page         Page
+	Handle       string
+	Agents       []AgentCard
+	MoreAgents   bool // more agents than the page shows
+	Tokens       []TokenRow
+	NewToken     string // a token just created, shown this once
+	NewTokenName string
+	TokenName    string            // typed token name, kept after an error
+	Errors       map[string]string // "token_name"
+}
+
+// TokenRow is one personal API token (never the token itself).
+type TokenRow struct {
+	ID         int64
+	Name       string
+	CreatedAt  time.Time
+	LastUsedAt time.Time // zero: never used
+}
+
+// ErrorView is an error page.
+type ErrorView struct {
+	Page    Page
+	Status  int
+	Title   string
+	Message string
+}
