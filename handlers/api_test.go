@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -302,15 +303,39 @@ func TestAPICrossOriginAndRateLimit(t *testing.T) {
 	resp := e.do("POST", "/api/v1/agents", weatherInput("cross-site"), append(bearer(tok), "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example")...)
 	wantStatus(t, resp, http.StatusForbidden)
 
-	e.s.Config.RateLimit = 3
-	limited := e.s.Handler()
-	e.ts.Config.Handler = limited
+	// RateLimit 1: one login attempt and six writes per minute per IP.
+	e.s.Config.RateLimit = 1
+	e.ts.Config.Handler = e.s.Handler()
 	codes := []int{}
-	for i := range 5 {
+	for i := range 8 {
 		resp := e.do("POST", "/api/v1/agents", weatherInput(fmt.Sprintf("rate-%d", i)), bearer(tok)...)
 		codes = append(codes, resp.StatusCode)
 	}
-	if codes[3] != http.StatusTooManyRequests || codes[4] != http.StatusTooManyRequests || codes[0] != http.StatusCreated {
-		t.Errorf("statuses = %v, want 3 created then 429", codes)
+	if codes[0] != http.StatusCreated || codes[5] != http.StatusCreated || codes[6] != http.StatusTooManyRequests || codes[7] != http.StatusTooManyRequests {
+		t.Errorf("statuses = %v, want 6 created then 429", codes)
+	}
+	resp = e.do("POST", "/api/v1/agents", weatherInput("rate-x"), bearer(tok)...)
+	if resp.Header.Get("Retry-After") == "" || decode[apiErr](t, resp).Error.Code != "rate_limited" {
+		t.Error("429 without Retry-After or rate_limited code")
+	}
+	// Logins have their own, stricter budget, unaffected by the writes.
+	login := e.postForm("/login", url.Values{"handle": {"gina"}, "password": {"wrong-password"}})
+	if login.StatusCode == http.StatusTooManyRequests {
+		t.Error("API writes used up the login budget")
+	}
+	login = e.postForm("/login", url.Values{"handle": {"gina"}, "password": {"wrong-password"}})
+	wantStatus(t, login, http.StatusTooManyRequests)
+}
+
+func TestAPIRenameIsRefused(t *testing.T) {
+	e := newTestServer(t)
+	tok := e.userToken("hank")
+	resp := e.do("POST", "/api/v1/agents", weatherInput("hank-bot"), bearer(tok)...)
+	wantStatus(t, resp, http.StatusCreated)
+	a := decode[AgentJSON](t, resp)
+	resp = e.do("PUT", "/api/v1/agents/"+a.ID, weatherInput("hank-bot-renamed"), bearer(tok)...)
+	wantStatus(t, resp, http.StatusUnprocessableEntity)
+	if decode[apiErr](t, resp).Error.Fields["name"] == "" {
+		t.Error("no message on the name field")
 	}
 }

@@ -128,24 +128,44 @@ func (s *Server) logOut(ctx context.Context) error {
 	return nil
 }
 
-// currentUser returns the logged-in user of a portal request, or nil.
+// currentUser returns the logged-in user of a portal request, or nil (a
+// store failure is logged and treated as anonymous, which is safe for
+// pages that merely show who is logged in; requireLogin fails instead).
 func (s *Server) currentUser(r *http.Request) *store.User {
+	u, err := s.lookupUser(r)
+	if err != nil {
+		s.Logger.WarnContext(r.Context(), "loading the session user failed", "err", err)
+		return nil
+	}
+	return u
+}
+
+// lookupUser returns the session's user, nil if anonymous (or the account
+// is gone), or an error if the store failed.
+func (s *Server) lookupUser(r *http.Request) (*store.User, error) {
 	id := s.sessions.GetInt64(r.Context(), sessUserID)
 	if id == 0 {
-		return nil
+		return nil, nil
 	}
 	u, err := s.Store.GetUserByID(r.Context(), id)
-	if err != nil {
-		return nil
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
 	}
-	return &u
+	if err != nil {
+		return nil, fmt.Errorf("load session user: %w", err)
+	}
+	return &u, nil
 }
 
 // requireLogin sends anonymous visitors to /login, remembering where they
 // were going.
 func (s *Server) requireLogin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u := s.currentUser(r)
+		u, err := s.lookupUser(r)
+		if err != nil {
+			s.renderError(w, r, err)
+			return
+		}
 		if u == nil {
 			target := "/login?next=" + url.QueryEscape(r.URL.RequestURI())
 			if r.Header.Get("HX-Request") == "true" {

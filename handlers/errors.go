@@ -128,3 +128,7 @@ func (s *Server) tooManyRequests(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Retry-After", "60")
 	s.renderError(w, r, errorf(http.StatusTooManyRequests, "rate_limited", "Too many attempts; wait a minute and try again."))
 }
+
+func (s *Server) pageMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	s.renderErrorPage(w, r, errorf(http.StatusMethodNotAllowed, "method_not_allowed", "This page does not accept that kind of request."))
+}

@@ -29,11 +29,11 @@ func securityHeaders(next http.Handler) http.Handler {
 
 // limitBody refuses bodies over n bytes: reads past it fail with
 // *http.MaxBytesError, which the error renderer turns into a 413.
-func limitBody(n int64) func(http.Handler) http.Handler {
+func (s *Server) limitBody(n int64) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.ContentLength > n {
-				writeTooLarge(w, r)
+				writeTooLarge(w, r, s)
 				return
 			}
 			r.Body = http.MaxBytesReader(w, r.Body, n)
@@ -42,13 +42,9 @@ func limitBody(n int64) func(http.Handler) http.Handler {
 	}
 }
 
-func writeTooLarge(w http.ResponseWriter, r *http.Request) {
-	e := errorf(http.StatusRequestEntityTooLarge, "too_large", "The request body is too large.")
-	if isAPI(r) {
-		writeJSONError(w, e)
-		return
-	}
-	http.Error(w, e.Message, e.Status)
+// writeTooLarge is called by limitBody, before the handler.
+func writeTooLarge(w http.ResponseWriter, r *http.Request, s *Server) {
+	s.renderError(w, r, errorf(http.StatusRequestEntityTooLarge, "too_large", "The request body is too large."))
 }
 
 // recoverer turns a panic into a logged 500 instead of a dropped connection.
@@ -60,7 +56,13 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.Logger.ErrorContext(r.Context(), "panic in handler", "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-				writeJSONError(w, errorf(http.StatusInternalServerError, "internal", "Something went wrong on our side; try again later."))
+				e := errorf(http.StatusInternalServerError, "internal", "Something went wrong on our side; try again later.")
+				if isAPI(r) {
+					writeJSONError(w, e)
+				} else {
+					// Plain text: rendering a page is what may have panicked.
+					http.Error(w, e.Message, e.Status)
+				}
 			}
 		}()
 		next.ServeHTTP(w, r)

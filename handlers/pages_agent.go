@@ -23,7 +23,7 @@ func (s *Server) getListing(r *http.Request) (store.Listing, error) {
 	if !agent.ValidID(id) {
 		return store.Listing{}, errNoSuchAgent
 	}
-	l, err := s.Store.GetAgent(r.Context(), id)
+	l, err := s.getOrLookup(r.Context(), id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return store.Listing{}, errNoSuchAgent

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
@@ -214,4 +215,40 @@ func searchErrorText(err error) string {
 		parts = append(parts, name+": "+ve.Fields[k]+".")
 	}
 	return strings.Join(parts, " ")
+}
+
+// maxNetworkSearchTags bounds the DHT work one click can cause.
+const maxNetworkSearchTags = 3
+
+// submitNetworkSearch asks the network for providers of the selected tags,
+// pulls their listings into the cache (verified), and goes back to the
+// filtered list with a summary.
+func (s *Server) submitNetworkSearch(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		s.renderError(w, r, err)
+		return
+	}
+	var tags []string
+	for _, t := range r.PostForm["tag"] {
+		t = strings.ToLower(strings.TrimSpace(t))
+		if agent.IsSlug(t, 1, agent.MaxTagLen) && len(tags) < maxNetworkSearchTags {
+			tags = append(tags, t)
+		}
+	}
+	if len(tags) == 0 {
+		s.renderError(w, r, errorf(http.StatusBadRequest, "bad_query", "Choose a tag to search the network for."))
+		return
+	}
+	providers, changed := 0, 0
+	for _, t := range tags {
+		p, c, err := s.Node.SearchTag(r.Context(), t, 20)
+		if err != nil {
+			s.renderError(w, r, errorf(http.StatusServiceUnavailable, "network_unavailable", "The network search failed; try again in a moment."))
+			return
+		}
+		providers, changed = providers+p, changed+c
+	}
+	s.sessions.Put(r.Context(), sessFlash, fmt.Sprintf("Network search: %d node(s) answered, %d new or updated listing(s).", providers, changed))
+	v := url.Values{"tag": tags}
+	http.Redirect(w, r, "/agents?"+v.Encode(), http.StatusSeeOther)
 }

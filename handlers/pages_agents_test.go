@@ -84,10 +84,15 @@ func TestAgentsSearchPage(t *testing.T) {
 		if href := food.AttrOr("href", ""); href != "/agents?q=recipe&tag=forecast&tag=food" {
 			t.Errorf("food chip href = %q", href)
 		}
-		if doc.Find(`input[type=hidden][name=tag][value=forecast]`).Length() != 1 {
+		if doc.Find(`[data-testid="search-form"] input[type=hidden][name=tag][value=forecast]`).Length() != 1 {
 			t.Error("selected tag is not kept in the form")
 		}
 		mustTestid(t, doc, "clear-filters")
+		// A tag filter offers a search of the whole network for it.
+		if ns := mustTestid(t, doc, "network-search"); ns.AttrOr("method", "") != "post" ||
+			ns.Find(`input[name=tag][value=forecast]`).Length() != 1 {
+			t.Error("network search form missing its tag")
+		}
 		// The form works without JavaScript.
 		form := mustTestid(t, doc, "search-form")
 		if form.AttrOr("action", "") != "/agents" || form.AttrOr("method", "") != "get" {

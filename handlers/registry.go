@@ -50,6 +50,13 @@ func (s *Server) saveAgent(ctx context.Context, p Principal, in AgentInput, exis
 	if err != nil {
 		return store.Listing{}, fmt.Errorf("derive agent id: %w", err)
 	}
+	if existingID != "" && existingID != id {
+		// Unknown agent first (404), then the rename (422).
+		if l, err := s.Store.GetAgent(ctx, existingID); err != nil || l.Record.Tombstone {
+			return store.Listing{}, store.ErrNotFound
+		}
+		return store.Listing{}, &agent.ValidationError{Fields: map[string]string{"name": "the name of a registered agent cannot change"}}
+	}
 	owner := p.Handle()
 	var prevSeq uint64
 	prev, err := s.Store.GetAgent(ctx, id)
@@ -74,9 +81,6 @@ func (s *Server) saveAgent(ctx context.Context, p Principal, in AgentInput, exis
 			}
 			owner = prev.Record.Owner
 		}
-	}
-	if existingID != "" && existingID != id {
-		return store.Listing{}, &agent.ValidationError{Fields: map[string]string{"name": "the name of a registered agent cannot change"}}
 	}
 	if existingID != "" && in.Backend.Kind == agent.BackendLLM && in.Backend.APIKey == "" {
 		// An edit that leaves the key blank keeps the stored key: the
@@ -105,13 +109,34 @@ func (s *Server) saveAgent(ctx context.Context, p Principal, in AgentInput, exis
 	if err := validateInput(rec, in.Backend, now, s.Config.AllowPrivateEndpoints); err != nil {
 		return store.Listing{}, err
 	}
+	// The backend is stored before the record is published, so the agent
+	// can answer as soon as anyone sees it; if publishing fails, the
+	// previous backend (or none) is put back.
+	old, oldErr := s.Store.GetBackend(ctx, id)
 	if err := s.Store.PutBackend(ctx, id, in.Backend); err != nil {
 		return store.Listing{}, fmt.Errorf("store backend: %w", err)
 	}
 	if err := s.Publisher.Publish(ctx, rec); err != nil {
+		s.restoreBackend(id, old, oldErr)
 		return store.Listing{}, fmt.Errorf("publish agent: %w", err)
 	}
 	return s.Store.GetAgent(ctx, id)
+}
+
+// restoreBackend undoes PutBackend after a failed publish, on a fresh
+// context (the request's may be what failed).
+func (s *Server) restoreBackend(id string, old agent.Backend, oldErr error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var err error
+	if oldErr == nil {
+		err = s.Store.PutBackend(ctx, id, old)
+	} else {
+		err = s.Store.DeleteBackend(ctx, id)
+	}
+	if err != nil {
+		s.Logger.Error("restoring an agent backend after a failed publish failed", "id", id, "err", err)
+	}
 }
 
 // deleteAgent publishes a tombstone (a record with a higher seq) for an

@@ -25,7 +25,12 @@ func (s *Server) Handler() http.Handler {
 	r.Use(securityHeaders)
 	r.Use(http.NewCrossOriginProtection().Handler)
 
-	sensitive := httprate.Limit(s.Config.RateLimit, time.Minute,
+	// Separate budgets: guessing passwords is limited hard; registering
+	// and editing agents (forms and API scripts) more loosely.
+	authLimit := httprate.Limit(s.Config.RateLimit, time.Minute,
+		httprate.WithKeyByIP(),
+		httprate.WithLimitHandler(s.tooManyRequests))
+	writeLimit := httprate.Limit(6*s.Config.RateLimit, time.Minute,
 		httprate.WithKeyByIP(),
 		httprate.WithLimitHandler(s.tooManyRequests))
 
@@ -37,12 +42,12 @@ func (s *Server) Handler() http.Handler {
 
 	// JSON API.
 	r.Route("/api/v1", func(r chi.Router) {
-		r.Use(limitBody(maxAPIBytes))
+		r.Use(s.limitBody(maxAPIBytes))
 		r.Get("/node", s.apiNode)
 		r.Get("/agents", s.apiListAgents)
 		r.Get("/agents/{id}", s.apiGetAgent)
 		r.Group(func(r chi.Router) {
-			r.Use(sensitive)
+			r.Use(writeLimit)
 			r.Post("/agents", s.apiCreateAgent)
 			r.Post("/network/search", s.apiNetworkSearch)
 			r.Put("/agents/{id}", s.apiUpdateAgent)
@@ -53,8 +58,9 @@ func (s *Server) Handler() http.Handler {
 
 	// Portal pages: sessions, form body limits.
 	r.Group(func(r chi.Router) {
-		r.Use(limitBody(maxFormBytes))
 		r.Use(s.sessions.LoadAndSave)
+		r.Use(s.limitBody(maxFormBytes)) // after the session, so a 413 is a page
+		r.MethodNotAllowed(s.pageMethodNotAllowed)
 		r.Get("/", s.pageHome)
 		r.Get("/agents", s.pageAgents)
 		r.Get("/agents/{id}", s.pageAgent)
@@ -63,10 +69,11 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/login", s.pageLogin)
 		r.Post("/logout", s.submitLogout)
 		r.Group(func(r chi.Router) {
-			r.Use(sensitive)
+			r.Use(authLimit)
 			r.Post("/signup", s.submitSignup)
 			r.Post("/login", s.submitLogin)
 		})
+		r.With(writeLimit).Post("/agents/network-search", s.submitNetworkSearch)
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireLogin)
 			r.Get("/register", s.pageRegister)
@@ -76,7 +83,7 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/account/agents/{id}/edit", s.pageEditAgent)
 			r.Post("/account/agents/{id}/delete", s.submitDeleteAgent)
 			r.Group(func(r chi.Router) {
-				r.Use(sensitive)
+				r.Use(writeLimit)
 				r.Post("/register", s.submitRegister)
 				r.Post("/account/agents/{id}/edit", s.submitEditAgent)
 			})
