@@ -1,0 +1,56 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// builtinFunc answers a turn without leaving the process.
+type builtinFunc func(ctx context.Context, t Turn, emit func(string) error) (string, error)
+
+// builtins are the agents of Builtins, by name.
+var builtins = map[string]builtinFunc{
+	"echo":       answerEcho,
+	"calculator": answerCalculator,
+}
+
+func (r *Runtime) answerBuiltin(ctx context.Context, b Backend, t Turn, emit func(string) error) (string, error) {
+	f, ok := builtins[b.Builtin]
+	if !ok {
+		return "", fmt.Errorf("%w: no builtin agent %q", ErrUnknownAgent, b.Builtin)
+	}
+	if len(t.Text) > r.opts.MaxReplyBytes {
+		return "", r.tooLarge(BackendBuiltin)
+	}
+	return f(ctx, t, emit)
+}
+
+// answerEcho replies with exactly the text, word by word, so that streaming
+// is visible in demos and tests.
+func answerEcho(ctx context.Context, t Turn, emit func(string) error) (string, error) {
+	var out strings.Builder
+	for _, w := range strings.SplitAfter(t.Text, " ") {
+		if err := ctx.Err(); err != nil {
+			return out.String(), err
+		}
+		if w == "" {
+			continue
+		}
+		out.WriteString(w)
+		if err := emit(w); err != nil {
+			return out.String(), err
+		}
+	}
+	return out.String(), nil
+}
+
+// answerCalculator evaluates the text as arithmetic. Mistakes in the input
+// get a friendly reply, not an error: the agent answered.
+func answerCalculator(ctx context.Context, t Turn, emit func(string) error) (string, error) {
+	reply := calculatorReply(t.Text)
+	if err := emit(reply); err != nil {
+		return "", err
+	}
+	return reply, nil
+}

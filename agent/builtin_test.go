@@ -1,0 +1,120 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// newTestRuntime serves b as agent "a1" (any other id is unknown) with
+// private addresses allowed, since test servers listen on 127.0.0.1.
+func newTestRuntime(t *testing.T, b Backend, opts RuntimeOptions) *Runtime {
+	t.Helper()
+	opts.AllowPrivate = true
+	rt := NewRuntime(func(_ context.Context, id string) (Backend, error) {
+		if id != "a1" {
+			return Backend{}, fmt.Errorf("store: agent %s: %w", id, ErrUnknownAgent)
+		}
+		return b, nil
+	}, opts)
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// collect returns an emit that records chunks.
+func collect() (*[]string, func(string) error) {
+	var chunks []string
+	return &chunks, func(s string) error { chunks = append(chunks, s); return nil }
+}
+
+func TestEchoStreamsWordByWord(t *testing.T) {
+	rt := newTestRuntime(t, Backend{Kind: BackendBuiltin, Builtin: "echo"}, RuntimeOptions{})
+	text := "hello  big world "
+	chunks, emit := collect()
+	reply, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: text}, emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply != text || strings.Join(*chunks, "") != text {
+		t.Fatalf("reply %q, chunks %q; want exactly %q", reply, *chunks, text)
+	}
+	if want := []string{"hello ", " ", "big ", "world "}; !reflect.DeepEqual(*chunks, want) {
+		t.Fatalf("chunks %q, want %q", *chunks, want)
+	}
+}
+
+func TestCalculatorAgent(t *testing.T) {
+	rt := newTestRuntime(t, Backend{Kind: BackendBuiltin, Builtin: "calculator"}, RuntimeOptions{})
+	chunks, emit := collect()
+	reply, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "1 / 0"}, emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(reply, "cannot divide by zero") || len(*chunks) != 1 {
+		t.Fatalf("reply %q, chunks %q", reply, *chunks)
+	}
+}
+
+func TestUnknownAgentsAndBackends(t *testing.T) {
+	for name, tc := range map[string]struct {
+		b  Backend
+		id string
+	}{
+		"unknown id":      {Backend{Kind: BackendBuiltin, Builtin: "echo"}, "nope"},
+		"unknown builtin": {Backend{Kind: BackendBuiltin, Builtin: "oracle"}, "a1"},
+		"unknown kind":    {Backend{Kind: "carrier-pigeon"}, "a1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rt := newTestRuntime(t, tc.b, RuntimeOptions{})
+			if _, err := rt.Answer(context.Background(), Turn{AgentID: tc.id, Text: "hi"}, nil); !errors.Is(err, ErrUnknownAgent) {
+				t.Fatalf("got %v, want ErrUnknownAgent", err)
+			}
+		})
+	}
+}
+
+func TestLookupFailureIsNotUnknownAgent(t *testing.T) {
+	boom := errors.New("database on fire")
+	rt := NewRuntime(func(context.Context, string) (Backend, error) { return Backend{}, boom }, RuntimeOptions{})
+	defer rt.Close()
+	_, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "hi"}, nil)
+	if !errors.Is(err, boom) || errors.Is(err, ErrUnknownAgent) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestEmitErrorIsReturnedAsIs(t *testing.T) {
+	rt := newTestRuntime(t, Backend{Kind: BackendBuiltin, Builtin: "echo"}, RuntimeOptions{})
+	gone := errors.New("websocket closed")
+	n := 0
+	reply, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "one two three"}, func(string) error {
+		if n++; n == 2 {
+			return gone
+		}
+		return nil
+	})
+	if !errors.Is(err, gone) {
+		t.Fatalf("got %v, want the emit error", err)
+	}
+	for _, kind := range []error{ErrBackendUnavailable, ErrBackendRejected, ErrBadBackendReply, ErrBackendTimeout} {
+		if errors.Is(err, kind) {
+			t.Fatalf("emit error classified as %v", kind)
+		}
+	}
+	if reply != "one two " {
+		t.Fatalf("partial reply %q", reply)
+	}
+}
+
+func TestCanceledTurn(t *testing.T) {
+	rt := newTestRuntime(t, Backend{Kind: BackendBuiltin, Builtin: "echo"}, RuntimeOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := rt.Answer(ctx, Turn{AgentID: "a1", Text: "hi there"}, nil)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrBackendTimeout) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}

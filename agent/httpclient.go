@@ -1,0 +1,148 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"syscall"
+	"time"
+)
+
+// GuardOptions configures NewGuardedClientWithOptions.
+type GuardOptions struct {
+	// AllowPrivate lets requests reach loopback, private and link-local
+	// addresses: the operator's --allow-private-endpoints, and tests.
+	AllowPrivate bool
+	// Timeout bounds a whole request, body included; 0 means none (the
+	// caller's context then bounds it).
+	Timeout time.Duration
+	// Resolver replaces net.DefaultResolver; tests use it to make a name
+	// resolve to loopback.
+	Resolver *net.Resolver
+}
+
+// Limits of the guarded client.
+const (
+	maxRedirects          = 3
+	dialTimeout           = 10 * time.Second
+	tlsHandshakeTimeout   = 10 * time.Second
+	defaultHeaderTimeout  = 60 * time.Second
+	maxResponseHeaderSize = 64 << 10
+)
+
+// NewGuardedClient returns the one HTTP client for calls to URLs that agent
+// owners registered (llm, mcp, webhook backends). Unless allowPrivate, it
+// refuses to connect to non-public addresses, checked on the resolved IP
+// right before connect(2), so neither DNS names that resolve to private
+// space nor redirects get around it. timeout bounds each request, body
+// included.
+func NewGuardedClient(allowPrivate bool, timeout time.Duration) *http.Client {
+	return NewGuardedClientWithOptions(GuardOptions{AllowPrivate: allowPrivate, Timeout: timeout})
+}
+
+// NewGuardedClientWithOptions is NewGuardedClient with every option.
+func NewGuardedClientWithOptions(o GuardOptions) *http.Client {
+	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second, Resolver: o.Resolver}
+	if !o.AllowPrivate {
+		dialer.Control = refuseNonPublic
+	}
+	headerTimeout := defaultHeaderTimeout
+	if o.Timeout > 0 {
+		headerTimeout = o.Timeout
+	}
+	tr := &http.Transport{
+		Proxy:                  nil, // never HTTP(S)_PROXY: a proxy would dial for us, past the guard
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           64,
+		MaxIdleConnsPerHost:    8,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    tlsHandshakeTimeout,
+		ResponseHeaderTimeout:  headerTimeout,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: maxResponseHeaderSize,
+	}
+	return &http.Client{Transport: tr, Timeout: o.Timeout, CheckRedirect: checkRedirect}
+}
+
+// refuseNonPublic is the dialer's Control hook: address is the resolved
+// IP:port about to be connected.
+func refuseNonPublic(network, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: cannot check %q", ErrBlockedAddress, address)
+	}
+	if !IsPublicIP(ap.Addr()) {
+		return fmt.Errorf("%w: %s is not a public address", ErrBlockedAddress, ap.Addr())
+	}
+	return nil
+}
+
+// errTooManyRedirects and errBadRedirect are returned through CheckRedirect.
+var (
+	errTooManyRedirects = fmt.Errorf("%w: more than %d redirects", ErrBadBackendReply, maxRedirects)
+	errBadRedirect      = fmt.Errorf("%w: redirect to a non-HTTP URL", ErrBlockedAddress)
+	// errBadBackendURL is a configuration mistake that Backend.Validate
+	// normally catches; like a private address, the operator must fix it.
+	errBadBackendURL = fmt.Errorf("%w: the backend URL is not a usable http(s) URL", ErrBlockedAddress)
+)
+
+// checkRedirect follows at most maxRedirects http(s) redirects; the dialer
+// checks each target's address again.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > maxRedirects {
+		return errTooManyRedirects
+	}
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return errBadRedirect
+	}
+	return nil
+}
+
+// capReader reads at most n bytes from r and fails with ErrReplyTooLarge
+// if there is more, rather than ending silently like io.LimitReader.
+type capReader struct {
+	r     io.Reader
+	n     int64
+	limit int64
+	onHit func()
+}
+
+func newCapReader(r io.Reader, limit int64, onHit func()) *capReader {
+	return &capReader{r: r, n: limit, limit: limit, onHit: onHit}
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.n <= 0 {
+		var one [1]byte
+		k, err := c.r.Read(one[:])
+		if k > 0 {
+			if c.onHit != nil {
+				c.onHit()
+			}
+			return 0, fmt.Errorf("%w: more than %d bytes", ErrReplyTooLarge, c.limit)
+		}
+		return 0, err
+	}
+	if int64(len(p)) > c.n {
+		p = p[:c.n]
+	}
+	k, err := c.r.Read(p)
+	c.n -= int64(k)
+	return k, err
+}
+
+// capReadCloser is a capReader that closes the underlying body.
+type capReadCloser struct {
+	*capReader
+	io.Closer
+}
+
+// isNetTimeout reports a timeout of the network or http.Client.
+func isNetTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,311 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// mcpTestServer is an mcp-go Streamable HTTP server with a few tools; it
+// counts handshakes and remembers request headers.
+type mcpTestServer struct {
+	url        string
+	handshakes atomic.Int64
+	forget     atomic.Bool // answer the next tools/call 404
+	mu         sync.Mutex
+	auth       []string
+}
+
+func newMCPTestServer(t *testing.T) *mcpTestServer {
+	t.Helper()
+	s := server.NewMCPServer("test", "1.0.0", server.WithToolCapabilities(false))
+	s.AddTool(mcp.NewTool("shout", mcp.WithDescription("Uppercases text"), mcp.WithString("text", mcp.Required())),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			text, err := req.RequireString("text")
+			if err != nil {
+				return mcp.NewToolResultError(err.Error()), nil
+			}
+			return mcp.NewToolResultText(strings.ToUpper(text)), nil
+		})
+	s.AddTool(mcp.NewTool("refuse", mcp.WithString("text")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultError("no shouting on Sundays"), nil
+		})
+	s.AddTool(mcp.NewTool("search", mcp.WithString("query", mcp.Required()), mcp.WithArray("history")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			h, _ := req.GetArguments()["history"].([]any)
+			return &mcp.CallToolResult{Content: []mcp.Content{
+				mcp.NewTextContent("results for " + req.GetString("query", "?")),
+				mcp.NewTextContent(fmt.Sprintf("%d earlier messages", len(h))),
+			}}, nil
+		})
+	s.AddTool(mcp.NewTool("huge", mcp.WithString("text")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(strings.Repeat("a", 4096)), nil
+		})
+	s.AddTool(mcp.NewTool("slow", mcp.WithString("text")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Second):
+			}
+			return mcp.NewToolResultText("late"), nil
+		})
+	h := server.NewStreamableHTTPServer(s)
+	ts := &mcpTestServer{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"method":"initialize"`)) || bytes.Contains(body, []byte(`"method":"server/discover"`)) {
+			ts.handshakes.Add(1)
+		}
+		if bytes.Contains(body, []byte(`"method":"tools/call"`)) && ts.forget.CompareAndSwap(true, false) {
+			http.NotFound(w, r) // as a restarted server answers an old session
+			return
+		}
+		ts.mu.Lock()
+		ts.auth = append(ts.auth, r.Header.Get("Authorization"))
+		ts.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	ts.url = srv.URL + "/mcp"
+	return ts
+}
+
+func TestMCPToolCall(t *testing.T) {
+	ts := newMCPTestServer(t)
+	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "shout", APIKey: testKey}
+	rt := newTestRuntime(t, b, RuntimeOptions{Timeout: 10 * time.Second})
+	for i, text := range []string{"hello there", "again"} {
+		var chunks []string
+		reply, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: text}, func(s string) error { chunks = append(chunks, s); return nil })
+		if err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		if want := strings.ToUpper(text); reply != want || strings.Join(chunks, "") != want {
+			t.Fatalf("turn %d: reply %q, chunks %q", i, reply, chunks)
+		}
+	}
+	hs := ts.handshakes.Load()
+	if hs == 0 || hs > 2 { // server/discover, and initialize if that fell back
+		t.Fatalf("%d handshake requests for two turns; the client should be reused", hs)
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for _, a := range ts.auth {
+		if a != "Bearer "+testKey {
+			t.Fatalf("Authorization %q", a)
+		}
+	}
+}
+
+func TestMCPArgumentNameFromSchema(t *testing.T) {
+	ts := newMCPTestServer(t)
+	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "search"}
+	reply, chunks, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, Turn{
+		Text:    "cats",
+		History: []ChatMessage{{Role: "user", Text: "hi"}, {Role: "agent", Text: "hello"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "results for cats\n2 earlier messages"; reply != want || len(chunks) != 1 {
+		t.Fatalf("reply %q, chunks %q", reply, chunks)
+	}
+}
+
+func TestMCPToolError(t *testing.T) {
+	ts := newMCPTestServer(t)
+	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "refuse", APIKey: testKey}
+	_, _, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, Turn{Text: "hi"})
+	if !errors.Is(err, ErrBackendRejected) {
+		t.Fatalf("got %v, want ErrBackendRejected", err)
+	}
+	if PublicMessage(err) != "no shouting on Sundays" {
+		t.Fatalf("public message %q", PublicMessage(err))
+	}
+}
+
+func TestMCPUnknownTool(t *testing.T) {
+	ts := newMCPTestServer(t)
+	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "whisper"}
+	_, _, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, Turn{Text: "hi"})
+	if !errors.Is(err, ErrBackendRejected) || !strings.Contains(err.Error(), "whisper") {
+		t.Fatalf("got %v, want ErrBackendRejected naming the tool", err)
+	}
+}
+
+func TestMCPReplyTooLarge(t *testing.T) {
+	ts := newMCPTestServer(t)
+	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "huge"}
+	_, _, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second, MaxReplyBytes: 1024}, Turn{Text: "hi"})
+	if !errors.Is(err, ErrReplyTooLarge) {
+		t.Fatalf("got %v, want ErrReplyTooLarge", err)
+	}
+}
+
+func TestMCPUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	b := Backend{Kind: BackendMCP, URL: "http://" + addr + "/mcp", Tool: "shout", APIKey: testKey}
+	_, _, err = answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, Turn{Text: "hi"})
+	if !errors.Is(err, ErrBackendUnavailable) {
+		t.Fatalf("got %v, want ErrBackendUnavailable", err)
+	}
+}
+
+func TestMCPServerErrors(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		want   error
+	}{
+		{http.StatusServiceUnavailable, ErrBackendUnavailable},
+		{http.StatusTooManyRequests, ErrBackendRejected},
+		{http.StatusUnauthorized, ErrBackendRejected},
+		{http.StatusForbidden, ErrBackendRejected},
+	} {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", "7")
+				http.Error(w, "go away", tc.status)
+			}))
+			defer srv.Close()
+			b := Backend{Kind: BackendMCP, URL: srv.URL + "/mcp", Tool: "shout"}
+			_, _, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, Turn{Text: "hi"})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestMCPNotAnMCPServer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "<html>hello</html>")
+	}))
+	defer srv.Close()
+	b := Backend{Kind: BackendMCP, URL: srv.URL, Tool: "shout"}
+	_, _, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, Turn{Text: "hi"})
+	if err == nil {
+		t.Fatal("an HTML page answered as an MCP server")
+	}
+	for _, ok := range []error{ErrBackendUnavailable, ErrBadBackendReply, ErrBackendRejected} {
+		if errors.Is(err, ok) {
+			return
+		}
+	}
+	t.Fatalf("got %v", err)
+}
+
+func TestMCPRuntimeClose(t *testing.T) {
+	ts := newMCPTestServer(t)
+	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "shout"}
+	rt := newTestRuntime(t, b, RuntimeOptions{Timeout: 10 * time.Second})
+	if _, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "x"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "x"}, nil); err == nil {
+		t.Fatal("answered after Close")
+	}
+}
+
+func TestMCPPoolIdleExpiry(t *testing.T) {
+	ts := newMCPTestServer(t)
+	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "shout"}
+	rt := newTestRuntime(t, b, RuntimeOptions{Timeout: 10 * time.Second})
+	rt.mcp.idle = 50 * time.Millisecond
+	if _, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "x"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rt.mcp.mu.Lock()
+		n := len(rt.mcp.conns)
+		rt.mcp.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("idle client was not closed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	before := ts.handshakes.Load()
+	if _, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "y"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ts.handshakes.Load() == before {
+		t.Fatal("no new handshake after the idle client was closed")
+	}
+}
+
+func TestMCPConcurrentTurns(t *testing.T) {
+	ts := newMCPTestServer(t)
+	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "shout"}
+	rt := newTestRuntime(t, b, RuntimeOptions{Timeout: 10 * time.Second})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			text := fmt.Sprintf("turn %d", i)
+			reply, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: text}, nil)
+			if err != nil || reply != strings.ToUpper(text) {
+				t.Errorf("%q: %q, %v", text, reply, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestMCPTimeout(t *testing.T) {
+	ts := newMCPTestServer(t)
+	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "slow"}
+	start := time.Now()
+	_, _, err := answer(t, b, RuntimeOptions{Timeout: 300 * time.Millisecond}, Turn{Text: "hi"})
+	if !errors.Is(err, ErrBackendTimeout) {
+		t.Fatalf("got %v, want ErrBackendTimeout", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %s", d)
+	}
+}
+
+func TestMCPSessionLostIsRetried(t *testing.T) {
+	ts := newMCPTestServer(t)
+	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "shout"}
+	rt := newTestRuntime(t, b, RuntimeOptions{Timeout: 10 * time.Second})
+	if _, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "one"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := ts.handshakes.Load()
+	ts.forget.Store(true)
+	reply, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "two"}, nil)
+	if err != nil || reply != "TWO" {
+		t.Fatalf("%q, %v", reply, err)
+	}
+	if ts.handshakes.Load() == before {
+		t.Fatal("the lost session was not replaced")
+	}
+}

@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// ChatMessage is one earlier message of a conversation.
+type ChatMessage struct {
+	Role string // "user" or "agent"; others are skipped
+	Text string
+}
+
+// Chat message roles.
+const (
+	RoleUser  = "user"
+	RoleAgent = "agent"
+)
+
+// Turn is a message to an agent plus the conversation so far (oldest first).
+type Turn struct {
+	AgentID, ConversationID string
+	History                 []ChatMessage
+	Text                    string
+}
+
+// RuntimeOptions configure NewRuntime; zero values take the defaults.
+type RuntimeOptions struct {
+	// AllowPrivate lets backends live on loopback, private and link-local
+	// addresses (--allow-private-endpoints).
+	AllowPrivate bool
+	// Timeout bounds one turn, streaming included. Default 60s.
+	Timeout time.Duration
+	// MaxReplyBytes bounds a reply. Default 64 KiB.
+	MaxReplyBytes int
+	// UserAgent is sent on every outbound request. Default "AgentSite".
+	UserAgent string
+	// Logger receives backend failures. Default: discard.
+	Logger *slog.Logger
+}
+
+// Defaults of RuntimeOptions.
+const (
+	DefaultTurnTimeout   = 60 * time.Second
+	DefaultMaxReplyBytes = 64 << 10
+	DefaultUserAgent     = "AgentSite"
+)
+
+// Runtime answers turns for this node's own agents with their backends.
+// It is safe for concurrent use; Close releases its MCP clients.
+type Runtime struct {
+	lookup func(ctx context.Context, agentID string) (Backend, error)
+	opts   RuntimeOptions
+	log    *slog.Logger
+	client *http.Client // the guarded client: every outbound call
+	mcp    *mcpPool
+}
+
+// NewRuntime returns a Runtime that finds an agent's backend with lookup.
+// lookup must return an error wrapping ErrUnknownAgent when the agent is
+// not hosted here (map the store's not-found to it); other errors are
+// reported as internal.
+func NewRuntime(lookup func(ctx context.Context, agentID string) (Backend, error), opts RuntimeOptions) *Runtime {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTurnTimeout
+	}
+	if opts.MaxReplyBytes <= 0 {
+		opts.MaxReplyBytes = DefaultMaxReplyBytes
+	}
+	if opts.UserAgent == "" {
+		opts.UserAgent = DefaultUserAgent
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	client := NewGuardedClient(opts.AllowPrivate, opts.Timeout)
+	return &Runtime{
+		lookup: lookup,
+		opts:   opts,
+		log:    opts.Logger,
+		client: client,
+		mcp:    newMCPPool(client, opts),
+	}
+}
+
+// Close ends the cached MCP sessions. Answer must not be called after.
+func (r *Runtime) Close() error { return r.mcp.close() }
+
+// Answer runs one turn: it streams partial text through emit (each call a
+// chunk, in order) and returns the full reply. On failure the text emitted
+// so far is returned with the error, which is classified by the Err*
+// kinds; an error from emit itself is returned as is (wrapped).
+func (r *Runtime) Answer(ctx context.Context, t Turn, emit func(chunk string) error) (string, error) {
+	b, err := r.lookup(ctx, t.AgentID)
+	if err != nil {
+		if errors.Is(err, ErrUnknownAgent) {
+			return "", fmt.Errorf("agent %s: %w", t.AgentID, err)
+		}
+		return "", fmt.Errorf("agent %s: look up backend: %w", t.AgentID, err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	out := func(chunk string) error {
+		if chunk == "" || emit == nil {
+			return nil
+		}
+		if err := emit(chunk); err != nil {
+			return &emitError{err}
+		}
+		return nil
+	}
+	var reply string
+	switch b.Kind {
+	case BackendBuiltin:
+		reply, err = r.answerBuiltin(tctx, b, t, out)
+	case BackendLLM:
+		reply, err = r.answerLLM(tctx, b, t, out)
+	case BackendMCP:
+		reply, err = r.answerMCP(tctx, b, t, out)
+	case BackendWebhook:
+		reply, err = r.answerWebhook(tctx, b, t, out)
+	default:
+		err = fmt.Errorf("%w: backend kind %q is not supported", ErrUnknownAgent, b.Kind)
+	}
+	if err != nil {
+		err = redact(r.classify(ctx, tctx, b, err), b.APIKey)
+		r.logFailure(ctx, t, b, err)
+	}
+	return reply, err
+}
+
+// classify maps whatever a backend returned to one of the Err* kinds.
+func (r *Runtime) classify(parent, turn context.Context, b Backend, err error) error {
+	var ee *emitError
+	if errors.As(err, &ee) {
+		return fmt.Errorf("agent %s: %w", b.Kind, ee.err)
+	}
+	if errors.Is(err, ErrUnknownAgent) {
+		return err
+	}
+	var be *BackendError
+	isBE := errors.As(err, &be)
+	// Definite answers from the backend stand, whatever happened after.
+	if isBE && (be.Kind == ErrBackendRejected || be.Kind == ErrReplyTooLarge || be.Kind == ErrBadBackendReply || be.Kind == ErrBlockedAddress) {
+		return be
+	}
+	switch {
+	case errors.Is(parent.Err(), context.Canceled):
+		return fmt.Errorf("agent %s backend: %w", b.Kind, parent.Err())
+	case turn.Err() != nil || isNetTimeout(err) || errors.Is(err, ErrBackendTimeout):
+		public := fmt.Sprintf("no reply within %s", r.opts.Timeout)
+		if parent.Err() != nil {
+			public = "no reply in time" // the caller's deadline, not ours
+		}
+		return &BackendError{Kind: ErrBackendTimeout, Backend: b.Kind, Public: public}
+	case errors.Is(err, errBadBackendURL):
+		return &BackendError{Kind: ErrBlockedAddress, Backend: b.Kind, Public: "the backend URL is not usable", Err: err}
+	case errors.Is(err, ErrBlockedAddress):
+		return &BackendError{Kind: ErrBlockedAddress, Backend: b.Kind, Public: "the backend address is not a public one", Err: err}
+	case errors.Is(err, ErrReplyTooLarge):
+		return &BackendError{Kind: ErrReplyTooLarge, Backend: b.Kind, Public: "the reply exceeds " + sizeText(r.opts.MaxReplyBytes), Err: err}
+	case errors.Is(err, ErrBadBackendReply):
+		return &BackendError{Kind: ErrBadBackendReply, Backend: b.Kind, Public: "the backend's reply could not be read", Err: err}
+	case isBE:
+		return be
+	}
+	return &BackendError{Kind: ErrBackendUnavailable, Backend: b.Kind, Public: "the backend could not be reached", Err: err}
+}
+
+// logFailure logs a failed turn without secrets: the URL's host only, and
+// the error (already redacted).
+func (r *Runtime) logFailure(ctx context.Context, t Turn, b Backend, err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	level := slog.LevelWarn
+	if errors.Is(err, ErrBackendRejected) || errors.Is(err, ErrUnknownAgent) {
+		level = slog.LevelInfo
+	}
+	host := ""
+	if u, perr := url.Parse(b.URL); perr == nil {
+		host = u.Host
+	}
+	r.log.LogAttrs(ctx, level, "agent backend failed",
+		slog.String("agent", t.AgentID),
+		slog.String("conversation", t.ConversationID),
+		slog.String("backend", b.Kind),
+		slog.String("host", host),
+		slog.String("err", err.Error()))
+}
+
+// tooLarge reports a reply over the limit.
+func (r *Runtime) tooLarge(backend string) *BackendError {
+	return kindError(ErrReplyTooLarge, backend, "the reply exceeds "+sizeText(r.opts.MaxReplyBytes))
+}
+
+// sizeText writes a byte limit for people.
+func sizeText(n int) string {
+	if n >= 1<<10 && n%(1<<10) == 0 {
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

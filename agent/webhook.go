@@ -1,0 +1,84 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// webhookMessage is one message of a webhook request.
+type webhookMessage struct {
+	Role string `json:"role"`
+	Text string `json:"text"`
+}
+
+// webhookRequest is the JSON a webhook backend receives: the whole
+// conversation, the new user message last.
+type webhookRequest struct {
+	Agent          string           `json:"agent"`
+	ConversationID string           `json:"conversation_id"`
+	Messages       []webhookMessage `json:"messages"`
+}
+
+// webhookReply is the JSON a webhook backend answers with.
+type webhookReply struct {
+	Reply *string `json:"reply"`
+}
+
+// webhookRawFactor bounds the JSON body relative to the reply: escaping can
+// make one byte of text six of JSON (\u001f).
+const webhookRawFactor = 6
+
+func (r *Runtime) answerWebhook(ctx context.Context, b Backend, t Turn, emit func(string) error) (string, error) {
+	msgs := make([]webhookMessage, 0, len(t.History)+1)
+	for _, m := range t.History {
+		if m.Role == RoleUser || m.Role == RoleAgent {
+			msgs = append(msgs, webhookMessage{Role: m.Role, Text: m.Text})
+		}
+	}
+	msgs = append(msgs, webhookMessage{Role: RoleUser, Text: t.Text})
+	body, err := json.Marshal(webhookRequest{Agent: t.AgentID, ConversationID: t.ConversationID, Messages: msgs})
+	if err != nil {
+		return "", fmt.Errorf("encode request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.URL, bytes.NewReader(body))
+	if err != nil {
+		return "", errBadBackendURL
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", r.opts.UserAgent)
+	if b.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+b.APIKey)
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return "", statusError(BackendWebhook, resp, b.APIKey)
+	}
+	raw, err := io.ReadAll(newCapReader(resp.Body, int64(r.opts.MaxReplyBytes)*webhookRawFactor+4<<10, nil))
+	if err != nil {
+		if errors.Is(err, ErrReplyTooLarge) {
+			return "", r.tooLarge(BackendWebhook)
+		}
+		return "", err
+	}
+	var rep webhookReply
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		return "", kindError(ErrBadBackendReply, BackendWebhook, `the reply is not JSON with a "reply" text`)
+	}
+	if rep.Reply == nil {
+		return "", kindError(ErrBadBackendReply, BackendWebhook, `the reply has no "reply" text`)
+	}
+	if len(*rep.Reply) > r.opts.MaxReplyBytes {
+		return "", r.tooLarge(BackendWebhook)
+	}
+	return *rep.Reply, emit(*rep.Reply)
+}
