@@ -1,6 +1,6 @@
 // Package agent is the domain of AgentSite: the signed agent listing (Record),
-// its validation and sealing in libp2p envelopes, and (later) the runtime that
-// answers messages.
+// its validation and sealing in libp2p envelopes, and the Runtime that
+// answers messages through the agents' backends.
 package agent
 
 import (
