@@ -8,10 +8,10 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # they create and drop their own databases.
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: help run build test test-short bench load generate lint fuzz demo clean
+.PHONY: help run build test test-short bench bench-p2p load generate lint fuzz demo clean
 
 help: ## show the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 build: ## build bin/agentsite
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentsite
@@ -30,6 +30,14 @@ bench: ## Go benchmarks of both stores (10k, 100k listings) and the HTTP load ru
 	$(GO) test -run '^$$' -bench . -benchtime 2000x -timeout 60m ./store/sqlite/ ./store/postgres/
 	$(GO) run ./cmd/agentsite-load --store postgres --listings 10000 --concurrency 5,10,20 --duration 10s
 	$(GO) run ./cmd/agentsite-load --store sqlite --listings 10000 --concurrency 5,10,20 --duration 10s
+
+bench-p2p: ## propagation and DHT look-up latency on planets of 5, 10, 20 and 50 nodes
+	$(GO) test -run '^$$' -bench BenchmarkPropagation -benchtime 20x -timeout 30m ./cmd/agentsite/
+
+# DEMO_FLAGS passes flags to `agentsite demo`, e.g. DEMO_FLAGS='--base-port 9081'.
+DEMO_FLAGS ?=
+demo: build ## a local planet: three nodes at http://127.0.0.1:8081-8083 (node-a on Postgres if it is up)
+	$(BIN) demo --dir ./data/demo $(DEMO_FLAGS)
 
 generate: ## regenerate templ components
 	$(GO) tool templ generate

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentsite/agentsite/store/postgres/pgtest"
+)
+
+// The demo starts three real processes, waits until every portal lists the
+// agent each node registered, and on cancel stops and reaps all three.
+func TestDemoPlanet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts three node processes")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go command is needed to build the binary the demo starts")
+	}
+	bin := filepath.Join(t.TempDir(), "agentsite")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	if out, err := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	pgURL := demoTestDatabaseURL(t)
+	base := demoFreePorts(t, len(demoSpecs))
+	dir := t.TempDir()
+
+	var out demoOutput
+	d, err := newDemo([]string{
+		"--binary", bin, "--dir", dir, "--base-port", fmt.Sprint(base),
+		"--postgres-url", pgURL, "--start-timeout", "60s",
+	}, &out, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+
+	want := map[string]bool{"translator": true, "weather": true, "haiku": true}
+	for i := range demoSpecs {
+		portal := fmt.Sprintf("http://127.0.0.1:%d", base+i)
+		eventually(t, 90*time.Second, portal+" to list the three demo nodes' agents", func() bool {
+			select {
+			case err := <-done:
+				t.Fatalf("demo ended early: %v\n%s", err, out.String())
+			default:
+			}
+			hosts := map[string]string{}
+			for _, a := range demoTestAgents(portal) {
+				if want[a.Name] {
+					hosts[a.Name] = a.HostPeerID
+				}
+			}
+			return len(hosts) == 3 && hosts["translator"] != hosts["weather"] &&
+				hosts["weather"] != hosts["haiku"] && hosts["translator"] != hosts["haiku"]
+		})
+	}
+	eventually(t, 30*time.Second, "the summary", func() bool {
+		return strings.Contains(out.String(), "Press Ctrl-C")
+	})
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("demo: %v\n%s", err, out.String())
+		}
+	case <-time.After(2 * demoStopTimeout):
+		t.Fatalf("demo did not stop\n%s", out.String())
+	}
+	for i, n := range d.nodes {
+		if n.cmd.ProcessState == nil || !n.cmd.ProcessState.Exited() || n.cmd.ProcessState.ExitCode() != 0 {
+			t.Errorf("%s: process state %v, want a clean exit", n.name, n.cmd.ProcessState)
+		}
+		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", base+i), time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s: port still open after the demo stopped", n.name)
+		}
+	}
+	got := out.String()
+	for _, s := range []string{
+		fmt.Sprintf("http://127.0.0.1:%d", base), "--bootstrap /ip4/127.0.0.1/tcp/",
+		"node-a stopped", "node-b stopped", "node-c stopped",
+	} {
+		if !strings.Contains(got, s) {
+			t.Errorf("output lacks %q:\n%s", s, got)
+		}
+	}
+	if demoPGReachable(pgURL) && !strings.Contains(got, "created database") {
+		t.Errorf("Postgres is up but node-a did not get its own database:\n%s", got)
+	}
+	t.Logf("demo output:\n%s", got)
+}
+
+func TestDemoDatabaseURL(t *testing.T) {
+	for _, c := range []struct{ in, full, shown string }{
+		{"postgres://postgres@127.0.0.1:5432", "postgres://postgres@127.0.0.1:5432/agentsite_demo", ""},
+		{"postgres://u:secret@db:5432/mine?sslmode=disable", "postgres://u:secret@db:5432/mine?sslmode=disable", "postgres://u:xxxxx@db:5432/mine?sslmode=disable"},
+	} {
+		full, shown, err := demoDatabaseURL(c.in)
+		if err != nil || full != c.full || (c.shown != "" && shown != c.shown) {
+			t.Errorf("demoDatabaseURL(%q) = %q, %q, %v", c.in, full, shown, err)
+		}
+	}
+	for _, bad := range []string{"mysql://x/y", "postgres:///nohost", "::"} {
+		if _, _, err := demoDatabaseURL(bad); err == nil {
+			t.Errorf("demoDatabaseURL(%q) accepted", bad)
+		}
+	}
+}
+
+// An unreachable server is reported as such, quickly, so the demo can fall
+// back to SQLite.
+func TestEnsureDemoDatabaseUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	_, err = ensureDemoDatabase(t.Context(), "postgres://postgres@"+addr+"/agentsite_demo?sslmode=disable")
+	if !errors.Is(err, errPostgresUnreachable) {
+		t.Fatalf("err = %v, want errPostgresUnreachable", err)
+	}
+}
+
+func TestDemoFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--base-port", "0"}, {"--base-port", "65535"}, {"--operator-token", "short"},
+		{"--start-timeout", "0s"}, {"stray"},
+	} {
+		if _, err := newDemo(args, io.Discard, io.Discard); err == nil {
+			t.Errorf("newDemo(%q) accepted", args)
+		}
+	}
+	d, err := newDemo(nil, io.Discard, io.Discard)
+	if err != nil || d.cfg.BasePort != 8081 || d.cfg.Dir != filepath.Join("data", "demo") || d.cfg.PostgresURL != demoDefaultPostgres {
+		t.Errorf("defaults = %+v, %v", d, err)
+	}
+}
+
+// demoTestDatabaseURL names a database of its own on the test Postgres
+// server, dropped when the test ends. The demo creates it; if the server is
+// down the demo falls back to SQLite, which the test accepts.
+func demoTestDatabaseURL(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "agentsite_demo_test_" + hex.EncodeToString(b)
+	u, err := url.Parse(pgtest.ServerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	dbURL := u.String()
+	t.Cleanup(func() {
+		if !demoPGReachable(dbURL) {
+			return
+		}
+		u.Path = "/postgres"
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, u.String())
+		if err != nil {
+			t.Errorf("drop %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop %s: %v", name, err)
+		}
+	})
+	return dbURL
+}
+
+// demoPGReachable reports whether the server of dbURL accepts connections.
+func demoPGReachable(dbURL string) bool {
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		return false
+	}
+	cfg.Database = "postgres"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return false
+	}
+	conn.Close(ctx)
+	return true
+}
+
+// demoFreePorts finds n consecutive free TCP ports on 127.0.0.1 and returns
+// the first. They are free when checked; the demo binds them right after.
+func demoFreePorts(t *testing.T, n int) int {
+	t.Helper()
+	for range 100 {
+		first, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := first.Addr().(*net.TCPAddr).Port
+		held := []net.Listener{first}
+		ok := base+n-1 <= 65535
+		for i := 1; ok && i < n; i++ {
+			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
+			if err != nil {
+				ok = false
+				break
+			}
+			held = append(held, ln)
+		}
+		for _, ln := range held {
+			ln.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatalf("no run of %d free ports found", n)
+	return 0
+}
+
+// demoTestAgents lists every agent a portal's API shows; nil on error (the
+// caller polls).
+func demoTestAgents(portal string) []demoListing {
+	client := &http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Get(portal + "/api/v1/agents?status=all&limit=100")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Agents []demoListing `json:"agents"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&page) != nil {
+		return nil
+	}
+	return page.Agents
+}
+
+// demoOutput is a bytes.Buffer safe for the demo goroutine and the test.
+type demoOutput struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *demoOutput) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *demoOutput) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
