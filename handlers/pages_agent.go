@@ -64,7 +64,7 @@ func (s *Server) pageAgent(w http.ResponseWriter, r *http.Request) {
 		HostPeerID:  l.HostPeerID,
 		Local:       l.Local,
 		CanManage:   u != nil && Principal{User: u}.CanManage(l),
-		// ChatURL stays empty until the /chat/{id} page is routed.
+		ChatURL:     web.ChatHref(rec.ID, ""),
 	}
 	s.render(w, r, http.StatusOK, web.AgentPage(v))
 }

@@ -4,8 +4,10 @@
 package handlers
 
 import (
+	"bufio"
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -50,9 +52,12 @@ type Config struct {
 	SecureCookies         bool   // Secure flag on cookies (off only for plain-HTTP tests)
 	BcryptCost            int    // 0: bcrypt.DefaultCost
 	RecordTTL             time.Duration
-	// RateLimit is the number of sensitive POSTs (login, sign-up,
-	// registration) one IP may make per minute. 0: 10.
+	// RateLimit is the number of login and sign-up attempts one IP may make
+	// per minute (registrations and API writes: six times that). 0: 10.
 	RateLimit int
+	// ChatRateLimit is the number of chat turns one IP (or account) may
+	// send per minute, over the WebSocket and the message API. 0: 120.
+	ChatRateLimit int
 }
 
 // Server holds the dependencies of every handler.
@@ -63,9 +68,16 @@ type Server struct {
 	Logger    *slog.Logger
 	Config    Config
 	Now       func() time.Time
+	// Answerer answers turns for local agents; Remote routes turns to the
+	// agents' hosting nodes. Set both before serving chat.
+	Answerer Answerer
+	Remote   RemoteAgents
 
-	sessions *scs.SessionManager
-	metrics  *metrics
+	sessions    *scs.SessionManager
+	metrics     *metrics
+	chatLimits  *keyedLimiter
+	lifetime    context.Context // ends at CloseChats
+	endLifetime context.CancelFunc
 }
 
 // New builds a Server and registers its metrics with reg.
@@ -76,6 +88,9 @@ func New(st store.Store, node Node, pub Publisher, logger *slog.Logger, cfg Conf
 	if cfg.RateLimit <= 0 {
 		cfg.RateLimit = 10
 	}
+	if cfg.ChatRateLimit <= 0 {
+		cfg.ChatRateLimit = 120
+	}
 	s := &Server{
 		Store:     st,
 		Node:      node,
@@ -85,6 +100,8 @@ func New(st store.Store, node Node, pub Publisher, logger *slog.Logger, cfg Conf
 		Now:       time.Now,
 	}
 	s.sessions = newSessionManager(st, cfg.SecureCookies)
+	s.chatLimits = newKeyedLimiter(cfg.ChatRateLimit)
+	s.lifetime, s.endLifetime = context.WithCancel(context.Background())
 	m, err := newMetrics(reg, st)
 	if err != nil {
 		return nil, err
@@ -113,6 +130,14 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 		r.status = http.StatusOK
 	}
 	return r.ResponseWriter.Write(b)
+}
+
+// Hijack hands the connection over (WebSocket upgrades).
+func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if r.status == 0 {
+		r.status = http.StatusSwitchingProtocols
+	}
+	return http.NewResponseController(r.ResponseWriter).Hijack()
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer (flush,

@@ -42,8 +42,9 @@ func (s sessionStore) Delete(token string) error {
 
 // Session keys.
 const (
-	sessUserID = "user_id"
-	sessFlash  = "flash"
+	sessUserID  = "user_id"
+	sessAnonKey = "anon_chat_key"
+	sessFlash   = "flash"
 )
 
 func newSessionManager(st store.Store, secure bool) *scs.SessionManager {

@@ -1,0 +1,268 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// WebSocket limits and timings.
+const (
+	wsMaxFrame    = 64 << 10 // a message is ≤ 8 KiB of text; frames beyond this close the socket
+	wsPongWait    = 60 * time.Second
+	wsPingEvery   = 25 * time.Second
+	wsWriteWait   = 10 * time.Second
+	wsQueuedTurns = 4
+)
+
+// wsIn is a frame from the browser.
+type wsIn struct {
+	Type           string `json:"type"`
+	AgentID        string `json:"agent_id"`
+	ConversationID string `json:"conversation_id,omitempty"`
+	Text           string `json:"text"`
+}
+
+// wsOut is a frame to the browser (DESIGN.md: chunk, done, error).
+type wsOut struct {
+	Type           string `json:"type"`
+	Text           string `json:"text,omitempty"`
+	ConversationID string `json:"conversation_id,omitempty"`
+	MessageID      int64  `json:"message_id,omitempty"`
+	Code           string `json:"code,omitempty"`
+	Message        string `json:"message,omitempty"`
+}
+
+// sameOrigin accepts a WebSocket handshake only from pages of this portal:
+// the Origin's host must be the request's Host. (Browsers always send
+// Origin on WebSocket handshakes; a missing one is a non-browser client.)
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	if err != nil {
+		return false
+	}
+	return strings.EqualFold(u.Host, r.Host)
+}
+
+// chatOwner is the conversation owner key of a browser request: the account
+// if logged in, otherwise the anonymous key bound to the session cookie.
+func (s *Server) chatOwner(ctx context.Context) (string, bool) {
+	if id := s.sessions.GetInt64(ctx, sessUserID); id != 0 {
+		return "user:" + strconv.FormatInt(id, 10), true
+	}
+	if k := s.sessions.GetString(ctx, sessAnonKey); k != "" {
+		return "anon:" + k, true
+	}
+	return "", false
+}
+
+// ensureAnonKey gives an anonymous visitor a conversation key in their
+// session, so their chats survive reloads (called by the chat page).
+func (s *Server) ensureAnonKey(ctx context.Context) error {
+	if s.sessions.GetInt64(ctx, sessUserID) != 0 || s.sessions.GetString(ctx, sessAnonKey) != "" {
+		return nil
+	}
+	k, err := newConversationID()
+	if err != nil {
+		return err
+	}
+	s.sessions.Put(ctx, sessAnonKey, k)
+	return nil
+}
+
+// apiChat is GET /api/v1/chat: the AgentChat WebSocket. It is outside the
+// session middleware (a hijacked connection cannot commit a session), so it
+// loads the session read-only from the cookie.
+func (s *Server) apiChat(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		writeJSONError(w, errorf(http.StatusForbidden, "bad_origin", "WebSocket connections are accepted only from this portal's own pages."))
+		return
+	}
+	token := ""
+	if c, err := r.Cookie(s.sessions.Cookie.Name); err == nil {
+		token = c.Value
+	}
+	ctx, err := s.sessions.Load(r.Context(), token)
+	if err != nil {
+		s.renderError(w, r, fmt.Errorf("load session: %w", err))
+		return
+	}
+	owner, ok := s.chatOwner(ctx)
+	if !ok {
+		writeJSONError(w, errorf(http.StatusUnauthorized, "no_session", "Open the chat page first (it sets up your session), then connect."))
+		return
+	}
+	up := websocket.Upgrader{
+		HandshakeTimeout: 10 * time.Second,
+		CheckOrigin:      sameOrigin,
+		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
+			writeJSONError(w, errorf(status, "bad_handshake", "Not a valid WebSocket handshake."))
+		},
+	}
+	conn, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	// The socket lives past the request: it ends with the client, or when
+	// the server shuts down (CloseChats), not with r's context.
+	s.chatLoop(s.chatContext(ctx), conn, owner, clientIP(r))
+}
+
+// chatLoop reads frames, runs turns one after another and streams the
+// replies back. One writer goroutine owns the socket's write side.
+func (s *Server) chatLoop(ctx context.Context, conn *websocket.Conn, owner, ip string) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer conn.Close()
+	out := make(chan wsOut, 64)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		s.chatWriter(ctx, conn, out)
+	}()
+	turns := make(chan wsIn, wsQueuedTurns)
+	go func() {
+		for in := range turns {
+			s.runWSTurnSafely(ctx, owner, in, out)
+		}
+	}()
+	defer close(turns)
+
+	conn.SetReadLimit(wsMaxFrame)
+	_ = conn.SetReadDeadline(time.Now().Add(wsPongWait))
+	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(wsPongWait)) })
+	for {
+		kind, data, err := conn.ReadMessage()
+		if err != nil {
+			return // closed, timed out, or a frame over the limit
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(wsPongWait))
+		if kind != websocket.TextMessage {
+			send(ctx, out, wsOut{Type: "error", Code: "bad_frame", Message: "Send JSON text frames."})
+			continue
+		}
+		var in wsIn
+		if err := json.Unmarshal(data, &in); err != nil || in.Type != "message" {
+			send(ctx, out, wsOut{Type: "error", Code: "bad_frame", Message: `Frames must be JSON like {"type":"message","agent_id":"…","text":"…"}.`})
+			continue
+		}
+		if !s.chatLimits.allow(owner, s.now()) || !s.chatLimits.allow("ip:"+ip, s.now()) {
+			send(ctx, out, wsOut{Type: "error", Code: "rate_limited", ConversationID: in.ConversationID, Message: "You are sending messages too fast; wait a moment."})
+			continue
+		}
+		select {
+		case turns <- in:
+		default:
+			send(ctx, out, wsOut{Type: "error", Code: "busy", ConversationID: in.ConversationID, Message: "Wait for the current replies to finish."})
+		}
+		select {
+		case <-writerDone:
+			return
+		default:
+		}
+	}
+}
+
+// runWSTurnSafely keeps a panic in one turn (a backend bug) from taking
+// the whole process down: it becomes an error frame and a log line.
+func (s *Server) runWSTurnSafely(ctx context.Context, owner string, in wsIn, out chan<- wsOut) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.Logger.Error("panic in chat turn", "agent", in.AgentID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			_ = send(ctx, out, wsOut{Type: "error", Code: "internal", Message: "Something went wrong on our side; try again later.", ConversationID: in.ConversationID})
+		}
+	}()
+	s.runWSTurn(ctx, owner, in, out)
+}
+
+func (s *Server) runWSTurn(ctx context.Context, owner string, in wsIn, out chan<- wsOut) {
+	emit := func(chunk string) error {
+		if chunk == "" {
+			return nil
+		}
+		return send(ctx, out, wsOut{Type: "chunk", Text: chunk, ConversationID: in.ConversationID})
+	}
+	res, err := s.Turn(ctx, owner, TurnRequest{AgentID: in.AgentID, ConversationID: in.ConversationID, Text: in.Text}, emit)
+	if err != nil {
+		e := toError(err)
+		s.logIfServer(&http.Request{Method: "WS", URL: &url.URL{Path: "/api/v1/chat"}}, e, err)
+		convID := res.Conversation.ID
+		if convID == "" {
+			convID = in.ConversationID
+		}
+		_ = send(ctx, out, wsOut{Type: "error", Code: e.Code, Message: e.Message, ConversationID: convID})
+		return
+	}
+	_ = send(ctx, out, wsOut{Type: "done", ConversationID: res.Conversation.ID, MessageID: res.Reply.ID})
+}
+
+func send(ctx context.Context, out chan<- wsOut, m wsOut) error {
+	select {
+	case out <- m:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Server) chatWriter(ctx context.Context, conn *websocket.Conn, out <-chan wsOut) {
+	ping := time.NewTicker(wsPingEvery)
+	defer ping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, ""), time.Now().Add(time.Second))
+			return
+		case m := <-out:
+			_ = conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+			if err := conn.WriteJSON(m); err != nil {
+				_ = conn.Close() // unblocks the reader, which ends the loop
+				return
+			}
+		case <-ping.C:
+			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteWait)); err != nil {
+				_ = conn.Close()
+				return
+			}
+		}
+	}
+}
+
+// clientIP is the remote address without the port (no proxy headers are
+// trusted: a node sits behind a proxy only if the operator configures one).
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// chatContext is a context for a chat socket: it carries ctx's values (the
+// session) but ends when the server closes chats, not with the request.
+func (s *Server) chatContext(ctx context.Context) context.Context {
+	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(s.lifetime, cancel)
+	go func() {
+		<-c.Done()
+		stop()
+	}()
+	return c
+}
+
+// CloseChats ends every chat socket with a close frame; http.Server's
+// Shutdown does not touch hijacked connections, so Main calls this first.
+func (s *Server) CloseChats() { s.endLifetime() }

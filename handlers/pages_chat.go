@@ -1,0 +1,209 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/static"
+	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/web"
+)
+
+// AgentChat page limits.
+const (
+	chatSideConversations = 50  // entries in the side list
+	chatPageMessages      = 200 // messages of the selected conversation shown
+	maxConversationIDLen  = 64  // ours are 25 characters; anything longer is not one
+)
+
+var errNoSuchConversation = errorf(http.StatusNotFound, "unknown_conversation", "No such conversation; start a new one.")
+
+// chatDraft is what a refused no-JS send leaves in the composer.
+type chatDraft struct {
+	Text  string
+	Error string
+}
+
+// pageChat is GET /chat/{id}: AgentChat with one agent. Anonymous visitors
+// get a conversation key in their session here, which is what lets the
+// WebSocket (which only reads the session) know whose conversations they
+// are.
+func (s *Server) pageChat(w http.ResponseWriter, r *http.Request) {
+	s.showChat(w, r, http.StatusOK, r.URL.Query().Get("c"), chatDraft{})
+}
+
+// submitChat is POST /chat/{id}, the composer without JavaScript: one
+// synchronous turn, then back to the conversation (Post/Redirect/Get). A
+// failed turn is stored in the conversation and shown there; a message
+// refused before it was sent (empty, too long, too fast) comes back in the
+// composer with the reason.
+func (s *Server) submitChat(w http.ResponseWriter, r *http.Request) {
+	if !s.parseForm(w, r) {
+		return
+	}
+	ctx := r.Context()
+	agentID, convID, text := chi.URLParam(r, "id"), r.PostForm.Get("c"), r.PostForm.Get("text")
+	if err := s.ensureAnonKey(ctx); err != nil {
+		s.renderError(w, r, err)
+		return
+	}
+	owner, _ := s.chatOwner(ctx)
+	now := s.now()
+	if !s.chatLimits.allow(owner, now) || !s.chatLimits.allow("ip:"+clientIP(r), now) {
+		w.Header().Set("Retry-After", "10")
+		s.showChat(w, r, http.StatusTooManyRequests, convID, chatDraft{Text: text, Error: "You are sending messages too fast; wait a moment."})
+		return
+	}
+	res, err := s.Turn(ctx, owner, TurnRequest{AgentID: agentID, ConversationID: convID, Text: text}, func(string) error { return nil })
+	if err == nil {
+		redirect(w, r, web.ChatHref(agentID, res.Conversation.ID))
+		return
+	}
+	e := toError(err)
+	s.logIfServer(r, e, err)
+	switch {
+	case e.Status == statusClientClosed:
+		return
+	case res.Conversation.ID != "" && e.Code != "internal":
+		// Turn stored the failure as an error message: it is in the history.
+		redirect(w, r, web.ChatHref(agentID, res.Conversation.ID))
+	case e.Code == "unknown_agent" || e.Code == "unknown_conversation" || (e.Status >= 500 && e.Code != "agent_offline"):
+		s.renderError(w, r, e)
+	default:
+		s.showChat(w, r, e.Status, convID, chatDraft{Text: text, Error: e.Message})
+	}
+}
+
+// showChat renders the chat page with conversation convID selected.
+func (s *Server) showChat(w http.ResponseWriter, r *http.Request, status int, convID string, draft chatDraft) {
+	ctx := r.Context()
+	l, err := s.chatListing(ctx, chi.URLParam(r, "id"))
+	if err != nil {
+		s.renderError(w, r, err)
+		return
+	}
+	if err := s.ensureAnonKey(ctx); err != nil {
+		s.renderError(w, r, err)
+		return
+	}
+	owner, _ := s.chatOwner(ctx)
+	rec := l.Record
+	v := web.ChatView{
+		Agent: web.ChatAgent{
+			ID:          rec.ID,
+			Name:        rec.Name,
+			DisplayName: rec.DisplayName,
+			Status:      l.Status,
+			Local:       l.Local,
+			HostPeerID:  l.HostPeerID,
+		},
+		Draft:     draft.Text,
+		Error:     draft.Error,
+		ScriptURL: static.Path("chat.js"),
+	}
+	if convID != "" {
+		c, err := s.ownConversation(ctx, owner, rec.ID, convID)
+		if err != nil {
+			s.renderError(w, r, err)
+			return
+		}
+		ms, err := s.Store.ListMessages(ctx, c.ID, chatPageMessages+1)
+		if err != nil {
+			s.renderError(w, r, err)
+			return
+		}
+		if len(ms) > chatPageMessages {
+			ms, v.Truncated = ms[len(ms)-chatPageMessages:], true
+		}
+		v.ConversationID = c.ID
+		v.Messages = make([]web.ChatMessage, 0, len(ms))
+		for _, m := range ms {
+			v.Messages = append(v.Messages, web.ChatMessage{ID: m.ID, Role: m.Role, Text: m.Text, CreatedAt: m.CreatedAt})
+		}
+	}
+	if v.Conversations, err = s.chatSideList(ctx, owner, l, v.ConversationID); err != nil {
+		s.renderError(w, r, err)
+		return
+	}
+	v.Page = s.page(r, s.viewer(r), "Chat with "+rec.DisplayName, "agents")
+	s.render(w, r, status, web.ChatPage(v))
+}
+
+// chatListing is the agent a chat page is about: 404 for a malformed,
+// unknown or deleted one. Offline agents still have a page (their history
+// stays readable); Turn refuses new messages to them.
+func (s *Server) chatListing(ctx context.Context, id string) (store.Listing, error) {
+	notFound := errorf(http.StatusNotFound, "unknown_agent", "No agent has this id (or it was deleted); find one at /agents.")
+	if !agent.ValidID(id) {
+		return store.Listing{}, notFound
+	}
+	l, err := s.getOrLookup(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return store.Listing{}, notFound
+	case err != nil:
+		return store.Listing{}, err
+	case l.Record.Tombstone:
+		return store.Listing{}, notFound
+	}
+	return l, nil
+}
+
+// ownConversation loads conversation id if owner may see it on agentID's
+// page. Someone else's conversation looks exactly like a missing one.
+func (s *Server) ownConversation(ctx context.Context, owner, agentID, id string) (store.Conversation, error) {
+	if owner == "" || len(id) > maxConversationIDLen {
+		return store.Conversation{}, errNoSuchConversation
+	}
+	c, err := s.Store.GetConversation(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return store.Conversation{}, errNoSuchConversation
+	case err != nil:
+		return store.Conversation{}, err
+	case c.OwnerKey != owner || c.AgentID != agentID:
+		return store.Conversation{}, errNoSuchConversation
+	}
+	return c, nil
+}
+
+// chatSideList is owner's conversations with any agent, each labelled
+// with its agent's name (from the cache only: no network look-ups for a
+// side list).
+func (s *Server) chatSideList(ctx context.Context, owner string, current store.Listing, currentID string) ([]web.ChatConversation, error) {
+	if owner == "" {
+		return nil, nil
+	}
+	cs, err := s.Store.ListConversations(ctx, owner, chatSideConversations)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]string{current.Record.ID: current.Record.DisplayName}
+	now := s.now()
+	out := make([]web.ChatConversation, 0, len(cs))
+	for _, c := range cs {
+		name, ok := names[c.AgentID]
+		if !ok {
+			if l, err := s.Store.GetAgent(ctx, c.AgentID); err == nil {
+				name = l.Record.DisplayName
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return nil, err
+			}
+			names[c.AgentID] = name
+		}
+		out = append(out, web.ChatConversation{
+			ID:        c.ID,
+			AgentID:   c.AgentID,
+			AgentName: name,
+			Title:     c.Title,
+			UpdatedAt: c.UpdatedAt,
+			Ago:       web.Ago(c.UpdatedAt, now),
+			Current:   c.ID == currentID,
+		})
+	}
+	return out, nil
+}

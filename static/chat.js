@@ -1,0 +1,420 @@
+// AgentChat: the live half of the chat page (/chat/{agent-id}). The page
+// works without this script (the composer is a plain POST form); with it,
+// messages go over the WebSocket at /api/v1/chat and replies stream in
+// chunk by chunk. Protocol (DESIGN.md): we send
+// {"type":"message","agent_id","conversation_id"?,"text"}; the server sends
+// {"type":"chunk","text"}…, then {"type":"done","conversation_id",
+// "message_id"} or {"type":"error","code","message","conversation_id"?}.
+//
+// Everything comes from data- attributes on [data-chat] (the CSP allows no
+// inline script), and text only ever goes into the page as text nodes.
+(function () {
+  "use strict";
+
+  var root = document.querySelector("[data-chat]");
+  if (!root || !window.WebSocket) return;
+
+  function q(sel, within) { return (within || root).querySelector(sel); }
+
+  var agentId = root.getAttribute("data-agent-id");
+  var agentName = root.getAttribute("data-agent-name") || "";
+  var convId = root.getAttribute("data-conversation-id") || "";
+  var wsPath = root.getAttribute("data-ws-path") || "/api/v1/chat";
+  var scroller = q("[data-chat-scroll]");
+  var list = q("[data-testid=messages]");
+  var form = q("[data-testid=composer]");
+  var input = q("[data-testid=composer-input]", form);
+  var sendBtn = q("[data-testid=composer-send]", form);
+  var convField = q("input[name=c]", form);
+  var note = q("[data-testid=composer-error]", form);
+  var connEl = q("[data-testid=chat-connection]");
+  var convList = q("[data-testid=conversation-list]");
+
+  // Codes of errors that mean the message was never accepted (nothing was
+  // stored): its text goes back into the composer.
+  var NOT_SENT = {
+    bad_frame: 1, empty_message: 1, message_too_large: 1, bad_message: 1,
+    unknown_conversation: 1, agent_offline: 1, rate_limited: 1, busy: 1
+  };
+
+  var STATE_LABELS = {
+    offline: "",
+    connecting: "Connecting…",
+    open: "Connected",
+    reconnecting: "Reconnecting…"
+  };
+
+  var CONNECT_TIMEOUT = 10000; // ms before a pending handshake is given up
+
+  var ws = null;        // the current socket, or null between attempts
+  var attempt = 0;      // failed attempts since the last open, for the backoff
+  var timer = 0;        // pending reconnect
+  var leaving = false;  // the page is being unloaded: no reconnects, no errors
+  var pending = null;   // the turn in flight: {user, agent, textNode, text, got}
+
+  // ---------- Connection ----------
+
+  function setState(s) {
+    connEl.setAttribute("data-state", s);
+    connEl.textContent = STATE_LABELS[s] || "";
+  }
+
+  // backoff is the wait before reconnect attempt n: 0.5 s doubling up to
+  // 15 s, with ±25 % jitter so tabs do not all return at once after a
+  // node restart.
+  function backoff(n) {
+    var base = Math.min(15000, 500 * Math.pow(2, n));
+    return Math.round(base * (0.75 + Math.random() * 0.5));
+  }
+
+  function connect() {
+    clearTimeout(timer);
+    timer = 0;
+    if (leaving || ws) return;
+    setState(attempt === 0 ? "connecting" : "reconnecting");
+    var proto = location.protocol === "https:" ? "wss://" : "ws://";
+    var sock;
+    try {
+      sock = new WebSocket(proto + location.host + wsPath);
+    } catch (e) {
+      scheduleReconnect();
+      return;
+    }
+    ws = sock;
+    // A handshake that hangs counts as failed.
+    var watchdog = setTimeout(function () {
+      if (sock.readyState === WebSocket.CONNECTING) lost(sock);
+    }, CONNECT_TIMEOUT);
+    sock.addEventListener("open", function () {
+      clearTimeout(watchdog);
+      if (ws !== sock) return;
+      attempt = 0;
+      setState("open");
+      if (note.getAttribute("data-kind") === "connection") hideNote();
+    });
+    sock.addEventListener("message", function (ev) {
+      if (ws === sock) onFrame(ev.data);
+    });
+    // Some failures (a refused port, say) fire "error" without "close".
+    sock.addEventListener("error", function () { lost(sock); });
+    sock.addEventListener("close", function () { lost(sock); });
+  }
+
+  // lost handles the end of sock, however it ended, once.
+  function lost(sock) {
+    if (ws !== sock) return;
+    ws = null;
+    try {
+      sock.close();
+    } catch (e) { /* already closed */ }
+    if (leaving) return;
+    if (pending) {
+      // The server cancels a turn whose socket went away.
+      failPending({ code: "disconnected", message: "The connection dropped before the reply finished. Send your message again once reconnected." });
+    }
+    scheduleReconnect();
+  }
+
+  function scheduleReconnect() {
+    if (leaving || timer) return;
+    setState("reconnecting");
+    timer = setTimeout(connect, backoff(attempt++));
+  }
+
+  // reconnectNow skips the rest of the backoff (the user wants to send).
+  function reconnectNow() {
+    if (ws || leaving) return;
+    attempt = Math.min(attempt, 1);
+    connect();
+  }
+
+  window.addEventListener("online", reconnectNow);
+  window.addEventListener("pagehide", function () {
+    leaving = true;
+    clearTimeout(timer);
+    timer = 0;
+    if (ws) {
+      var s = ws;
+      ws = null;
+      s.close();
+    }
+  });
+  window.addEventListener("pageshow", function (ev) {
+    if (!ev.persisted) return; // back/forward cache: the socket was closed
+    leaving = false;
+    attempt = 0;
+    connect();
+  });
+
+  // ---------- Frames ----------
+
+  function onFrame(data) {
+    var f;
+    try {
+      f = JSON.parse(data);
+    } catch (e) {
+      return;
+    }
+    if (!f || typeof f !== "object") return;
+    switch (f.type) {
+      case "chunk":
+        if (pending && typeof f.text === "string") addChunk(f.text);
+        break;
+      case "done":
+        if (pending) finishPending(f);
+        break;
+      case "error":
+        if (pending) {
+          failPending(f);
+        } else {
+          addMessage("error", f.message || "Something went wrong.", f.code);
+        }
+        break;
+    }
+  }
+
+  function addChunk(text) {
+    var stick = nearBottom();
+    if (!pending.got) {
+      pending.got = true;
+      var typing = q("[data-testid=typing]", pending.agent);
+      if (typing) typing.remove();
+      pending.agent.removeAttribute("aria-busy");
+    }
+    pending.textNode.appendData(text);
+    if (stick) scrollToEnd();
+  }
+
+  function finishPending(f) {
+    var p = pending;
+    pending = null;
+    if (!p.got) {
+      var typing = q("[data-testid=typing]", p.agent);
+      if (typing) typing.remove();
+      p.agent.removeAttribute("aria-busy");
+    }
+    if (f.message_id) p.agent.setAttribute("data-message-id", String(f.message_id));
+    if (f.conversation_id) adoptConversation(f.conversation_id, p.text);
+    turnEnded();
+  }
+
+  function failPending(f) {
+    var p = pending;
+    pending = null;
+    if (p.got) {
+      p.agent.classList.add("msg-incomplete");
+    } else {
+      p.agent.remove();
+    }
+    var stick = nearBottom();
+    var errMsg = addMessage("error", f.message || "Something went wrong.", f.code);
+    if (NOT_SENT[f.code]) {
+      q(".msg-label", errMsg).textContent = "Not sent:";
+      p.user.classList.add("msg-unsent");
+      p.user.setAttribute("data-unsent", "true");
+      if (!input.value) input.value = p.raw;
+    } else if (f.conversation_id) {
+      // A turn that failed after it started is stored with its error.
+      adoptConversation(f.conversation_id, p.text);
+    }
+    if (stick) scrollToEnd();
+    turnEnded();
+  }
+
+  function turnEnded() {
+    sendBtn.disabled = false;
+    list.removeAttribute("aria-busy");
+  }
+
+  // ---------- Sending ----------
+
+  function send() {
+    var raw = input.value;
+    var text = raw.trim();
+    if (!text || pending) return;
+    if (!ws || ws.readyState !== WebSocket.OPEN) {
+      showNote("Not connected right now, so nothing was sent. Your message is still here; send it again once the chat has reconnected.", "connection");
+      reconnectNow();
+      return;
+    }
+    var frame = { type: "message", agent_id: agentId, text: raw };
+    if (convId) frame.conversation_id = convId;
+    try {
+      ws.send(JSON.stringify(frame));
+    } catch (e) {
+      showNote("The message could not be sent. It is still here; try again.");
+      return;
+    }
+    hideNote();
+    input.value = "";
+    var empty = q("[data-testid=messages-empty]");
+    if (empty) empty.remove();
+    var user = addMessage("user", text);
+    var agentMsg = addMessage("agent", "");
+    agentMsg.setAttribute("aria-busy", "true");
+    var typing = document.createElement("span");
+    typing.className = "typing";
+    typing.setAttribute("data-testid", "typing");
+    typing.setAttribute("aria-label", agentName + " is typing");
+    for (var i = 0; i < 3; i++) typing.appendChild(document.createElement("span"));
+    q(".msg-bubble", agentMsg).insertBefore(typing, q(".msg-text", agentMsg));
+    pending = {
+      user: user,
+      agent: agentMsg,
+      textNode: q(".msg-text", agentMsg).firstChild,
+      text: text,
+      raw: raw,
+      got: false
+    };
+    sendBtn.disabled = true;
+    list.setAttribute("aria-busy", "true");
+    scrollToEnd();
+  }
+
+  form.addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    send();
+  });
+  // Some input paths (synthetic key events, a few virtual keyboards) deliver
+  // the Enter character separately from its keydown; keep it out too.
+  input.addEventListener("keypress", function (ev) {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) ev.preventDefault();
+  });
+
+  input.addEventListener("keydown", function (ev) {
+    // Enter sends; Shift+Enter is a new line; Enter that confirms an IME
+    // composition (keyCode 229) is not a send.
+    if (ev.key !== "Enter" || ev.shiftKey || ev.isComposing || ev.keyCode === 229) return;
+    ev.preventDefault();
+    send();
+  });
+
+  // showNote explains, above the composer, why nothing was sent.
+  function showNote(text, kind) {
+    note.textContent = text;
+    note.setAttribute("data-kind", kind || "send");
+    note.hidden = false;
+  }
+
+  function hideNote() {
+    note.hidden = true;
+    note.textContent = "";
+    note.removeAttribute("data-kind");
+  }
+
+  // ---------- Messages ----------
+
+  // addMessage appends a bubble built like the server's (web/chat.templ
+  // chatMessage) and returns it.
+  function addMessage(role, text, code) {
+    var stick = nearBottom();
+    var li = document.createElement("li");
+    li.className = "msg msg-" + role;
+    li.setAttribute("data-testid", "message");
+    li.setAttribute("data-role", role);
+    if (code) li.setAttribute("data-code", code);
+    var bubble = document.createElement("div");
+    bubble.className = "msg-bubble";
+    if (role === "error") {
+      var label = document.createElement("span");
+      label.className = "msg-label";
+      label.textContent = "Not answered:";
+      bubble.appendChild(label);
+    }
+    var span = document.createElement("span");
+    span.className = "msg-text";
+    span.appendChild(document.createTextNode(text));
+    bubble.appendChild(span);
+    li.appendChild(bubble);
+    list.appendChild(li);
+    if (stick) scrollToEnd();
+    return li;
+  }
+
+  function nearBottom() {
+    return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80;
+  }
+
+  function scrollToEnd() {
+    scroller.scrollTop = scroller.scrollHeight;
+  }
+
+  // ---------- Conversations ----------
+
+  // adoptConversation makes id the page's conversation: the next message
+  // continues it, a reload shows it, and the side list has it on top.
+  function adoptConversation(id, firstText) {
+    convId = id;
+    root.setAttribute("data-conversation-id", id);
+    convField.value = id;
+    var url = "/chat/" + encodeURIComponent(agentId) + "?c=" + encodeURIComponent(id);
+    if (location.pathname + location.search !== url) {
+      history.replaceState(history.state, "", url);
+    }
+    var item = null;
+    var items = convList.querySelectorAll("[data-testid=conversation]");
+    for (var i = 0; i < items.length; i++) {
+      var it = items[i];
+      var cur = it.getAttribute("data-conversation-id") === id;
+      if (cur) item = it;
+      it.classList.toggle("current", cur);
+      it.setAttribute("data-current", cur ? "true" : "false");
+      var a = q("a", it);
+      if (cur) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+    }
+    if (!item) item = newConversationItem(id, url, title(firstText));
+    var when = q("time", item);
+    when.textContent = "just now";
+    when.setAttribute("datetime", new Date().toISOString());
+    convList.insertBefore(item, convList.firstChild);
+    var empty = q("[data-testid=conversations-empty]");
+    if (empty) empty.remove();
+    var fresh = q("[data-testid=new-conversation]");
+    fresh.classList.remove("current");
+    fresh.removeAttribute("aria-current");
+  }
+
+  // newConversationItem builds a side-list entry like chatConversationItem.
+  function newConversationItem(id, url, text) {
+    var li = document.createElement("li");
+    li.className = "conv current";
+    li.setAttribute("data-testid", "conversation");
+    li.setAttribute("data-conversation-id", id);
+    li.setAttribute("data-agent-id", agentId);
+    li.setAttribute("data-current", "true");
+    var a = document.createElement("a");
+    a.className = "conv-link";
+    a.href = url;
+    a.setAttribute("aria-current", "page");
+    var t = document.createElement("span");
+    t.className = "conv-title";
+    t.textContent = text || agentName;
+    var meta = document.createElement("span");
+    meta.className = "conv-meta";
+    if (agentName) {
+      var who = document.createElement("span");
+      who.className = "conv-agent";
+      who.textContent = agentName;
+      meta.appendChild(who);
+    }
+    meta.appendChild(document.createElement("time"));
+    a.appendChild(t);
+    a.appendChild(meta);
+    li.appendChild(a);
+    return li;
+  }
+
+  // title is the server's conversation title (handlers/chat.go title): the
+  // first words, at most 60 characters.
+  function title(text) {
+    var t = text.split(/\s+/).filter(Boolean).join(" ");
+    var chars = Array.from(t);
+    if (chars.length > 60) t = chars.slice(0, 59).join("") + "…";
+    return t;
+  }
+
+  // ---------- Start ----------
+
+  scrollToEnd();
+  connect();
+})();
