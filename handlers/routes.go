@@ -40,12 +40,20 @@ func (s *Server) Handler() http.Handler {
 	r.Handle("/metrics", s.metrics.handler())
 	r.Handle("/static/*", s.staticHandler())
 
+	// MCP for people's MCP clients (Streamable HTTP). Not under the API's
+	// body limit: it caps bodies itself. CrossOriginProtection stays in
+	// front: it refuses only cross-origin browser requests, which the MCP
+	// spec wants refused too; MCP clients send no Origin.
+	r.Handle("/mcp", s.MCPHandler())
+
 	// JSON API.
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Use(s.limitBody(maxAPIBytes))
 		r.Get("/node", s.apiNode)
 		r.Get("/agents", s.apiListAgents)
 		r.Get("/agents/{id}", s.apiGetAgent)
+		r.Get("/chat", s.apiChat)
+		r.Post("/agents/{id}/messages", s.apiSendMessage)
 		r.Group(func(r chi.Router) {
 			r.Use(writeLimit)
 			r.Post("/agents", s.apiCreateAgent)
@@ -65,6 +73,8 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/agents", s.pageAgents)
 		r.Get("/agents/{id}", s.pageAgent)
 		r.Get("/nodes", s.pageNodes)
+		r.Get("/chat/{id}", s.pageChat)
+		r.Post("/chat/{id}", s.submitChat)
 		r.Get("/signup", s.pageSignup)
 		r.Get("/login", s.pageLogin)
 		r.Post("/logout", s.submitLogout)

@@ -18,6 +18,7 @@ func (n *Node) startPubSub() error {
 	ps, err := pubsub.NewGossipSub(n.ctx, n.host,
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
 		pubsub.WithPeerScore(scoreParams(TopicRecords, TopicStatus), scoreThresholds()),
+		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(n.scores.set), scoreInspectPeriod),
 		pubsub.WithPeerGater(pubsub.NewPeerGaterParams(0.33, pubsub.ScoreParameterDecay(2*time.Minute), pubsub.ScoreParameterDecay(10*time.Minute))),
 		pubsub.WithMaxMessageSize(maxGossipSize),
 		pubsub.WithPeerExchange(true),
@@ -77,12 +78,15 @@ func (n *Node) validateRecordMsg(ctx context.Context, from peer.ID, msg *pubsub.
 		return pubsub.ValidationAccept
 	}
 	rec, err := verifyRecord(msg.Data, msg.GetFrom(), n.now())
-	if err == nil {
-		err = n.seqs.check(rec.ID, rec.Seq)
-	}
 	if err != nil {
 		n.reject(pathGossip, from, err)
 		return pubsub.ValidationReject
+	}
+	if err := n.seqs.check(rec.ID, rec.Seq); err != nil {
+		// Updates can overtake each other on different mesh paths: the
+		// forwarder of the older one may be honest. Drop it, unpunished.
+		n.outdated(pathGossip, err)
+		return pubsub.ValidationIgnore
 	}
 	msg.ValidatorData = rec
 	return pubsub.ValidationAccept
@@ -128,17 +132,22 @@ func (n *Node) reject(path string, from peer.ID, err error) {
 	}
 }
 
+// outdated counts a genuine record older than one already seen (reason
+// "replay"). It is dropped, but it is no strike: a peer that missed an update
+// (across a partition, or because updates overtook each other) serves or
+// forwards the older version in good faith, and the seq rule keeps it out of
+// the cache whoever sent it.
+func (n *Node) outdated(path string, err error) {
+	n.metrics.rejected.WithLabelValues(path, rejectReason(err)).Inc()
+}
+
 func (n *Node) validateStatusMsg(ctx context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
 	if from == n.host.ID() {
 		return pubsub.ValidationAccept
 	}
 	hb, err := decodeHeartbeat(msg.Data, msg.GetFrom(), n.now())
 	if err != nil {
-		n.metrics.rejected.WithLabelValues("heartbeat", "malformed").Inc()
-		if n.strikes.add(from, n.now()) {
-			n.gater.Block(from)
-			go func() { _ = n.host.Network().ClosePeer(from) }()
-		}
+		n.reject(pathHeartbeat, from, err)
 		return pubsub.ValidationReject
 	}
 	msg.ValidatorData = hb

@@ -9,6 +9,8 @@ const (
 	pathGossip = "gossip"
 	pathDHT    = "dht"
 	pathSync   = "sync"
+	// pathHeartbeat labels rejected heartbeats (agentsite/status/1).
+	pathHeartbeat = "heartbeat"
 )
 
 // metrics counts what the network delivers and what it rejects, so an
@@ -30,7 +32,7 @@ func newMetrics(reg prometheus.Registerer, peerCount func() float64) (*metrics, 
 		}, []string{"path"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "agentsite", Subsystem: "p2p", Name: "records_rejected_total",
-			Help: "Network records rejected, by path and reason (signature, key, expired, size, invalid, replay, malformed).",
+			Help: "Network records rejected, by path and reason (signature, key, expired, size, invalid, sender, malformed; replay: an older seq than one seen, dropped without penalty as honest peers that lag send those too).",
 		}, []string{"path", "reason"}),
 		heartbeats: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "agentsite", Subsystem: "p2p", Name: "heartbeats_received_total",

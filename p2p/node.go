@@ -84,6 +84,8 @@ type Node struct {
 	seqs    *seqCache
 	strikes *strikes
 	syncs   *syncTracker
+	scores  peerScores
+	mcp     mcpState // MCP over libp2p: the served handler, cached clients (mcp.go)
 	now     func() time.Time
 
 	ctx    context.Context

@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"net"
+	"sync"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -67,4 +68,31 @@ func loopbackNets() []*net.IPNet {
 		out = append(out, n)
 	}
 	return out
+}
+
+// scoreInspectPeriod is how often the GossipSub peer scores are copied out
+// for PeerScore; scores themselves decay every second (DecayInterval).
+const scoreInspectPeriod = time.Second
+
+// peerScores holds the latest snapshot of GossipSub peer scores.
+type peerScores struct {
+	mu sync.RWMutex
+	m  map[peer.ID]float64
+}
+
+func (s *peerScores) set(m map[peer.ID]float64) {
+	s.mu.Lock()
+	s.m = m
+	s.mu.Unlock()
+}
+
+// PeerScore is p's GossipSub peer score as of the last snapshot (at most
+// scoreInspectPeriod old), and whether the router tracks p at all. Operators
+// and tests use it to see a misbehaving peer sink below the graylist
+// threshold (-80): every invalid message costs it 100.
+func (n *Node) PeerScore(p peer.ID) (float64, bool) {
+	n.scores.mu.RLock()
+	defer n.scores.mu.RUnlock()
+	v, ok := n.scores.m[p]
+	return v, ok
 }

@@ -103,11 +103,12 @@ func (n *Node) SyncFrom(ctx context.Context, p peer.ID, tag string) (int, error)
 		for _, env := range resp.Envelopes {
 			seen++
 			rec, err := verifyRecord(env, "", n.now())
-			if err == nil {
-				err = n.seqs.check(rec.ID, rec.Seq)
-			}
 			if err != nil {
 				n.reject(pathSync, p, err)
+				continue
+			}
+			if err := n.seqs.check(rec.ID, rec.Seq); err != nil {
+				n.outdated(pathSync, err)
 				continue
 			}
 			if n.deliver(ctx, pathSync, rec, env) {
@@ -122,7 +123,12 @@ func (n *Node) SyncFrom(ctx context.Context, p peer.ID, tag string) (int, error)
 }
 
 // syncTracker makes sure one peer is synced from at most once per
-// syncRepeatAfter, and at most maxParallelSyncs at a time.
+// syncRepeatAfter while it stays connected (identification completes once
+// per connection, and a peer may hold several), and at most
+// maxParallelSyncs at a time. A peer that disconnects is forgotten, so it
+// is synced again as soon as it is back: a node returning from a partition
+// or a restart brings what it published meanwhile, which gossip sent while
+// it was cut off never delivered.
 type syncTracker struct {
 	mu   sync.Mutex
 	last map[peer.ID]time.Time
@@ -131,6 +137,13 @@ type syncTracker struct {
 
 func newSyncTracker() *syncTracker {
 	return &syncTracker{last: map[peer.ID]time.Time{}, sem: make(chan struct{}, maxParallelSyncs)}
+}
+
+// forget lets the next connection of p sync at once.
+func (t *syncTracker) forget(p peer.ID) {
+	t.mu.Lock()
+	delete(t.last, p)
+	t.mu.Unlock()
 }
 
 func (t *syncTracker) due(p peer.ID, now time.Time) bool {
@@ -147,7 +160,7 @@ func (t *syncTracker) due(p peer.ID, now time.Time) bool {
 // identification and speaks the sync protocol: a new mirror fills up, and a
 // node back from a partition catches up, without waiting for re-announcements.
 func (n *Node) watchPeers() {
-	sub, err := n.host.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted))
+	sub, err := n.host.EventBus().Subscribe([]any{new(event.EvtPeerIdentificationCompleted), new(event.EvtPeerConnectednessChanged)})
 	if err != nil {
 		n.logger.Warn("cannot watch peers; catalogue sync on connect is off", "err", err)
 		return
@@ -161,6 +174,12 @@ func (n *Node) watchPeers() {
 			case ev, ok := <-sub.Out():
 				if !ok {
 					return
+				}
+				if c, ok := ev.(event.EvtPeerConnectednessChanged); ok {
+					if c.Connectedness == network.NotConnected {
+						n.syncs.forget(c.Peer)
+					}
+					continue
 				}
 				e := ev.(event.EvtPeerIdentificationCompleted)
 				if !speaks(e.Protocols, SyncProtocol) || n.gater.Blocked(e.Peer) || !n.syncs.due(e.Peer, n.now()) {

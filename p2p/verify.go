@@ -73,10 +73,28 @@ func verifyRecord(env []byte, sender peer.ID, now time.Time) (*agent.Record, err
 	if err != nil {
 		return nil, err
 	}
+	if err := checkHost(rec); err != nil {
+		return nil, err
+	}
 	if sender != "" && rec.Publisher != sender.String() {
 		return nil, fmt.Errorf("%w: from %s, publisher %s", errWrongSender, sender, rec.Publisher)
 	}
 	return rec, nil
+}
+
+// checkHost refuses a record whose libp2p-mcp endpoint names a node other
+// than its publisher. The node that signs a listing is the node that hosts
+// it (DESIGN.md: "the node signs it"); otherwise anyone could list agents
+// "hosted" by a node that never published them, which that node would then
+// take for its own (local) and everyone would show as alive on its
+// heartbeats.
+func checkHost(rec *agent.Record) error {
+	for _, e := range rec.Endpoints {
+		if e.Kind == agent.EndpointLibp2pMCP && e.PeerID != rec.Publisher {
+			return fmt.Errorf("%w: publisher %s names %s as host", agent.ErrKeyMismatch, rec.Publisher, e.PeerID)
+		}
+	}
+	return nil
 }
 
 // dhtKey is the DHT key of an agent record.
@@ -107,6 +125,9 @@ func (v recordValidator) open(key string, value []byte) (*agent.Record, error) {
 	}
 	rec, err := agent.Open(value, v.now())
 	if err != nil {
+		return nil, err
+	}
+	if err := checkHost(rec); err != nil {
 		return nil, err
 	}
 	if rec.ID != id {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
@@ -17,6 +18,12 @@ type Sink struct {
 	Store  Store
 	SelfID string           // this node's peer ID: records hosted by it are Local
 	Now    func() time.Time // nil: time.Now
+
+	// hosts are the peer IDs known to have a row in the nodes table (nil
+	// until first loaded from it), so that every host of an online listing
+	// has one and Sweep can turn its listings stale.
+	mu    sync.Mutex
+	hosts map[string]bool
 }
 
 func (s *Sink) now() time.Time {
@@ -41,7 +48,7 @@ func (s *Sink) Put(ctx context.Context, rec *agent.Record, envelope []byte) (cha
 		Status:     status,
 		LastSeen:   t,
 		HostPeerID: host,
-		Local:      host == s.SelfID,
+		Local:      host == s.SelfID && rec.Publisher == s.SelfID, // only what we signed is ours to host
 		UpdatedAt:  t,
 	})
 	if errors.Is(err, ErrStale) {
@@ -50,7 +57,37 @@ func (s *Sink) Put(ctx context.Context, rec *agent.Record, envelope []byte) (cha
 	if err != nil {
 		return false, err
 	}
+	if status == StatusOnline && !rec.Tombstone && host != s.SelfID {
+		s.noteHost(ctx, host, t)
+	}
 	return true, nil
+}
+
+// noteHost gives a host we have never had a heartbeat from a row in the
+// nodes table, as if it had sent one now. Without it, Sweep (which walks the
+// nodes table) would never turn its listings stale: a record heard before
+// its host's first heartbeat, or relayed by catalogue sync from a host that
+// is gone, would stay online until it expires. Best effort: a failure here
+// only delays staleness, so it does not fail the Put.
+func (s *Sink) noteHost(ctx context.Context, host string, t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hosts == nil {
+		nodes, err := s.Store.ListNodes(ctx)
+		if err != nil {
+			return
+		}
+		s.hosts = make(map[string]bool, len(nodes))
+		for _, n := range nodes {
+			s.hosts[n.PeerID] = true
+		}
+	}
+	if s.hosts[host] {
+		return
+	}
+	if err := s.Store.UpsertNode(ctx, Node{PeerID: host, LastHeartbeat: t, Status: StatusOnline}); err == nil {
+		s.hosts[host] = true
+	}
 }
 
 // Envelopes serves a page of the catalogue for sync.
@@ -73,6 +110,11 @@ func (s *Sink) NodeSeen(ctx context.Context, hb agent.Heartbeat) error {
 	}); err != nil {
 		return fmt.Errorf("upsert node: %w", err)
 	}
+	s.mu.Lock()
+	if s.hosts != nil {
+		s.hosts[hb.PeerID] = true
+	}
+	s.mu.Unlock()
 	if _, err := s.Store.SetHostStatus(ctx, hb.PeerID, StatusOnline, t); err != nil {
 		return fmt.Errorf("mark listings online: %w", err)
 	}

@@ -34,7 +34,9 @@ type nodeOpts struct {
 	dir       string // reuse a data dir (restart)
 	postgres  bool
 	demo      bool
-	extra     []string // more flags
+	extra     []string      // more flags
+	ttl       time.Duration // record TTL; 0: testTTL
+	heartbeat time.Duration // heartbeat interval; 0: testHeartbeat
 }
 
 // startClusterNode starts a whole node on 127.0.0.1 the way the binary does.
@@ -43,12 +45,18 @@ func startClusterNode(t testing.TB, o nodeOpts) *clusterNode {
 	if o.dir == "" {
 		o.dir = t.TempDir()
 	}
+	if o.ttl == 0 {
+		o.ttl = testTTL
+	}
+	if o.heartbeat == 0 {
+		o.heartbeat = testHeartbeat
+	}
 	args := []string{
 		"--data-dir", o.dir,
 		"--http-addr", "127.0.0.1:0",
 		"--p2p-listen", "/ip4/127.0.0.1/tcp/0",
-		"--heartbeat-interval", testHeartbeat.String(),
-		"--record-ttl", testTTL.String(),
+		"--heartbeat-interval", o.heartbeat.String(),
+		"--record-ttl", o.ttl.String(),
 		"--operator-token", testOperator,
 		fmt.Sprintf("--demo-agents=%v", o.demo),
 		"--log-level", "error",

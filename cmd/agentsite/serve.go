@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store"
@@ -40,6 +41,7 @@ type Main struct {
 	Node      *p2p.Node
 	Publisher *p2p.Publisher
 	Server    *handlers.Server
+	Runtime   *agent.Runtime
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -125,6 +127,19 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.Server = srv
 
+	// Chat: local agents answer through the runtime; remote ones through
+	// their hosts, over MCP on libp2p. Other nodes reach ours the same way.
+	m.Runtime = agent.NewRuntime(backendLookup(ist), agent.RuntimeOptions{
+		AllowPrivate: m.Config.AllowPrivateEndpoints,
+		UserAgent:    "AgentSite/" + buildVersion(),
+		Logger:       m.Logger,
+	})
+	srv.Answerer = m.Runtime
+	srv.Remote = remoteAgents{node: node}
+	if err := node.ServeMCP(srv.PeerMCPHandler()); err != nil {
+		return fmt.Errorf("serve MCP over libp2p: %w", err)
+	}
+
 	if m.Config.DemoAgents {
 		if err := publishDemoAgents(ctx, srv); err != nil {
 			return fmt.Errorf("publish demo agents: %w", err)
@@ -168,6 +183,9 @@ func (m *Main) goLoop(ctx context.Context, f func(context.Context)) {
 // loops, the network, then the store.
 func (m *Main) Close() error {
 	var errs []error
+	if m.Server != nil {
+		m.Server.CloseChats()
+	}
 	if m.httpServer != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := m.httpServer.Shutdown(ctx); err != nil {
@@ -184,6 +202,12 @@ func (m *Main) Close() error {
 			errs = append(errs, fmt.Errorf("p2p shutdown: %w", err))
 		}
 		m.Node = nil
+	}
+	if m.Runtime != nil { // after HTTP and p2p: nothing asks it any more
+		if err := m.Runtime.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("agent runtime close: %w", err))
+		}
+		m.Runtime = nil
 	}
 	if m.Store != nil {
 		if err := m.Store.Close(); err != nil {
@@ -210,4 +234,35 @@ func (m *Main) sweepLoop(ctx context.Context, st store.Store) {
 			m.Logger.Warn("liveness sweep failed; will retry", "err", err)
 		}
 	}
+}
+
+// backendLookup finds a local agent's backend for the runtime; an agent
+// without one is not hosted here.
+func backendLookup(st store.Store) func(ctx context.Context, agentID string) (agent.Backend, error) {
+	return func(ctx context.Context, agentID string) (agent.Backend, error) {
+		b, err := st.GetBackend(ctx, agentID)
+		if errors.Is(err, store.ErrNotFound) {
+			return b, fmt.Errorf("%w: %s", agent.ErrUnknownAgent, agentID)
+		}
+		return b, err
+	}
+}
+
+// remoteAgents is handlers.RemoteAgents on p2p.Node.SendTurn. It turns the
+// host's refusals that have no agent.Err* kind into messages for people
+// (handlers' turnError would call them "unreachable"; the host answered).
+type remoteAgents struct{ node *p2p.Node }
+
+// Send implements handlers.RemoteAgents.
+func (r remoteAgents) Send(ctx context.Context, hostPeerID string, t agent.Turn, emit func(string) error) (string, error) {
+	reply, err := r.node.SendTurn(ctx, hostPeerID, t, emit)
+	switch {
+	case err == nil:
+		return reply, nil
+	case errors.Is(err, p2p.ErrRemoteBusy):
+		return "", &handlers.Error{Status: http.StatusServiceUnavailable, Code: "agent_busy", Message: "The node hosting this agent is busy; try again in a minute."}
+	case errors.Is(err, agent.ErrBackendUnavailable), errors.Is(err, p2p.ErrRemoteFailed):
+		return "", &handlers.Error{Status: http.StatusBadGateway, Code: "agent_unavailable", Message: "The agent could not answer right now. Try again later."}
+	}
+	return "", err
 }

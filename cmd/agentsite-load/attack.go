@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// batchPerClient is the paper's experiment: at concurrency c, a fixed batch
+// of batchPerClient*c requests (50, 100, 200 at 5, 10, 20 clients).
+const batchPerClient = 10
+
+// row is the measurement at one concurrency level.
+type row struct {
+	Concurrency int
+	Timed       *vegeta.Metrics // the --duration run
+	Elapsed     time.Duration   // first request sent to last response read
+	Batch       *vegeta.Metrics // the fixed batch of batchPerClient*c requests
+	BatchWall   time.Duration
+}
+
+// loopbackTransport is an HTTP transport that can only dial loopback
+// addresses and never uses a proxy: the load must not leave the machine.
+func loopbackTransport(idle int) *http.Transport {
+	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+				return nil, fmt.Errorf("refusing to dial %s: load goes to loopback only", addr)
+			}
+			return d.DialContext(ctx, network, addr)
+		},
+		MaxIdleConns:        idle,
+		MaxIdleConnsPerHost: idle,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   false,
+	}
+}
+
+// targetURLs expands the path template with every query.
+func targetURLs(baseURL string, cfg *config) []string {
+	urls := make([]string, len(cfg.Queries))
+	for i, q := range cfg.Queries {
+		urls[i] = baseURL + fmt.Sprintf(cfg.Path, url.QueryEscape(q))
+	}
+	return urls
+}
+
+// rotatingTargeter hands out GET requests cycling through urls.
+func rotatingTargeter(urls []string) vegeta.Targeter {
+	var n atomic.Uint64
+	return func(t *vegeta.Target) error {
+		i := n.Add(1) - 1
+		t.Method = http.MethodGet
+		t.URL = urls[i%uint64(len(urls))]
+		t.Header = nil
+		t.Body = nil
+		return nil
+	}
+}
+
+// countPacer sends as fast as possible and stops after n hits.
+type countPacer uint64
+
+// Pace implements vegeta.Pacer.
+func (p countPacer) Pace(_ time.Duration, hits uint64) (time.Duration, bool) {
+	return 0, hits >= uint64(p)
+}
+
+// Rate implements vegeta.Pacer; the rate is unbounded.
+func (p countPacer) Rate(time.Duration) float64 { return 0 }
+
+// preflight fetches every query once (limit 100) and prints how many
+// listings it matches, so a broken seed or route fails loudly before timing.
+func preflight(ctx context.Context, baseURL string, cfg *config, progress func(string, ...any)) error {
+	client := &http.Client{Transport: loopbackTransport(1), Timeout: cfg.Timeout}
+	defer client.CloseIdleConnections()
+	var parts []string
+	for i, u := range targetURLs(baseURL, cfg) {
+		u = strings.Replace(u, "limit=20", "limit=100", 1)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return fmt.Errorf("preflight %s: %w", u, err)
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+		resp.Body.Close()
+		if err != nil {
+			return fmt.Errorf("preflight %s: %w", u, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("preflight %s: %s: %.300s", u, resp.Status, body)
+		}
+		var page struct {
+			Agents     []json.RawMessage `json:"agents"`
+			NextCursor string            `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			return fmt.Errorf("preflight %s: not the agents JSON: %w", u, err)
+		}
+		more := ""
+		if page.NextCursor != "" {
+			more = "+"
+		}
+		parts = append(parts, fmt.Sprintf("%q %d%s", cfg.Queries[i], len(page.Agents), more))
+	}
+	progress("matches per query (first page of 100): %s", strings.Join(parts, ", "))
+	return nil
+}
+
+// attackAll measures every concurrency level in turn.
+func attackAll(ctx context.Context, baseURL string, cfg *config, progress func(string, ...any)) ([]row, error) {
+	urls := targetURLs(baseURL, cfg)
+	var rows []row
+	for _, c := range cfg.Concurrency {
+		r, err := attackLevel(ctx, urls, c, cfg, progress)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// attackLevel runs, at concurrency c and on one pool of keep-alive
+// connections: a warm-up, the timed run, then the fixed batch.
+func attackLevel(ctx context.Context, urls []string, c int, cfg *config, progress func(string, ...any)) (row, error) {
+	tr := loopbackTransport(c)
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	targeter := rotatingTargeter(urls)
+	r := row{Concurrency: c}
+
+	if cfg.Warmup > 0 {
+		progress("c=%d: warm-up %s", c, cfg.Warmup)
+		if _, _, err := attackOnce(ctx, client, targeter, c, cfg, vegeta.Rate{Freq: 0}, cfg.Warmup, nil); err != nil {
+			return r, err
+		}
+	}
+
+	progress("c=%d: timed run %s", c, cfg.Duration)
+	tick := func(m *vegeta.Metrics, elapsed time.Duration) {
+		progress("c=%d: %d requests (%.0f req/s) after %.0fs", c, m.Requests, float64(m.Requests)/elapsed.Seconds(), elapsed.Seconds())
+	}
+	m, wall, err := attackOnce(ctx, client, targeter, c, cfg, vegeta.Rate{Freq: 0}, cfg.Duration, tick)
+	if err != nil {
+		return r, err
+	}
+	r.Timed, r.Elapsed = m, wall
+
+	n := batchPerClient * c
+	progress("c=%d: fixed batch of %d requests", c, n)
+	if r.Batch, r.BatchWall, err = attackOnce(ctx, client, targeter, c, cfg, countPacer(n), 0, nil); err != nil {
+		return r, err
+	}
+	logErrors(c, m, progress)
+	logErrors(c, r.Batch, progress)
+	return r, nil
+}
+
+// attackOnce runs one vegeta attack with c closed-loop workers and returns
+// its metrics and its wall time (first request sent to last response read).
+// tick, if set, is called about once a second with the running totals.
+func attackOnce(ctx context.Context, client *http.Client, tr vegeta.Targeter, c int, cfg *config,
+	pacer vegeta.Pacer, du time.Duration, tick func(*vegeta.Metrics, time.Duration)) (*vegeta.Metrics, time.Duration, error) {
+	atk := vegeta.NewAttacker(
+		vegeta.Client(client), // shared keep-alive pool; the options below apply to it
+		vegeta.Workers(uint64(c)),
+		vegeta.MaxWorkers(uint64(c)),
+		vegeta.KeepAlive(true),
+		vegeta.Timeout(cfg.Timeout),
+		vegeta.Redirects(vegeta.NoFollow),
+		vegeta.MaxBody(0), // read and discard bodies without keeping them
+	)
+	var m vegeta.Metrics
+	start := time.Now()
+	next := start.Add(time.Second)
+	results := atk.Attack(tr, pacer, du, fmt.Sprintf("c%d", c))
+	for {
+		select {
+		case <-ctx.Done():
+			atk.Stop()
+			for range results { // drain so the workers exit
+			}
+			return nil, 0, ctx.Err()
+		case res, ok := <-results:
+			if !ok {
+				m.Close()
+				return &m, m.End.Sub(m.Earliest), nil
+			}
+			m.Add(res)
+			if tick != nil && time.Now().After(next) {
+				tick(&m, time.Since(start))
+				next = next.Add(time.Second)
+			}
+		}
+	}
+}
+
+// logErrors prints the distinct errors of a run, if any.
+func logErrors(c int, m *vegeta.Metrics, progress func(string, ...any)) {
+	if len(m.Errors) == 0 {
+		return
+	}
+	errs := append([]string(nil), m.Errors...)
+	sort.Strings(errs)
+	if len(errs) > 5 {
+		errs = append(errs[:5], fmt.Sprintf("... %d more", len(m.Errors)-5))
+	}
+	progress("c=%d: errors: %s", c, strings.Join(errs, "; "))
+}

@@ -1,0 +1,203 @@
+// Command agentsite-load is the HTTP load test behind `make bench`: it seeds a
+// fresh store (Postgres or SQLite) with realistic signed listings, starts the
+// real agentsite binary on it, and drives GET /api/v1/agents?q= with vegeta
+// at fixed concurrency levels, all on 127.0.0.1.
+//
+// Every step is bounded in time and count, shows progress on stderr, and
+// cleans up after itself (temporary database, data dir, server process), also
+// on Ctrl-C.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// defaultQueries are the search terms rotated through by default: frequent
+// and rare domains, one- and two-word queries, and one that matches nothing,
+// so the result counts vary the way a real search box's do.
+var defaultQueries = []string{
+	"weather", "translate", "code review", "math", "finance", "travel",
+	"summarize", "python", "stock", "recipe", "legal contract", "kubernetes",
+	"astronomy", "assistant", "spanish", "forecast", "invoice", "quantum chess",
+}
+
+// config is every flag of the tool.
+type config struct {
+	Store       string
+	Listings    int
+	Concurrency []int
+	Duration    time.Duration
+	Warmup      time.Duration
+	Timeout     time.Duration
+	Bin         string
+	Queries     []string
+	Path        string
+	PostgresURL string
+	Out         string
+	Settle      bool
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+		case ctx.Err() != nil:
+			fmt.Fprintln(os.Stderr, "agentsite-load: interrupted; cleaned up")
+		default:
+			fmt.Fprintln(os.Stderr, "agentsite-load:", err)
+		}
+		stop()
+		os.Exit(1)
+	}
+}
+
+// parseFlags fills a config from args and checks it.
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("agentsite-load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.Store, "store", "postgres", "store engine: postgres or sqlite")
+	fs.IntVar(&c.Listings, "listings", 10000, "number of listings to seed")
+	conc := fs.String("concurrency", "5,10,20", "comma-separated concurrency levels (concurrent clients)")
+	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "length of the timed run at each concurrency")
+	fs.DurationVar(&c.Warmup, "warmup", time.Second, "warm-up before each timed run (not measured)")
+	fs.DurationVar(&c.Timeout, "timeout", 5*time.Second, "timeout of one request")
+	fs.StringVar(&c.Bin, "bin", "", "path to the agentsite binary (default: go build ./cmd/agentsite into a temp dir)")
+	queries := fs.String("queries", strings.Join(defaultQueries, ","), "comma-separated search terms to rotate through")
+	fs.StringVar(&c.Path, "path", "/api/v1/agents?q=%s&limit=20", "request path; %s is replaced by the query-escaped term")
+	fs.StringVar(&c.PostgresURL, "postgres-url", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "admin URL used to create and drop the temporary database")
+	fs.BoolVar(&c.Settle, "settle", true, "after seeding, VACUUM ANALYZE the Postgres database as autovacuum would on a live node")
+	fs.StringVar(&c.Out, "out", "", "markdown file to append the results to (optional)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q; flags start with --", fs.Arg(0))
+	}
+	var errs []error
+	if c.Store != "postgres" && c.Store != "sqlite" {
+		errs = append(errs, fmt.Errorf("--store %q must be postgres or sqlite", c.Store))
+	}
+	if c.Listings < 1 || c.Listings > 1_000_000 {
+		errs = append(errs, errors.New("--listings must be between 1 and 1000000"))
+	}
+	for _, s := range strings.Split(*conc, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 1000 {
+			errs = append(errs, fmt.Errorf("--concurrency %q: each level must be an integer 1..1000", s))
+			continue
+		}
+		c.Concurrency = append(c.Concurrency, n)
+	}
+	if c.Duration < 100*time.Millisecond || c.Duration > time.Hour {
+		errs = append(errs, errors.New("--duration must be between 100ms and 1h"))
+	}
+	if c.Warmup < 0 || c.Warmup > time.Minute {
+		errs = append(errs, errors.New("--warmup must be between 0 and 1m"))
+	}
+	if c.Timeout <= 0 || c.Timeout > time.Minute {
+		errs = append(errs, errors.New("--timeout must be between 0 and 1m"))
+	}
+	for _, q := range strings.Split(*queries, ",") {
+		if q = strings.TrimSpace(q); q != "" {
+			c.Queries = append(c.Queries, q)
+		}
+	}
+	if len(c.Queries) == 0 {
+		errs = append(errs, errors.New("--queries must name at least one search term"))
+	}
+	if strings.Count(c.Path, "%s") != 1 || !strings.HasPrefix(c.Path, "/") {
+		errs = append(errs, errors.New("--path must start with / and contain %s exactly once"))
+	}
+	return c, errors.Join(errs...)
+}
+
+// run is the whole tool: seed, serve, attack, report, clean up.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	loadAvg := loadAverage() // before this tool adds any load of its own
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	progress := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
+
+	tmp, err := os.MkdirTemp("", "agentsite-load-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	bin := cfg.Bin
+	if bin == "" {
+		if bin, err = buildBinary(ctx, tmp, progress); err != nil {
+			return err
+		}
+	}
+
+	db, err := newDatabase(ctx, cfg, tmp, progress)
+	if err != nil {
+		return err
+	}
+	defer db.drop(progress)
+
+	if err := seed(ctx, db, cfg.Listings, logger, progress); err != nil {
+		return err
+	}
+
+	if cfg.Settle {
+		if err := db.settle(ctx, progress); err != nil {
+			return err
+		}
+	}
+
+	srv, err := startServer(ctx, bin, db, progress)
+	if err != nil {
+		return err
+	}
+	defer srv.stop(progress)
+
+	if err := preflight(ctx, srv.baseURL, cfg, progress); err != nil {
+		return err
+	}
+	rows, err := attackAll(ctx, srv.baseURL, cfg, progress)
+	if err != nil {
+		return err
+	}
+	rep := &report{
+		Store:    cfg.Store,
+		Listings: cfg.Listings,
+		Settled:  cfg.Settle || cfg.Store == "sqlite",
+		LoadAvg:  loadAvg,
+		Path:     cfg.Path,
+		Duration: cfg.Duration,
+		CPUs:     runtime.NumCPU(),
+		Rows:     rows,
+		Date:     time.Now(),
+	}
+	rep.RSS, rep.PeakRSS = srv.memory()
+	if err := rep.write(stdout); err != nil {
+		return err
+	}
+	if cfg.Out != "" {
+		if err := rep.appendTo(cfg.Out); err != nil {
+			return err
+		}
+		progress("appended results to %s", cfg.Out)
+	}
+	return nil
+}

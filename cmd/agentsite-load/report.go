@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// report is the outcome of a run, printed as a markdown table.
+type report struct {
+	Store    string
+	Listings int
+	Settled  bool    // statistics and indexes settled after seeding
+	LoadAvg  float64 // 1-minute load average when the tool started, -1 if unknown
+	Path     string
+	Duration time.Duration
+	CPUs     int
+	Rows     []row
+	Date     time.Time
+	RSS      int64 // server resident set size at the end, bytes
+	PeakRSS  int64 // server peak resident set size, bytes
+}
+
+// write prints the report as markdown.
+func (r *report) write(w io.Writer) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "\n### %s, %d listings: GET %s\n\n", r.Store, r.Listings, r.Path)
+	fmt.Fprintf(&b, "%s · %d CPUs · %s/%s · %s · closed loop, keep-alive, %s per level after a warm-up; load generator on the same machine\n\n",
+		r.Date.Format("2006-01-02 15:04 MST"), r.CPUs, runtime.GOOS, runtime.GOARCH, runtime.Version(), r.Duration)
+	b.WriteString("| clients | requests | req/s | mean | p50 | p90 | p99 | max | success | non-2xx | batch (10×c) | batch mean | batch req/s |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n")
+	for _, row := range r.Rows {
+		m, bm := row.Timed, row.Batch
+		fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n",
+			row.Concurrency, m.Requests, perSec(m.Requests, row.Elapsed),
+			ms(m.Latencies.Mean), ms(m.Latencies.P50), ms(m.Latencies.P90), ms(m.Latencies.P99), ms(m.Latencies.Max),
+			pct(m.Success), non2xx(m.StatusCodes),
+			bm.Requests, ms(bm.Latencies.Mean), perSec(bm.Requests, row.BatchWall))
+	}
+	if r.LoadAvg >= float64(r.CPUs)/2 {
+		fmt.Fprintf(&b, "\nWarning: the 1-minute load average was %.1f when the tool started, on %d CPUs: other processes were busy, so these numbers are pessimistic.\n", r.LoadAvg, r.CPUs)
+	}
+	if !r.Settled {
+		b.WriteString("\nMeasured right after the bulk seed, without VACUUM ANALYZE (--settle=false).\n")
+	}
+	fmt.Fprintf(&b, "\nServer RSS at the end: %s (peak %s).\n", mib(r.RSS), mib(r.PeakRSS))
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// appendTo appends the report to a markdown file.
+func (r *report) appendTo(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := r.write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// loadAverage returns the 1-minute load average from /proc/loadavg, or -1.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return -1
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}
+
+// ms formats a latency in milliseconds with a precision that suits it.
+func ms(d time.Duration) string {
+	v := float64(d) / float64(time.Millisecond)
+	switch {
+	case v < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64) + " ms"
+	case v < 100:
+		return strconv.FormatFloat(v, 'f', 1, 64) + " ms"
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64) + " ms"
+}
+
+func perSec(n uint64, d time.Duration) string {
+	if d <= 0 {
+		return "–"
+	}
+	return strconv.FormatFloat(float64(n)/d.Seconds(), 'f', 0, 64)
+}
+
+func pct(f float64) string { return strconv.FormatFloat(100*f, 'f', 2, 64) + " %" }
+
+func mib(n int64) string {
+	if n <= 0 {
+		return "unknown"
+	}
+	return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
+}
+
+// non2xx lists status codes outside 2xx as "code×count" ("0" is a
+// transport error or timeout), or "–".
+func non2xx(codes map[string]int) string {
+	var out []string
+	for code, n := range codes {
+		if !strings.HasPrefix(code, "2") || len(code) != 3 {
+			out = append(out, fmt.Sprintf("%s×%d", code, n))
+		}
+	}
+	if len(out) == 0 {
+		return "–"
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}

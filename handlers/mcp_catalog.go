@@ -1,0 +1,204 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/store"
+)
+
+// The read-only side of the public MCP server: the catalogue as tools and
+// resources, with the same validation and outcomes as the JSON API.
+
+// list_tags page size.
+const (
+	defaultTagsLimit = 50
+	maxTagsLimit     = 500
+)
+
+func (p *mcpPublic) searchAgents(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args := req.GetArguments()
+	v := url.Values{}
+	for _, key := range []string{"q", "cursor"} {
+		s, ok := argString(args, key)
+		if !ok {
+			return badArgs(key, "must be a string"), nil
+		}
+		if s != "" {
+			v.Set(key, s)
+		}
+	}
+	for key, param := range map[string]string{"tags": "tag", "status": "status"} {
+		vals, ok := argStrings(args[key])
+		if !ok {
+			return badArgs(key, "must be a string or a list of strings"), nil
+		}
+		for _, s := range vals {
+			v.Add(param, s)
+		}
+	}
+	if raw, ok := args["limit"]; ok && raw != nil {
+		n, ok := argInt(raw)
+		if !ok {
+			return badArgs("limit", "must be a whole number"), nil
+		}
+		v.Set("limit", strconv.Itoa(n))
+	}
+	// The same validation as GET /api/v1/agents.
+	q, err := parseSearchQuery(&http.Request{URL: &url.URL{RawQuery: v.Encode()}})
+	if err != nil {
+		return toolError(toError(badQuery(err)), ""), nil
+	}
+	page, err := p.s.Store.SearchAgents(ctx, q)
+	if err != nil {
+		return p.internal(ctx, "search_agents", err), nil
+	}
+	out := agentListJSON{Agents: make([]AgentJSON, 0, len(page.Listings)), NextCursor: page.NextCursor}
+	for _, l := range page.Listings {
+		out.Agents = append(out.Agents, toAgentJSON(l))
+	}
+	return jsonResult(out)
+}
+
+func (p *mcpPublic) getAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	id, ok := argString(req.GetArguments(), "id")
+	if !ok || id == "" {
+		return badArgs("id", "is required"), nil
+	}
+	l, err := p.listing(ctx, id)
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return toolError(e, ""), nil
+		}
+		return p.internal(ctx, "get_agent", err), nil
+	}
+	return jsonResult(toAgentJSON(l))
+}
+
+type tagJSON struct {
+	Tag   string `json:"tag"`
+	Count int    `json:"count"`
+}
+
+func (p *mcpPublic) listTags(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	limit := defaultTagsLimit
+	if raw, ok := req.GetArguments()["limit"]; ok && raw != nil {
+		n, ok := argInt(raw)
+		if !ok || n < 1 || n > maxTagsLimit {
+			return badArgs("limit", fmt.Sprintf("must be a number from 1 to %d", maxTagsLimit)), nil
+		}
+		limit = n
+	}
+	tags, err := p.s.Store.ListTags(ctx, limit)
+	if err != nil {
+		return p.internal(ctx, "list_tags", err), nil
+	}
+	out := make([]tagJSON, 0, len(tags))
+	for _, t := range tags {
+		out = append(out, tagJSON{Tag: t.Tag, Count: t.Count})
+	}
+	return jsonResult(map[string]any{"tags": out})
+}
+
+// readAgent serves agent://<id>.
+func (p *mcpPublic) readAgent(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	uri := req.Params.URI
+	l, err := p.listing(ctx, strings.TrimPrefix(uri, "agent://"))
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return nil, errors.New(e.Message)
+		}
+		p.s.Logger.ErrorContext(ctx, "MCP resource read failed", "uri", uri, "err", err)
+		return nil, errors.New("the agent could not be read; try again later")
+	}
+	b, err := json.Marshal(toAgentJSON(l))
+	if err != nil {
+		return nil, err
+	}
+	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
+}
+
+// listing finds an agent (asking the network if the cache lacks it), with
+// the same outcomes as GET /api/v1/agents/{id}.
+func (p *mcpPublic) listing(ctx context.Context, id string) (store.Listing, error) {
+	notFound := errorf(http.StatusNotFound, "not_found", "No agent has this id.")
+	if !agent.ValidID(id) {
+		return store.Listing{}, notFound
+	}
+	l, err := p.s.getOrLookup(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return store.Listing{}, notFound
+	case err != nil:
+		return store.Listing{}, err
+	case l.Record.Tombstone:
+		return store.Listing{}, errorf(http.StatusGone, "deleted", "This agent was deleted by its publisher.")
+	}
+	return l, nil
+}
+
+// internal logs an unexpected failure and returns a tool error that does
+// not show it.
+func (p *mcpPublic) internal(ctx context.Context, tool string, err error) *mcp.CallToolResult {
+	e := toError(err)
+	if e.Status >= 500 {
+		p.s.Logger.ErrorContext(ctx, "MCP tool failed", "tool", tool, "err", err)
+	}
+	return toolError(e, "")
+}
+
+// jsonResult returns v as structured content and as its JSON text.
+func jsonResult(v any) (*mcp.CallToolResult, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return mcp.NewToolResultStructured(v, string(b)), nil
+}
+
+// argStrings reads a string or a list of strings.
+func argStrings(v any) ([]string, bool) {
+	switch x := v.(type) {
+	case nil:
+		return nil, true
+	case string:
+		return []string{x}, true
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, s)
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// argInt reads a whole number (JSON numbers arrive as float64).
+func argInt(v any) (int, bool) {
+	switch x := v.(type) {
+	case float64:
+		if x != float64(int(x)) {
+			return 0, false
+		}
+		return int(x), true
+	case string:
+		n, err := strconv.Atoi(x)
+		return n, err == nil
+	}
+	return 0, false
+}
