@@ -78,6 +78,9 @@ func (s *Server) Turn(ctx context.Context, owner string, req TurnRequest, emit f
 		return TurnResult{}, fmt.Errorf("store message: %w", err)
 	}
 	turn := agent.Turn{AgentID: l.Record.ID, ConversationID: conv.ID, History: toHistory(past), Text: text}
+	if (l.Local && s.Answerer == nil) || (!l.Local && s.Remote == nil) {
+		return TurnResult{}, &Error{Status: http.StatusServiceUnavailable, Code: "chat_unavailable", Message: "Chat is not available on this node."}
+	}
 	var reply string
 	if l.Local {
 		reply, err = s.Answerer.Answer(ctx, turn, emit)
@@ -197,6 +200,8 @@ func turnError(err error, l store.Listing) *Error {
 		return &Error{Status: http.StatusBadGateway, Code: "agent_rejected", Message: "The agent's backend refused the request: " + safeDetail(err)}
 	case errors.Is(err, agent.ErrBlockedAddress):
 		return &Error{Status: http.StatusBadGateway, Code: "agent_misconfigured", Message: "The agent's backend address is not allowed on this node."}
+	case errors.Is(err, agent.ErrBackendUnavailable):
+		return &Error{Status: http.StatusBadGateway, Code: "agent_unavailable", Message: "The agent could not answer right now. Try again later."}
 	case errors.Is(err, agent.ErrReplyTooLarge), errors.Is(err, agent.ErrBadBackendReply):
 		return &Error{Status: http.StatusBadGateway, Code: "agent_bad_reply", Message: "The agent's backend sent a reply that could not be used."}
 	case errors.Is(err, context.Canceled):

@@ -29,7 +29,7 @@ type listingsCollector struct {
 func (c *listingsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *listingsCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	counts, err := c.st.CountByStatus(ctx)
 	if err != nil {
@@ -80,5 +80,7 @@ func (m *metrics) observeRequest(method, route string, status int, d time.Durati
 }
 
 func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{})
+	// A slow store must not hide every other metric: serve what was
+	// gathered and count the error.
+	return promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }

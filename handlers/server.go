@@ -140,6 +140,14 @@ func (r *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return http.NewResponseController(r.ResponseWriter).Hijack()
 }
 
+// Flush sends buffered output now (streamed responses: MCP, SSE).
+func (r *statusRecorder) Flush() {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	_ = http.NewResponseController(r.ResponseWriter).Flush()
+}
+
 // Unwrap lets http.ResponseController reach the underlying writer (flush,
 // hijack for WebSockets).
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
