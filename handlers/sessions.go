@@ -48,6 +48,10 @@ const (
 )
 
 func newSessionManager(st store.Store, secure bool) *scs.SessionManager {
+	// scs.New also starts an in-memory store whose cleanup goroutine runs
+	// for the life of the process (one per Server). Stopping it right away
+	// races inside scs v2.9 (StopCleanup reads the channel startCleanup
+	// writes), so it is left running; it wakes once a minute.
 	sm := scs.New()
 	sm.Store = sessionStore{st: st}
 	sm.Lifetime = 30 * 24 * time.Hour

@@ -205,11 +205,21 @@ func (n *Node) Announce(ctx context.Context, rec *agent.Record, env []byte) erro
 }
 
 func (n *Node) putDHT(ctx context.Context, rec *agent.Record, env []byte) {
-	if n.dht == nil || len(n.dht.RoutingTable().ListPeers()) == 0 {
+	if n.dht == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	// A record published right at start-up (the demo agents) would find
+	// an empty routing table; wait for the first peers instead of skipping
+	// until the next refresh.
+	for wait := 50 * time.Millisecond; len(n.dht.RoutingTable().ListPeers()) == 0; wait = min(2*wait, 2*time.Second) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
 	if err := n.dht.PutValue(ctx, dhtKey(rec.ID), env); err != nil {
 		n.metrics.published.WithLabelValues("dht_put", "error").Inc()
 		n.logger.Debug("DHT put failed; gossip and sync still carry the record", "id", rec.ID, "err", err)

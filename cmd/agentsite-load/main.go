@@ -132,7 +132,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	loadAvg := loadAverage() // before this tool adds any load of its own
+	busy := cpuBusy(time.Second) // before this tool adds any load of its own
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	progress := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
 
@@ -182,7 +182,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Store:    cfg.Store,
 		Listings: cfg.Listings,
 		Settled:  cfg.Settle || cfg.Store == "sqlite",
-		LoadAvg:  loadAvg,
+		Busy:     busy,
 		Path:     cfg.Path,
 		Duration: cfg.Duration,
 		CPUs:     runtime.NumCPU(),

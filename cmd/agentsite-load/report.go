@@ -12,12 +12,16 @@ import (
 	"time"
 )
 
+// busyWarning is the CPU use by other processes, sampled at start, above
+// which the report warns that the machine was not idle.
+const busyWarning = 0.2
+
 // report is the outcome of a run, printed as a markdown table.
 type report struct {
 	Store    string
 	Listings int
 	Settled  bool    // statistics and indexes settled after seeding
-	LoadAvg  float64 // 1-minute load average when the tool started, -1 if unknown
+	Busy     float64 // CPU busy fraction sampled when the tool started, -1 if unknown
 	Path     string
 	Duration time.Duration
 	CPUs     int
@@ -31,8 +35,8 @@ type report struct {
 func (r *report) write(w io.Writer) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "\n### %s, %d listings: GET %s\n\n", r.Store, r.Listings, r.Path)
-	fmt.Fprintf(&b, "%s · %d CPUs · %s/%s · %s · closed loop, keep-alive, %s per level after a warm-up; load generator on the same machine\n\n",
-		r.Date.Format("2006-01-02 15:04 MST"), r.CPUs, runtime.GOOS, runtime.GOARCH, runtime.Version(), r.Duration)
+	fmt.Fprintf(&b, "%s · %d CPUs (%s busy before the run) · %s/%s · %s · closed loop, keep-alive, %s per level after a warm-up; load generator on the same machine\n\n",
+		r.Date.Format("2006-01-02 15:04 MST"), r.CPUs, busyText(r.Busy), runtime.GOOS, runtime.GOARCH, runtime.Version(), r.Duration)
 	b.WriteString("| clients | requests | req/s | mean | p50 | p90 | p99 | max | success | non-2xx | batch (10×c) | batch mean | batch req/s |\n")
 	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n")
 	for _, row := range r.Rows {
@@ -43,8 +47,8 @@ func (r *report) write(w io.Writer) error {
 			pct(m.Success), non2xx(m.StatusCodes),
 			bm.Requests, ms(bm.Latencies.Mean), perSec(bm.Requests, row.BatchWall))
 	}
-	if r.LoadAvg >= float64(r.CPUs)/2 {
-		fmt.Fprintf(&b, "\nWarning: the 1-minute load average was %.1f when the tool started, on %d CPUs: other processes were busy, so these numbers are pessimistic.\n", r.LoadAvg, r.CPUs)
+	if r.Busy >= busyWarning {
+		fmt.Fprintf(&b, "\nWarning: other processes kept %.0f %% of the CPUs busy when the tool started; these numbers are pessimistic.\n", 100*r.Busy)
 	}
 	if !r.Settled {
 		b.WriteString("\nMeasured right after the bulk seed, without VACUUM ANALYZE (--settle=false).\n")
@@ -67,21 +71,45 @@ func (r *report) appendTo(path string) error {
 	return f.Close()
 }
 
-// loadAverage returns the 1-minute load average from /proc/loadavg, or -1.
-func loadAverage() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
+// cpuBusy samples /proc/stat over d and returns the fraction of all CPUs
+// that was busy (not idle or waiting for I/O), or -1 if unknown.
+func cpuBusy(d time.Duration) float64 {
+	read := func() (busy, total uint64, ok bool) {
+		b, err := os.ReadFile("/proc/stat")
+		if err != nil {
+			return 0, 0, false
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		f := strings.Fields(line)
+		if len(f) < 6 || f[0] != "cpu" {
+			return 0, 0, false
+		}
+		for i, s := range f[1:] {
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return 0, 0, false
+			}
+			total += v
+			if i != 3 && i != 4 { // idle, iowait
+				busy += v
+			}
+		}
+		return busy, total, true
+	}
+	b0, t0, ok0 := read()
+	time.Sleep(d)
+	b1, t1, ok1 := read()
+	if !ok0 || !ok1 || t1 <= t0 {
 		return -1
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return -1
+	return float64(b1-b0) / float64(t1-t0)
+}
+
+func busyText(f float64) string {
+	if f < 0 {
+		return "unknown"
 	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return -1
-	}
-	return v
+	return strconv.FormatFloat(100*f, 'f', 0, 64) + " %"
 }
 
 // ms formats a latency in milliseconds with a precision that suits it.

@@ -45,6 +45,10 @@ func TestNodeLossAndReturn(t *testing.T) {
 
 	b.stop()
 	stopped := time.Now()
+	seqAtStop := map[string]uint64{}
+	for id, l := range a.agentIDs("all") {
+		seqAtStop[id] = l.Seq
+	}
 	for _, n := range []*clusterNode{a, c} {
 		for _, id := range bIDs {
 			eventually(t, 5*time.Second, "B's agent to turn stale", func() bool {
@@ -110,7 +114,7 @@ func TestNodeLossAndReturn(t *testing.T) {
 			t.Errorf("after restart B's view of %s = %+v", id, got)
 		}
 		_, onAView := a.agent(id)
-		if onAView.Seq <= onB1.Seq || onAView.HostPeerID != bPeer {
+		if onAView.Seq <= seqAtStop[id] || onAView.HostPeerID != bPeer {
 			t.Errorf("A's view of %s after restart = %+v; want a fresh seq from %s", id, onAView, bPeer)
 		}
 	}

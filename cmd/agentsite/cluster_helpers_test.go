@@ -17,9 +17,14 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// metric sums the samples of the Prometheus series name on n's /metrics
-// whose labels include every pair in labels ("path", "sync", ...).
-func (n *clusterNode) metric(name string, labels ...string) float64 {
+// metricsScrape is one /metrics body, read once and queried many times.
+type metricsScrape struct {
+	t    testing.TB
+	body []byte
+}
+
+// scrape reads n's /metrics.
+func (n *clusterNode) scrape() metricsScrape {
 	n.t.Helper()
 	var body []byte
 	// A scrape fails (500) when a store-backed collector times out, which a
@@ -34,12 +39,24 @@ func (n *clusterNode) metric(name string, labels ...string) float64 {
 		body, _ = io.ReadAll(resp.Body)
 		return resp.StatusCode == http.StatusOK
 	})
+	return metricsScrape{t: n.t, body: body}
+}
+
+// metric sums the samples of the Prometheus series name on n's /metrics
+// whose labels include every pair in labels ("path", "sync", ...).
+func (n *clusterNode) metric(name string, labels ...string) float64 {
+	n.t.Helper()
+	return n.scrape().sum(name, labels...)
+}
+
+// sum adds up the samples of series name whose labels include every pair.
+func (m metricsScrape) sum(name string, labels ...string) float64 {
 	var want []string
 	for i := 0; i+1 < len(labels); i += 2 {
 		want = append(want, fmt.Sprintf("%s=%q", labels[i], labels[i+1]))
 	}
-	sum := 0.0
-	sc := bufio.NewScanner(bytes.NewReader(body))
+	total := 0.0
+	sc := bufio.NewScanner(bytes.NewReader(m.body))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
@@ -66,11 +83,11 @@ func (n *clusterNode) metric(name string, labels ...string) float64 {
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		if err != nil {
-			n.t.Fatalf("metric %s: bad value in %q", name, line)
+			m.t.Fatalf("metric %s: bad value in %q", name, line)
 		}
-		sum += v
+		total += v
 	}
-	return sum
+	return total
 }
 
 // catalogue is n's view of the network: agent id → seq, over every status.
