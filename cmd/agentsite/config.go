@@ -28,6 +28,7 @@ type Config struct {
 	HeartbeatInterval     time.Duration
 	StaleAfter            time.Duration
 	SyncOnConnect         bool
+	ChatRateLimit         int
 	LogLevel              string
 	LogFormat             string
 }
@@ -89,6 +90,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", 10*time.Second, "how often this node announces itself on agentsite/status/1")
 	fs.DurationVar(&c.StaleAfter, "stale-after", 0, "silence after which a node's listings turn stale (0: 3 heartbeat intervals)")
 	fs.BoolVar(&c.SyncOnConnect, "sync-on-connect", true, "pull each new peer's catalogue when it connects (off: the cache fills from gossip and look-ups only)")
+	fs.IntVar(&c.ChatRateLimit, "chat-rate-limit", 120, "chat turns per minute one IP or account may send (WebSocket, message API, MCP)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	return fs
@@ -147,6 +149,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HeartbeatInterval < 100*time.Millisecond || c.HeartbeatInterval > 10*time.Minute {
 		errs = append(errs, errors.New("--heartbeat-interval must be between 100ms and 10m (default 10s)"))
+	}
+	if c.ChatRateLimit < 1 {
+		errs = append(errs, errors.New("--chat-rate-limit must be at least 1 (turns per minute)"))
 	}
 	if c.StaleAfter < 0 {
 		errs = append(errs, errors.New("--stale-after must not be negative; 0 means 3 heartbeat intervals"))

@@ -121,6 +121,7 @@ func (m *Main) Run(ctx context.Context) error {
 		SecureCookies:         m.Config.SecureCookies,
 		BcryptCost:            m.BcryptCost,
 		RecordTTL:             m.Config.RecordTTL,
+		ChatRateLimit:         m.Config.ChatRateLimit,
 	}, reg)
 	if err != nil {
 		return fmt.Errorf("build HTTP handlers: %w", err)

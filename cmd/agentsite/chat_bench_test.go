@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// BenchmarkChatTurns is the paper's experiment on AgentChat: concurrent
+// clients (5, 10, 20) sending turns to the echo agent over the message API
+// and the WebSocket, to an agent on the portal's own node (local) and on
+// another node (cross, over MCP on libp2p). Each sub-benchmark reports
+// turns/s and the p50/p99 round trip.
+//
+//	go test -run '^$' -bench BenchmarkChatTurns -benchtime 1x ./cmd/agentsite/
+func BenchmarkChatTurns(b *testing.B) {
+	fast := []string{"--chat-rate-limit", "100000000"}
+	host := startClusterNode(b, nodeOpts{demo: true, extra: fast, heartbeat: time.Second, ttl: time.Hour})
+	portal := startClusterNode(b, nodeOpts{bootstrap: []string{host.addr()}, extra: fast, heartbeat: time.Second, ttl: time.Hour})
+	var echoID string
+	eventually(b, 20*time.Second, "the portal to learn the host's echo agent", func() bool {
+		for id, a := range portal.agentIDs("all") {
+			if a.Name == "echo" && !a.Local {
+				echoID = id
+				return true
+			}
+		}
+		return false
+	})
+	const perRun = 2000 // turns per concurrency level
+	for _, where := range []struct {
+		name string
+		node *clusterNode
+	}{{"local", host}, {"cross", portal}} {
+		for _, via := range []string{"api", "ws"} {
+			for _, c := range []int{5, 10, 20} {
+				b.Run(fmt.Sprintf("%s/%s/c=%d", where.name, via, c), func(b *testing.B) {
+					for b.Loop() {
+						lat, took := runTurns(b, where.node, echoID, via, c, perRun)
+						slices.Sort(lat)
+						b.ReportMetric(float64(len(lat))/took.Seconds(), "turns/s")
+						b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
+						b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
+						b.ReportMetric(0, "ns/op")
+					}
+				})
+			}
+		}
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// runTurns sends n turns with c concurrent clients, each in its own
+// conversation, and returns every round-trip time and the wall time.
+func runTurns(tb testing.TB, n *clusterNode, agentID, via string, c, total int) ([]time.Duration, time.Duration) {
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			turn := apiTurner(tb, n, agentID)
+			if via == "ws" {
+				turn = wsTurner(tb, n, agentID)
+			}
+			mine := make([]time.Duration, 0, total/c)
+			for i := range total / c {
+				t0 := time.Now()
+				turn(fmt.Sprintf("hello %d from client %d", i, w))
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return lat, time.Since(start)
+}
+
+// apiTurner returns a function sending one turn via POST .../messages,
+// continuing one conversation.
+func apiTurner(tb testing.TB, n *clusterNode, agentID string) func(string) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	conv := ""
+	return func(text string) {
+		body, _ := json.Marshal(map[string]string{"text": text, "conversation_id": conv})
+		resp, err := client.Post(n.m.HTTPURL()+"/api/v1/agents/"+agentID+"/messages", "application/json", bytes.NewReader(body))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			ConversationID string `json:"conversation_id"`
+			Reply          string `json:"reply"`
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &out) != nil || out.Reply != text {
+			tb.Fatalf("turn: %d %s", resp.StatusCode, raw)
+		}
+		conv = out.ConversationID
+	}
+}
+
+// wsTurner opens a chat WebSocket (after loading the chat page for a
+// session) and returns a function sending one turn and reading to "done".
+func wsTurner(tb testing.TB, n *clusterNode, agentID string) func(string) {
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	resp, err := hc.Get(n.m.HTTPURL() + "/chat/" + agentID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resp.Body.Close()
+	d := websocket.Dialer{Jar: jar, HandshakeTimeout: 5 * time.Second}
+	wsURL := "ws" + strings.TrimPrefix(n.m.HTTPURL(), "http") + "/api/v1/chat"
+	conn, _, err := d.Dial(wsURL, http.Header{"Origin": {n.m.HTTPURL()}})
+	if err != nil {
+		tb.Fatalf("dial chat: %v", err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	conv := ""
+	return func(text string) {
+		if err := conn.WriteJSON(map[string]string{"type": "message", "agent_id": agentID, "conversation_id": conv, "text": text}); err != nil {
+			tb.Fatal(err)
+		}
+		var got strings.Builder
+		for {
+			var f struct {
+				Type, Text, ConversationID, Code, Message string
+			}
+			if err := conn.ReadJSON(&f); err != nil {
+				tb.Fatal(err)
+			}
+			switch f.Type {
+			case "chunk":
+				got.WriteString(f.Text)
+			case "done":
+				if got.String() != text {
+					tb.Fatalf("streamed %q, want %q", got.String(), text)
+				}
+				conv = f.ConversationID
+				return
+			default:
+				tb.Fatalf("chat error %s: %s", f.Code, f.Message)
+			}
+		}
+	}
+}
