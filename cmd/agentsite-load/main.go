@@ -55,6 +55,8 @@ func main() {
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		switch {
 		case errors.Is(err, flag.ErrHelp):
+			stop()
+			os.Exit(0)
 		case ctx.Err() != nil:
 			fmt.Fprintln(os.Stderr, "agentsite-load: interrupted; cleaned up")
 		default:
