@@ -90,7 +90,9 @@ func (m *Main) Run(ctx context.Context) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	ist := store.Instrument(st, reg)
+	// Reads the portal repeats (search, counts, tags) are served from a
+	// short-lived cache that every write invalidates; see store.Cache.
+	ist := store.NewCache(store.Instrument(st, reg), time.Second, 10_000)
 	selfID, err := peer.IDFromPrivateKey(key)
 	if err != nil {
 		return fmt.Errorf("peer id: %w", err)

@@ -1,0 +1,150 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// Cache wraps a Store and keeps the answers of the read-heavy portal
+// queries (SearchAgents, Stats, ListTags, RecentAgents) for a short time.
+// Every write that can change them (UpsertRecord, SetHostStatus,
+// ExpireListings, UpsertNode) bumps a generation counter, and an entry of an older
+// generation is never served, so the cache cannot show a listing state the
+// store has already moved past; the TTL only bounds how long an unchanged
+// answer is reused. Concurrent misses for the same query share one store
+// call. Everything else passes straight through.
+//
+// Why: a text search ranks every matching row; on the 2-core machine that
+// capped Postgres at ~600 searches/s (BENCHMARKS.md), while the same few
+// queries arrive over and over from the live search box.
+type Cache struct {
+	Store
+	ttl   time.Duration
+	max   int
+	gen   atomic.Uint64
+	group singleflight.Group
+
+	mu      sync.Mutex
+	entries map[string]cacheEntry
+}
+
+type cacheEntry struct {
+	gen     uint64
+	expires time.Time
+	value   any
+}
+
+// NewCache wraps s; ttl bounds reuse, max bounds the number of entries.
+func NewCache(s Store, ttl time.Duration, max int) *Cache {
+	return &Cache{Store: s, ttl: ttl, max: max, entries: map[string]cacheEntry{}}
+}
+
+// UpsertRecord implements Store and invalidates cached reads.
+func (c *Cache) UpsertRecord(ctx context.Context, l Listing) error {
+	err := c.Store.UpsertRecord(ctx, l)
+	c.gen.Add(1)
+	return err
+}
+
+// UpsertNode implements Store and invalidates cached reads (Stats counts
+// nodes).
+func (c *Cache) UpsertNode(ctx context.Context, n Node) error {
+	err := c.Store.UpsertNode(ctx, n)
+	c.gen.Add(1)
+	return err
+}
+
+// SetHostStatus implements Store and invalidates cached reads.
+func (c *Cache) SetHostStatus(ctx context.Context, hostPeerID, status string, lastSeen time.Time) (int, error) {
+	n, err := c.Store.SetHostStatus(ctx, hostPeerID, status, lastSeen)
+	if n > 0 || err != nil {
+		c.gen.Add(1)
+	}
+	return n, err
+}
+
+// ExpireListings implements Store and invalidates cached reads.
+func (c *Cache) ExpireListings(ctx context.Context, now time.Time) (int, error) {
+	n, err := c.Store.ExpireListings(ctx, now)
+	if n > 0 || err != nil {
+		c.gen.Add(1)
+	}
+	return n, err
+}
+
+// SearchAgents implements Store from the cache when it can. Callers must
+// treat the returned listings as read-only (they may be shared).
+func (c *Cache) SearchAgents(ctx context.Context, q SearchQuery) (SearchPage, error) {
+	key := fmt.Sprintf("search\x00%s\x00%s\x00%s\x00%s\x00%d\x00%s",
+		q.Q, strings.Join(q.Tags, ","), strings.Join(q.Statuses, ","), q.Owner, NormalizeLimit(q.Limit), q.Cursor)
+	v, err := c.get(ctx, key, func(ctx context.Context) (any, error) { return c.Store.SearchAgents(ctx, q) })
+	if err != nil {
+		return SearchPage{}, err
+	}
+	return v.(SearchPage), nil
+}
+
+// Stats implements Store from the cache when it can.
+func (c *Cache) Stats(ctx context.Context) (Stats, error) {
+	v, err := c.get(ctx, "stats", func(ctx context.Context) (any, error) { return c.Store.Stats(ctx) })
+	if err != nil {
+		return Stats{}, err
+	}
+	return v.(Stats), nil
+}
+
+// ListTags implements Store from the cache when it can.
+func (c *Cache) ListTags(ctx context.Context, limit int) ([]TagCount, error) {
+	v, err := c.get(ctx, fmt.Sprintf("tags\x00%d", limit), func(ctx context.Context) (any, error) { return c.Store.ListTags(ctx, limit) })
+	if err != nil {
+		return nil, err
+	}
+	return v.([]TagCount), nil
+}
+
+// RecentAgents implements Store from the cache when it can.
+func (c *Cache) RecentAgents(ctx context.Context, limit int) ([]Listing, error) {
+	v, err := c.get(ctx, fmt.Sprintf("recent\x00%d", limit), func(ctx context.Context) (any, error) { return c.Store.RecentAgents(ctx, limit) })
+	if err != nil {
+		return nil, err
+	}
+	return v.([]Listing), nil
+}
+
+// get returns a fresh entry of the current generation, or loads one (once
+// for all concurrent callers) and keeps it if no write happened meanwhile.
+func (c *Cache) get(ctx context.Context, key string, load func(context.Context) (any, error)) (any, error) {
+	gen := c.gen.Load()
+	now := time.Now()
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok && e.gen == gen && now.Before(e.expires) {
+		return e.value, nil
+	}
+	v, err, _ := c.group.Do(fmt.Sprintf("%d\x00%s", gen, key), func() (any, error) {
+		// Detached from one caller's cancellation: others share the result.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		v, err := load(lctx)
+		if err != nil {
+			return nil, err
+		}
+		if c.gen.Load() == gen {
+			c.mu.Lock()
+			if len(c.entries) >= c.max {
+				clear(c.entries)
+			}
+			c.entries[key] = cacheEntry{gen: gen, expires: time.Now().Add(c.ttl), value: v}
+			c.mu.Unlock()
+		}
+		return v, nil
+	})
+	return v, err
+}

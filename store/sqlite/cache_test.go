@@ -1,0 +1,16 @@
+package sqlite_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/store/storetest"
+)
+
+// The read cache must be invisible: the whole conformance suite, which
+// reads right after every kind of write, passes through it. A long TTL
+// makes any missed invalidation show up as a failure.
+func TestConformanceThroughCache(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return store.NewCache(mustOpen(t), time.Hour, 1000) })
+}
