@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # they create and drop their own databases.
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: help run build test test-short bench bench-p2p load generate lint fuzz demo clean
+.PHONY: help run build test test-short bench bench-p2p bench-chat load generate lint fuzz demo clean
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -27,9 +27,12 @@ test-short: ## the fast tests only
 	$(GO) test -short -count=1 ./...
 
 bench: ## Go benchmarks of both stores (10k, 100k listings) and the HTTP load run
-	$(GO) test -run '^$$' -bench . -benchtime 2000x -timeout 60m ./store/sqlite/ ./store/postgres/
+	$(GO) test -run '^$$' -bench . -benchtime 200x -timeout 60m ./store/sqlite/ ./store/postgres/
 	$(GO) run ./cmd/agentsite-load --store postgres --listings 10000 --concurrency 5,10,20 --duration 10s
 	$(GO) run ./cmd/agentsite-load --store sqlite --listings 10000 --concurrency 5,10,20 --duration 10s
+
+bench-chat: ## chat turns to echo, local and cross-node, API and WebSocket, 5/10/20 clients
+	$(GO) test -run '^$$' -bench 'BenchmarkChatTurns|BenchmarkRemoteTurn' -benchtime 1x -timeout 30m ./cmd/agentsite/
 
 bench-p2p: ## propagation and DHT look-up latency on planets of 5, 10, 20 and 50 nodes
 	$(GO) test -run '^$$' -bench BenchmarkPropagation -benchtime 20x -timeout 30m ./cmd/agentsite/
