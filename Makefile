@@ -32,7 +32,8 @@ bench: ## Go benchmarks of both stores (10k, 100k listings) and the HTTP load ru
 	$(GO) run ./cmd/agentsite-load --store sqlite --listings 10000 --concurrency 5,10,20 --duration 10s
 
 bench-chat: ## chat turns to echo, local and cross-node, API and WebSocket, 5/10/20 clients
-	$(GO) test -run '^$$' -bench 'BenchmarkChatTurns|BenchmarkRemoteTurn' -benchtime 1x -timeout 30m ./cmd/agentsite/
+	$(GO) test -run '^$$' -bench BenchmarkChatTurns -benchtime 1x -timeout 30m ./cmd/agentsite/
+	$(GO) test -run '^$$' -bench BenchmarkRemoteTurn -benchtime 200x -timeout 30m ./cmd/agentsite/
 
 bench-p2p: ## propagation and DHT look-up latency on planets of 5, 10, 20 and 50 nodes
 	$(GO) test -run '^$$' -bench BenchmarkPropagation -benchtime 20x -timeout 30m ./cmd/agentsite/
