@@ -38,6 +38,7 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
 	r.Handle("/metrics", s.metrics.handler())
+	r.Get("/.well-known/agent-card.json", s.agentCard)
 	r.Handle("/static/*", s.staticHandler())
 
 	// MCP for people's MCP clients (Streamable HTTP). Not under the API's
