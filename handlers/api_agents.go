@@ -151,18 +151,7 @@ func badQuery(err error) error {
 }
 
 func (s *Server) apiGetAgent(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
-	if !agent.ValidID(id) {
-		s.renderError(w, r, errorf(http.StatusNotFound, "not_found", "No agent has this id."))
-		return
-	}
-	l, err := s.getOrLookup(r.Context(), id)
-	if err == nil && l.Record.Tombstone {
-		err = errorf(http.StatusGone, "deleted", "This agent was deleted by its publisher.")
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		err = errorf(http.StatusNotFound, "not_found", "No agent has this id.")
-	}
+	l, err := s.getListing(r)
 	if err != nil {
 		s.renderError(w, r, err)
 		return
@@ -229,15 +218,25 @@ func (s *Server) apiCreateAgent(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, toAgentJSON(l))
 }
 
-func (s *Server) apiUpdateAgent(w http.ResponseWriter, r *http.Request) {
+// ownedAgentRequest authenticates a write to /api/v1/agents/{id} and checks
+// the id's shape; ok is false when it has already answered.
+func (s *Server) ownedAgentRequest(w http.ResponseWriter, r *http.Request) (p Principal, id string, ok bool) {
 	p, err := s.apiPrincipal(r)
 	if err != nil {
 		s.renderError(w, r, err)
-		return
+		return p, "", false
 	}
-	id := chi.URLParam(r, "id")
+	id = chi.URLParam(r, "id")
 	if !agent.ValidID(id) {
-		s.renderError(w, r, errorf(http.StatusNotFound, "not_found", "No agent has this id."))
+		s.renderError(w, r, errNoSuchAgent)
+		return p, "", false
+	}
+	return p, id, true
+}
+
+func (s *Server) apiUpdateAgent(w http.ResponseWriter, r *http.Request) {
+	p, id, ok := s.ownedAgentRequest(w, r)
+	if !ok {
 		return
 	}
 	var in AgentInput
@@ -254,14 +253,8 @@ func (s *Server) apiUpdateAgent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiDeleteAgent(w http.ResponseWriter, r *http.Request) {
-	p, err := s.apiPrincipal(r)
-	if err != nil {
-		s.renderError(w, r, err)
-		return
-	}
-	id := chi.URLParam(r, "id")
-	if !agent.ValidID(id) {
-		s.renderError(w, r, errorf(http.StatusNotFound, "not_found", "No agent has this id."))
+	p, id, ok := s.ownedAgentRequest(w, r)
+	if !ok {
 		return
 	}
 	if err := s.deleteAgent(r.Context(), p, id); err != nil {
