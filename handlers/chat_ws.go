@@ -206,7 +206,9 @@ func (s *Server) runWSTurn(ctx context.Context, owner string, in wsIn, out chan<
 		_ = send(ctx, out, wsOut{Type: "error", Code: e.Code, Message: e.Message, ConversationID: convID})
 		return
 	}
-	_ = send(ctx, out, wsOut{Type: "done", ConversationID: res.Conversation.ID, MessageID: res.Reply.ID})
+	// done carries the whole stored reply, so a client can correct what it
+	// assembled from chunks (one can be lost when a remote host relays).
+	_ = send(ctx, out, wsOut{Type: "done", ConversationID: res.Conversation.ID, MessageID: res.Reply.ID, Text: res.Reply.Text})
 }
 
 func send(ctx context.Context, out chan<- wsOut, m wsOut) error {

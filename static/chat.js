@@ -3,7 +3,7 @@
 // messages go over the WebSocket at /api/v1/chat and replies stream in
 // chunk by chunk. Protocol (DESIGN.md): we send
 // {"type":"message","agent_id","conversation_id"?,"text"}; the server sends
-// {"type":"chunk","text"}…, then {"type":"done","conversation_id",
+// {"type":"chunk","text"}…, then {"type":"done","conversation_id","text" (the whole reply),
 // "message_id"} or {"type":"error","code","message","conversation_id"?}.
 //
 // Everything comes from data- attributes on [data-chat] (the CSP allows no
@@ -193,6 +193,9 @@
       if (typing) typing.remove();
       p.agent.removeAttribute("aria-busy");
     }
+    // The stored reply is authoritative: if a streamed chunk was lost on
+    // the way (a relay may drop one under load), show the whole reply.
+    if (typeof f.text === "string" && f.text !== p.textNode.data) p.textNode.data = f.text;
     if (f.message_id) p.agent.setAttribute("data-message-id", String(f.message_id));
     if (f.conversation_id) adoptConversation(f.conversation_id, p.text);
     turnEnded();
