@@ -49,6 +49,7 @@ generate: ## regenerate templ components
 lint: ## go vet, gofmt, and generated files up to date
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@$(GO) tool templ generate >/dev/null 2>&1; if ! git diff --quiet -- '*_templ.go'; then echo "generated templ files are stale: run make generate and commit"; exit 1; fi
 
 fuzz: ## fuzz record opening and validation for a minute each
 	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime 60s ./agent/
