@@ -113,13 +113,9 @@ func (s *Server) Turn(ctx context.Context, owner string, req TurnRequest, emit f
 // chatTarget finds the listing a turn goes to (looking beyond the cache if
 // needed) and refuses deleted or offline agents with a clear message.
 func (s *Server) chatTarget(ctx context.Context, id string) (store.Listing, error) {
-	notFound := &Error{Status: http.StatusNotFound, Code: "unknown_agent", Message: "No agent has this id; find one at /agents."}
-	if !agent.ValidID(id) {
-		return store.Listing{}, notFound
-	}
-	l, err := s.getOrLookup(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && l.Record.Tombstone) {
-		return store.Listing{}, notFound
+	l, err := s.loadListing(ctx, id)
+	if errors.Is(err, errNoSuchAgent) || errors.Is(err, errAgentGone) {
+		return store.Listing{}, &Error{Status: http.StatusNotFound, Code: "unknown_agent", Message: "No agent has this id; find one at /agents."}
 	}
 	if err != nil {
 		return store.Listing{}, err

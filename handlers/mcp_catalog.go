@@ -12,7 +12,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -129,23 +128,9 @@ func (p *mcpPublic) readAgent(ctx context.Context, req mcp.ReadResourceRequest) 
 	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
 }
 
-// listing finds an agent (asking the network if the cache lacks it), with
-// the same outcomes as GET /api/v1/agents/{id}.
+// listing finds an agent with the same outcomes as GET /api/v1/agents/{id}.
 func (p *mcpPublic) listing(ctx context.Context, id string) (store.Listing, error) {
-	notFound := errorf(http.StatusNotFound, "not_found", "No agent has this id.")
-	if !agent.ValidID(id) {
-		return store.Listing{}, notFound
-	}
-	l, err := p.s.getOrLookup(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return store.Listing{}, notFound
-	case err != nil:
-		return store.Listing{}, err
-	case l.Record.Tombstone:
-		return store.Listing{}, errorf(http.StatusGone, "deleted", "This agent was deleted by its publisher.")
-	}
-	return l, nil
+	return p.s.loadListing(ctx, id)
 }
 
 // internal logs an unexpected failure and returns a tool error that does

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -16,14 +17,14 @@ var (
 	errAgentGone   = errorf(http.StatusGone, "deleted", "This agent was deleted by its publisher.")
 )
 
-// getListing loads the listing named by the {id} URL parameter: 404 for a
-// malformed or unknown id, 410 for a deleted agent.
-func (s *Server) getListing(r *http.Request) (store.Listing, error) {
-	id := chi.URLParam(r, "id")
+// loadListing loads a listing by id for every surface (pages, API, MCP,
+// chat), asking the network if the cache lacks it: errNoSuchAgent for a
+// malformed or unknown id, errAgentGone for a deleted agent.
+func (s *Server) loadListing(ctx context.Context, id string) (store.Listing, error) {
 	if !agent.ValidID(id) {
 		return store.Listing{}, errNoSuchAgent
 	}
-	l, err := s.getOrLookup(r.Context(), id)
+	l, err := s.getOrLookup(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return store.Listing{}, errNoSuchAgent
@@ -33,6 +34,11 @@ func (s *Server) getListing(r *http.Request) (store.Listing, error) {
 		return store.Listing{}, errAgentGone
 	}
 	return l, nil
+}
+
+// getListing is loadListing for the {id} URL parameter.
+func (s *Server) getListing(r *http.Request) (store.Listing, error) {
+	return s.loadListing(r.Context(), chi.URLParam(r, "id"))
 }
 
 func (s *Server) pageAgent(w http.ResponseWriter, r *http.Request) {

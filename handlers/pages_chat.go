@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/static"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
@@ -137,20 +136,11 @@ func (s *Server) showChat(w http.ResponseWriter, r *http.Request, status int, co
 // unknown or deleted one. Offline agents still have a page (their history
 // stays readable); Turn refuses new messages to them.
 func (s *Server) chatListing(ctx context.Context, id string) (store.Listing, error) {
-	notFound := errorf(http.StatusNotFound, "unknown_agent", "No agent has this id (or it was deleted); find one at /agents.")
-	if !agent.ValidID(id) {
-		return store.Listing{}, notFound
+	l, err := s.loadListing(ctx, id)
+	if errors.Is(err, errNoSuchAgent) || errors.Is(err, errAgentGone) {
+		return store.Listing{}, errorf(http.StatusNotFound, "unknown_agent", "No agent has this id (or it was deleted); find one at /agents.")
 	}
-	l, err := s.getOrLookup(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return store.Listing{}, notFound
-	case err != nil:
-		return store.Listing{}, err
-	case l.Record.Tombstone:
-		return store.Listing{}, notFound
-	}
-	return l, nil
+	return l, err
 }
 
 // ownConversation loads conversation id if owner may see it on agentID's
