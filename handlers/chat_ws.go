@@ -118,7 +118,9 @@ func (s *Server) apiChat(w http.ResponseWriter, r *http.Request) {
 	}
 	// The socket lives past the request: it ends with the client, or when
 	// the server shuts down (CloseChats), not with r's context.
-	s.chatLoop(s.chatContext(ctx), conn, owner, clientIP(r))
+	chatCtx, end := s.chatContext(ctx)
+	defer end()
+	s.chatLoop(chatCtx, conn, owner, clientIP(r))
 }
 
 // chatLoop reads frames, runs turns one after another and streams the
@@ -255,14 +257,16 @@ func clientIP(r *http.Request) string {
 
 // chatContext is a context for a chat socket: it carries ctx's values (the
 // session) but ends when the server closes chats, not with the request.
-func (s *Server) chatContext(ctx context.Context) context.Context {
+// The caller must call end when the socket closes: it releases the
+// registration on the server's lifetime (without it every socket ever
+// opened stayed referenced until shutdown).
+func (s *Server) chatContext(ctx context.Context) (c context.Context, end func()) {
 	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(s.lifetime, cancel)
-	go func() {
-		<-c.Done()
+	return c, func() {
 		stop()
-	}()
-	return c
+		cancel()
+	}
 }
 
 // CloseChats ends every chat socket with a close frame; http.Server's
