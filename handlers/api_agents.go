@@ -169,7 +169,8 @@ func decodeJSON(r *http.Request, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var known *Error // a body that arrived too slowly
+		if errors.As(err, &mbe) || errors.As(err, &known) {
 			return err
 		}
 		if errors.Is(err, io.EOF) {

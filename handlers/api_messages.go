@@ -34,7 +34,7 @@ func (s *Server) apiSendMessage(w http.ResponseWriter, r *http.Request) {
 			owner = "user:" + strconv.FormatInt(p.User.ID, 10)
 		}
 	}
-	if !s.chatLimits.allow("ip:"+clientIP(r), s.now()) {
+	if !s.chatLimits.allow("ip:"+clientKey(r), s.now()) {
 		s.tooManyRequests(w, r)
 		return
 	}

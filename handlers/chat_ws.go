@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"runtime/debug"
@@ -105,6 +104,14 @@ func (s *Server) apiChat(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, errorf(http.StatusUnauthorized, "no_session", "Open the chat page first (it sets up your session), then connect."))
 		return
 	}
+	release, ok := s.sockets.Acquire(clientKey(r))
+	if !ok {
+		w.Header().Set("Retry-After", "10")
+		writeJSONError(w, errorf(http.StatusTooManyRequests, "too_many_sockets",
+			fmt.Sprintf("At most %d chat connections per client; close another tab and try again.", s.Config.MaxSocketsPerClient)))
+		return
+	}
+	defer release()
 	up := websocket.Upgrader{
 		HandshakeTimeout: 10 * time.Second,
 		CheckOrigin:      sameOrigin,
@@ -120,7 +127,7 @@ func (s *Server) apiChat(w http.ResponseWriter, r *http.Request) {
 	// the server shuts down (CloseChats), not with r's context.
 	chatCtx, end := s.chatContext(ctx)
 	defer end()
-	s.chatLoop(chatCtx, conn, owner, clientIP(r))
+	s.chatLoop(chatCtx, conn, owner, clientKey(r))
 }
 
 // chatLoop reads frames, runs turns one after another and streams the
@@ -245,15 +252,7 @@ func (s *Server) chatWriter(ctx context.Context, conn *websocket.Conn, out <-cha
 	}
 }
 
-// clientIP is the remote address without the port (no proxy headers are
-// trusted: a node sits behind a proxy only if the operator configures one).
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
+
 
 // chatContext is a context for a chat socket: it carries ctx's values (the
 // session) but ends when the server closes chats, not with the request.

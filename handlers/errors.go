@@ -84,6 +84,11 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, err error) 
 		writeJSONError(w, e)
 		return
 	}
+	if e.Status == http.StatusRequestTimeout {
+		// net/http has cancelled the request (its body read failed);
+		// the client may still be there to read why.
+		r = r.WithContext(context.WithoutCancel(r.Context()))
+	}
 	s.renderErrorPage(w, r, e)
 }
 

@@ -98,7 +98,7 @@ func withCaller(ctx context.Context, r *http.Request) context.Context {
 	if id := libp2phttp.ClientPeerID(r); id != "" {
 		return context.WithValue(ctx, callerKey{}, "peer:"+id.String())
 	}
-	return context.WithValue(ctx, callerKey{}, "ip:"+clientIP(r))
+	return context.WithValue(ctx, callerKey{}, "ip:"+clientKey(r))
 }
 
 func callerFrom(ctx context.Context) string {

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"crypto/subtle"
 	"net/http"
 	"strconv"
 	"time"
@@ -79,8 +80,22 @@ func (m *metrics) observeRequest(method, route string, status int, d time.Durati
 	m.latency.WithLabelValues(method, route).Observe(d.Seconds())
 }
 
-func (m *metrics) handler() http.Handler {
+// handler serves /metrics; with a token set, only to requests bearing it
+// (metrics tell an attacker how loaded the node is and what it hosts).
+func (m *metrics) handler(token string) http.Handler {
 	// A slow store must not hide every other metric: serve what was
 	// gathered and count the error.
-	return promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	h := promhttp.HandlerFor(m.gatherer, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	if token == "" {
+		return h
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+			writeJSONError(w, errorf(http.StatusUnauthorized, "unauthorized", "Send 'Authorization: Bearer <metrics token>'."))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

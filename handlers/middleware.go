@@ -1,12 +1,19 @@
 package handlers
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/agentsite/agentsite/handlers/connlimit"
 )
 
 // contentSecurityPolicy allows only our own scripts and styles: no inline
@@ -87,3 +94,104 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		s.metrics.observeRequest(r.Method, route, status, time.Since(start))
 	})
 }
+
+// refuseOverLimit answers requests on connections the listener admitted
+// over a cap (connlimit.Listener): 429 over the client's cap, 503 over the
+// process cap, and the connection closes after the answer. Health checks
+// are answered anyway: they are cheap and say whether the node is alive.
+func (s *Server) refuseOverLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := connlimit.VerdictOf(r.Context())
+		if v == connlimit.Admitted {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Connection", "close")
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Retry-After", "10")
+		e := errorf(http.StatusTooManyRequests, "too_many_connections", "You have too many connections open to this node; close some and try again.")
+		if v == connlimit.OverTotal {
+			e = errorf(http.StatusServiceUnavailable, "server_busy", "This node is serving as many connections as it can; try again in a few seconds.")
+		}
+		s.renderError(w, r, e)
+	})
+}
+
+// streamingRoute reports whether a route's response may legitimately take
+// as long as a chat turn: MCP tool calls and the message API run a whole
+// turn before (or while) they answer. The WebSocket sets its own deadlines.
+func streamingRoute(r *http.Request) bool {
+	p := r.URL.Path
+	return p == "/mcp" || p == "/api/v1/chat" || (r.Method == http.MethodPost && strings.HasSuffix(p, "/messages")) ||
+		(r.Method == http.MethodPost && strings.HasPrefix(p, "/chat/"))
+}
+
+// deadlines bounds how long a client may take to send a request body and
+// to read the response, so slow clients cannot hold connections forever.
+// The body deadline is lifted once the body is read: net/http's background
+// read on an idle connection would otherwise cancel a long turn's context.
+func (s *Server) deadlines(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		write := s.Config.WriteTimeout
+		if streamingRoute(r) {
+			write = s.Config.StreamWriteTimeout
+		}
+		if write > 0 && r.URL.Path != "/api/v1/chat" {
+			_ = rc.SetWriteDeadline(time.Now().Add(write))
+		}
+		if s.Config.BodyTimeout > 0 && r.Body != nil && r.Body != http.NoBody {
+			if rc.SetReadDeadline(time.Now().Add(s.Config.BodyTimeout)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+var errSlowBody = errorf(http.StatusRequestTimeout, "body_timeout", "The request body arrived too slowly; send it again.")
+
+// deadlineBody lifts the connection's read deadline when the body has
+// been read to its end.
+type deadlineBody struct {
+	io.ReadCloser
+	rc     *http.ResponseController
+	lifted bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return n, errSlowBody
+	}
+	if err == io.EOF && !b.lifted {
+		b.lifted = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// clientIP resolves who the client is: the TCP peer, or, behind the
+// operator's reverse proxies (--trusted-proxy), the first address in
+// X-Forwarded-For that is not one of them (chi's ClientIPFrom*).
+func (s *Server) clientIP() func(http.Handler) http.Handler {
+	if len(s.Config.TrustedProxies) > 0 {
+		return middleware.ClientIPFromXFF(s.Config.TrustedProxies...)
+	}
+	return middleware.ClientIPFromRemoteAddr
+}
+
+// clientKey is the budget key of the request's client for every rate limit
+// and cap: its IP, or its IPv6 /64 (connlimit.Key).
+func clientKey(r *http.Request) string {
+	if a := middleware.GetClientIPAddr(r.Context()); a.IsValid() {
+		return connlimit.Key(a)
+	}
+	return connlimit.KeyOf(r.RemoteAddr)
+}
+
+func clientKeyFunc(r *http.Request) (string, error) { return clientKey(r), nil }

@@ -52,7 +52,7 @@ func (s *Server) submitChat(w http.ResponseWriter, r *http.Request) {
 	}
 	owner, _ := s.chatOwner(ctx)
 	now := s.now()
-	if !s.chatLimits.allow(owner, now) || !s.chatLimits.allow("ip:"+clientIP(r), now) {
+	if !s.chatLimits.allow(owner, now) || !s.chatLimits.allow("ip:"+clientKey(r), now) {
 		w.Header().Set("Retry-After", "10")
 		s.showChat(w, r, http.StatusTooManyRequests, convID, chatDraft{Text: text, Error: "You are sending messages too fast; wait a moment."})
 		return

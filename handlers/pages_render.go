@@ -95,7 +95,8 @@ func (s *Server) parseForm(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	var known *Error // a body that arrived too slowly
+	if errors.As(err, &mbe) || errors.As(err, &known) {
 		s.renderError(w, r, err)
 	} else {
 		s.renderError(w, r, errorf(http.StatusBadRequest, "bad_form", "The form could not be read; reload the page and try again."))

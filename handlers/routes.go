@@ -20,24 +20,25 @@ const (
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID)
+	r.Use(s.clientIP())
 	r.Use(s.recoverer)
 	r.Use(s.observe)
+	r.Use(s.refuseOverLimit)
+	r.Use(s.deadlines)
 	r.Use(securityHeaders)
 	r.Use(http.NewCrossOriginProtection().Handler)
 
 	// Separate budgets: guessing passwords is limited hard; registering
 	// and editing agents (forms and API scripts) more loosely.
-	authLimit := httprate.Limit(s.Config.RateLimit, time.Minute,
-		httprate.WithKeyByIP(),
+	authLimit := httprate.LimitBy(s.Config.RateLimit, time.Minute, clientKeyFunc,
 		httprate.WithLimitHandler(s.tooManyRequests))
-	writeLimit := httprate.Limit(6*s.Config.RateLimit, time.Minute,
-		httprate.WithKeyByIP(),
+	writeLimit := httprate.LimitBy(6*s.Config.RateLimit, time.Minute, clientKeyFunc,
 		httprate.WithLimitHandler(s.tooManyRequests))
 
 	// Health and metrics: no session, no body.
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
-	r.Handle("/metrics", s.metrics.handler())
+	r.Handle("/metrics", s.metrics.handler(s.Config.MetricsToken))
 	r.Get("/.well-known/agent-card.json", s.agentCard)
 	r.Handle("/static/*", s.staticHandler())
 

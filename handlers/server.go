@@ -13,8 +13,10 @@ import (
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -58,6 +60,23 @@ type Config struct {
 	// ChatRateLimit is the number of chat turns one IP (or account) may
 	// send per minute, over the WebSocket and the message API. 0: 120.
 	ChatRateLimit int
+	// BodyTimeout bounds how long a client may take to send a request
+	// body. 0: 15 s.
+	BodyTimeout time.Duration
+	// WriteTimeout bounds how long a response may take to write (a client
+	// that does not read it is dropped). 0: 30 s.
+	WriteTimeout time.Duration
+	// StreamWriteTimeout is WriteTimeout for responses that run a whole
+	// chat turn (/mcp, the message API, the no-JS chat form). 0: 2 min.
+	StreamWriteTimeout time.Duration
+	// MaxSocketsPerClient caps the chat WebSockets one client (IP, IPv6
+	// /64) may hold open. 0: 16.
+	MaxSocketsPerClient int
+	// TrustedProxies are the CIDRs of the operator's reverse proxies: from
+	// them, the client is read from X-Forwarded-For. Empty: the TCP peer.
+	TrustedProxies []string
+	// MetricsToken, when set, is the bearer token /metrics wants.
+	MetricsToken string
 }
 
 // Server holds the dependencies of every handler.
@@ -76,6 +95,8 @@ type Server struct {
 	sessions    *scs.SessionManager
 	metrics     *metrics
 	chatLimits  *keyedLimiter
+	sockets     *connlimit.Counter // chat WebSockets open per client
+	dummyHash   []byte             // see newDummyHash
 	lifetime    context.Context // ends at CloseChats
 	endLifetime context.CancelFunc
 }
@@ -85,11 +106,26 @@ func New(st store.Store, node Node, pub Publisher, logger *slog.Logger, cfg Conf
 	if cfg.RecordTTL <= 0 {
 		cfg.RecordTTL = agent.DefaultTTL
 	}
+	if cfg.BcryptCost == 0 {
+		cfg.BcryptCost = bcrypt.DefaultCost
+	}
 	if cfg.RateLimit <= 0 {
 		cfg.RateLimit = 10
 	}
 	if cfg.ChatRateLimit <= 0 {
 		cfg.ChatRateLimit = 120
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = 15 * time.Second
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 30 * time.Second
+	}
+	if cfg.StreamWriteTimeout <= 0 {
+		cfg.StreamWriteTimeout = 2 * time.Minute
+	}
+	if cfg.MaxSocketsPerClient <= 0 {
+		cfg.MaxSocketsPerClient = 16
 	}
 	s := &Server{
 		Store:     st,
@@ -99,8 +135,14 @@ func New(st store.Store, node Node, pub Publisher, logger *slog.Logger, cfg Conf
 		Config:    cfg,
 		Now:       time.Now,
 	}
+	dummy, err := newDummyHash(cfg.BcryptCost)
+	if err != nil {
+		return nil, err
+	}
+	s.dummyHash = dummy
 	s.sessions = newSessionManager(st, cfg.SecureCookies)
 	s.chatLimits = newKeyedLimiter(cfg.ChatRateLimit)
+	s.sockets = connlimit.NewCounter(cfg.MaxSocketsPerClient)
 	s.lifetime, s.endLifetime = context.WithCancel(context.Background())
 	m, err := newMetrics(reg, st)
 	if err != nil {

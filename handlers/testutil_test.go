@@ -59,6 +59,13 @@ func engines(t *testing.T, fn func(t *testing.T, env *testEnv)) {
 // newTestServerWith starts a portal on st.
 func newTestServerWith(t testing.TB, st store.Store) *testEnv {
 	t.Helper()
+	return newTestServerConfig(t, st, nil)
+}
+
+// newTestServerConfig starts a portal on st with the test configuration,
+// changed by edit if it is not nil.
+func newTestServerConfig(t testing.TB, st store.Store, edit func(*Config)) *testEnv {
+	t.Helper()
 	key, _, err := crypto.GenerateEd25519Key(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -70,12 +77,16 @@ func newTestServerWith(t testing.TB, st store.Store) *testEnv {
 	t.Cleanup(func() { _ = node.Close() })
 	pub := p2p.NewPublisher(key, &store.Sink{Store: st, SelfID: node.PeerID()})
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := New(st, node, pub, logger, Config{
+	cfg := Config{
 		Version:       "test",
 		OperatorToken: testOperatorToken,
 		BcryptCost:    bcrypt.MinCost,
 		RateLimit:     1000,
-	}, prometheus.NewRegistry())
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	s, err := New(st, node, pub, logger, cfg, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

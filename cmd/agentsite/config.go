@@ -7,8 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/agentsite/agentsite/handlers/connlimit"
 )
 
 // Config is every setting of `agentsite serve`. Each flag has an
@@ -29,6 +33,13 @@ type Config struct {
 	StaleAfter            time.Duration
 	SyncOnConnect         bool
 	ChatRateLimit         int
+	MaxConnsPerIP         int
+	MaxConns              int
+	MaxSocketsPerIP       int
+	BodyTimeout           time.Duration
+	WriteTimeout          time.Duration
+	TrustedProxies        []string
+	MetricsToken          string
 	LogLevel              string
 	LogFormat             string
 }
@@ -91,6 +102,13 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.StaleAfter, "stale-after", 0, "silence after which a node's listings turn stale (0: 3 heartbeat intervals)")
 	fs.BoolVar(&c.SyncOnConnect, "sync-on-connect", true, "pull each new peer's catalogue when it connects (off: the cache fills from gossip and look-ups only)")
 	fs.IntVar(&c.ChatRateLimit, "chat-rate-limit", 120, "chat turns per minute one IP or account may send (WebSocket, message API, MCP)")
+	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", 64, "HTTP connections one client IP (IPv6: its /64) may hold open; 0: no cap")
+	fs.IntVar(&c.MaxConns, "max-conns", 0, "HTTP connections all clients together may hold open (0: half the open-file limit)")
+	fs.IntVar(&c.MaxSocketsPerIP, "max-sockets-per-ip", 16, "chat WebSockets one client IP (IPv6: its /64) may hold open")
+	fs.DurationVar(&c.BodyTimeout, "body-timeout", 15*time.Second, "time a client may take to send a request body")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", 30*time.Second, "time a response may take to reach the client (chat turns: 2m)")
+	fs.Var(&stringList{vals: &c.TrustedProxies}, "trusted-proxy", "CIDR of a reverse proxy in front of this node (repeatable): clients are read from its X-Forwarded-For, and it is exempt from --max-conns-per-ip")
+	fs.StringVar(&c.MetricsToken, "metrics-token", "", "bearer token /metrics wants (empty: /metrics is open)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	return fs
@@ -153,6 +171,23 @@ func (c *Config) Validate() error {
 	if c.ChatRateLimit < 1 {
 		errs = append(errs, errors.New("--chat-rate-limit must be at least 1 (turns per minute)"))
 	}
+	if c.MaxConnsPerIP < 0 || c.MaxConns < 0 {
+		errs = append(errs, errors.New("--max-conns-per-ip and --max-conns must not be negative; 0 means the default"))
+	}
+	if c.MaxSocketsPerIP < 1 {
+		errs = append(errs, errors.New("--max-sockets-per-ip must be at least 1"))
+	}
+	if c.BodyTimeout < time.Second || c.WriteTimeout < time.Second {
+		errs = append(errs, errors.New("--body-timeout and --write-timeout must be at least 1s"))
+	}
+	for _, p := range c.TrustedProxies {
+		if _, err := netip.ParsePrefix(p); err != nil {
+			errs = append(errs, fmt.Errorf("--trusted-proxy %q must be a CIDR such as 127.0.0.1/32 or 10.0.0.0/8", p))
+		}
+	}
+	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
+		errs = append(errs, errors.New("--metrics-token must be at least 16 characters; generate one with: openssl rand -hex 24"))
+	}
 	if c.StaleAfter < 0 {
 		errs = append(errs, errors.New("--stale-after must not be negative; 0 means 3 heartbeat intervals"))
 	}
@@ -188,4 +223,25 @@ func (c *Config) newLogger(w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// connLimits are the HTTP listener's caps. The process cap defaults to
+// half the open-file limit: the rest is for libp2p, the store and files, so
+// accept never fails with "too many open files".
+func (c *Config) connLimits() connlimit.Limits {
+	total := c.MaxConns
+	if total == 0 {
+		total = 1024
+		var rl syscall.Rlimit
+		if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil && rl.Cur > 0 {
+			total = int(min(rl.Cur/2, 1<<20))
+		}
+	}
+	var exempt []netip.Prefix
+	for _, p := range c.TrustedProxies {
+		if pre, err := netip.ParsePrefix(p); err == nil {
+			exempt = append(exempt, pre.Masked())
+		}
+	}
+	return connlimit.Limits{PerClient: c.MaxConnsPerIP, Total: total, Refusing: max(total/8, 16), Exempt: exempt}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/handlers"
+	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/store/storeopen"
@@ -124,6 +125,11 @@ func (m *Main) Run(ctx context.Context) error {
 		BcryptCost:            m.BcryptCost,
 		RecordTTL:             m.Config.RecordTTL,
 		ChatRateLimit:         m.Config.ChatRateLimit,
+		BodyTimeout:           m.Config.BodyTimeout,
+		WriteTimeout:          m.Config.WriteTimeout,
+		MaxSocketsPerClient:   m.Config.MaxSocketsPerIP,
+		TrustedProxies:        m.Config.TrustedProxies,
+		MetricsToken:          m.Config.MetricsToken,
 	}, reg)
 	if err != nil {
 		return fmt.Errorf("build HTTP handlers: %w", err)
@@ -155,9 +161,12 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s (is another node running? choose another --http-addr): %w", m.Config.HTTPAddr, err)
 	}
-	m.listener = ln
+	limited := connlimit.NewListener(ln, m.Config.connLimits())
+	reg.MustRegister(limited.Collectors()...)
+	m.listener = limited
 	m.httpServer = &http.Server{
 		Handler:           srv.Handler(),
+		ConnContext:       connlimit.ConnContext,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
@@ -166,7 +175,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		if err := m.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := m.httpServer.Serve(limited); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.Logger.Error("HTTP server stopped", "err", err)
 		}
 	}()

@@ -1,0 +1,204 @@
+package handlers
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+	"log/slog"
+
+	"github.com/agentsite/agentsite/handlers/connlimit"
+	"github.com/agentsite/agentsite/store/sqlite"
+)
+
+// TestSlowBodyIsCut sends a body at a trickle: the server must answer 408
+// and close the connection once the body deadline passes, instead of
+// holding the connection for as long as the client likes.
+func TestSlowBodyIsCut(t *testing.T) {
+	e := newTestServerConfig(t, openSQLite(t), func(c *Config) { c.BodyTimeout = 300 * time.Millisecond })
+	for _, path := range []string{"/api/v1/agents", "/mcp", "/login"} {
+		ctype := "application/json"
+		if path == "/login" {
+			ctype = "application/x-www-form-urlencoded"
+		}
+		conn, err := net.Dial("tcp", e.ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: 60000\r\n\r\n{", path, e.ts.Listener.Addr(), testOperatorToken, ctype)
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		start := time.Now()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: no answer to a slow body: %v", path, err)
+		}
+		resp.Body.Close()
+		if path != "/mcp" && resp.StatusCode != http.StatusRequestTimeout {
+			t.Errorf("%s: status %d, want 408", path, resp.StatusCode)
+		}
+		if resp.StatusCode < 400 {
+			t.Errorf("%s: status %d for a body that never arrived", path, resp.StatusCode)
+		}
+		// And the connection is closed, not kept for the rest of the body.
+		if _, err := conn.Read(make([]byte, 1)); err == nil {
+			t.Errorf("%s: connection still open after the refusal", path)
+		}
+		t.Logf("%s: %d after %s", path, resp.StatusCode, time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// TestChatSocketsCappedPerClient: one client may hold MaxSocketsPerClient
+// chat sockets; the next gets a clear 429, and a closed one frees a slot.
+func TestChatSocketsCappedPerClient(t *testing.T) {
+	e := newChatServer(t)
+	id := e.seedEcho("echo-bot", "Echo Bot")
+	v := e.visitor()
+	v.page("/chat/"+id, http.StatusOK)
+	max := e.s.Config.MaxSocketsPerClient
+	var first interface{ Close() error }
+	for i := range max {
+		c := v.mustDial()
+		if i == 0 {
+			first = c
+		}
+	}
+	_, resp, err := v.wsDial(e.ts.URL)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("socket %d: err %v, resp %v; want 429", max+1, err, resp)
+	}
+	if body := decode[jsonErrorBody](t, resp); body.Error.Code != "too_many_sockets" {
+		t.Errorf("code %q, want too_many_sockets", body.Error.Code)
+	}
+	_ = first.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, _, err := v.wsDial(e.ts.URL)
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no slot after closing a socket: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestOverLimitConnectionsAnswered puts the connection-capping listener in
+// front of the handler: a client over its cap gets a JSON 429 on the API,
+// and health checks are still answered.
+func TestOverLimitConnectionsAnswered(t *testing.T) {
+	e := newTestServer(t)
+	ts := httptest.NewUnstartedServer(e.s.Handler())
+	ts.Listener = connlimit.NewListener(ts.Listener, connlimit.Limits{PerClient: 2, Total: 100})
+	ts.Config.ConnContext = connlimit.ConnContext
+	ts.Start()
+	t.Cleanup(ts.Close)
+	for range 2 { // hold the client's two connections
+		c, err := net.Dial("tcp", ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	deadline := time.Now().Add(5 * time.Second)
+	var resp *http.Response
+	for { // the held connections are accepted asynchronously
+		var err error
+		resp, err = client.Get(ts.URL + "/api/v1/agents")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == http.StatusTooManyRequests || time.Now().After(deadline) {
+			break
+		}
+		resp.Body.Close()
+		time.Sleep(20 * time.Millisecond)
+	}
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("over the cap: %d (Retry-After %q), want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if body := decode[jsonErrorBody](t, resp); body.Error.Code != "too_many_connections" {
+		t.Errorf("code %q", body.Error.Code)
+	}
+	h, err := client.Get(ts.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Body.Close()
+	if h.StatusCode != http.StatusOK {
+		t.Errorf("/healthz over the cap: %d, want 200", h.StatusCode)
+	}
+}
+
+// TestChatLimitKeysIPv6By64: addresses of one IPv6 /64 share one chat
+// budget (the burst is 5 at 1 turn a minute).
+func TestChatLimitKeysIPv6By64(t *testing.T) {
+	e := newTestServerConfig(t, openSQLite(t), func(c *Config) { c.ChatRateLimit = 1 })
+	h := e.s.Handler()
+	limited := 0
+	for i := range 8 {
+		req := httptest.NewRequest(http.MethodPost, "/api/v1/agents/"+strings.Repeat("a", 52)+"/messages", strings.NewReader(`{}`))
+		req.RemoteAddr = fmt.Sprintf("[2001:db8:7:7::%x]:5000", i+1)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Fatal("8 turns from one /64 at 1 turn a minute were never limited")
+	}
+}
+
+func TestMetricsToken(t *testing.T) {
+	e := newTestServerConfig(t, openSQLite(t), func(c *Config) { c.MetricsToken = "metrics-secret-123456" })
+	wantStatus(t, e.do(http.MethodGet, "/metrics", nil), http.StatusUnauthorized)
+	wantStatus(t, e.do(http.MethodGet, "/metrics", nil, "Authorization", "Bearer wrong-token-0000000"), http.StatusUnauthorized)
+	wantStatus(t, e.do(http.MethodGet, "/metrics", nil, "Authorization", "Bearer metrics-secret-123456"), http.StatusOK)
+	open := newTestServer(t)
+	wantStatus(t, open.do(http.MethodGet, "/metrics", nil), http.StatusOK)
+}
+
+// TestUnknownHandleCostsLikeAPassword: a login with an unknown handle
+// compares against a hash of the same cost as real passwords, so the two
+// cannot be told apart by timing (it used bcrypt.MinCost: 3 ms against
+// 66-363 ms).
+func TestUnknownHandleCostsLikeAPassword(t *testing.T) {
+	for _, cost := range []int{0, bcrypt.MinCost, 11} {
+		e := newTestServerConfig(t, openSQLite(t), func(c *Config) { c.BcryptCost = cost })
+		want := cost
+		if cost == 0 {
+			want = bcrypt.DefaultCost
+		}
+		if got, err := bcrypt.Cost(e.s.dummyHash); err != nil || got != want {
+			t.Errorf("config cost %d: dummy hash cost %d (%v), want %d", cost, got, err, want)
+		}
+		u, err := e.s.createUser(t.Context(), fmt.Sprintf("user-%d", cost), "long enough password")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := bcrypt.Cost([]byte(u.PasswordHash)); got != want {
+			t.Errorf("password hash cost %d, want %d", got, want)
+		}
+	}
+}
+
+func openSQLite(t testing.TB) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "test.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("open sqlite: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
