@@ -252,8 +252,6 @@ func (s *Server) chatWriter(ctx context.Context, conn *websocket.Conn, out <-cha
 	}
 }
 
-
-
 // chatContext is a context for a chat socket: it carries ctx's values (the
 // session) but ends when the server closes chats, not with the request.
 // The caller must call end when the socket closes: it releases the

@@ -97,7 +97,7 @@ type Server struct {
 	chatLimits  *keyedLimiter
 	sockets     *connlimit.Counter // chat WebSockets open per client
 	dummyHash   []byte             // see newDummyHash
-	lifetime    context.Context // ends at CloseChats
+	lifetime    context.Context    // ends at CloseChats
 	endLifetime context.CancelFunc
 }
 
