@@ -69,7 +69,7 @@ func (s *Server) logIfServer(r *http.Request, e *Error, err error) {
 
 // isAPI reports whether the request wants JSON.
 func isAPI(r *http.Request) bool {
-	return strings.HasPrefix(r.URL.Path, "/api/")
+	return strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/mcp"
 }
 
 // renderError is the one error renderer: JSON for the API, a page or an
@@ -120,7 +120,7 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, errorf(http.StatusNotFound, "not_found", "No such API route; see GET /api/v1/agents."))
 		return
 	}
-	s.sessions.LoadAndSave(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.loadSession(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.renderErrorPage(w, r, errorf(http.StatusNotFound, "not_found", "There is no page here."))
 	})).ServeHTTP(w, r)
 }

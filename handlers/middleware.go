@@ -107,6 +107,9 @@ func (s *Server) refuseOverLimit(next http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set("Connection", "close")
+		// Nothing more is read from this connection: net/http would
+		// otherwise wait for the rest of an unread body before closing.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 			next.ServeHTTP(w, r)
 			return

@@ -36,10 +36,14 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 	_, _ = w.Write(buf.Bytes())
 }
 
-// viewer is the logged-in user of a portal request, or nil.
+// viewer is the logged-in user of a portal request, or nil (also on
+// routes outside the session middleware, whose errors are pages too).
 func (s *Server) viewer(r *http.Request) *store.User {
 	if u := userFrom(r.Context()); u != nil {
 		return u
+	}
+	if !hasSession(r.Context()) {
+		return nil
 	}
 	return s.currentUser(r)
 }
@@ -47,10 +51,14 @@ func (s *Server) viewer(r *http.Request) *store.User {
 // page builds what the layout needs: the user, the one-shot flash message
 // (popped here, so call it before writing the response) and asset URLs.
 func (s *Server) page(r *http.Request, u *store.User, title, nav string) web.Page {
+	flash := ""
+	if hasSession(r.Context()) {
+		flash = s.sessions.PopString(r.Context(), sessFlash)
+	}
 	p := web.Page{
 		Title: title,
 		Nav:   nav,
-		Flash: s.sessions.PopString(r.Context(), sessFlash),
+		Flash: flash,
 		Assets: web.Assets{
 			CSS:  static.Path("app.css"),
 			HTMX: static.Path("htmx.min.js"),

@@ -63,3 +63,19 @@ func newSessionManager(st store.Store, secure bool) *scs.SessionManager {
 	sm.Cookie.Path = "/"
 	return sm
 }
+
+type sessionLoadedKey struct{}
+
+// loadSession is scs's LoadAndSave that also marks the request as having a
+// session, so code shared with routes outside it (the error pages) knows
+// whether it may touch the session.
+func (s *Server) loadSession(next http.Handler) http.Handler {
+	return s.sessions.LoadAndSave(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionLoadedKey{}, true)))
+	}))
+}
+
+func hasSession(ctx context.Context) bool {
+	ok, _ := ctx.Value(sessionLoadedKey{}).(bool)
+	return ok
+}
