@@ -27,6 +27,11 @@ type Turn struct {
 	AgentID, ConversationID string
 	History                 []ChatMessage
 	Text                    string
+	// Owner is the agent owner the caller's conversation is bound to. A
+	// hosting node refuses the turn (ErrOwnerChanged) when its record of
+	// the agent has another owner, so a caller with a stale cache never
+	// sends history to a new owner's backend.
+	Owner string
 }
 
 // RuntimeOptions configure NewRuntime; zero values take the defaults.

@@ -36,6 +36,9 @@ var (
 	// link-local or otherwise non-public address and the node operator has
 	// not allowed those (the SSRF guard).
 	ErrBlockedAddress = errors.New("agent backend address is not allowed")
+	// ErrOwnerChanged: the agent's record now names another owner than the
+	// one the conversation started with; its history must not be sent.
+	ErrOwnerChanged = errors.New("agent has another owner than when the conversation started")
 	// ErrBadBackendReply: the backend answered, but not in its protocol.
 	ErrBadBackendReply = errors.New("agent backend sent a malformed reply")
 )

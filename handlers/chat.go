@@ -77,7 +77,7 @@ func (s *Server) Turn(ctx context.Context, owner string, req TurnRequest, emit f
 	if _, err := s.Store.AppendMessage(ctx, store.Message{ConversationID: conv.ID, Role: "user", Text: text, CreatedAt: s.now()}); err != nil {
 		return TurnResult{}, fmt.Errorf("store message: %w", err)
 	}
-	turn := agent.Turn{AgentID: l.Record.ID, ConversationID: conv.ID, History: toHistory(past), Text: text}
+	turn := agent.Turn{AgentID: l.Record.ID, ConversationID: conv.ID, History: toHistory(past), Text: text, Owner: conv.AgentOwner}
 	if (l.Local && s.Answerer == nil) || (!l.Local && s.Remote == nil) {
 		return TurnResult{}, &Error{Status: http.StatusServiceUnavailable, Code: "chat_unavailable", Message: "Chat is not available on this node."}
 	}
@@ -126,14 +126,28 @@ func (s *Server) chatTarget(ctx context.Context, id string) (store.Listing, erro
 	return l, nil
 }
 
+// errAgentChangedOwner refuses a turn in a conversation whose agent is no
+// longer the one it started with: the history must not reach a new owner.
+var errAgentChangedOwner = &Error{Status: http.StatusConflict, Code: "agent_changed_owner", Message: "This agent now belongs to someone else; start a new conversation."}
+
+// conversationFor loads conversation id of owner with l, or starts one
+// bound to l's owner and publisher when id is empty. An agent id is derived
+// from its publisher's key and name only, so the same id may later carry
+// another party's agent (a name deleted and registered again): such a
+// conversation is refused, before any of its history is sent.
 func (s *Server) conversationFor(ctx context.Context, owner string, l store.Listing, id, firstText string) (store.Conversation, error) {
 	if id != "" {
 		c, err := s.Store.GetConversation(ctx, id)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && (c.OwnerKey != owner || c.AgentID != l.Record.ID)) {
+		switch {
+		case errors.Is(err, store.ErrNotFound) || (err == nil && (c.OwnerKey != owner || c.AgentID != l.Record.ID)):
 			// Someone else's conversation looks exactly like a missing one.
 			return store.Conversation{}, &Error{Status: http.StatusNotFound, Code: "unknown_conversation", Message: "No such conversation; start a new one."}
+		case err != nil:
+			return store.Conversation{}, err
+		case c.AgentOwner != l.Record.Owner || c.AgentPublisher != l.Record.Publisher:
+			return store.Conversation{}, errAgentChangedOwner
 		}
-		return c, err
+		return c, nil
 	}
 	cid, err := newConversationID()
 	if err != nil {
@@ -141,7 +155,8 @@ func (s *Server) conversationFor(ctx context.Context, owner string, l store.List
 	}
 	now := s.now()
 	c, err := s.Store.CreateConversation(ctx, store.Conversation{
-		ID: cid, AgentID: l.Record.ID, OwnerKey: owner, Title: title(l.Record.DisplayName, firstText), CreatedAt: now, UpdatedAt: now,
+		ID: cid, AgentID: l.Record.ID, OwnerKey: owner, AgentOwner: l.Record.Owner, AgentPublisher: l.Record.Publisher,
+		Title: title(l.Record.DisplayName, firstText), CreatedAt: now, UpdatedAt: now,
 	})
 	if err != nil {
 		return store.Conversation{}, fmt.Errorf("create conversation: %w", err)
@@ -188,6 +203,8 @@ func turnError(err error, l store.Listing) *Error {
 	switch {
 	case errors.As(err, &e):
 		return e
+	case errors.Is(err, agent.ErrOwnerChanged):
+		return errAgentChangedOwner
 	case errors.Is(err, agent.ErrUnknownAgent):
 		return &Error{Status: http.StatusNotFound, Code: "unknown_agent", Message: "This agent is not hosted here any more."}
 	case errors.Is(err, agent.ErrBackendTimeout), errors.Is(err, context.DeadlineExceeded):

@@ -23,6 +23,7 @@ var schemaPeerSendMessage = json.RawMessage(`{"type":"object","properties":{
 	"agent_id":{"type":"string"},
 	"text":{"type":"string","maxLength":8192},
 	"conversation_id":{"type":"string"},
+	"owner":{"type":"string"},
 	"history":{"type":"array","maxItems":100,"items":{"type":"object","properties":{
 		"role":{"type":"string","enum":["user","agent"]},"text":{"type":"string"}},"required":["role","text"]}}},
 	"required":["agent_id","text"]}`)
@@ -44,6 +45,9 @@ type peerTurnIn struct {
 	Text           string              `json:"text"`
 	ConversationID string              `json:"conversation_id"`
 	History        []agent.ChatMessage `json:"history"`
+	// Owner is the agent owner the caller's conversation is bound to; nil
+	// from a node that predates it.
+	Owner *string `json:"owner"`
 }
 
 // sendMessage answers statelessly with the local runtime: nothing is
@@ -66,6 +70,8 @@ func (p *mcpPeer) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mc
 	case err != nil:
 		p.s.Logger.ErrorContext(ctx, "peer MCP: reading an agent failed", "agent", in.AgentID, "err", err)
 		return peerError(errorf(http.StatusInternalServerError, "internal", "The agent's node failed; try again later."), ""), nil
+	case in.Owner != nil && *in.Owner != l.Record.Owner:
+		return peerError(errAgentChangedOwner, ""), nil
 	case p.s.Answerer == nil:
 		return peerError(errorf(http.StatusBadGateway, "agent_unavailable", "The agent could not answer right now. Try again later."), ""), nil
 	}

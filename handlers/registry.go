@@ -41,6 +41,10 @@ func (in *AgentInput) normalize() {
 	in.Backend.URL = strings.TrimSpace(in.Backend.URL)
 }
 
+// msgNameReserved is the field error for a name whose deleted agent
+// belonged to another account.
+const msgNameReserved = "this name belonged to a deleted agent of another account; choose another name"
+
 // saveAgent registers a new agent (existingID == "") or updates one, for
 // principal p. The record is signed by the node and delivered through the
 // publisher, the same road network records take into the store.
@@ -71,6 +75,12 @@ func (s *Server) saveAgent(ctx context.Context, p Principal, in AgentInput, exis
 		prevSeq = prev.Record.Seq
 		if existingID == "" && !prev.Record.Tombstone {
 			return store.Listing{}, &agent.ValidationError{Fields: map[string]string{"name": "an agent with this name is already registered on this node"}}
+		}
+		if existingID == "" && !p.Operator && prev.Record.Owner != owner {
+			// The id is derived from the node's key and the name only: a
+			// new owner would inherit it, and with it the old agent's
+			// conversations. The tombstone (never swept) keeps the owner.
+			return store.Listing{}, &agent.ValidationError{Fields: map[string]string{"name": msgNameReserved}}
 		}
 		if existingID != "" {
 			if prev.Record.Tombstone {
@@ -206,19 +216,33 @@ func validateInput(rec *agent.Record, b agent.Backend, now time.Time, allowPriva
 	return nil
 }
 
+// ErrNameTaken: EnsureOperatorAgent found the name held by a user's agent
+// (or its tombstone) on this node.
+var ErrNameTaken = errors.New("the name belongs to an agent of a user of this node")
+
 // EnsureOperatorAgent registers in under the operator, or, if this node
-// already hosts an agent of that name, publishes it afresh (new seq and
-// expiry). The demo agents are published this way at every start.
+// already hosts an operator's agent of that name, publishes it afresh (new
+// seq and expiry). The demo agents are published this way at every start.
+// A name a user took (or took and deleted) is theirs: it returns
+// ErrNameTaken and changes nothing.
 func (s *Server) EnsureOperatorAgent(ctx context.Context, in AgentInput) (store.Listing, error) {
 	op := Principal{Operator: true}
 	id, err := s.Publisher.AgentID(strings.ToLower(strings.TrimSpace(in.Name)))
 	if err != nil {
 		return store.Listing{}, err
 	}
-	if l, err := s.Store.GetAgent(ctx, id); err == nil && !l.Record.Tombstone {
-		return s.saveAgent(ctx, op, in, id)
+	l, err := s.Store.GetAgent(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return s.saveAgent(ctx, op, in, "")
+	case err != nil:
+		return store.Listing{}, fmt.Errorf("look up agent %q: %w", in.Name, err)
+	case l.Record.Owner != "":
+		return store.Listing{}, fmt.Errorf("%w: %q is %s's", ErrNameTaken, in.Name, l.Record.Owner)
+	case l.Record.Tombstone:
+		return s.saveAgent(ctx, op, in, "")
 	}
-	return s.saveAgent(ctx, op, in, "")
+	return s.saveAgent(ctx, op, in, id)
 }
 
 // RefreshLocal re-signs every local listing that expires within window with

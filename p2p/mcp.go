@@ -199,7 +199,7 @@ func turnArguments(t agent.Turn) map[string]any {
 	for _, m := range hist {
 		h = append(h, map[string]string{"role": m.Role, "text": m.Text})
 	}
-	return map[string]any{"agent_id": t.AgentID, "text": t.Text, "conversation_id": t.ConversationID, "history": h}
+	return map[string]any{"agent_id": t.AgentID, "text": t.Text, "conversation_id": t.ConversationID, "history": h, "owner": t.Owner}
 }
 
 // connectHost makes sure there is a connection to the host, dialling the

@@ -51,6 +51,7 @@ var remoteKinds = map[string]error{
 	"agent_misconfigured": agent.ErrBlockedAddress,
 	"agent_bad_reply":     agent.ErrBadBackendReply,
 	"agent_unavailable":   agent.ErrBackendUnavailable,
+	"agent_changed_owner": agent.ErrOwnerChanged,
 	"rate_limited":        ErrRemoteBusy,
 }
 

@@ -44,7 +44,7 @@ func mcpTestHost(t *testing.T) *Node {
 		id := req.GetString("agent_id", "")
 		text := req.GetString("text", "")
 		switch id {
-		case "timeout", "unknown_agent", "rate_limited", "made_up":
+		case "timeout", "unknown_agent", "agent_changed_owner", "rate_limited", "made_up":
 			res := mcp.NewToolResultStructured(map[string]any{"error": map[string]any{
 				"code": id, "message": "The host says " + id + ".", "detail": "detail\nof " + id,
 			}}, "The host says "+id+".")
@@ -122,10 +122,11 @@ func TestSendTurnStreamsAndMapsErrors(t *testing.T) {
 	}
 
 	for id, want := range map[string]error{
-		"timeout":       agent.ErrBackendTimeout,
-		"unknown_agent": agent.ErrUnknownAgent,
-		"rate_limited":  ErrRemoteBusy,
-		"made_up":       ErrRemoteFailed,
+		"timeout":             agent.ErrBackendTimeout,
+		"unknown_agent":       agent.ErrUnknownAgent,
+		"agent_changed_owner": agent.ErrOwnerChanged,
+		"rate_limited":        ErrRemoteBusy,
+		"made_up":             ErrRemoteFailed,
 	} {
 		_, err := portal.SendTurn(ctx, host.PeerID(), agent.Turn{AgentID: id, Text: "x"}, nil)
 		var re *RemoteError
@@ -166,7 +167,10 @@ func TestTurnArgumentsTrimsHistory(t *testing.T) {
 	for i := range 20 {
 		hist = append(hist, agent.ChatMessage{Role: "user", Text: fmt.Sprint(i, big)})
 	}
-	args := turnArguments(agent.Turn{AgentID: "a", Text: "t", History: hist})
+	args := turnArguments(agent.Turn{AgentID: "a", Text: "t", History: hist, Owner: "alice"})
+	if args["owner"] != "alice" {
+		t.Errorf("owner = %v, want alice (the host checks the conversation's agent owner)", args["owner"])
+	}
 	h := args["history"].([]map[string]string)
 	size := 0
 	for _, m := range h {

@@ -110,14 +110,20 @@ type APIToken struct {
 }
 
 // Conversation is a chat thread with one agent. OwnerKey binds it to a user
-// ("user:<id>") or to an anonymous session ("anon:<random>").
+// ("user:<id>") or to an anonymous session ("anon:<random>"). AgentOwner and
+// AgentPublisher are the owner and publisher of the agent's record when the
+// conversation started: an agent id is derived from the publisher's key and
+// the name only, so they tell whether a later record under the same id is
+// still the same party's agent (the history must never reach anyone else).
 type Conversation struct {
-	ID        string
-	AgentID   string
-	OwnerKey  string
-	Title     string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ID             string
+	AgentID        string
+	OwnerKey       string
+	AgentOwner     string
+	AgentPublisher string
+	Title          string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // Message is one turn of a conversation.

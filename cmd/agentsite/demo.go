@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
@@ -39,7 +40,11 @@ var demoAgents = []handlers.AgentInput{
 
 func publishDemoAgents(ctx context.Context, srv *handlers.Server) error {
 	for _, in := range demoAgents {
-		if _, err := srv.EnsureOperatorAgent(ctx, in); err != nil {
+		_, err := srv.EnsureOperatorAgent(ctx, in)
+		switch {
+		case errors.Is(err, handlers.ErrNameTaken):
+			srv.Logger.Warn("demo agent skipped: a user's agent has its name", "name", in.Name, "err", err)
+		case err != nil:
 			return err
 		}
 	}

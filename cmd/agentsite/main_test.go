@@ -12,16 +12,23 @@ import (
 	"testing"
 )
 
-// startNode runs a whole node the way the binary does, on SQLite in dir.
-func startNode(t *testing.T, dir string) *Main {
+// startNode runs a whole node the way the binary does, on SQLite in dir,
+// with more flags if given.
+func startNode(t *testing.T, dir string, flags ...string) *Main {
+	t.Helper()
+	return startNodeLogging(t, dir, io.Discard, flags...)
+}
+
+// startNodeLogging is startNode with the node's log written to logw.
+func startNodeLogging(t *testing.T, dir string, logw io.Writer, flags ...string) *Main {
 	t.Helper()
 	m := NewMain()
-	m.LogOutput = io.Discard
-	err := m.ParseFlags([]string{
+	m.LogOutput = logw
+	err := m.ParseFlags(append([]string{
 		"--data-dir", dir,
 		"--http-addr", "127.0.0.1:0",
 		"--p2p-listen", "/ip4/127.0.0.1/tcp/0",
-	}, func(string) string { return "" }, io.Discard)
+	}, flags...), func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,14 +11,14 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-const conversationColumns = `c.id, c.agent_id, c.owner_key, c.title, c.created_at, c.updated_at`
+const conversationColumns = `c.id, c.agent_id, c.owner_key, c.agent_owner, c.agent_publisher, c.title, c.created_at, c.updated_at`
 
 func scanConversation(row pgx.Row) (store.Conversation, error) {
 	var (
 		c                store.Conversation
 		created, updated time.Time
 	)
-	if err := row.Scan(&c.ID, &c.AgentID, &c.OwnerKey, &c.Title, &created, &updated); err != nil {
+	if err := row.Scan(&c.ID, &c.AgentID, &c.OwnerKey, &c.AgentOwner, &c.AgentPublisher, &c.Title, &created, &updated); err != nil {
 		return store.Conversation{}, err
 	}
 	c.CreatedAt, c.UpdatedAt = created.UTC(), updated.UTC()
@@ -35,9 +35,9 @@ func (db *DB) CreateConversation(ctx context.Context, c store.Conversation) (sto
 		c.UpdatedAt = c.CreatedAt
 	}
 	out, err := scanConversation(db.pool.QueryRow(ctx, `
-INSERT INTO conversations AS c (id, agent_id, owner_key, title, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING `+conversationColumns, c.ID, c.AgentID, c.OwnerKey, c.Title, c.CreatedAt, c.UpdatedAt))
+INSERT INTO conversations AS c (id, agent_id, owner_key, agent_owner, agent_publisher, title, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING `+conversationColumns, c.ID, c.AgentID, c.OwnerKey, c.AgentOwner, c.AgentPublisher, c.Title, c.CreatedAt, c.UpdatedAt))
 	if err != nil {
 		return store.Conversation{}, dbErr("create conversation "+c.ID, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentsite/agentsite/migrations"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/store/postgres"
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
@@ -45,7 +46,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	if !errors.Is(err, store.ErrSchemaTooNew) {
 		t.Fatalf("Open on a schema at version 9999: got %v, want ErrSchemaTooNew", err)
 	}
-	if !strings.Contains(err.Error(), "9999") || !strings.Contains(err.Error(), "up to 1") {
+	if !strings.Contains(err.Error(), "9999") || !strings.Contains(err.Error(), "up to 2") {
 		t.Errorf("error should name both versions: %v", err)
 	}
 }
@@ -76,5 +77,38 @@ func TestOpenBadURL(t *testing.T) {
 	_, err := postgres.Open(context.Background(), "postgres://u:secret@[::1", nil)
 	if err == nil || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("bad URL: got %v, want an error without the password", err)
+	}
+}
+
+// TestMigrationBindsOldConversations: conversations made before migration 2
+// are bound to the owner and publisher of the agent the cache holds, so an
+// upgrade does not leave them free to reach a new owner's backend.
+func TestMigrationBindsOldConversations(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	down, err := migrations.Postgres.ReadFile("postgres/0002_conversation_agent_owner.down.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, url, string(down))
+	exec(t, url, `UPDATE schema_migrations SET version = 1`)
+	exec(t, url, `INSERT INTO agents (id, seq, status, owner, expires_at, last_seen, updated_at, search)
+		VALUES ('agent-1', 1, 'online', 'alice', now(), now(), now(), ''::tsvector)`)
+	exec(t, url, `INSERT INTO agent_records (id, name, publisher, issued_at) VALUES ('agent-1', 'bot', '12D3KooWHost', now())`)
+	exec(t, url, `INSERT INTO conversations (id, agent_id, owner_key, created_at, updated_at)
+		VALUES ('known', 'agent-1', 'user:1', now(), now()), ('unknown', 'agent-2', 'user:1', now(), now())`)
+
+	db, err := postgres.Open(context.Background(), url, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("open a version 1 database: %v", err)
+	}
+	defer db.Close()
+	for id, want := range map[string][2]string{"known": {"alice", "12D3KooWHost"}, "unknown": {"", ""}} {
+		c, err := db.GetConversation(context.Background(), id)
+		if err != nil {
+			t.Fatalf("GetConversation(%s): %v", id, err)
+		}
+		if got := [2]string{c.AgentOwner, c.AgentPublisher}; got != want {
+			t.Errorf("conversation %s after migrating: agent owner/publisher = %q, want %q", id, got, want)
+		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 const (
-	conversationColumns = `id, agent_id, owner_key, title, created_at, updated_at`
+	conversationColumns = `id, agent_id, owner_key, agent_owner, agent_publisher, title, created_at, updated_at`
 	bumpConversationSQL = `UPDATE conversations SET updated_at = max(updated_at, ?1) WHERE id = ?2`
 	insertMessageSQL    = `INSERT INTO messages (conversation_id, role, text, created_at) VALUES (?, ?, ?, ?) RETURNING id`
 )
@@ -22,7 +22,7 @@ func scanConversation(row scanner) (store.Conversation, error) {
 		c                store.Conversation
 		created, updated sql.NullInt64
 	)
-	if err := row.Scan(&c.ID, &c.AgentID, &c.OwnerKey, &c.Title, &created, &updated); err != nil {
+	if err := row.Scan(&c.ID, &c.AgentID, &c.OwnerKey, &c.AgentOwner, &c.AgentPublisher, &c.Title, &created, &updated); err != nil {
 		return store.Conversation{}, err
 	}
 	c.CreatedAt, c.UpdatedAt = fromNanos(created), fromNanos(updated)
@@ -42,10 +42,10 @@ func (db *DB) CreateConversation(ctx context.Context, c store.Conversation) (sto
 		c.UpdatedAt = c.CreatedAt
 	}
 	out, err := scanConversation(db.w.QueryRowContext(ctx, `
-INSERT INTO conversations (id, agent_id, owner_key, title, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?)
+INSERT INTO conversations (id, agent_id, owner_key, agent_owner, agent_publisher, title, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING `+conversationColumns,
-		c.ID, c.AgentID, c.OwnerKey, c.Title, nanos(c.CreatedAt), nanos(c.UpdatedAt)))
+		c.ID, c.AgentID, c.OwnerKey, c.AgentOwner, c.AgentPublisher, c.Title, nanos(c.CreatedAt), nanos(c.UpdatedAt)))
 	if err != nil {
 		return store.Conversation{}, dbErr("create conversation "+c.ID, err)
 	}

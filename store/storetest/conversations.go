@@ -25,9 +25,13 @@ func testConversations(t *testing.T, s store.Store) {
 		}
 		return got
 	}
-	a := create(store.Conversation{ID: "conv-a", AgentID: "agent-1", OwnerKey: "user:1", Title: "About rain", CreatedAt: t0, UpdatedAt: t0})
+	a := create(store.Conversation{ID: "conv-a", AgentID: "agent-1", OwnerKey: "user:1", AgentOwner: "alice", AgentPublisher: "12D3KooWPublisher",
+		Title: "About rain", CreatedAt: t0, UpdatedAt: t0})
 	if a.ID != "conv-a" || a.AgentID != "agent-1" || a.OwnerKey != "user:1" || a.Title != "About rain" {
 		t.Errorf("CreateConversation = %+v", a)
+	}
+	if a.AgentOwner != "alice" || a.AgentPublisher != "12D3KooWPublisher" {
+		t.Errorf("CreateConversation: agent owner/publisher = %q/%q, want alice/12D3KooWPublisher (what binds a conversation to its agent)", a.AgentOwner, a.AgentPublisher)
 	}
 	wantTime(t, "CreatedAt", a.CreatedAt, t0)
 	wantTime(t, "UpdatedAt", a.UpdatedAt, t0)
@@ -79,6 +83,9 @@ func testConversations(t *testing.T, s store.Store) {
 		t.Fatalf("GetConversation: %v", err)
 	}
 	wantTime(t, "UpdatedAt after AppendMessage", got.UpdatedAt, at)
+	if got.AgentOwner != "alice" || got.AgentPublisher != "12D3KooWPublisher" {
+		t.Errorf("GetConversation: agent owner/publisher = %q/%q, want alice/12D3KooWPublisher", got.AgentOwner, got.AgentPublisher)
+	}
 	wantTime(t, "CreatedAt after AppendMessage", got.CreatedAt, t0)
 	// A message stamped earlier (a slow reply) does not move it back.
 	if _, err := s.AppendMessage(ctx, store.Message{ConversationID: "conv-a", Role: "agent", Text: "late", CreatedAt: at.Add(-time.Minute)}); err != nil {

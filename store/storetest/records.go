@@ -16,6 +16,7 @@ var recordCases = []testCase{
 	{"SeqRule", testSeqRule},
 	{"UpdateKeepsFirstSeenOrder", testUpdateKeepsOrder},
 	{"Tombstone", testTombstone},
+	{"TombstoneKeepsOwner", testTombstoneKeepsOwner},
 	{"Sink", testSink},
 }
 
@@ -123,6 +124,30 @@ func testUpdateKeepsOrder(t *testing.T, s store.Store) {
 	}
 	wantNames(t, "RecentAgents after updating the older listing", recent, "second-seen", "first-seen")
 	wantNames(t, "search without text", mustSearch(t, s, store.SearchQuery{}).Listings, "second-seen", "first-seen")
+}
+
+// testTombstoneKeepsOwner pins what the name reservation of the portal
+// rests on (handlers.saveAgent): a local tombstone, with its owner, is never
+// swept, even long after it expired and went offline.
+func testTombstoneKeepsOwner(t *testing.T, s store.Store) {
+	ctx := testContext(t)
+	at := now()
+	p := newPublisher(t)
+	live := p.listing(t, at, agent.Record{Name: "reserved-bot", Owner: "alice", Seq: 1})
+	live.Local = true
+	tomb := p.listing(t, at, agent.Record{Name: "reserved-bot", Owner: "alice", Seq: 2, Tombstone: true})
+	tomb.Local = true
+	mustUpsert(t, s, live, tomb)
+
+	later := at.Add(30 * 24 * time.Hour)
+	if err := store.Sweep(ctx, s, p.peer, later, time.Minute, time.Hour); err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	got := mustGet(t, s, tomb.Record.ID)
+	if !got.Record.Tombstone || got.Record.Owner != "alice" || got.Record.Seq != 2 || !got.Local {
+		t.Errorf("a month after the delete, GetAgent = tombstone %v owner %q seq %d local %v; want the tombstone of alice, seq 2, local",
+			got.Record.Tombstone, got.Record.Owner, got.Record.Seq, got.Local)
+	}
 }
 
 func testTombstone(t *testing.T, s store.Store) {

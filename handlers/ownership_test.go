@@ -1,0 +1,243 @@
+package handlers
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// An agent id is derived from the node's key and the name only: these tests
+// pin that a deleted agent's id cannot pass to another account, and that a
+// conversation never reaches a backend of another owner than it began with.
+
+func TestDeletedNameStaysReserved(t *testing.T) {
+	engines(t, func(t *testing.T, e *testEnv) {
+		alice, bob := e.userToken("alice"), e.userToken("bob")
+		resp := e.do("POST", "/api/v1/agents", weatherInput("weather-bot"), bearer(alice)...)
+		wantStatus(t, resp, http.StatusCreated)
+		first := decode[AgentJSON](t, resp)
+		wantStatus(t, e.do("DELETE", "/api/v1/agents/"+first.ID, nil, bearer(alice)...), http.StatusNoContent)
+
+		// Another account: refused on the name, over the API and the form.
+		resp = e.do("POST", "/api/v1/agents", weatherInput("weather-bot"), bearer(bob)...)
+		wantStatus(t, resp, http.StatusUnprocessableEntity)
+		if got := decode[apiErr](t, resp).Error.Fields["name"]; got != msgNameReserved {
+			t.Errorf("API: fields.name = %q, want %q", got, msgNameReserved)
+		}
+		form := e.visitor()
+		form.signup("carol", "password-carol")
+		doc := parsePage(t, form.postForm("/register", registerForm("name", "weather-bot")), http.StatusUnprocessableEntity)
+		if got := text(mustTestid(t, doc, "error-name")); !strings.Contains(got, msgNameReserved) {
+			t.Errorf("form: name error = %q, want %q", got, msgNameReserved)
+		}
+		if l, err := e.st.GetAgent(t.Context(), first.ID); err != nil || !l.Record.Tombstone || l.Record.Owner != "alice" {
+			t.Fatalf("after refused takeovers: %+v, %v; want alice's tombstone", l.Record, err)
+		}
+
+		// The owner may take it back, and so may the operator.
+		resp = e.do("POST", "/api/v1/agents", weatherInput("weather-bot"), bearer(alice)...)
+		wantStatus(t, resp, http.StatusCreated)
+		if again := decode[AgentJSON](t, resp); again.ID != first.ID || again.Owner != "alice" {
+			t.Errorf("alice re-registered %+v", again)
+		}
+		wantStatus(t, e.do("DELETE", "/api/v1/agents/"+first.ID, nil, bearer(alice)...), http.StatusNoContent)
+		wantStatus(t, e.do("POST", "/api/v1/agents", weatherInput("weather-bot"), bearer(testOperatorToken)...), http.StatusCreated)
+	})
+}
+
+// recordingHook is a webhook backend that answers "ok" and keeps every
+// request body it receives.
+type recordingHook struct {
+	mu     sync.Mutex
+	bodies []string
+}
+
+func newRecordingHook(t *testing.T) (*recordingHook, string) {
+	t.Helper()
+	h := &recordingHook{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		h.bodies = append(h.bodies, string(b))
+		h.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"reply":"ok"}`))
+	}))
+	t.Cleanup(ts.Close)
+	return h, ts.URL + "/hook"
+}
+
+func (h *recordingHook) received() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.bodies...)
+}
+
+func hookInput(name, hookURL string) AgentInput {
+	in := simpleInput(name, "Helper")
+	in.Backend = agent.Backend{Kind: agent.BackendWebhook, URL: hookURL}
+	return in
+}
+
+func TestConversationRefusedAfterOwnerChange(t *testing.T) {
+	e := newChatServer(t)
+	e.s.Config.AllowPrivateEndpoints = true
+	oldHook, oldURL := newRecordingHook(t)
+	newHook, newURL := newRecordingHook(t)
+	id := e.seedAgent("alice", hookInput("helper", oldURL)).Record.ID
+	const secret = "my PIN is 4921"
+
+	// One conversation per surface, each started with the secret.
+	carol := e.userToken("carol")
+	resp := e.do("POST", "/api/v1/agents/"+id+"/messages", messageIn{Text: secret}, bearer(carol)...)
+	wantStatus(t, resp, http.StatusOK)
+	apiConv := decode[messageOut](t, resp).ConversationID
+
+	browser := e.visitor()
+	browser.page("/chat/"+id, http.StatusOK)
+	resp = browser.postForm("/chat/"+id, url.Values{"text": {secret}, "c": {""}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	u, err := url.Parse(location(t, resp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	formConv := u.Query().Get("c")
+
+	ws := browser.mustDial()
+	_, done := turn(t, ws, wsIn{AgentID: id, Text: secret})
+	if done.Type != "done" {
+		t.Fatalf("WebSocket turn: %+v", done)
+	}
+	wsConv := done.ConversationID
+
+	cs, _ := connectMCP(t, e.ts.URL+"/mcp", "")
+	res := call(t, cs, "send_message", map[string]any{"agent_id": id, "text": secret}, "")
+	mcpConv := structured[struct {
+		ConversationID string `json:"conversation_id"`
+	}](t, res).ConversationID
+	if res.IsError || mcpConv == "" {
+		t.Fatalf("MCP send_message = %q", resultText(res))
+	}
+	if n := len(oldHook.received()); n != 4 {
+		t.Fatalf("alice's backend got %d turns, want 4", n)
+	}
+
+	// Alice deletes the agent; the operator registers the name again, with
+	// another backend.
+	if err := e.s.deleteAgent(t.Context(), Principal{Operator: true}, id); err != nil {
+		t.Fatal(err)
+	}
+	if l := e.seedAgent("", hookInput("helper", newURL)); l.Record.ID != id || l.Record.Owner != "" {
+		t.Fatalf("re-registered %+v", l.Record)
+	}
+
+	const next = "and what was my PIN?"
+	resp = e.do("POST", "/api/v1/agents/"+id+"/messages", messageIn{Text: next, ConversationID: apiConv}, bearer(carol)...)
+	wantStatus(t, resp, http.StatusConflict)
+	if got := decode[apiErr](t, resp).Error.Code; got != "agent_changed_owner" {
+		t.Errorf("API: code %q, want agent_changed_owner", got)
+	}
+
+	doc := parsePage(t, browser.postForm("/chat/"+id, url.Values{"text": {next}, "c": {formConv}}), http.StatusConflict)
+	if got := text(mustTestid(t, doc, "composer-error")); !strings.Contains(got, "belongs to someone else") {
+		t.Errorf("form: composer error = %q", got)
+	}
+
+	if _, f := turn(t, ws, wsIn{AgentID: id, ConversationID: wsConv, Text: next}); f.Type != "error" || f.Code != "agent_changed_owner" {
+		t.Errorf("WebSocket: frame %+v, want error agent_changed_owner", f)
+	}
+
+	res = call(t, cs, "send_message", map[string]any{"agent_id": id, "text": next, "conversation_id": mcpConv}, "")
+	if e := structured[struct{ Error jsonError }](t, res); !res.IsError || e.Error.Code != "agent_changed_owner" {
+		t.Errorf("MCP: isError %v, %+v; want agent_changed_owner", res.IsError, e)
+	}
+
+	if got := newHook.received(); len(got) != 0 {
+		t.Fatalf("the new owner's backend received %d turns of old conversations: %q", len(got), got)
+	}
+	for _, c := range []string{apiConv, formConv, wsConv, mcpConv} {
+		msgs, err := e.st.ListMessages(t.Context(), c, 10)
+		if err != nil || len(msgs) != 2 {
+			t.Errorf("conversation %s: %d messages (%v), want the first turn only", c, len(msgs), err)
+		}
+	}
+
+	// A new conversation goes to the new backend, without the old history.
+	resp = e.do("POST", "/api/v1/agents/"+id+"/messages", messageIn{Text: "hello"}, bearer(carol)...)
+	wantStatus(t, resp, http.StatusOK)
+	got := newHook.received()
+	if len(got) != 1 || strings.Contains(got[0], "4921") {
+		t.Errorf("new backend received %q, want one turn without the PIN", got)
+	}
+}
+
+// TestPeerTurnRefusedAfterOwnerChange: a calling node with a stale cache
+// names the owner its conversation is bound to; the host refuses the turn
+// when its record has another owner.
+func TestPeerTurnRefusedAfterOwnerChange(t *testing.T) {
+	env, echo := newMCPTestServer(t) // echo is the operator's: owner ""
+	ts := httptest.NewServer(env.s.PeerMCPHandler())
+	t.Cleanup(ts.Close)
+	cs, _ := connectMCP(t, ts.URL, "")
+	history := []map[string]string{{"role": "user", "text": "my PIN is 4921"}, {"role": "agent", "text": "noted"}}
+
+	res := call(t, cs, "send_message", map[string]any{"agent_id": echo.ID, "text": "PIN?", "history": history, "owner": "alice"}, "")
+	if e := structured[struct{ Error jsonError }](t, res); !res.IsError || e.Error.Code != "agent_changed_owner" {
+		t.Errorf("turn bound to alice, agent now the operator's: isError %v, %+v; want agent_changed_owner", res.IsError, e)
+	}
+	for name, args := range map[string]map[string]any{
+		"same owner":              {"agent_id": echo.ID, "text": "hi", "history": history, "owner": ""},
+		"a caller without owners": {"agent_id": echo.ID, "text": "hi"},
+	} {
+		if res := call(t, cs, "send_message", args, ""); res.IsError || resultText(res)[0] != "hi" {
+			t.Errorf("%s: %q", name, resultText(res))
+		}
+	}
+}
+
+func TestDemoAgentsDoNotTakeUsersName(t *testing.T) {
+	e := newTestServer(t)
+	e.s.Config.AllowPrivateEndpoints = true // bob's hook is not resolved
+	demo := simpleInput("echo", "Echo")
+	theirs := e.seedAgent("bob", hookInput("echo", "https://bob.example/hook"))
+	gone := e.seedAgent("carol", simpleInput("calculator", "Carol's"))
+	if err := e.s.deleteAgent(t.Context(), Principal{Operator: true}, gone.Record.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every start publishes the demo agents again.
+	for range 2 {
+		for _, in := range []AgentInput{demo, simpleInput("calculator", "Calculator")} {
+			if _, err := e.s.EnsureOperatorAgent(t.Context(), in); !errors.Is(err, ErrNameTaken) {
+				t.Errorf("EnsureOperatorAgent(%s) = %v, want ErrNameTaken", in.Name, err)
+			}
+		}
+	}
+	l, err := e.st.GetAgent(t.Context(), theirs.Record.ID)
+	if err != nil || l.Record.Owner != "bob" || l.Record.Seq != theirs.Record.Seq || l.Record.DisplayName != "Helper" {
+		t.Errorf("bob's echo after the demo agents: %+v, %v", l.Record, err)
+	}
+	if b, err := e.st.GetBackend(t.Context(), theirs.Record.ID); err != nil || b.URL != "https://bob.example/hook" {
+		t.Errorf("bob's backend after the demo agents: %+v, %v", b, err)
+	}
+	if l, _ := e.st.GetAgent(t.Context(), gone.Record.ID); !l.Record.Tombstone || l.Record.Owner != "carol" {
+		t.Errorf("carol's deleted calculator was taken: %+v", l.Record)
+	}
+
+	// An operator's demo agent is still refreshed.
+	op, err := e.s.EnsureOperatorAgent(t.Context(), simpleInput("greeter", "Greeter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.s.EnsureOperatorAgent(t.Context(), simpleInput("greeter", "Greeter"))
+	if err != nil || again.Record.ID != op.Record.ID || again.Record.Seq <= op.Record.Seq {
+		t.Errorf("refreshing the operator's agent: %+v, %v", again.Record, err)
+	}
+}

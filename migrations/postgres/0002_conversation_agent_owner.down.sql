@@ -1,0 +1,2 @@
+-- Reverts 0002_conversation_agent_owner.
+ALTER TABLE conversations DROP COLUMN agent_publisher, DROP COLUMN agent_owner;
