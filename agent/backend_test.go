@@ -23,7 +23,7 @@ func TestBackendValidate(t *testing.T) {
 		"builtin calculator": {Kind: BackendBuiltin, Builtin: "calculator"},
 		"llm":                llm,
 		"llm without key":    with(llm, func(b *Backend) { b.APIKey = "" }),
-		"llm local http":     with(llm, func(b *Backend) { b.URL = "http://localhost:11434/v1" }), // syntax only; SSRF is CheckPublicHost's job
+		"llm local http":     with(llm, func(b *Backend) { b.URL = "http://localhost:11434/v1" }), // syntax only; SSRF is CheckHost's job
 		"mcp":                mcp,
 		"webhook":            hook,
 	}

@@ -13,8 +13,10 @@ import (
 
 // GuardOptions configures NewGuardedClientWithOptions.
 type GuardOptions struct {
-	// AllowPrivate lets requests reach loopback, private and link-local
-	// addresses: the operator's --allow-private-endpoints, and tests.
+	// AllowPrivate lets requests reach the operator's own networks
+	// (loopback, private use, unique-local, link-local, CGNAT): the
+	// operator's --allow-private-endpoints, and tests. Multicast,
+	// unspecified and the other special ranges stay refused.
 	AllowPrivate bool
 	// Timeout bounds a whole request, body included; 0 means none (the
 	// caller's context then bounds it).
@@ -34,10 +36,10 @@ const (
 )
 
 // NewGuardedClient returns the one HTTP client for calls to URLs that agent
-// owners registered (llm, mcp, webhook backends). Unless allowPrivate, it
-// refuses to connect to non-public addresses, checked on the resolved IP
-// right before connect(2), so neither DNS names that resolve to private
-// space nor redirects get around it. timeout bounds each request, body
+// owners registered (llm, mcp, webhook backends). It refuses to connect to
+// non-public addresses (CheckAddr; allowPrivate admits the operator's own
+// networks), checked on the resolved IP right before connect(2), so neither
+// DNS names that resolve to private space nor redirects get around it. timeout bounds each request, body
 // included.
 func NewGuardedClient(allowPrivate bool, timeout time.Duration) *http.Client {
 	return NewGuardedClientWithOptions(GuardOptions{AllowPrivate: allowPrivate, Timeout: timeout})
@@ -45,10 +47,8 @@ func NewGuardedClient(allowPrivate bool, timeout time.Duration) *http.Client {
 
 // NewGuardedClientWithOptions is NewGuardedClient with every option.
 func NewGuardedClientWithOptions(o GuardOptions) *http.Client {
-	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second, Resolver: o.Resolver}
-	if !o.AllowPrivate {
-		dialer.Control = refuseNonPublic
-	}
+	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second, Resolver: o.Resolver,
+		Control: func(_, address string, _ syscall.RawConn) error { return checkDialAddr(address, o.AllowPrivate) }}
 	headerTimeout := defaultHeaderTimeout
 	if o.Timeout > 0 {
 		headerTimeout = o.Timeout
@@ -68,15 +68,15 @@ func NewGuardedClientWithOptions(o GuardOptions) *http.Client {
 	return &http.Client{Transport: tr, Timeout: o.Timeout, CheckRedirect: checkRedirect}
 }
 
-// refuseNonPublic is the dialer's Control hook: address is the resolved
-// IP:port about to be connected.
-func refuseNonPublic(network, address string, _ syscall.RawConn) error {
+// checkDialAddr is the dialer's Control hook: address is the resolved
+// IP:port about to be connected, after DNS and on every redirect.
+func checkDialAddr(address string, allowPrivate bool) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("%w: cannot check %q", ErrBlockedAddress, address)
 	}
-	if !IsPublicIP(ap.Addr()) {
-		return fmt.Errorf("%w: %s is not a public address", ErrBlockedAddress, ap.Addr())
+	if err := CheckAddr(ap.Addr(), allowPrivate); err != nil {
+		return fmt.Errorf("%w: %w", ErrBlockedAddress, err)
 	}
 	return nil
 }

@@ -95,6 +95,11 @@ func TestGuardedClientRefusesNonPublic(t *testing.T) {
 		"http://10.0.0.1:" + port + "/",
 		"http://169.254.169.254/latest/meta-data/",
 		"http://0.0.0.0:" + port + "/",
+		"http://[::127.0.0.1]:" + port + "/",   // IPv4-compatible
+		"http://[2002:7f00:1::]:" + port + "/", // 6to4 of 127.0.0.1
+		"http://[64:ff9b::7f00:1]:" + port + "/",
+		"http://[2001::1]:" + port + "/", // Teredo
+		"http://[fec0::1]:" + port + "/", // site-local
 	} {
 		t.Run(u, func(t *testing.T) {
 			resp, err := client.Get(u)
@@ -123,6 +128,33 @@ func TestGuardedClientAllowPrivate(t *testing.T) {
 	defer resp.Body.Close()
 	if b, _ := io.ReadAll(resp.Body); string(b) != "ok" {
 		t.Fatalf("body %q", b)
+	}
+}
+
+// TestGuardedClientAllowPrivateRefusesSpecial: --allow-private-endpoints
+// opens the operator's networks, not addresses no backend lives at; 0.0.0.0
+// would otherwise connect to this host.
+func TestGuardedClientAllowPrivateRefusesSpecial(t *testing.T) {
+	port, accepted := countingListener(t)
+	client := NewGuardedClient(true, 5*time.Second)
+	for _, u := range []string{
+		"http://0.0.0.0:" + port + "/",
+		"http://[::]:" + port + "/",
+		"http://[::127.0.0.1]:" + port + "/",
+		"http://224.0.0.1:" + port + "/",
+		"http://255.255.255.255:" + port + "/",
+	} {
+		resp, err := client.Get(u)
+		if err == nil {
+			resp.Body.Close()
+			t.Fatalf("GET %s succeeded", u)
+		}
+		if !errors.Is(err, ErrBlockedAddress) {
+			t.Errorf("GET %s: %v, want ErrBlockedAddress", u, err)
+		}
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Fatalf("listener accepted %d connections", n)
 	}
 }
 

@@ -1,29 +1,37 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"net/url"
 	"strings"
 )
 
-// CheckPublicHost refuses URLs whose host is obviously not on the public
-// internet: loopback, private, link-local (cloud metadata), unspecified or
-// multicast IP literals, and names like localhost. It is the registration-time
-// half of the SSRF guard; the outbound HTTP client checks again after DNS
-// resolution, since a public-looking name can resolve to a private address.
-func CheckPublicHost(raw string) error {
+// CheckHost refuses URLs whose host is not on the public internet: IP
+// literals in any special-purpose range (see specialRanges) and names like
+// localhost. It is the registration-time half of the SSRF guard; the
+// outbound HTTP client checks again after DNS resolution, since a
+// public-looking name can resolve to a private address. allowPrivate is
+// --allow-private-endpoints: local names and the operator's own networks
+// pass, but addresses no backend can live at (multicast, unspecified,
+// documentation, ...) are refused even then.
+func CheckHost(raw string, allowPrivate bool) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("is not a URL")
 	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") || strings.HasSuffix(host, ".internal") || strings.HasSuffix(host, ".local") {
+	if !allowPrivate && (host == "localhost" || strings.HasSuffix(host, ".localhost") || strings.HasSuffix(host, ".internal") || strings.HasSuffix(host, ".local")) {
 		return fmt.Errorf("points at a local or internal host; the node operator can allow this with --allow-private-endpoints")
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
-		if !IsPublicIP(ip) {
-			return fmt.Errorf("points at a private, loopback or link-local address; the node operator can allow this with --allow-private-endpoints")
+		if err := CheckAddr(ip, allowPrivate); err != nil {
+			var ae *addrError
+			if errors.As(err, &ae) && ae.row.reach == reachPrivate {
+				return fmt.Errorf("points at %v; the node operator can allow this with --allow-private-endpoints", err)
+			}
+			return fmt.Errorf("points at %v", err)
 		}
 	} else if endsInNumber(host) {
 		// 127.1, 2130706433, 0x7f.0.0.1, 0177.0.0.1: not dotted quads to
@@ -59,32 +67,39 @@ func endsInNumber(host string) bool {
 	return true
 }
 
-// IsPublicIP reports whether ip is a globally routable unicast address.
-func IsPublicIP(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	if !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() {
-		return false
+// CheckAddr refuses every address that is not global unicast: any
+// special-purpose range (specialRanges) and IPv6 outside 2000::/3. With
+// allowPrivate the operator's own networks (loopback, private use,
+// unique-local, link-local, CGNAT) pass. It is the one rule both halves of
+// the SSRF guard apply.
+func CheckAddr(ip netip.Addr, allowPrivate bool) error {
+	ip = ip.WithZone("") // prefixes never contain zoned addresses
+	if !ip.IsValid() {
+		return errors.New("an invalid address")
 	}
-	for _, p := range nonPublicPrefixes {
-		if p.Contains(ip) {
-			return false
+	row, ok := lookupSpecial(ip)
+	if !ok {
+		if ip.Is6() && !globalUnicast.Contains(ip) {
+			return &addrError{ip: ip, row: specialRange{prefix: globalUnicast, name: "outside the global unicast space"}}
 		}
+		return nil
 	}
-	return true
+	switch {
+	case row.reach == reachEmbedded:
+		b := ip.As16()
+		return CheckAddr(netip.AddrFrom4([4]byte(b[12:])), allowPrivate)
+	case row.reach == reachPrivate && allowPrivate:
+		return nil
+	}
+	return &addrError{ip: ip, row: row}
 }
 
-// nonPublicPrefixes are special-purpose ranges that netip's predicates do
-// not cover (RFC 6890 and friends).
-var nonPublicPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("192.0.2.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("198.51.100.0/24"),
-	netip.MustParsePrefix("203.0.113.0/24"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"), // NAT64 can reach IPv4 private space
-	netip.MustParsePrefix("2001:db8::/32"),
+// addrError names the range that refused an address, so an owner sees why.
+type addrError struct {
+	ip  netip.Addr
+	row specialRange
+}
+
+func (e *addrError) Error() string {
+	return fmt.Sprintf("%s, which is in %s (%s), not a public address", e.ip, e.row.prefix, e.row.name)
 }

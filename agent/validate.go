@@ -90,6 +90,7 @@ func (r *Record) validateFields(now time.Time, checkExpiry bool) error {
 	if strings.TrimSpace(r.DisplayName) == "" {
 		ve.add("display_name", "is required")
 	}
+	checkVisibleName(&ve, "display_name", r.DisplayName)
 	checkText(&ve, "description", r.Description, MaxDescriptionBytes, false)
 	if len(r.Tags) > MaxTags {
 		ve.add("tags", "at most %d tags, got %d", MaxTags, len(r.Tags))
@@ -119,6 +120,7 @@ func (r *Record) validateFields(now time.Time, checkExpiry bool) error {
 			ve.add(f+".name", "is required")
 		}
 		checkText(&ve, f+".name", s.Name, MaxDisplayNameLen, true)
+		checkVisibleName(&ve, f+".name", s.Name)
 		checkText(&ve, f+".description", s.Description, MaxSkillTextLen, false)
 		if len(s.Examples) > MaxSkillExamples {
 			ve.add(f+".examples", "at most %d examples", MaxSkillExamples)

@@ -110,6 +110,10 @@ func TestAPIErrors(t *testing.T) {
 	private.Backend = agent.Backend{Kind: agent.BackendWebhook, URL: "http://127.0.0.1:9/hook"}
 	metadata := weatherInput("metadata-hook")
 	metadata.Backend = agent.Backend{Kind: agent.BackendWebhook, URL: "http://169.254.169.254/latest/meta-data"}
+	compat := weatherInput("compat-hook")
+	compat.Backend = agent.Backend{Kind: agent.BackendWebhook, URL: "http://[::127.0.0.1]:9/hook"}
+	sixToFour := weatherInput("sixtofour-hook")
+	sixToFour.Backend = agent.Backend{Kind: agent.BackendWebhook, URL: "http://[2002:7f00:1::]/hook"}
 	bad := AgentInput{Name: "X", Tags: []string{"ok", "Not A Tag"}, Backend: agent.Backend{Kind: "telepathy"}}
 
 	tests := []struct {
@@ -132,6 +136,8 @@ func TestAPIErrors(t *testing.T) {
 		{"duplicate name", "POST", "/api/v1/agents", weatherInput("taken-name"), bearer(alice), 422, "invalid_input", []string{"name"}},
 		{"loopback backend", "POST", "/api/v1/agents", private, bearer(alice), 422, "invalid_input", []string{"backend.url"}},
 		{"metadata backend", "POST", "/api/v1/agents", metadata, bearer(alice), 422, "invalid_input", []string{"backend.url"}},
+		{"IPv4-compatible loopback backend", "POST", "/api/v1/agents", compat, bearer(alice), 422, "invalid_input", []string{"backend.url"}},
+		{"6to4 loopback backend", "POST", "/api/v1/agents", sixToFour, bearer(alice), 422, "invalid_input", []string{"backend.url"}},
 		{"too large", "POST", "/api/v1/agents", big, bearer(alice), 413, "too_large", nil},
 		{"bad limit", "GET", "/api/v1/agents?limit=5000", nil, nil, 400, "bad_query", []string{"limit"}},
 		{"bad status", "GET", "/api/v1/agents?status=sleepy", nil, nil, 400, "bad_query", []string{"status"}},

@@ -71,6 +71,8 @@ func (s *Server) pageAgent(w http.ResponseWriter, r *http.Request) {
 		Local:       l.Local,
 		CanManage:   u != nil && Principal{User: u}.CanManage(l),
 		ChatURL:     web.ChatHref(rec.ID, ""),
+
+		MixedScripts: agent.MixedScripts(rec.DisplayName),
 	}
 	s.render(w, r, http.StatusOK, web.AgentPage(v))
 }

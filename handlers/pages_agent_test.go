@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/PuerkitoBio/goquery"
+
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 )
@@ -152,5 +154,42 @@ func nodeFixture(e *testEnv) store.Node {
 		AgentsHosted:  3,
 		LastHeartbeat: e.s.now(),
 		Status:        store.StatusOnline,
+	}
+}
+
+// TestMixedScriptNotice: a display name that mixes Latin and Cyrillic
+// letters carries a notice on its page and its card; a plain one does not.
+func TestMixedScriptNotice(t *testing.T) {
+	e := newTestServer(t)
+	spoof := weatherInput("paypal-support")
+	spoof.DisplayName = "P\u0430yPal Support" // Cyrillic а
+	spoofID := e.seedAgent("", spoof).Record.ID
+	plain := weatherInput("paypal-helper")
+	plain.DisplayName = "PayPal Helper"
+	plainID := e.seedAgent("", plain).Record.ID
+
+	doc := e.page("/agents/"+spoofID, http.StatusOK)
+	if got := text(mustTestid(t, doc, "mixed-script-notice")); !strings.Contains(got, "Latin and Cyrillic") {
+		t.Errorf("notice = %q, want it to name Latin and Cyrillic", got)
+	}
+	doc = e.page("/agents/"+plainID, http.StatusOK)
+	if testid(doc, "mixed-script-notice").Length() != 0 {
+		t.Error("a plain Latin name carries the mixed-script notice")
+	}
+
+	for _, path := range []string{"/agents", "/"} {
+		doc = e.page(path, http.StatusOK)
+		card := func(id string) *goquery.Selection {
+			return doc.Find(`[data-testid="agent-card"][data-agent-id="` + id + `"]`)
+		}
+		if card(spoofID).Length() != 1 || card(plainID).Length() != 1 {
+			t.Fatalf("%s: cards missing", path)
+		}
+		if card(spoofID).Find(`[data-testid="mixed-script-notice"]`).Length() != 1 {
+			t.Errorf("%s: the mixed-script card has no notice", path)
+		}
+		if card(plainID).Find(`[data-testid="mixed-script-notice"]`).Length() != 0 {
+			t.Errorf("%s: the plain card has a notice", path)
+		}
 	}
 }

@@ -31,6 +31,8 @@ func TestRegisterForm(t *testing.T) {
 		{"bad name and tags", []string{"name", "Bad Name!", "tags", "ok, Bad Tag, ok"}, []string{"name", "tags"},
 			map[string]string{"name": "Bad Name!", "tags": "ok, Bad Tag, ok", "display_name": "Form Bot"}},
 		{"missing display name", []string{"display_name", " "}, []string{"display_name"}, nil},
+		{"blank hangul filler display name", []string{"display_name", "\u3164"}, []string{"display_name"}, nil},
+		{"display name hiding a zero-width space", []string{"display_name", "Pay\u200bpal"}, []string{"display_name"}, nil},
 		{"bad skill id", []string{"skill_id", "Not OK"}, []string{"skills[0].id"}, map[string]string{"skill_id": "Not OK"}},
 		{"private webhook", []string{"backend_kind", "webhook", "backend_url", "http://127.0.0.1/hook"}, []string{"backend.url"},
 			map[string]string{"backend_url": "http://127.0.0.1/hook"}},

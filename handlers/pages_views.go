@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
 )
@@ -20,6 +21,8 @@ func (s *Server) card(l store.Listing) web.AgentCard {
 		Local:       l.Local,
 		LastSeen:    l.LastSeen,
 		LastSeenAgo: web.Ago(l.LastSeen, s.now()),
+
+		MixedScripts: agent.MixedScripts(r.DisplayName),
 	}
 }
 

@@ -205,8 +205,8 @@ func validateInput(rec *agent.Record, b agent.Backend, now time.Time, allowPriva
 	} else if err != nil {
 		return err
 	}
-	if _, bad := fields["backend.url"]; !bad && b.URL != "" && !allowPrivate {
-		if err := agent.CheckPublicHost(b.URL); err != nil {
+	if _, bad := fields["backend.url"]; !bad && b.URL != "" {
+		if err := agent.CheckHost(b.URL, allowPrivate); err != nil {
 			fields["backend.url"] = err.Error()
 		}
 	}

@@ -212,3 +212,13 @@ func withNext(path, next string) string {
 	}
 	return path + "?next=" + url.QueryEscape(next)
 }
+
+// mixedScriptsText is the notice for a name that mixes scripts:
+// "This name mixes Latin and Cyrillic letters, which can imitate another name."
+func mixedScriptsText(scripts []string) string {
+	list := strings.Join(scripts, ", ")
+	if n := len(scripts); n > 1 {
+		list = strings.Join(scripts[:n-1], ", ") + " and " + scripts[n-1]
+	}
+	return "This name mixes " + list + " letters, which can imitate another name."
+}

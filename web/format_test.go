@@ -104,3 +104,15 @@ func TestEscaping(t *testing.T) {
 		t.Fatalf("card renders markup: %s", b.String())
 	}
 }
+
+func TestMixedScriptsText(t *testing.T) {
+	cases := map[string][]string{
+		"This name mixes Latin and Cyrillic letters, which can imitate another name.":        {"Latin", "Cyrillic"},
+		"This name mixes Latin, Cyrillic and Greek letters, which can imitate another name.": {"Latin", "Cyrillic", "Greek"},
+	}
+	for want, scripts := range cases {
+		if got := mixedScriptsText(scripts); got != want {
+			t.Errorf("mixedScriptsText(%q) = %q, want %q", scripts, got, want)
+		}
+	}
+}

@@ -41,6 +41,9 @@ type AgentCard struct {
 	Local       bool
 	LastSeen    time.Time
 	LastSeenAgo string // "3 min ago", computed by the handler with its clock
+	// MixedScripts are the scripts of a display name that mixes them to
+	// imitate another (agent.MixedScripts); nil hides the notice.
+	MixedScripts []string
 }
 
 // TagCount is a tag and how many visible listings carry it.
@@ -117,6 +120,8 @@ type AgentView struct {
 	Local       bool
 	CanManage   bool   // the viewer may edit and delete it
 	ChatURL     string // "" hides the chat button
+	// MixedScripts as on AgentCard.
+	MixedScripts []string
 }
 
 // NodesView is this node and the peers it has heard from.
