@@ -72,12 +72,12 @@ type mcpPublic struct {
 }
 
 func (p *mcpPublic) addTools() {
-	readOnly := mcp.WithReadOnlyHintAnnotation(true)
 	p.srv.AddTools(
-		server.ServerTool{Tool: rawTool("search_agents", descSearchAgents, schemaSearchAgents, readOnly), Handler: p.searchAgents},
-		server.ServerTool{Tool: rawTool("get_agent", descGetAgent, schemaGetAgent, readOnly), Handler: p.getAgent},
-		server.ServerTool{Tool: rawTool("list_tags", descListTags, schemaListTags, readOnly), Handler: p.listTags},
-		server.ServerTool{Tool: rawTool("send_message", descSendMessage, schemaSendMessage, mcp.WithOpenWorldHintAnnotation(true)), Handler: p.sendMessage},
+		server.ServerTool{Tool: rawTool("search_agents", descSearchAgents, schemaSearchAgents, readOnlyTool("Search agents", false)...), Handler: p.searchAgents},
+		// get_agent may ask the network for a listing this node lacks.
+		server.ServerTool{Tool: rawTool("get_agent", descGetAgent, schemaGetAgent, readOnlyTool("Get an agent", true)...), Handler: p.getAgent},
+		server.ServerTool{Tool: rawTool("list_tags", descListTags, schemaListTags, readOnlyTool("List tags", false)...), Handler: p.listTags},
+		server.ServerTool{Tool: rawTool("send_message", descSendMessage, schemaSendMessage, messageTool("Send a message to an agent")...), Handler: p.sendMessage},
 	)
 	p.srv.AddResourceTemplate(
 		mcp.NewResourceTemplate("agent://{id}", "agent",
@@ -87,9 +87,32 @@ func (p *mcpPublic) addTools() {
 	)
 }
 
+// readOnlyTool annotates a catalogue tool: it changes nothing, so a host
+// may call it without asking and repeat it freely. openWorld: it may reach
+// other nodes.
+func readOnlyTool(title string, openWorld bool) []mcp.ToolOption {
+	return []mcp.ToolOption{
+		mcp.WithToolTitle(title), mcp.WithTitleAnnotation(title),
+		mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(true), mcp.WithOpenWorldHintAnnotation(openWorld),
+	}
+}
+
+// messageTool annotates a tool that sends a chat turn: it adds to a
+// conversation (not read-only, not idempotent) but deletes nothing, and
+// the agent may be anywhere, answering with third-party text.
+func messageTool(title string) []mcp.ToolOption {
+	return []mcp.ToolOption{
+		mcp.WithToolTitle(title), mcp.WithTitleAnnotation(title),
+		mcp.WithReadOnlyHintAnnotation(false), mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(true),
+	}
+}
+
 // hooks keep the per-agent tools in step with the local agents: they are
 // refreshed before a tools/list (at most once a second) and before a call
-// to an agent tool.
+// to an agent tool. They also give an unknown agent:// resource its
+// resource-not-found error (unrouteMissingAgent).
 func (p *mcpPublic) hooks() *server.Hooks {
 	h := &server.Hooks{}
 	h.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { p.syncAgentTools(ctx) })
@@ -98,6 +121,7 @@ func (p *mcpPublic) hooks() *server.Hooks {
 			p.syncAgentTools(ctx)
 		}
 	})
+	h.AddBeforeReadResource(p.unrouteMissingAgent)
 	return h
 }
 
@@ -150,7 +174,7 @@ func (p *mcpPublic) syncAgentTools(ctx context.Context) {
 func (p *mcpPublic) agentTool(name, slug, agentID string) server.ServerTool {
 	return server.ServerTool{
 		Tool: rawTool(name, fmt.Sprintf(descAgentTool, agentToolSlug(slug)), schemaAgentTool,
-			mcp.WithOpenWorldHintAnnotation(true)),
+			messageTool("Message "+agentToolSlug(slug))...),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return p.turn(ctx, req, agentID), nil
 		},

@@ -6,6 +6,7 @@ package handlers
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -58,6 +59,10 @@ type Config struct {
 	// ChatRateLimit is the number of chat turns one IP (or account) may
 	// send per minute, over the WebSocket and the message API. 0: 120.
 	ChatRateLimit int
+	// PublicURL is the node's address behind a reverse proxy, e.g.
+	// https://agents.example.org (see ParsePublicURL); empty: none. Its
+	// host is accepted on /mcp and its origin by the Origin rule.
+	PublicURL string
 }
 
 // Server holds the dependencies of every handler.
@@ -76,6 +81,7 @@ type Server struct {
 	sessions    *scs.SessionManager
 	metrics     *metrics
 	chatLimits  *keyedLimiter
+	mcpLimits   mcpLimits
 	lifetime    context.Context // ends at CloseChats
 	endLifetime context.CancelFunc
 }
@@ -91,6 +97,11 @@ func New(st store.Store, node Node, pub Publisher, logger *slog.Logger, cfg Conf
 	if cfg.ChatRateLimit <= 0 {
 		cfg.ChatRateLimit = 120
 	}
+	if cfg.PublicURL != "" {
+		if _, err := ParsePublicURL(cfg.PublicURL); err != nil {
+			return nil, fmt.Errorf("public URL: %w", err)
+		}
+	}
 	s := &Server{
 		Store:     st,
 		Node:      node,
@@ -101,6 +112,7 @@ func New(st store.Store, node Node, pub Publisher, logger *slog.Logger, cfg Conf
 	}
 	s.sessions = newSessionManager(st, cfg.SecureCookies)
 	s.chatLimits = newKeyedLimiter(cfg.ChatRateLimit)
+	s.mcpLimits = mcpLimits{maxSessions: maxMCPSessions, initsPerMinute: mcpInitsPerMinute}
 	s.lifetime, s.endLifetime = context.WithCancel(context.Background())
 	m, err := newMetrics(reg, st)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/agentsite/agentsite/handlers"
 )
 
 // Config is every setting of `agentsite serve`. Each flag has an
@@ -29,6 +31,7 @@ type Config struct {
 	StaleAfter            time.Duration
 	SyncOnConnect         bool
 	ChatRateLimit         int
+	PublicURL             string
 	LogLevel              string
 	LogFormat             string
 }
@@ -91,6 +94,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.StaleAfter, "stale-after", 0, "silence after which a node's listings turn stale (0: 3 heartbeat intervals)")
 	fs.BoolVar(&c.SyncOnConnect, "sync-on-connect", true, "pull each new peer's catalogue when it connects (off: the cache fills from gossip and look-ups only)")
 	fs.IntVar(&c.ChatRateLimit, "chat-rate-limit", 120, "chat turns per minute one IP or account may send (WebSocket, message API, MCP)")
+	fs.StringVar(&c.PublicURL, "public-url", "", "the node's public address behind a reverse proxy, e.g. https://agents.example.org (its host is accepted on /mcp; empty: none)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	return fs
@@ -155,6 +159,11 @@ func (c *Config) Validate() error {
 	}
 	if c.StaleAfter < 0 {
 		errs = append(errs, errors.New("--stale-after must not be negative; 0 means 3 heartbeat intervals"))
+	}
+	if c.PublicURL != "" {
+		if _, err := handlers.ParsePublicURL(c.PublicURL); err != nil {
+			errs = append(errs, fmt.Errorf("--public-url %q %w; e.g. https://agents.example.org", c.PublicURL, err))
+		}
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)

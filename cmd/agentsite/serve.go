@@ -124,6 +124,7 @@ func (m *Main) Run(ctx context.Context) error {
 		BcryptCost:            m.BcryptCost,
 		RecordTTL:             m.Config.RecordTTL,
 		ChatRateLimit:         m.Config.ChatRateLimit,
+		PublicURL:             m.Config.PublicURL,
 	}, reg)
 	if err != nil {
 		return fmt.Errorf("build HTTP handlers: %w", err)
