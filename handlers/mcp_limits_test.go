@@ -134,6 +134,10 @@ func TestMCPPublicURL(t *testing.T) {
 		{"https://agents.example.org", "evil.example", "", http.StatusForbidden},
 		{"https://agents.example.org", "agents.example.org.evil.example", "", http.StatusForbidden},
 		{"https://agents.example.org", "agents.example.org", "https://evil.example", http.StatusForbidden},
+		// As an operator may write it; browsers send the origin in lower
+		// case and without the default port.
+		{"https://Agents.Example.org:443/", "agents.example.org", "", http.StatusOK},
+		{"https://Agents.Example.org:443/", loopback, "https://agents.example.org", http.StatusOK},
 	}
 	for _, tc := range cases {
 		env.s.Config.PublicURL = tc.publicURL

@@ -73,11 +73,11 @@ type mcpPublic struct {
 
 func (p *mcpPublic) addTools() {
 	p.srv.AddTools(
-		server.ServerTool{Tool: rawTool("search_agents", descSearchAgents, schemaSearchAgents, readOnlyTool("Search agents", false)...), Handler: p.searchAgents},
+		server.ServerTool{Tool: rawTool("search_agents", descSearchAgents, schemaSearchAgents, toolAnnotations("Search agents", true, false)...), Handler: p.searchAgents},
 		// get_agent may ask the network for a listing this node lacks.
-		server.ServerTool{Tool: rawTool("get_agent", descGetAgent, schemaGetAgent, readOnlyTool("Get an agent", true)...), Handler: p.getAgent},
-		server.ServerTool{Tool: rawTool("list_tags", descListTags, schemaListTags, readOnlyTool("List tags", false)...), Handler: p.listTags},
-		server.ServerTool{Tool: rawTool("send_message", descSendMessage, schemaSendMessage, messageTool("Send a message to an agent")...), Handler: p.sendMessage},
+		server.ServerTool{Tool: rawTool("get_agent", descGetAgent, schemaGetAgent, toolAnnotations("Get an agent", true, true)...), Handler: p.getAgent},
+		server.ServerTool{Tool: rawTool("list_tags", descListTags, schemaListTags, toolAnnotations("List tags", true, false)...), Handler: p.listTags},
+		server.ServerTool{Tool: rawTool("send_message", descSendMessage, schemaSendMessage, toolAnnotations("Send a message to an agent", false, true)...), Handler: p.sendMessage},
 	)
 	p.srv.AddResourceTemplate(
 		mcp.NewResourceTemplate("agent://{id}", "agent",
@@ -87,25 +87,16 @@ func (p *mcpPublic) addTools() {
 	)
 }
 
-// readOnlyTool annotates a catalogue tool: it changes nothing, so a host
-// may call it without asking and repeat it freely. openWorld: it may reach
-// other nodes.
-func readOnlyTool(title string, openWorld bool) []mcp.ToolOption {
+// toolAnnotations titles a tool and says what it does to the world. The
+// catalogue tools only read: a host may call them without asking, and
+// repeat them. A message adds a turn to a conversation, so it is neither
+// read-only nor idempotent, but it destroys nothing. openWorld: the tool
+// may reach other nodes and third-party agents.
+func toolAnnotations(title string, readOnly, openWorld bool) []mcp.ToolOption {
 	return []mcp.ToolOption{
 		mcp.WithToolTitle(title), mcp.WithTitleAnnotation(title),
-		mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false),
-		mcp.WithIdempotentHintAnnotation(true), mcp.WithOpenWorldHintAnnotation(openWorld),
-	}
-}
-
-// messageTool annotates a tool that sends a chat turn: it adds to a
-// conversation (not read-only, not idempotent) but deletes nothing, and
-// the agent may be anywhere, answering with third-party text.
-func messageTool(title string) []mcp.ToolOption {
-	return []mcp.ToolOption{
-		mcp.WithToolTitle(title), mcp.WithTitleAnnotation(title),
-		mcp.WithReadOnlyHintAnnotation(false), mcp.WithDestructiveHintAnnotation(false),
-		mcp.WithIdempotentHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(true),
+		mcp.WithReadOnlyHintAnnotation(readOnly), mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(readOnly), mcp.WithOpenWorldHintAnnotation(openWorld),
 	}
 }
 
@@ -174,7 +165,7 @@ func (p *mcpPublic) syncAgentTools(ctx context.Context) {
 func (p *mcpPublic) agentTool(name, slug, agentID string) server.ServerTool {
 	return server.ServerTool{
 		Tool: rawTool(name, fmt.Sprintf(descAgentTool, agentToolSlug(slug)), schemaAgentTool,
-			messageTool("Message "+agentToolSlug(slug))...),
+			toolAnnotations("Message "+agentToolSlug(slug), false, true)...),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return p.turn(ctx, req, agentID), nil
 		},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // originRule is the node's one Origin rule, for forms, the API and /mcp:
@@ -19,7 +20,7 @@ type originRule struct {
 func (s *Server) originRule() originRule {
 	c := http.NewCrossOriginProtection()
 	if u := s.publicURL(); u != nil {
-		_ = c.AddTrustedOrigin(u.Scheme + "://" + u.Host) // cannot fail: ParsePublicURL checked both
+		_ = c.AddTrustedOrigin(browserOrigin(u)) // cannot fail: ParsePublicURL checked scheme and host
 	}
 	deny := http.HandlerFunc(s.crossOriginDenied)
 	c.SetDenyHandler(deny)
@@ -30,8 +31,8 @@ func (s *Server) originRule() originRule {
 func (o originRule) Handler(next http.Handler) http.Handler { return o.c.Handler(next) }
 
 // admitAnyMethod applies the rule to r whatever its method, and answers a
-// refusal. The MCP spec wants a foreign Origin refused on GET and DELETE
-// too, which CrossOriginProtection lets through as safe methods.
+// refusal. The MCP spec wants a foreign Origin refused on GET too, which
+// CrossOriginProtection lets through as a safe method.
 func (o originRule) admitAnyMethod(w http.ResponseWriter, r *http.Request) bool {
 	probe := r
 	switch r.Method {
@@ -69,6 +70,19 @@ func ParsePublicURL(raw string) (*url.URL, error) {
 		return nil, errors.New("must be the site's root: no path, query or fragment")
 	}
 	return u, nil
+}
+
+// browserOrigin is the Origin a browser sends from pages under u: the
+// host in lower case, without the scheme's default port.
+func browserOrigin(u *url.URL) string {
+	host := strings.ToLower(u.Host)
+	if p := u.Port(); u.Scheme == "https" && p == "443" || u.Scheme == "http" && p == "80" {
+		host = strings.ToLower(u.Hostname())
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+	}
+	return u.Scheme + "://" + host
 }
 
 // publicURL is the configured public URL, nil when there is none (New
