@@ -308,6 +308,9 @@ func TestAPICrossOriginAndRateLimit(t *testing.T) {
 	tok := e.userToken("gina")
 	resp := e.do("POST", "/api/v1/agents", weatherInput("cross-site"), append(bearer(tok), "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example")...)
 	wantStatus(t, resp, http.StatusForbidden)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") || decode[apiErr](t, resp).Error.Code != "cross_origin" {
+		t.Errorf("cross-origin refusal is %q, want the JSON error cross_origin", ct)
+	}
 
 	// RateLimit 1: one login attempt and six writes per minute per IP.
 	e.s.Config.RateLimit = 1

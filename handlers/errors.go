@@ -67,7 +67,8 @@ func (s *Server) logIfServer(r *http.Request, e *Error, err error) {
 	}
 }
 
-// isAPI reports whether the request wants JSON.
+// isAPI reports whether the request wants JSON errors: the API, and /mcp
+// for what is refused before mcp-go sees it.
 func isAPI(r *http.Request) bool {
 	return strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/mcp"
 }
@@ -120,8 +121,18 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, errorf(http.StatusNotFound, "not_found", "No such API route; see GET /api/v1/agents."))
 		return
 	}
+	s.renderErrorWithSession(w, r, errorf(http.StatusNotFound, "not_found", "There is no page here."))
+}
+
+// renderErrorWithSession is renderError for middleware that runs before
+// the session is loaded: a page shows who is logged in.
+func (s *Server) renderErrorWithSession(w http.ResponseWriter, r *http.Request, e *Error) {
+	if isAPI(r) {
+		s.renderError(w, r, e)
+		return
+	}
 	s.loadSession(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.renderErrorPage(w, r, errorf(http.StatusNotFound, "not_found", "There is no page here."))
+		s.renderError(w, r, e)
 	})).ServeHTTP(w, r)
 }
 

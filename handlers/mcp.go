@@ -1,17 +1,14 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-chi/httprate"
 	libp2phttp "github.com/libp2p/go-libp2p/p2p/http"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -24,10 +21,18 @@ const (
 	maxMCPBodyBytes     = 256 << 10
 	maxPeerMCPBodyBytes = 1 << 20
 	mcpSessionTTL       = 30 * time.Minute // an idle public session is forgotten after this
-	maxMCPSessions      = 10_000           // public sessions kept at once; the least recently used go first
+	maxMCPSessions      = 10_000           // public sessions held at once (about 10 KB each); the least recently used go first
+	mcpInitsPerMinute   = 30               // new public sessions one IP (IPv6: one /64) may start per minute
 	maxMCPHistory       = 100              // earlier messages a peer may send with a turn
 	maxMCPReplyBytes    = 256 << 10        // one history entry (agent replies are ≤ 64 KiB by default)
 )
+
+// mcpLimits bound what anonymous clients can make the public MCP server
+// hold. Tests lower them.
+type mcpLimits struct {
+	maxSessions    int // sessions held at once
+	initsPerMinute int // new sessions one IP (IPv6: one /64) may start per minute
+}
 
 // mcpInstructions is what an MCP client is told about this server. It is
 // fixed text: nothing a publisher registered appears in it.
@@ -39,11 +44,14 @@ const mcpInstructions = "AgentSite node: search the planet-wide catalogue of AI 
 // /mcp (Streamable HTTP). It offers search_agents, get_agent, list_tags,
 // send_message (routed to any agent on the planet, persisted like a chat),
 // one tool per local agent and every listing as the resource agent://<id>.
-// Mcp-go leaves some hardening to the embedder; this handler adds it: the
-// Origin check the MCP spec requires, a body cap, and idle session expiry.
+// Mcp-go leaves some hardening to the embedder; this handler adds it (see
+// mcpGuard): the Origin check the MCP spec requires, a body cap, a cap on
+// sessions held and on new sessions per client, and idle session expiry.
 func (s *Server) MCPHandler() http.Handler {
-	sessions := newMCPSessions(mcpSessionTTL, maxMCPSessions, s.Now)
+	sessions := newMCPSessions(mcpSessionTTL, s.mcpLimits.maxSessions, s.Now)
 	p := &mcpPublic{s: s}
+	hooks := p.hooks()
+	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { sessions.registered(cs.SessionID()) })
 	p.srv = server.NewMCPServer("agentsite", s.Config.Version,
 		server.WithInstructions(mcpInstructions),
 		// Tools are refreshed on every tools/list instead of announced:
@@ -52,16 +60,27 @@ func (s *Server) MCPHandler() http.Handler {
 		server.WithResourceCapabilities(false, false),
 		server.WithLogging(),
 		server.WithRecovery(),
-		server.WithHooks(p.hooks()),
+		server.WithHooks(hooks),
 	)
 	p.addTools()
 	streamable := server.NewStreamableHTTPServer(p.srv,
 		server.WithSessionIdManager(sessions),
 		server.WithDisableStreaming(true), // no standalone GET stream (see WithToolCapabilities)
+		// The guard applies mcp-go's DNS-rebinding rule itself, with the
+		// public host (--public-url) allowed.
+		server.WithDisableLocalhostProtection(true),
 		server.WithHTTPContextFunc(withCaller),
 		server.WithStreamableHTTPLogger(s.Logger),
 	)
-	return &mcpGuard{next: streamable, maxBody: maxMCPBodyBytes, sessions: sessions, checkOrigin: true}
+	front := &mcpFront{
+		origins:  s.originRule(),
+		sessions: sessions,
+		inits:    httprate.NewRateLimiter(s.mcpLimits.initsPerMinute, time.Minute),
+	}
+	if u := s.publicURL(); u != nil {
+		front.publicHost = u.Hostname()
+	}
+	return &mcpGuard{next: streamable, maxBody: maxMCPBodyBytes, front: front}
 }
 
 // PeerMCPHandler is the MCP server other nodes call over libp2p: a single
@@ -108,74 +127,6 @@ func callerFrom(ctx context.Context) string {
 	return "unknown"
 }
 
-// mcpGuard wraps mcp-go's Streamable HTTP server with what it does not do
-// by default.
-type mcpGuard struct {
-	next        http.Handler
-	maxBody     int64
-	sessions    *mcpSessions // nil: stateless
-	checkOrigin bool
-}
-
-func (g *mcpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// The MCP spec: a present, foreign Origin must get 403 (DNS
-	// rebinding and cross-site requests from browsers). No Origin is a
-	// non-browser client.
-	if g.checkOrigin && !originAllowed(r) {
-		writeJSONRPCError(w, http.StatusForbidden, mcp.INVALID_REQUEST, "Forbidden: the Origin header does not match this server.")
-		return
-	}
-	if r.Method == http.MethodPost {
-		if r.ContentLength > g.maxBody {
-			writeJSONRPCError(w, http.StatusRequestEntityTooLarge, mcp.INVALID_REQUEST, "Request body too large.")
-			return
-		}
-		// mcp-go reads the whole body anyway; reading it here first lets
-		// an oversized chunked body get a 413 instead of a parse error.
-		body, err := io.ReadAll(io.LimitReader(r.Body, g.maxBody+1))
-		if err != nil {
-			writeJSONRPCError(w, http.StatusBadRequest, mcp.PARSE_ERROR, "Could not read the request body.")
-			return
-		}
-		if int64(len(body)) > g.maxBody {
-			writeJSONRPCError(w, http.StatusRequestEntityTooLarge, mcp.INVALID_REQUEST, "Request body too large.")
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-	}
-	if g.sessions != nil {
-		for _, id := range g.sessions.sweep() {
-			g.endSession(r.Context(), id)
-		}
-	}
-	flushed := new(atomic.Int64)
-	r = r.WithContext(context.WithValue(r.Context(), flushCountKey{}, flushed))
-	g.next.ServeHTTP(flushWriter{ResponseWriter: w, flushed: flushed}, r)
-}
-
-// endSession makes mcp-go forget an expired session (its registration and
-// per-session state) the way a client's DELETE would.
-func (g *mcpGuard) endSession(ctx context.Context, id string) {
-	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodDelete, "/mcp", nil)
-	if err != nil {
-		return
-	}
-	req.Header.Set(server.HeaderKeySessionID, id)
-	g.next.ServeHTTP(&discardWriter{h: http.Header{}}, req)
-}
-
-// writeJSONRPCError answers with an HTTP status and a JSON-RPC error
-// without an id, as the MCP transport spec suggests for refused requests.
-func writeJSONRPCError(w http.ResponseWriter, status, code int, message string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"jsonrpc": "2.0",
-		"error":   map[string]any{"code": code, "message": message},
-	})
-}
-
 // flushCountKey carries a request's *atomic.Int64 count of SSE flushes.
 type flushCountKey struct{}
 
@@ -194,13 +145,6 @@ func (f flushWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (f flushWriter) Unwrap() http.ResponseWriter { return f.ResponseWriter }
-
-// discardWriter is the response writer of internal requests.
-type discardWriter struct{ h http.Header }
-
-func (d *discardWriter) Header() http.Header         { return d.h }
-func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (d *discardWriter) WriteHeader(int)             {}
 
 // turnStream streams a turn's chunks to the MCP client: as progress
 // notifications when the call carried a progress token (the chunk is the
@@ -312,16 +256,4 @@ func argString(args map[string]any, key string) (string, bool) {
 // badArgs is the tool error for malformed arguments.
 func badArgs(field, problem string) *mcp.CallToolResult {
 	return toolError(&Error{Status: http.StatusBadRequest, Code: "bad_arguments", Message: "Argument " + field + " " + problem + "."}, "")
-}
-
-// originAllowed applies the MCP spec's Origin rule: absent is a
-// non-browser client and fine; present, it must name this server (the
-// request's Host), and "null" never does.
-func originAllowed(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return true
-	}
-	u, err := url.Parse(o)
-	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 }

@@ -128,6 +128,24 @@ func (p *mcpPublic) readAgent(ctx context.Context, req mcp.ReadResourceRequest) 
 	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
 }
 
+// unrouteMissingAgent runs before resources/read. Mcp-go reports every
+// error of a resource handler as -32603 (internal error); only a URI that
+// no handler matches gets the resource-not-found code (-32002, or -32602
+// from protocol 2026-07-28 on, SEP-2164). So an agent:// URI naming no
+// agent is made one that agent://{id} cannot match (a space never does),
+// keeping the URI readable in the error message. An agent that is there
+// is loaded again by readAgent, from the store's cache.
+func (p *mcpPublic) unrouteMissingAgent(ctx context.Context, _ any, req *mcp.ReadResourceRequest) {
+	id, ok := strings.CutPrefix(req.Params.URI, "agent://")
+	if !ok {
+		return
+	}
+	var e *Error
+	if _, err := p.listing(ctx, id); errors.As(err, &e) && (e.Status == http.StatusNotFound || e.Status == http.StatusGone) {
+		req.Params.URI += " (no such agent)"
+	}
+}
+
 // listing finds an agent with the same outcomes as GET /api/v1/agents/{id}.
 func (p *mcpPublic) listing(ctx context.Context, id string) (store.Listing, error) {
 	return p.s.loadListing(ctx, id)

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"container/list"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -19,22 +20,33 @@ var errUnknownMCPSession = errors.New("unknown MCP session")
 // is what owns an MCP client's conversations ("mcp:<id>"). Mcp-go's own
 // stateful manager remembers every terminated id forever and never expires
 // idle ones; this one forgets sessions idle for ttl (the client then gets
-// 404 and initializes again, as the spec says) and keeps at most max.
+// 404 and initializes again, as the spec says) and holds at most max: a new
+// session evicts the least recently used one. Each session costs about
+// 10 KB in mcp-go (measured), so the cap is what bounds the memory anonymous
+// clients can make the node hold.
 type mcpSessions struct {
-	mu    sync.Mutex
-	ttl   time.Duration
-	max   int
-	now   func() time.Time
-	last  map[string]time.Time // session id → last use
-	swept time.Time
+	mu   sync.Mutex
+	ttl  time.Duration
+	max  int
+	now  func() time.Time
+	lru  *list.List               // of *mcpSession, most recently used first
+	byID map[string]*list.Element // session id → its element in lru
+	// ended are sessions forgotten here (evicted or expired) whose state
+	// in mcp-go is still to be released (see release).
+	ended []string
+}
+
+type mcpSession struct {
+	id   string
+	last time.Time
 }
 
 func newMCPSessions(ttl time.Duration, max int, now func() time.Time) *mcpSessions {
-	return &mcpSessions{ttl: ttl, max: max, now: now, last: map[string]time.Time{}}
+	return &mcpSessions{ttl: ttl, max: max, now: now, lru: list.New(), byID: map[string]*list.Element{}}
 }
 
-// Generate starts a session. When max sessions are live, the least
-// recently used one is marked expired; the next sweep ends it.
+// Generate starts a session, evicting the least recently used ones beyond
+// max.
 func (m *mcpSessions) Generate() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
@@ -42,23 +54,15 @@ func (m *mcpSessions) Generate() string {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.last) >= m.max {
-		oldest, at := "", now
-		for k, t := range m.last {
-			if t.Before(at) {
-				oldest, at = k, t
-			}
-		}
-		if oldest != "" {
-			m.last[oldest] = time.Time{}
-		}
+	m.byID[id] = m.lru.PushFront(&mcpSession{id: id, last: now})
+	for m.lru.Len() > m.max {
+		m.end(m.lru.Back())
 	}
-	m.last[id] = now
 	return id
 }
 
 // Validate accepts a live session and records its use. An expired one is
-// reported terminated, an unknown one invalid: both get 404.
+// reported terminated, an unknown (or evicted) one invalid: both get 404.
 func (m *mcpSessions) Validate(id string) (isTerminated bool, err error) {
 	if !strings.HasPrefix(id, mcpSessionPrefix) {
 		return false, errUnknownMCPSession
@@ -66,49 +70,72 @@ func (m *mcpSessions) Validate(id string) (isTerminated bool, err error) {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	t, ok := m.last[id]
-	switch {
-	case !ok:
+	e, ok := m.byID[id]
+	if !ok {
 		return false, errUnknownMCPSession
-	case now.Sub(t) > m.ttl:
+	}
+	s := e.Value.(*mcpSession)
+	if now.Sub(s.last) > m.ttl {
+		m.end(e)
 		return true, nil
 	}
-	m.last[id] = now
+	s.last = now
+	m.lru.MoveToFront(e)
 	return false, nil
 }
 
-// Terminate ends a session (a client's DELETE, or expiry).
+// Terminate ends a session (a client's DELETE, or the release of one ended
+// here): mcp-go releases its state itself afterwards.
 func (m *mcpSessions) Terminate(id string) (isNotAllowed bool, err error) {
 	m.mu.Lock()
-	delete(m.last, id)
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	if e, ok := m.byID[id]; ok {
+		m.lru.Remove(e)
+		delete(m.byID, id)
+	}
 	return false, nil
 }
 
-// sweep forgets the sessions idle past ttl, at most once per ttl/10, and
-// returns them so their per-session state in mcp-go can be released.
-// Between sweeps Validate refuses them anyway.
-func (m *mcpSessions) sweep() []string {
+// end forgets a session and queues it for release. The caller holds mu.
+func (m *mcpSessions) end(e *list.Element) {
+	s := m.lru.Remove(e).(*mcpSession)
+	delete(m.byID, s.id)
+	m.ended = append(m.ended, s.id)
+}
+
+// release forgets the sessions idle past ttl and returns every session
+// ended since the last call, so that their state in mcp-go is released.
+// Idle sessions sit at the back of the list, so this costs one step per
+// session ended.
+func (m *mcpSessions) release() []string {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if now.Sub(m.swept) < m.ttl/10 {
-		return nil
+	for e := m.lru.Back(); e != nil && now.Sub(e.Value.(*mcpSession).last) > m.ttl; e = m.lru.Back() {
+		m.end(e)
 	}
-	m.swept = now
-	var out []string
-	for id, t := range m.last {
-		if now.Sub(t) > m.ttl {
-			out = append(out, id)
-			delete(m.last, id)
-		}
-	}
+	out := m.ended
+	m.ended = nil
 	return out
+}
+
+// registered is called when mcp-go registers a session, at the end of its
+// initialize request. A session evicted while that request ran was
+// released before mcp-go held anything for it; queue it again.
+func (m *mcpSessions) registered(id string) {
+	if !strings.HasPrefix(id, mcpSessionPrefix) {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.byID[id]; !ok {
+		m.ended = append(m.ended, id)
+	}
 }
 
 // count is the number of sessions held (tests, metrics).
 func (m *mcpSessions) count() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.last)
+	return m.lru.Len()
 }

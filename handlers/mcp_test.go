@@ -341,51 +341,93 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func TestMCPHardening(t *testing.T) {
-	env, _ := newMCPTestServer(t)
-	initBody := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
-	post := func(body io.Reader, length int64, headers ...string) *http.Response {
-		req, err := http.NewRequestWithContext(t.Context(), "POST", env.ts.URL+"/mcp", body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.ContentLength = length
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for i := 0; i+1 < len(headers); i += 2 {
+// initBody is a session-era initialize request.
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// mcpRequest sends a raw request to an MCP endpoint; length -1 hides the
+// body's length (chunked).
+func mcpRequest(t *testing.T, method, endpoint string, body io.Reader, length int64, headers ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, endpoint, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = length
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "Host" {
+			req.Host = headers[i+1]
+		} else {
 			req.Header.Set(headers[i], headers[i+1])
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// errorCode is the code of a {"error":{"code":...}} body: the API's
+// string codes, or JSON-RPC's numbers.
+func errorCode(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	var v struct {
+		Error struct{ Code any } `json:"error"`
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("error body %q is not JSON: %v", body, err)
+	}
+	return fmt.Sprint(v.Error.Code)
+}
+
+func TestMCPHardening(t *testing.T) {
+	env, _ := newMCPTestServer(t)
+	endpoint := env.ts.URL + "/mcp"
+	post := func(body string, headers ...string) func() *http.Response {
+		return func() *http.Response {
+			return mcpRequest(t, "POST", endpoint, strings.NewReader(body), int64(len(body)), headers...)
 		}
-		t.Cleanup(func() { resp.Body.Close() })
-		return resp
 	}
 	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", maxMCPBodyBytes) + `"}}`
+	const legacy = "2025-11-25"
 	cases := []struct {
 		name   string
 		resp   func() *http.Response
 		status int
+		code   string // the error's code, when it must be one
 	}{
-		{"no origin", func() *http.Response { return post(strings.NewReader(initBody), int64(len(initBody))) }, http.StatusOK},
-		{"same origin", func() *http.Response {
-			return post(strings.NewReader(initBody), int64(len(initBody)), "Origin", env.ts.URL)
-		}, http.StatusOK},
-		{"foreign origin", func() *http.Response {
-			return post(strings.NewReader(initBody), int64(len(initBody)), "Origin", "https://evil.example")
-		}, http.StatusForbidden},
-		{"null origin", func() *http.Response {
-			return post(strings.NewReader(initBody), int64(len(initBody)), "Origin", "null")
-		}, http.StatusForbidden},
-		{"oversized body", func() *http.Response { return post(strings.NewReader(big), int64(len(big))) }, http.StatusRequestEntityTooLarge},
+		{"no origin", post(initBody), http.StatusOK, ""},
+		{"same origin", post(initBody, "Origin", env.ts.URL), http.StatusOK, ""},
+		{"foreign origin", post(initBody, "Origin", "https://evil.example"), http.StatusForbidden, "cross_origin"},
+		{"null origin", post(initBody, "Origin", "null"), http.StatusForbidden, "cross_origin"},
+		{"cross-site fetch", post(initBody, "Sec-Fetch-Site", "cross-site"), http.StatusForbidden, "cross_origin"},
+		{"foreign origin GET", func() *http.Response {
+			return mcpRequest(t, "GET", endpoint, nil, 0, "Origin", "https://evil.example")
+		}, http.StatusForbidden, "cross_origin"},
+		{"foreign origin DELETE", func() *http.Response {
+			return mcpRequest(t, "DELETE", endpoint, nil, 0, "Origin", "https://evil.example", "Mcp-Session-Id", "mcp-x")
+		}, http.StatusForbidden, "cross_origin"},
+		// A GET for a standalone stream is refused: no long-lived
+		// streams to hold open; clients carry on without one.
+		{"GET stream", func() *http.Response { return mcpRequest(t, "GET", endpoint, nil, 0) }, http.StatusMethodNotAllowed, ""},
+		{"oversized body", post(big), http.StatusRequestEntityTooLarge, "-32600"},
 		{"oversized chunked body", func() *http.Response {
-			return post(io.MultiReader(strings.NewReader(big)), -1)
-		}, http.StatusRequestEntityTooLarge},
-		{"unknown session", func() *http.Response {
-			ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
-			return post(strings.NewReader(ping), int64(len(ping)), "Mcp-Session-Id", "mcp-00112233445566778899aabbccddeeff", "MCP-Protocol-Version", "2025-11-25")
-		}, http.StatusNotFound},
+			return mcpRequest(t, "POST", endpoint, io.MultiReader(strings.NewReader(big)), -1)
+		}, http.StatusRequestEntityTooLarge, "-32600"},
+		{"unknown session", post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+			"Mcp-Session-Id", "mcp-00112233445566778899aabbccddeeff", "MCP-Protocol-Version", legacy), http.StatusNotFound, ""},
+		// The transport spec: a request without the session id a server
+		// requires gets 400 (an unknown one gets 404).
+		{"no session id", post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, "MCP-Protocol-Version", legacy), http.StatusBadRequest, "-32600"},
+		{"no session id, old client", post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`), http.StatusBadRequest, "-32600"},
+		{"no session id, notification", post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "MCP-Protocol-Version", legacy), http.StatusBadRequest, "-32600"},
+		{"no session id, DELETE", func() *http.Response {
+			return mcpRequest(t, "DELETE", endpoint, nil, 0, "MCP-Protocol-Version", legacy)
+		}, http.StatusBadRequest, "-32600"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -394,30 +436,16 @@ func TestMCPHardening(t *testing.T) {
 				b, _ := io.ReadAll(resp.Body)
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, b)
 			}
+			if tc.code == "" {
+				return
+			}
+			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Errorf("Content-Type %q, want JSON", ct)
+			}
+			if got := errorCode(t, resp); got != tc.code {
+				t.Errorf("error code %s, want %s", got, tc.code)
+			}
 		})
-	}
-	// A GET for a standalone stream is refused (no long-lived streams to
-	// hold open; clients carry on without one), and from a foreign page
-	// refused by the Origin check first (CrossOriginProtection, in front,
-	// looks at unsafe methods only).
-	for origin, want := range map[string]int{"": http.StatusMethodNotAllowed, "https://evil.example": http.StatusForbidden} {
-		req, _ := http.NewRequestWithContext(t.Context(), "GET", env.ts.URL+"/mcp", nil)
-		req.Header.Set("Accept", "text/event-stream")
-		if origin != "" {
-			req.Header.Set("Origin", origin)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("GET /mcp (Origin %q): %d, want %d", origin, resp.StatusCode, want)
-		}
-		if want == http.StatusForbidden && !strings.Contains(string(body), `"jsonrpc":"2.0"`) {
-			t.Errorf("403 body is not a JSON-RPC error: %s", body)
-		}
 	}
 }
 
@@ -461,20 +489,37 @@ func TestMCPSessionsExpire(t *testing.T) {
 	if term, _ := m.Validate(a); !term {
 		t.Error("idle session still valid")
 	}
-	if got := m.sweep(); len(got) != 2 || m.count() != 0 || !slices.Contains(got, b) {
-		t.Errorf("sweep = %v, %d left", got, m.count())
+	if got := m.release(); len(got) != 2 || m.count() != 0 || !slices.Contains(got, a) || !slices.Contains(got, b) {
+		t.Errorf("release = %v, %d left", got, m.count())
 	}
-	// At most max sessions: the least recently used is expired first.
+	if got := m.release(); len(got) != 0 {
+		t.Errorf("released twice: %v", got)
+	}
+	// At most max sessions: each new one evicts the least recently used.
 	ids := []string{m.Generate(), m.Generate(), m.Generate()}
 	now = now.Add(time.Second)
 	m.Validate(ids[0])
 	m.Validate(ids[2])
-	_ = m.Generate()
-	if term, _ := m.Validate(ids[1]); !term {
+	d, e := m.Generate(), m.Generate()
+	if _, err := m.Validate(ids[1]); err == nil {
 		t.Error("the least recently used session survived a full table")
 	}
-	if term, _ := m.Validate(ids[0]); term {
-		t.Error("a recently used session was evicted")
+	if _, err := m.Validate(ids[0]); err == nil {
+		t.Error("the second least recently used session survived a second new one")
+	}
+	for _, id := range []string{ids[2], d, e} {
+		if term, err := m.Validate(id); term || err != nil {
+			t.Errorf("a recently used session was evicted: %v %v", term, err)
+		}
+	}
+	if got := m.release(); m.count() != 3 || !slices.Equal(got, []string{ids[1], ids[0]}) {
+		t.Errorf("release = %v, %d held; want the two evicted, 3 held", got, m.count())
+	}
+	// A session evicted before mcp-go registered it is released again.
+	m.registered(ids[1])
+	m.registered(d)
+	if got := m.release(); !slices.Equal(got, []string{ids[1]}) {
+		t.Errorf("release after late registrations = %v", got)
 	}
 }
 

@@ -72,12 +72,12 @@ type mcpPublic struct {
 }
 
 func (p *mcpPublic) addTools() {
-	readOnly := mcp.WithReadOnlyHintAnnotation(true)
 	p.srv.AddTools(
-		server.ServerTool{Tool: rawTool("search_agents", descSearchAgents, schemaSearchAgents, readOnly), Handler: p.searchAgents},
-		server.ServerTool{Tool: rawTool("get_agent", descGetAgent, schemaGetAgent, readOnly), Handler: p.getAgent},
-		server.ServerTool{Tool: rawTool("list_tags", descListTags, schemaListTags, readOnly), Handler: p.listTags},
-		server.ServerTool{Tool: rawTool("send_message", descSendMessage, schemaSendMessage, mcp.WithOpenWorldHintAnnotation(true)), Handler: p.sendMessage},
+		server.ServerTool{Tool: rawTool("search_agents", descSearchAgents, schemaSearchAgents, toolAnnotations("Search agents", true, false)...), Handler: p.searchAgents},
+		// get_agent may ask the network for a listing this node lacks.
+		server.ServerTool{Tool: rawTool("get_agent", descGetAgent, schemaGetAgent, toolAnnotations("Get an agent", true, true)...), Handler: p.getAgent},
+		server.ServerTool{Tool: rawTool("list_tags", descListTags, schemaListTags, toolAnnotations("List tags", true, false)...), Handler: p.listTags},
+		server.ServerTool{Tool: rawTool("send_message", descSendMessage, schemaSendMessage, toolAnnotations("Send a message to an agent", false, true)...), Handler: p.sendMessage},
 	)
 	p.srv.AddResourceTemplate(
 		mcp.NewResourceTemplate("agent://{id}", "agent",
@@ -87,9 +87,23 @@ func (p *mcpPublic) addTools() {
 	)
 }
 
+// toolAnnotations titles a tool and says what it does to the world. The
+// catalogue tools only read: a host may call them without asking, and
+// repeat them. A message adds a turn to a conversation, so it is neither
+// read-only nor idempotent, but it destroys nothing. openWorld: the tool
+// may reach other nodes and third-party agents.
+func toolAnnotations(title string, readOnly, openWorld bool) []mcp.ToolOption {
+	return []mcp.ToolOption{
+		mcp.WithToolTitle(title), mcp.WithTitleAnnotation(title),
+		mcp.WithReadOnlyHintAnnotation(readOnly), mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(readOnly), mcp.WithOpenWorldHintAnnotation(openWorld),
+	}
+}
+
 // hooks keep the per-agent tools in step with the local agents: they are
 // refreshed before a tools/list (at most once a second) and before a call
-// to an agent tool.
+// to an agent tool. They also give an unknown agent:// resource its
+// resource-not-found error (unrouteMissingAgent).
 func (p *mcpPublic) hooks() *server.Hooks {
 	h := &server.Hooks{}
 	h.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { p.syncAgentTools(ctx) })
@@ -98,6 +112,7 @@ func (p *mcpPublic) hooks() *server.Hooks {
 			p.syncAgentTools(ctx)
 		}
 	})
+	h.AddBeforeReadResource(p.unrouteMissingAgent)
 	return h
 }
 
@@ -150,7 +165,7 @@ func (p *mcpPublic) syncAgentTools(ctx context.Context) {
 func (p *mcpPublic) agentTool(name, slug, agentID string) server.ServerTool {
 	return server.ServerTool{
 		Tool: rawTool(name, fmt.Sprintf(descAgentTool, agentToolSlug(slug)), schemaAgentTool,
-			mcp.WithOpenWorldHintAnnotation(true)),
+			toolAnnotations("Message "+agentToolSlug(slug), false, true)...),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return p.turn(ctx, req, agentID), nil
 		},

@@ -40,7 +40,8 @@ func TestFormLimits(t *testing.T) {
 	}
 }
 
-// TestCrossOriginForms: a cross-site POST is refused before any handler.
+// TestCrossOriginForms: a cross-site POST is refused before any handler,
+// with a page.
 func TestCrossOriginForms(t *testing.T) {
 	e := newTestServer(t)
 	e.signup("alice", "password-alice")
@@ -52,10 +53,10 @@ func TestCrossOriginForms(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden {
-			t.Errorf("cross-site POST %s: status %d, want 403", path, resp.StatusCode)
-		}
+		// The refusal is the site's error page, for the logged-in user.
+		doc := parsePage(t, resp, http.StatusForbidden)
+		mustTestid(t, doc, "error-page")
+		mustTestid(t, doc, "nav-logout")
 	}
 	// Still logged in: the cross-site logout did nothing.
 	mustTestid(t, e.page("/", http.StatusOK), "nav-logout")

@@ -26,7 +26,7 @@ func (s *Server) Handler() http.Handler {
 	r.Use(s.refuseOverLimit)
 	r.Use(s.deadlines)
 	r.Use(securityHeaders)
-	r.Use(http.NewCrossOriginProtection().Handler)
+	r.Use(s.originRule().Handler)
 
 	// Separate budgets: guessing passwords is limited hard; registering
 	// and editing agents (forms and API scripts) more loosely.
@@ -43,9 +43,10 @@ func (s *Server) Handler() http.Handler {
 	r.Handle("/static/*", s.staticHandler())
 
 	// MCP for people's MCP clients (Streamable HTTP). Not under the API's
-	// body limit: it caps bodies itself. CrossOriginProtection stays in
-	// front: it refuses only cross-origin browser requests, which the MCP
-	// spec wants refused too; MCP clients send no Origin.
+	// body limit: it caps bodies itself. The Origin rule stays in front:
+	// it refuses only cross-origin browser requests, which the MCP spec
+	// wants refused too (MCPHandler applies it to GET and DELETE as well);
+	// MCP clients send no Origin.
 	r.Handle("/mcp", s.MCPHandler())
 
 	// JSON API.

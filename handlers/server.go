@@ -6,6 +6,7 @@ package handlers
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -77,6 +78,10 @@ type Config struct {
 	TrustedProxies []string
 	// MetricsToken, when set, is the bearer token /metrics wants.
 	MetricsToken string
+	// PublicURL is the node's address behind a reverse proxy, e.g.
+	// https://agents.example.org (see ParsePublicURL); empty: none. Its
+	// host is accepted on /mcp and its origin by the Origin rule.
+	PublicURL string
 }
 
 // Server holds the dependencies of every handler.
@@ -98,6 +103,7 @@ type Server struct {
 	sockets     *connlimit.Counter // chat WebSockets open per client
 	dummyHash   []byte             // see newDummyHash
 	lifetime    context.Context    // ends at CloseChats
+	mcpLimits   mcpLimits
 	endLifetime context.CancelFunc
 }
 
@@ -127,6 +133,11 @@ func New(st store.Store, node Node, pub Publisher, logger *slog.Logger, cfg Conf
 	if cfg.MaxSocketsPerClient <= 0 {
 		cfg.MaxSocketsPerClient = 16
 	}
+	if cfg.PublicURL != "" {
+		if _, err := ParsePublicURL(cfg.PublicURL); err != nil {
+			return nil, fmt.Errorf("public URL: %w", err)
+		}
+	}
 	s := &Server{
 		Store:     st,
 		Node:      node,
@@ -143,6 +154,7 @@ func New(st store.Store, node Node, pub Publisher, logger *slog.Logger, cfg Conf
 	s.sessions = newSessionManager(st, cfg.SecureCookies)
 	s.chatLimits = newKeyedLimiter(cfg.ChatRateLimit)
 	s.sockets = connlimit.NewCounter(cfg.MaxSocketsPerClient)
+	s.mcpLimits = mcpLimits{maxSessions: maxMCPSessions, initsPerMinute: mcpInitsPerMinute}
 	s.lifetime, s.endLifetime = context.WithCancel(context.Background())
 	m, err := newMetrics(reg, st)
 	if err != nil {

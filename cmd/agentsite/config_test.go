@@ -29,13 +29,14 @@ func TestConfigDefaultsEnvAndFlags(t *testing.T) {
 		"AGENTSITE_P2P_LISTEN":   "/ip4/127.0.0.1/tcp/0, /ip4/127.0.0.1/udp/0/quic-v1",
 		"AGENTSITE_RECORD_TTL":   "10m",
 		"AGENTSITE_DATABASE_URL": "postgres://postgres@127.0.0.1/x",
+		"AGENTSITE_PUBLIC_URL":   "https://agents.example.org/",
 	}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.HTTPAddr != "127.0.0.1:9999" || c.DataDir != "/tmp/node-a" || c.DemoAgents || c.RecordTTL != 10*time.Minute ||
 		len(c.P2PListen) != 2 || c.P2PListen[1] != "/ip4/127.0.0.1/udp/0/quic-v1" || len(c.Bootstrap) != 1 ||
-		c.DatabaseURL != "postgres://postgres@127.0.0.1/x" {
+		c.DatabaseURL != "postgres://postgres@127.0.0.1/x" || c.PublicURL != "https://agents.example.org/" {
 		t.Fatalf("parsed = %+v", c)
 	}
 }
@@ -53,6 +54,11 @@ func TestConfigErrorsSayHowToFix(t *testing.T) {
 		{[]string{"--log-level", "loud"}, nil, "--log-level"},
 		{nil, map[string]string{"AGENTSITE_DEMO_AGENTS": "maybe"}, "AGENTSITE_DEMO_AGENTS"},
 		{[]string{"stray"}, nil, "unexpected argument"},
+		{[]string{"--public-url", "agents.example.org"}, nil, "--public-url"},
+		{[]string{"--public-url", "ftp://agents.example.org"}, nil, "https://"},
+		{[]string{"--public-url", "https://agents.example.org/portal"}, nil, "root"},
+		{[]string{"--public-url", "https://user:pw@agents.example.org"}, nil, "password"},
+		{nil, map[string]string{"AGENTSITE_PUBLIC_URL": "https://"}, "host"},
 	}
 	for _, tt := range tests {
 		var c Config

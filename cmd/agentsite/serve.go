@@ -130,6 +130,7 @@ func (m *Main) Run(ctx context.Context) error {
 		MaxSocketsPerClient:   m.Config.MaxSocketsPerIP,
 		TrustedProxies:        m.Config.TrustedProxies,
 		MetricsToken:          m.Config.MetricsToken,
+		PublicURL:             m.Config.PublicURL,
 	}, reg)
 	if err != nil {
 		return fmt.Errorf("build HTTP handlers: %w", err)

@@ -1,0 +1,99 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// originRule is the node's one Origin rule, for forms, the API and /mcp:
+// Go's CrossOriginProtection (Sec-Fetch-Site, else Origin against Host),
+// with the public URL's origin trusted as well, since a proxy may rewrite
+// Host. A refusal is the one error renderer's 403 cross_origin.
+type originRule struct {
+	c    *http.CrossOriginProtection
+	deny http.Handler
+}
+
+func (s *Server) originRule() originRule {
+	c := http.NewCrossOriginProtection()
+	if u := s.publicURL(); u != nil {
+		_ = c.AddTrustedOrigin(browserOrigin(u)) // cannot fail: ParsePublicURL checked scheme and host
+	}
+	deny := http.HandlerFunc(s.crossOriginDenied)
+	c.SetDenyHandler(deny)
+	return originRule{c: c, deny: deny}
+}
+
+// Handler refuses cross-origin requests with unsafe methods.
+func (o originRule) Handler(next http.Handler) http.Handler { return o.c.Handler(next) }
+
+// admitAnyMethod applies the rule to r whatever its method, and answers a
+// refusal. The MCP spec wants a foreign Origin refused on GET too, which
+// CrossOriginProtection lets through as a safe method.
+func (o originRule) admitAnyMethod(w http.ResponseWriter, r *http.Request) bool {
+	probe := r
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		probe = r.WithContext(r.Context())
+		probe.Method = http.MethodPost
+	}
+	if o.c.Check(probe) == nil {
+		return true
+	}
+	o.deny.ServeHTTP(w, r)
+	return false
+}
+
+func (s *Server) crossOriginDenied(w http.ResponseWriter, r *http.Request) {
+	s.renderErrorWithSession(w, r, errorf(http.StatusForbidden, "cross_origin",
+		"Cross-origin requests are refused: use this site's own pages, or a client that is not a browser."))
+}
+
+// ParsePublicURL checks a public URL (--public-url): an absolute http or
+// https URL of the site's root, such as https://agents.example.org.
+func ParsePublicURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("is not a URL: %w", err)
+	}
+	switch {
+	case u.Scheme != "https" && u.Scheme != "http":
+		return nil, errors.New("must start with https:// (or http://)")
+	case u.Hostname() == "":
+		return nil, errors.New("must name a host")
+	case u.User != nil:
+		return nil, errors.New("must not carry a user name or password")
+	case u.Path != "" && u.Path != "/", u.RawQuery != "", u.ForceQuery, u.Fragment != "":
+		return nil, errors.New("must be the site's root: no path, query or fragment")
+	}
+	return u, nil
+}
+
+// browserOrigin is the Origin a browser sends from pages under u: the
+// host in lower case, without the scheme's default port.
+func browserOrigin(u *url.URL) string {
+	host := strings.ToLower(u.Host)
+	if p := u.Port(); u.Scheme == "https" && p == "443" || u.Scheme == "http" && p == "80" {
+		host = strings.ToLower(u.Hostname())
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+	}
+	return u.Scheme + "://" + host
+}
+
+// publicURL is the configured public URL, nil when there is none (New
+// has checked it).
+func (s *Server) publicURL() *url.URL {
+	if s.Config.PublicURL == "" {
+		return nil
+	}
+	u, err := ParsePublicURL(s.Config.PublicURL)
+	if err != nil {
+		return nil
+	}
+	return u
+}
