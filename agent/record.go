@@ -1,6 +1,7 @@
-// Package agent is the domain of AgentSite: the signed agent listing (Record),
-// its validation and sealing in libp2p envelopes, and the Runtime that
-// answers messages through the agents' backends.
+// Package agent is the domain of AgentSite: the signed agent listing
+// (Record) and its backend settings, validation and id derivation, sealing
+// in libp2p envelopes, a chat Turn, and the error kinds and stable codes
+// every surface maps to its wire format. It speaks no protocol itself.
 package agent
 
 import (

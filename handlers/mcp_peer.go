@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -80,7 +81,7 @@ func (p *mcpPeer) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mc
 	reply, err := p.s.Answerer.Answer(ctx, turn, stream.emit)
 	stream.drain()
 	if err != nil {
-		return peerError(turnError(err, l), agent.PublicMessage(err)), nil
+		return peerError(turnError(err, l), runtime.PublicMessage(err)), nil
 	}
 	return mcp.NewToolResultText(reply), nil
 }

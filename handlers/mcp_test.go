@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -37,13 +38,13 @@ var mcpEras = []string{"", "2025-11-25"}
 func newMCPTestServer(t *testing.T) (*testEnv, AgentJSON) {
 	t.Helper()
 	env := newTestServer(t)
-	rt := agent.NewRuntime(func(ctx context.Context, id string) (agent.Backend, error) {
+	rt := runtime.NewRuntime(func(ctx context.Context, id string) (agent.Backend, error) {
 		b, err := env.st.GetBackend(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return b, agent.ErrUnknownAgent
 		}
 		return b, err
-	}, agent.RuntimeOptions{})
+	}, runtime.RuntimeOptions{})
 	t.Cleanup(func() { _ = rt.Close() })
 	env.s.Answerer = rt
 	return env, env.registerAgent("echo-bot", poison, "echo")

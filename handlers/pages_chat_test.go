@@ -17,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -25,13 +26,13 @@ import (
 func newChatServer(t *testing.T) *testEnv {
 	t.Helper()
 	e := newTestServer(t)
-	rt := agent.NewRuntime(func(ctx context.Context, id string) (agent.Backend, error) {
+	rt := runtime.NewRuntime(func(ctx context.Context, id string) (agent.Backend, error) {
 		b, err := e.st.GetBackend(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return agent.Backend{}, fmt.Errorf("%w: %s", agent.ErrUnknownAgent, id)
 		}
 		return b, err
-	}, agent.RuntimeOptions{AllowPrivate: true, Timeout: 10 * time.Second})
+	}, runtime.RuntimeOptions{AllowPrivate: true, Timeout: 10 * time.Second})
 	t.Cleanup(func() { _ = rt.Close() })
 	e.s.Answerer = rt
 	return e

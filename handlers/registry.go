@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -206,7 +207,7 @@ func validateInput(rec *agent.Record, b agent.Backend, now time.Time, allowPriva
 		return err
 	}
 	if _, bad := fields["backend.url"]; !bad && b.URL != "" {
-		if err := agent.CheckHost(b.URL, allowPrivate); err != nil {
+		if err := runtime.CheckHost(b.URL, allowPrivate); err != nil {
 			fields["backend.url"] = err.Error()
 		}
 	}

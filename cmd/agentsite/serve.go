@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/p2p"
@@ -42,7 +43,7 @@ type Main struct {
 	Node      *p2p.Node
 	Publisher *p2p.Publisher
 	Server    *handlers.Server
-	Runtime   *agent.Runtime
+	Runtime   *runtime.Runtime
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -139,7 +140,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 	// Chat: local agents answer through the runtime; remote ones through
 	// their hosts, over MCP on libp2p. Other nodes reach ours the same way.
-	m.Runtime = agent.NewRuntime(backendLookup(ist), agent.RuntimeOptions{
+	m.Runtime = runtime.NewRuntime(backendLookup(ist), runtime.RuntimeOptions{
 		AllowPrivate: m.Config.AllowPrivateEndpoints,
 		UserAgent:    "AgentSite/" + buildVersion(),
 		Logger:       m.Logger,

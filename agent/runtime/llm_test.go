@@ -1,4 +1,4 @@
-package agent
+package runtime
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 const testKey = "sk-test-5ECRETKEY0123456789"
@@ -50,13 +52,13 @@ const (
 )
 
 // llmServer serves /v1/chat/completions with handler.
-func llmServer(t *testing.T, handler http.HandlerFunc) Backend {
+func llmServer(t *testing.T, handler http.HandlerFunc) agent.Backend {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", handler)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return Backend{Kind: BackendLLM, URL: srv.URL + "/v1/", Model: "test-model", SystemPrompt: "You are terse.", APIKey: testKey}
+	return agent.Backend{Kind: agent.BackendLLM, URL: srv.URL + "/v1/", Model: "test-model", SystemPrompt: "You are terse.", APIKey: testKey}
 }
 
 func startSSE(w http.ResponseWriter) http.Flusher {
@@ -69,7 +71,7 @@ func startSSE(w http.ResponseWriter) http.Flusher {
 
 // answer runs one turn against b with logs captured, and checks that the
 // API key shows up neither in the error nor in the logs.
-func answer(t *testing.T, b Backend, opts RuntimeOptions, turn Turn) (reply string, chunks []string, err error) {
+func answer(t *testing.T, b agent.Backend, opts RuntimeOptions, turn agent.Turn) (reply string, chunks []string, err error) {
 	t.Helper()
 	var logs lockedBuffer
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -123,9 +125,9 @@ func TestLLMStreams(t *testing.T) {
 	var chunks []string
 	var logs lockedBuffer
 	rt := newTestRuntime(t, b, RuntimeOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	reply, err := rt.Answer(context.Background(), Turn{
+	reply, err := rt.Answer(context.Background(), agent.Turn{
 		AgentID: "a1",
-		History: []ChatMessage{{Role: "user", Text: "hi"}, {Role: "agent", Text: "hello!"}, {Role: "error", Text: "skipped"}},
+		History: []agent.ChatMessage{{Role: "user", Text: "hi"}, {Role: "agent", Text: "hello!"}, {Role: "error", Text: "skipped"}},
 		Text:    "how are you?",
 	}, func(s string) error {
 		if chunks = append(chunks, s); s == "Hel" {
@@ -166,7 +168,7 @@ func TestLLMNoKeyNoSystemPrompt(t *testing.T) {
 		io.WriteString(w, sseChunk("ok")+sseDone)
 	})
 	b.APIKey, b.SystemPrompt = "", ""
-	reply, _, err := answer(t, b, RuntimeOptions{}, Turn{Text: "x"})
+	reply, _, err := answer(t, b, RuntimeOptions{}, agent.Turn{Text: "x"})
 	if err != nil || reply != "ok" {
 		t.Fatalf("%q, %v", reply, err)
 	}
@@ -180,7 +182,7 @@ func TestLLMNonStreamingServer(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"all at once"},"finish_reason":"stop"}]}`)
 	})
-	reply, chunks, err := answer(t, b, RuntimeOptions{}, Turn{Text: "x"})
+	reply, chunks, err := answer(t, b, RuntimeOptions{}, agent.Turn{Text: "x"})
 	if err != nil || reply != "all at once" || len(chunks) != 1 {
 		t.Fatalf("%q %q %v", reply, chunks, err)
 	}
@@ -199,8 +201,8 @@ func TestLLMBrokenStream(t *testing.T) {
 		buf.Flush()
 		conn.Close() // mid chunked body, before [DONE]
 	})
-	reply, chunks, err := answer(t, b, RuntimeOptions{}, Turn{Text: "x"})
-	if !errors.Is(err, ErrBackendUnavailable) && !errors.Is(err, ErrBadBackendReply) {
+	reply, chunks, err := answer(t, b, RuntimeOptions{}, agent.Turn{Text: "x"})
+	if !errors.Is(err, agent.ErrBackendUnavailable) && !errors.Is(err, agent.ErrBadBackendReply) {
 		t.Fatalf("got %v, want ErrBackendUnavailable or ErrBadBackendReply", err)
 	}
 	if reply != "Hello" || !reflect.DeepEqual(chunks, []string{"Hel", "lo"}) {
@@ -213,8 +215,8 @@ func TestLLMStreamEndsWithoutDone(t *testing.T) {
 		startSSE(w)
 		io.WriteString(w, sseChunk("Hel"))
 	})
-	_, _, err := answer(t, b, RuntimeOptions{}, Turn{Text: "x"})
-	if !errors.Is(err, ErrBadBackendReply) {
+	_, _, err := answer(t, b, RuntimeOptions{}, agent.Turn{Text: "x"})
+	if !errors.Is(err, agent.ErrBadBackendReply) {
 		t.Fatalf("got %v, want ErrBadBackendReply", err)
 	}
 }
@@ -224,8 +226,8 @@ func TestLLMMalformedChunk(t *testing.T) {
 		startSSE(w)
 		io.WriteString(w, sseChunk("a")+"data: {not json\n\n"+sseDone)
 	})
-	_, _, err := answer(t, b, RuntimeOptions{}, Turn{Text: "x"})
-	if !errors.Is(err, ErrBadBackendReply) {
+	_, _, err := answer(t, b, RuntimeOptions{}, agent.Turn{Text: "x"})
+	if !errors.Is(err, agent.ErrBadBackendReply) {
 		t.Fatalf("got %v, want ErrBadBackendReply", err)
 	}
 }
@@ -238,8 +240,8 @@ func TestLLMRateLimited(t *testing.T) {
 		// Providers echo (parts of) the key; none of it may travel on.
 		fmt.Fprintf(w, `{"error":{"message":"Rate limit reached for key %s (sk-tes***789)","type":"requests"}}`, testKey)
 	})
-	_, _, err := answer(t, b, RuntimeOptions{}, Turn{Text: "x"})
-	if !errors.Is(err, ErrBackendRejected) {
+	_, _, err := answer(t, b, RuntimeOptions{}, agent.Turn{Text: "x"})
+	if !errors.Is(err, agent.ErrBackendRejected) {
 		t.Fatalf("got %v, want ErrBackendRejected", err)
 	}
 	var be *BackendError
@@ -262,17 +264,17 @@ func TestLLMStatusErrors(t *testing.T) {
 		status int
 		want   error
 	}{
-		{http.StatusUnauthorized, ErrBackendRejected},
-		{http.StatusNotFound, ErrBackendRejected},
-		{http.StatusInternalServerError, ErrBackendUnavailable},
-		{http.StatusBadGateway, ErrBackendUnavailable},
+		{http.StatusUnauthorized, agent.ErrBackendRejected},
+		{http.StatusNotFound, agent.ErrBackendRejected},
+		{http.StatusInternalServerError, agent.ErrBackendUnavailable},
+		{http.StatusBadGateway, agent.ErrBackendUnavailable},
 	} {
 		t.Run(http.StatusText(tc.status), func(t *testing.T) {
 			b := llmServer(t, func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(tc.status)
 				io.WriteString(w, strings.Repeat("x", 1<<20)) // bounded read
 			})
-			_, _, err := answer(t, b, RuntimeOptions{}, Turn{Text: "x"})
+			_, _, err := answer(t, b, RuntimeOptions{}, agent.Turn{Text: "x"})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
@@ -299,8 +301,8 @@ func TestLLMTimeout(t *testing.T) {
 				}
 			})
 			start := time.Now()
-			reply, _, err := answer(t, b, RuntimeOptions{Timeout: 300 * time.Millisecond}, Turn{Text: "x"})
-			if !errors.Is(err, ErrBackendTimeout) {
+			reply, _, err := answer(t, b, RuntimeOptions{Timeout: 300 * time.Millisecond}, agent.Turn{Text: "x"})
+			if !errors.Is(err, agent.ErrBackendTimeout) {
 				t.Fatalf("got %v, want ErrBackendTimeout", err)
 			}
 			if d := time.Since(start); d > 5*time.Second {
@@ -321,8 +323,8 @@ func TestLLMReplyTooLarge(t *testing.T) {
 		}
 		io.WriteString(w, sseDone)
 	})
-	reply, _, err := answer(t, b, RuntimeOptions{MaxReplyBytes: 1024}, Turn{Text: "x"})
-	if !errors.Is(err, ErrReplyTooLarge) {
+	reply, _, err := answer(t, b, RuntimeOptions{MaxReplyBytes: 1024}, agent.Turn{Text: "x"})
+	if !errors.Is(err, agent.ErrReplyTooLarge) {
 		t.Fatalf("got %v, want ErrReplyTooLarge", err)
 	}
 	if len(reply) > 1024 {
@@ -335,8 +337,8 @@ func TestLLMLineTooLong(t *testing.T) {
 		startSSE(w)
 		io.WriteString(w, "data: "+strings.Repeat("x", maxSSELine+10)+"\n\n")
 	})
-	_, _, err := answer(t, b, RuntimeOptions{}, Turn{Text: "x"})
-	if !errors.Is(err, ErrReplyTooLarge) {
+	_, _, err := answer(t, b, RuntimeOptions{}, agent.Turn{Text: "x"})
+	if !errors.Is(err, agent.ErrReplyTooLarge) {
 		t.Fatalf("got %v, want ErrReplyTooLarge", err)
 	}
 }

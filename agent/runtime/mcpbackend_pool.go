@@ -1,4 +1,4 @@
-package agent
+package runtime
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // Tuning of the MCP client cache.
@@ -75,13 +77,13 @@ func newMCPPool(guarded *http.Client, opts RuntimeOptions) *mcpPool {
 
 // poolKey identifies a client: URL and a digest of the key, so backends
 // with different credentials never share a session.
-func poolKey(b Backend) string {
+func poolKey(b agent.Backend) string {
 	sum := sha256.Sum256([]byte(b.APIKey))
 	return b.URL + "\x00" + hex.EncodeToString(sum[:8])
 }
 
 // acquire returns an initialized client for b; release it when done.
-func (p *mcpPool) acquire(ctx context.Context, b Backend) (*mcpConn, error) {
+func (p *mcpPool) acquire(ctx context.Context, b agent.Backend) (*mcpConn, error) {
 	key := poolKey(b)
 	p.mu.Lock()
 	if p.closed {
@@ -192,7 +194,7 @@ func (p *mcpPool) close() error {
 }
 
 // dial starts and initializes a client for b.
-func (p *mcpPool) dial(ctx context.Context, b Backend, key string) (*mcpConn, error) {
+func (p *mcpPool) dial(ctx context.Context, b agent.Backend, key string) (*mcpConn, error) {
 	headers := map[string]string{"User-Agent": p.ua}
 	if b.APIKey != "" {
 		headers["Authorization"] = "Bearer " + b.APIKey

@@ -1,4 +1,4 @@
-package agent
+package runtime
 
 import (
 	"encoding/json"
@@ -9,10 +9,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // webhookServer answers POSTs with status and body, recording the request.
-func webhookServer(t *testing.T, status int, body string, got *webhookRequest, auth *string) Backend {
+func webhookServer(t *testing.T, status int, body string, got *webhookRequest, auth *string) agent.Backend {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" {
@@ -31,16 +33,16 @@ func webhookServer(t *testing.T, status int, body string, got *webhookRequest, a
 		io.WriteString(w, body)
 	}))
 	t.Cleanup(srv.Close)
-	return Backend{Kind: BackendWebhook, URL: srv.URL + "/hook", APIKey: testKey}
+	return agent.Backend{Kind: agent.BackendWebhook, URL: srv.URL + "/hook", APIKey: testKey}
 }
 
 func TestWebhook(t *testing.T) {
 	var got webhookRequest
 	var auth string
 	b := webhookServer(t, http.StatusOK, `{"reply":"pong","extra":1}`, &got, &auth)
-	reply, chunks, err := answer(t, b, RuntimeOptions{}, Turn{
+	reply, chunks, err := answer(t, b, RuntimeOptions{}, agent.Turn{
 		ConversationID: "c1",
-		History:        []ChatMessage{{Role: "user", Text: "hi"}, {Role: "agent", Text: "hello"}, {Role: "error", Text: "skipped"}},
+		History:        []agent.ChatMessage{{Role: "user", Text: "hi"}, {Role: "agent", Text: "hello"}, {Role: "error", Text: "skipped"}},
 		Text:           "ping",
 	})
 	if err != nil {
@@ -75,18 +77,18 @@ func TestWebhookFailures(t *testing.T) {
 		max    int
 		want   error
 	}{
-		{"not JSON", http.StatusOK, "pong", 0, ErrBadBackendReply},
-		{"no reply field", http.StatusOK, `{"answer":"pong"}`, 0, ErrBadBackendReply},
-		{"reply not a string", http.StatusOK, `{"reply":42}`, 0, ErrBadBackendReply},
-		{"reply too large", http.StatusOK, `{"reply":"` + strings.Repeat("a", 2000) + `"}`, 1024, ErrReplyTooLarge},
-		{"body too large", http.StatusOK, `{"reply":"a","pad":"` + strings.Repeat("a", 20000) + `"}`, 1024, ErrReplyTooLarge},
-		{"not found", http.StatusNotFound, `{"error":"no such hook"}`, 0, ErrBackendRejected},
-		{"rate limited", http.StatusTooManyRequests, ``, 0, ErrBackendRejected},
-		{"server error", http.StatusInternalServerError, `oops`, 0, ErrBackendUnavailable},
+		{"not JSON", http.StatusOK, "pong", 0, agent.ErrBadBackendReply},
+		{"no reply field", http.StatusOK, `{"answer":"pong"}`, 0, agent.ErrBadBackendReply},
+		{"reply not a string", http.StatusOK, `{"reply":42}`, 0, agent.ErrBadBackendReply},
+		{"reply too large", http.StatusOK, `{"reply":"` + strings.Repeat("a", 2000) + `"}`, 1024, agent.ErrReplyTooLarge},
+		{"body too large", http.StatusOK, `{"reply":"a","pad":"` + strings.Repeat("a", 20000) + `"}`, 1024, agent.ErrReplyTooLarge},
+		{"not found", http.StatusNotFound, `{"error":"no such hook"}`, 0, agent.ErrBackendRejected},
+		{"rate limited", http.StatusTooManyRequests, ``, 0, agent.ErrBackendRejected},
+		{"server error", http.StatusInternalServerError, `oops`, 0, agent.ErrBackendUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := webhookServer(t, tc.status, tc.body, nil, nil)
-			_, _, err := answer(t, b, RuntimeOptions{MaxReplyBytes: tc.max}, Turn{Text: "ping"})
+			_, _, err := answer(t, b, RuntimeOptions{MaxReplyBytes: tc.max}, agent.Turn{Text: "ping"})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}

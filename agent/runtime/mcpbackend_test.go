@@ -1,4 +1,4 @@
-package agent
+package runtime
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // mcpTestServer is an mcp-go Streamable HTTP server with a few tools; it
@@ -88,11 +90,11 @@ func newMCPTestServer(t *testing.T) *mcpTestServer {
 
 func TestMCPToolCall(t *testing.T) {
 	ts := newMCPTestServer(t)
-	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "shout", APIKey: testKey}
+	b := agent.Backend{Kind: agent.BackendMCP, URL: ts.url, Tool: "shout", APIKey: testKey}
 	rt := newTestRuntime(t, b, RuntimeOptions{Timeout: 10 * time.Second})
 	for i, text := range []string{"hello there", "again"} {
 		var chunks []string
-		reply, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: text}, func(s string) error { chunks = append(chunks, s); return nil })
+		reply, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: text}, func(s string) error { chunks = append(chunks, s); return nil })
 		if err != nil {
 			t.Fatalf("turn %d: %v", i, err)
 		}
@@ -115,10 +117,10 @@ func TestMCPToolCall(t *testing.T) {
 
 func TestMCPArgumentNameFromSchema(t *testing.T) {
 	ts := newMCPTestServer(t)
-	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "search"}
-	reply, chunks, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, Turn{
+	b := agent.Backend{Kind: agent.BackendMCP, URL: ts.url, Tool: "search"}
+	reply, chunks, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, agent.Turn{
 		Text:    "cats",
-		History: []ChatMessage{{Role: "user", Text: "hi"}, {Role: "agent", Text: "hello"}},
+		History: []agent.ChatMessage{{Role: "user", Text: "hi"}, {Role: "agent", Text: "hello"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -130,9 +132,9 @@ func TestMCPArgumentNameFromSchema(t *testing.T) {
 
 func TestMCPToolError(t *testing.T) {
 	ts := newMCPTestServer(t)
-	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "refuse", APIKey: testKey}
-	_, _, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, Turn{Text: "hi"})
-	if !errors.Is(err, ErrBackendRejected) {
+	b := agent.Backend{Kind: agent.BackendMCP, URL: ts.url, Tool: "refuse", APIKey: testKey}
+	_, _, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, agent.Turn{Text: "hi"})
+	if !errors.Is(err, agent.ErrBackendRejected) {
 		t.Fatalf("got %v, want ErrBackendRejected", err)
 	}
 	if PublicMessage(err) != "no shouting on Sundays" {
@@ -142,18 +144,18 @@ func TestMCPToolError(t *testing.T) {
 
 func TestMCPUnknownTool(t *testing.T) {
 	ts := newMCPTestServer(t)
-	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "whisper"}
-	_, _, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, Turn{Text: "hi"})
-	if !errors.Is(err, ErrBackendRejected) || !strings.Contains(err.Error(), "whisper") {
+	b := agent.Backend{Kind: agent.BackendMCP, URL: ts.url, Tool: "whisper"}
+	_, _, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, agent.Turn{Text: "hi"})
+	if !errors.Is(err, agent.ErrBackendRejected) || !strings.Contains(err.Error(), "whisper") {
 		t.Fatalf("got %v, want ErrBackendRejected naming the tool", err)
 	}
 }
 
 func TestMCPReplyTooLarge(t *testing.T) {
 	ts := newMCPTestServer(t)
-	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "huge"}
-	_, _, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second, MaxReplyBytes: 1024}, Turn{Text: "hi"})
-	if !errors.Is(err, ErrReplyTooLarge) {
+	b := agent.Backend{Kind: agent.BackendMCP, URL: ts.url, Tool: "huge"}
+	_, _, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second, MaxReplyBytes: 1024}, agent.Turn{Text: "hi"})
+	if !errors.Is(err, agent.ErrReplyTooLarge) {
 		t.Fatalf("got %v, want ErrReplyTooLarge", err)
 	}
 }
@@ -165,9 +167,9 @@ func TestMCPUnreachable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	b := Backend{Kind: BackendMCP, URL: "http://" + addr + "/mcp", Tool: "shout", APIKey: testKey}
-	_, _, err = answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, Turn{Text: "hi"})
-	if !errors.Is(err, ErrBackendUnavailable) {
+	b := agent.Backend{Kind: agent.BackendMCP, URL: "http://" + addr + "/mcp", Tool: "shout", APIKey: testKey}
+	_, _, err = answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, agent.Turn{Text: "hi"})
+	if !errors.Is(err, agent.ErrBackendUnavailable) {
 		t.Fatalf("got %v, want ErrBackendUnavailable", err)
 	}
 }
@@ -177,10 +179,10 @@ func TestMCPServerErrors(t *testing.T) {
 		status int
 		want   error
 	}{
-		{http.StatusServiceUnavailable, ErrBackendUnavailable},
-		{http.StatusTooManyRequests, ErrBackendRejected},
-		{http.StatusUnauthorized, ErrBackendRejected},
-		{http.StatusForbidden, ErrBackendRejected},
+		{http.StatusServiceUnavailable, agent.ErrBackendUnavailable},
+		{http.StatusTooManyRequests, agent.ErrBackendRejected},
+		{http.StatusUnauthorized, agent.ErrBackendRejected},
+		{http.StatusForbidden, agent.ErrBackendRejected},
 	} {
 		t.Run(http.StatusText(tc.status), func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -188,8 +190,8 @@ func TestMCPServerErrors(t *testing.T) {
 				http.Error(w, "go away", tc.status)
 			}))
 			defer srv.Close()
-			b := Backend{Kind: BackendMCP, URL: srv.URL + "/mcp", Tool: "shout"}
-			_, _, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, Turn{Text: "hi"})
+			b := agent.Backend{Kind: agent.BackendMCP, URL: srv.URL + "/mcp", Tool: "shout"}
+			_, _, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, agent.Turn{Text: "hi"})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
@@ -202,12 +204,12 @@ func TestMCPNotAnMCPServer(t *testing.T) {
 		io.WriteString(w, "<html>hello</html>")
 	}))
 	defer srv.Close()
-	b := Backend{Kind: BackendMCP, URL: srv.URL, Tool: "shout"}
-	_, _, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, Turn{Text: "hi"})
+	b := agent.Backend{Kind: agent.BackendMCP, URL: srv.URL, Tool: "shout"}
+	_, _, err := answer(t, b, RuntimeOptions{Timeout: 10 * time.Second}, agent.Turn{Text: "hi"})
 	if err == nil {
 		t.Fatal("an HTML page answered as an MCP server")
 	}
-	for _, ok := range []error{ErrBackendUnavailable, ErrBadBackendReply, ErrBackendRejected} {
+	for _, ok := range []error{agent.ErrBackendUnavailable, agent.ErrBadBackendReply, agent.ErrBackendRejected} {
 		if errors.Is(err, ok) {
 			return
 		}
@@ -217,25 +219,25 @@ func TestMCPNotAnMCPServer(t *testing.T) {
 
 func TestMCPRuntimeClose(t *testing.T) {
 	ts := newMCPTestServer(t)
-	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "shout"}
+	b := agent.Backend{Kind: agent.BackendMCP, URL: ts.url, Tool: "shout"}
 	rt := newTestRuntime(t, b, RuntimeOptions{Timeout: 10 * time.Second})
-	if _, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "x"}, nil); err != nil {
+	if _, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: "x"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "x"}, nil); err == nil {
+	if _, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: "x"}, nil); err == nil {
 		t.Fatal("answered after Close")
 	}
 }
 
 func TestMCPPoolIdleExpiry(t *testing.T) {
 	ts := newMCPTestServer(t)
-	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "shout"}
+	b := agent.Backend{Kind: agent.BackendMCP, URL: ts.url, Tool: "shout"}
 	rt := newTestRuntime(t, b, RuntimeOptions{Timeout: 10 * time.Second})
 	rt.mcp.idle = 50 * time.Millisecond
-	if _, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "x"}, nil); err != nil {
+	if _, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: "x"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -252,7 +254,7 @@ func TestMCPPoolIdleExpiry(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	before := ts.handshakes.Load()
-	if _, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "y"}, nil); err != nil {
+	if _, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: "y"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if ts.handshakes.Load() == before {
@@ -262,7 +264,7 @@ func TestMCPPoolIdleExpiry(t *testing.T) {
 
 func TestMCPConcurrentTurns(t *testing.T) {
 	ts := newMCPTestServer(t)
-	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "shout"}
+	b := agent.Backend{Kind: agent.BackendMCP, URL: ts.url, Tool: "shout"}
 	rt := newTestRuntime(t, b, RuntimeOptions{Timeout: 10 * time.Second})
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -270,7 +272,7 @@ func TestMCPConcurrentTurns(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			text := fmt.Sprintf("turn %d", i)
-			reply, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: text}, nil)
+			reply, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: text}, nil)
 			if err != nil || reply != strings.ToUpper(text) {
 				t.Errorf("%q: %q, %v", text, reply, err)
 			}
@@ -281,10 +283,10 @@ func TestMCPConcurrentTurns(t *testing.T) {
 
 func TestMCPTimeout(t *testing.T) {
 	ts := newMCPTestServer(t)
-	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "slow"}
+	b := agent.Backend{Kind: agent.BackendMCP, URL: ts.url, Tool: "slow"}
 	start := time.Now()
-	_, _, err := answer(t, b, RuntimeOptions{Timeout: 300 * time.Millisecond}, Turn{Text: "hi"})
-	if !errors.Is(err, ErrBackendTimeout) {
+	_, _, err := answer(t, b, RuntimeOptions{Timeout: 300 * time.Millisecond}, agent.Turn{Text: "hi"})
+	if !errors.Is(err, agent.ErrBackendTimeout) {
 		t.Fatalf("got %v, want ErrBackendTimeout", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -294,14 +296,14 @@ func TestMCPTimeout(t *testing.T) {
 
 func TestMCPSessionLostIsRetried(t *testing.T) {
 	ts := newMCPTestServer(t)
-	b := Backend{Kind: BackendMCP, URL: ts.url, Tool: "shout"}
+	b := agent.Backend{Kind: agent.BackendMCP, URL: ts.url, Tool: "shout"}
 	rt := newTestRuntime(t, b, RuntimeOptions{Timeout: 10 * time.Second})
-	if _, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "one"}, nil); err != nil {
+	if _, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: "one"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	before := ts.handshakes.Load()
 	ts.forget.Store(true)
-	reply, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "two"}, nil)
+	reply, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: "two"}, nil)
 	if err != nil || reply != "TWO" {
 		t.Fatalf("%q, %v", reply, err)
 	}

@@ -1,13 +1,15 @@
-package agent
+package runtime
 
 import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // builtinFunc answers a turn without leaving the process.
-type builtinFunc func(ctx context.Context, t Turn, emit func(string) error) (string, error)
+type builtinFunc func(ctx context.Context, t agent.Turn, emit func(string) error) (string, error)
 
 // builtins are the agents of Builtins, by name.
 var builtins = map[string]builtinFunc{
@@ -15,20 +17,20 @@ var builtins = map[string]builtinFunc{
 	"calculator": answerCalculator,
 }
 
-func (r *Runtime) answerBuiltin(ctx context.Context, b Backend, t Turn, emit func(string) error) (string, error) {
+func (r *Runtime) answerBuiltin(ctx context.Context, b agent.Backend, t agent.Turn, emit func(string) error) (string, error) {
 	f, ok := builtins[b.Builtin]
 	if !ok {
-		return "", fmt.Errorf("%w: no builtin agent %q", ErrUnknownAgent, b.Builtin)
+		return "", fmt.Errorf("%w: no builtin agent %q", agent.ErrUnknownAgent, b.Builtin)
 	}
 	if len(t.Text) > r.opts.MaxReplyBytes {
-		return "", r.tooLarge(BackendBuiltin)
+		return "", r.tooLarge(agent.BackendBuiltin)
 	}
 	return f(ctx, t, emit)
 }
 
 // answerEcho replies with exactly the text, word by word, so that streaming
 // is visible in demos and tests.
-func answerEcho(ctx context.Context, t Turn, emit func(string) error) (string, error) {
+func answerEcho(ctx context.Context, t agent.Turn, emit func(string) error) (string, error) {
 	var out strings.Builder
 	for _, w := range strings.SplitAfter(t.Text, " ") {
 		if err := ctx.Err(); err != nil {
@@ -47,7 +49,7 @@ func answerEcho(ctx context.Context, t Turn, emit func(string) error) (string, e
 
 // answerCalculator evaluates the text as arithmetic. Mistakes in the input
 // get a friendly reply, not an error: the agent answered.
-func answerCalculator(ctx context.Context, t Turn, emit func(string) error) (string, error) {
+func answerCalculator(ctx context.Context, t agent.Turn, emit func(string) error) (string, error) {
 	reply := calculatorReply(t.Text)
 	if err := emit(reply); err != nil {
 		return "", err

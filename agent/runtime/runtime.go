@@ -1,4 +1,7 @@
-package agent
+// Package runtime answers turns for this node's own agents: Runtime.Answer
+// and the backends (builtin, llm, mcp, webhook), the one guarded outbound
+// HTTP client with its SSRF guard, and the pool of MCP clients.
+package runtime
 
 import (
 	"context"
@@ -8,31 +11,9 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/agentsite/agentsite/agent"
 )
-
-// ChatMessage is one earlier message of a conversation.
-type ChatMessage struct {
-	Role string // "user" or "agent"; others are skipped
-	Text string
-}
-
-// Chat message roles.
-const (
-	RoleUser  = "user"
-	RoleAgent = "agent"
-)
-
-// Turn is a message to an agent plus the conversation so far (oldest first).
-type Turn struct {
-	AgentID, ConversationID string
-	History                 []ChatMessage
-	Text                    string
-	// Owner is the agent owner the caller's conversation is bound to. A
-	// hosting node refuses the turn (ErrOwnerChanged) when its record of
-	// the agent has another owner, so a caller with a stale cache never
-	// sends history to a new owner's backend.
-	Owner string
-}
 
 // RuntimeOptions configure NewRuntime; zero values take the defaults.
 type RuntimeOptions struct {
@@ -59,7 +40,7 @@ const (
 // Runtime answers turns for this node's own agents with their backends.
 // It is safe for concurrent use; Close releases its MCP clients.
 type Runtime struct {
-	lookup func(ctx context.Context, agentID string) (Backend, error)
+	lookup func(ctx context.Context, agentID string) (agent.Backend, error)
 	opts   RuntimeOptions
 	log    *slog.Logger
 	client *http.Client // the guarded client: every outbound call
@@ -70,7 +51,7 @@ type Runtime struct {
 // lookup must return an error wrapping ErrUnknownAgent when the agent is
 // not hosted here (map the store's not-found to it); other errors are
 // reported as internal.
-func NewRuntime(lookup func(ctx context.Context, agentID string) (Backend, error), opts RuntimeOptions) *Runtime {
+func NewRuntime(lookup func(ctx context.Context, agentID string) (agent.Backend, error), opts RuntimeOptions) *Runtime {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTurnTimeout
 	}
@@ -100,10 +81,10 @@ func (r *Runtime) Close() error { return r.mcp.close() }
 // chunk, in order) and returns the full reply. On failure the text emitted
 // so far is returned with the error, which is classified by the Err*
 // kinds; an error from emit itself is returned as is (wrapped).
-func (r *Runtime) Answer(ctx context.Context, t Turn, emit func(chunk string) error) (string, error) {
+func (r *Runtime) Answer(ctx context.Context, t agent.Turn, emit func(chunk string) error) (string, error) {
 	b, err := r.lookup(ctx, t.AgentID)
 	if err != nil {
-		if errors.Is(err, ErrUnknownAgent) {
+		if errors.Is(err, agent.ErrUnknownAgent) {
 			return "", fmt.Errorf("agent %s: %w", t.AgentID, err)
 		}
 		return "", fmt.Errorf("agent %s: look up backend: %w", t.AgentID, err)
@@ -121,16 +102,16 @@ func (r *Runtime) Answer(ctx context.Context, t Turn, emit func(chunk string) er
 	}
 	var reply string
 	switch b.Kind {
-	case BackendBuiltin:
+	case agent.BackendBuiltin:
 		reply, err = r.answerBuiltin(tctx, b, t, out)
-	case BackendLLM:
+	case agent.BackendLLM:
 		reply, err = r.answerLLM(tctx, b, t, out)
-	case BackendMCP:
+	case agent.BackendMCP:
 		reply, err = r.answerMCP(tctx, b, t, out)
-	case BackendWebhook:
+	case agent.BackendWebhook:
 		reply, err = r.answerWebhook(tctx, b, t, out)
 	default:
-		err = fmt.Errorf("%w: backend kind %q is not supported", ErrUnknownAgent, b.Kind)
+		err = fmt.Errorf("%w: backend kind %q is not supported", agent.ErrUnknownAgent, b.Kind)
 	}
 	if err != nil {
 		err = redact(r.classify(ctx, tctx, b, err), b.APIKey)
@@ -140,51 +121,51 @@ func (r *Runtime) Answer(ctx context.Context, t Turn, emit func(chunk string) er
 }
 
 // classify maps whatever a backend returned to one of the Err* kinds.
-func (r *Runtime) classify(parent, turn context.Context, b Backend, err error) error {
+func (r *Runtime) classify(parent, turn context.Context, b agent.Backend, err error) error {
 	var ee *emitError
 	if errors.As(err, &ee) {
 		return fmt.Errorf("agent %s: %w", b.Kind, ee.err)
 	}
-	if errors.Is(err, ErrUnknownAgent) {
+	if errors.Is(err, agent.ErrUnknownAgent) {
 		return err
 	}
 	var be *BackendError
 	isBE := errors.As(err, &be)
 	// Definite answers from the backend stand, whatever happened after.
-	if isBE && (be.Kind == ErrBackendRejected || be.Kind == ErrReplyTooLarge || be.Kind == ErrBadBackendReply || be.Kind == ErrBlockedAddress) {
+	if isBE && (be.Kind == agent.ErrBackendRejected || be.Kind == agent.ErrReplyTooLarge || be.Kind == agent.ErrBadBackendReply || be.Kind == agent.ErrBlockedAddress) {
 		return be
 	}
 	switch {
 	case errors.Is(parent.Err(), context.Canceled):
 		return fmt.Errorf("agent %s backend: %w", b.Kind, parent.Err())
-	case turn.Err() != nil || isNetTimeout(err) || errors.Is(err, ErrBackendTimeout):
+	case turn.Err() != nil || isNetTimeout(err) || errors.Is(err, agent.ErrBackendTimeout):
 		public := fmt.Sprintf("no reply within %s", r.opts.Timeout)
 		if parent.Err() != nil {
 			public = "no reply in time" // the caller's deadline, not ours
 		}
-		return &BackendError{Kind: ErrBackendTimeout, Backend: b.Kind, Public: public}
+		return &BackendError{Kind: agent.ErrBackendTimeout, Backend: b.Kind, Public: public}
 	case errors.Is(err, errBadBackendURL):
-		return &BackendError{Kind: ErrBlockedAddress, Backend: b.Kind, Public: "the backend URL is not usable", Err: err}
-	case errors.Is(err, ErrBlockedAddress):
-		return &BackendError{Kind: ErrBlockedAddress, Backend: b.Kind, Public: "the backend address is not a public one", Err: err}
-	case errors.Is(err, ErrReplyTooLarge):
-		return &BackendError{Kind: ErrReplyTooLarge, Backend: b.Kind, Public: "the reply exceeds " + sizeText(r.opts.MaxReplyBytes), Err: err}
-	case errors.Is(err, ErrBadBackendReply):
-		return &BackendError{Kind: ErrBadBackendReply, Backend: b.Kind, Public: "the backend's reply could not be read", Err: err}
+		return &BackendError{Kind: agent.ErrBlockedAddress, Backend: b.Kind, Public: "the backend URL is not usable", Err: err}
+	case errors.Is(err, agent.ErrBlockedAddress):
+		return &BackendError{Kind: agent.ErrBlockedAddress, Backend: b.Kind, Public: "the backend address is not a public one", Err: err}
+	case errors.Is(err, agent.ErrReplyTooLarge):
+		return &BackendError{Kind: agent.ErrReplyTooLarge, Backend: b.Kind, Public: "the reply exceeds " + sizeText(r.opts.MaxReplyBytes), Err: err}
+	case errors.Is(err, agent.ErrBadBackendReply):
+		return &BackendError{Kind: agent.ErrBadBackendReply, Backend: b.Kind, Public: "the backend's reply could not be read", Err: err}
 	case isBE:
 		return be
 	}
-	return &BackendError{Kind: ErrBackendUnavailable, Backend: b.Kind, Public: "the backend could not be reached", Err: err}
+	return &BackendError{Kind: agent.ErrBackendUnavailable, Backend: b.Kind, Public: "the backend could not be reached", Err: err}
 }
 
 // logFailure logs a failed turn without secrets: the URL's host only, and
 // the error (already redacted).
-func (r *Runtime) logFailure(ctx context.Context, t Turn, b Backend, err error) {
+func (r *Runtime) logFailure(ctx context.Context, t agent.Turn, b agent.Backend, err error) {
 	if errors.Is(err, context.Canceled) {
 		return
 	}
 	level := slog.LevelWarn
-	if errors.Is(err, ErrBackendRejected) || errors.Is(err, ErrUnknownAgent) {
+	if errors.Is(err, agent.ErrBackendRejected) || errors.Is(err, agent.ErrUnknownAgent) {
 		level = slog.LevelInfo
 	}
 	host := ""
@@ -201,7 +182,7 @@ func (r *Runtime) logFailure(ctx context.Context, t Turn, b Backend, err error) 
 
 // tooLarge reports a reply over the limit.
 func (r *Runtime) tooLarge(backend string) *BackendError {
-	return kindError(ErrReplyTooLarge, backend, "the reply exceeds "+sizeText(r.opts.MaxReplyBytes))
+	return kindError(agent.ErrReplyTooLarge, backend, "the reply exceeds "+sizeText(r.opts.MaxReplyBytes))
 }
 
 // sizeText writes a byte limit for people.

@@ -1,4 +1,4 @@
-package agent
+package runtime
 
 import (
 	"context"
@@ -7,16 +7,18 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // newTestRuntime serves b as agent "a1" (any other id is unknown) with
 // private addresses allowed, since test servers listen on 127.0.0.1.
-func newTestRuntime(t *testing.T, b Backend, opts RuntimeOptions) *Runtime {
+func newTestRuntime(t *testing.T, b agent.Backend, opts RuntimeOptions) *Runtime {
 	t.Helper()
 	opts.AllowPrivate = true
-	rt := NewRuntime(func(_ context.Context, id string) (Backend, error) {
+	rt := NewRuntime(func(_ context.Context, id string) (agent.Backend, error) {
 		if id != "a1" {
-			return Backend{}, fmt.Errorf("store: agent %s: %w", id, ErrUnknownAgent)
+			return agent.Backend{}, fmt.Errorf("store: agent %s: %w", id, agent.ErrUnknownAgent)
 		}
 		return b, nil
 	}, opts)
@@ -31,10 +33,10 @@ func collect() (*[]string, func(string) error) {
 }
 
 func TestEchoStreamsWordByWord(t *testing.T) {
-	rt := newTestRuntime(t, Backend{Kind: BackendBuiltin, Builtin: "echo"}, RuntimeOptions{})
+	rt := newTestRuntime(t, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}, RuntimeOptions{})
 	text := "hello  big world "
 	chunks, emit := collect()
-	reply, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: text}, emit)
+	reply, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: text}, emit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,9 +49,9 @@ func TestEchoStreamsWordByWord(t *testing.T) {
 }
 
 func TestCalculatorAgent(t *testing.T) {
-	rt := newTestRuntime(t, Backend{Kind: BackendBuiltin, Builtin: "calculator"}, RuntimeOptions{})
+	rt := newTestRuntime(t, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "calculator"}, RuntimeOptions{})
 	chunks, emit := collect()
-	reply, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "1 / 0"}, emit)
+	reply, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: "1 / 0"}, emit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,16 +62,16 @@ func TestCalculatorAgent(t *testing.T) {
 
 func TestUnknownAgentsAndBackends(t *testing.T) {
 	for name, tc := range map[string]struct {
-		b  Backend
+		b  agent.Backend
 		id string
 	}{
-		"unknown id":      {Backend{Kind: BackendBuiltin, Builtin: "echo"}, "nope"},
-		"unknown builtin": {Backend{Kind: BackendBuiltin, Builtin: "oracle"}, "a1"},
-		"unknown kind":    {Backend{Kind: "carrier-pigeon"}, "a1"},
+		"unknown id":      {agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}, "nope"},
+		"unknown builtin": {agent.Backend{Kind: agent.BackendBuiltin, Builtin: "oracle"}, "a1"},
+		"unknown kind":    {agent.Backend{Kind: "carrier-pigeon"}, "a1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rt := newTestRuntime(t, tc.b, RuntimeOptions{})
-			if _, err := rt.Answer(context.Background(), Turn{AgentID: tc.id, Text: "hi"}, nil); !errors.Is(err, ErrUnknownAgent) {
+			if _, err := rt.Answer(context.Background(), agent.Turn{AgentID: tc.id, Text: "hi"}, nil); !errors.Is(err, agent.ErrUnknownAgent) {
 				t.Fatalf("got %v, want ErrUnknownAgent", err)
 			}
 		})
@@ -78,19 +80,19 @@ func TestUnknownAgentsAndBackends(t *testing.T) {
 
 func TestLookupFailureIsNotUnknownAgent(t *testing.T) {
 	boom := errors.New("database on fire")
-	rt := NewRuntime(func(context.Context, string) (Backend, error) { return Backend{}, boom }, RuntimeOptions{})
+	rt := NewRuntime(func(context.Context, string) (agent.Backend, error) { return agent.Backend{}, boom }, RuntimeOptions{})
 	defer rt.Close()
-	_, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "hi"}, nil)
-	if !errors.Is(err, boom) || errors.Is(err, ErrUnknownAgent) {
+	_, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: "hi"}, nil)
+	if !errors.Is(err, boom) || errors.Is(err, agent.ErrUnknownAgent) {
 		t.Fatalf("got %v", err)
 	}
 }
 
 func TestEmitErrorIsReturnedAsIs(t *testing.T) {
-	rt := newTestRuntime(t, Backend{Kind: BackendBuiltin, Builtin: "echo"}, RuntimeOptions{})
+	rt := newTestRuntime(t, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}, RuntimeOptions{})
 	gone := errors.New("websocket closed")
 	n := 0
-	reply, err := rt.Answer(context.Background(), Turn{AgentID: "a1", Text: "one two three"}, func(string) error {
+	reply, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: "one two three"}, func(string) error {
 		if n++; n == 2 {
 			return gone
 		}
@@ -99,7 +101,7 @@ func TestEmitErrorIsReturnedAsIs(t *testing.T) {
 	if !errors.Is(err, gone) {
 		t.Fatalf("got %v, want the emit error", err)
 	}
-	for _, kind := range []error{ErrBackendUnavailable, ErrBackendRejected, ErrBadBackendReply, ErrBackendTimeout} {
+	for _, kind := range []error{agent.ErrBackendUnavailable, agent.ErrBackendRejected, agent.ErrBadBackendReply, agent.ErrBackendTimeout} {
 		if errors.Is(err, kind) {
 			t.Fatalf("emit error classified as %v", kind)
 		}
@@ -110,11 +112,11 @@ func TestEmitErrorIsReturnedAsIs(t *testing.T) {
 }
 
 func TestCanceledTurn(t *testing.T) {
-	rt := newTestRuntime(t, Backend{Kind: BackendBuiltin, Builtin: "echo"}, RuntimeOptions{})
+	rt := newTestRuntime(t, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}, RuntimeOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := rt.Answer(ctx, Turn{AgentID: "a1", Text: "hi there"}, nil)
-	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrBackendTimeout) {
+	_, err := rt.Answer(ctx, agent.Turn{AgentID: "a1", Text: "hi there"}, nil)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, agent.ErrBackendTimeout) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package runtime
 
 import (
 	"encoding/json"
@@ -12,35 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-)
 
-// Kinds of Runtime.Answer failures. Callers map them to status codes and to
-// messages a person can act on with errors.Is; the full error text (which
-// may quote the upstream) is for logs.
-var (
-	// ErrUnknownAgent: this node hosts no agent with the id, or its backend
-	// names a builtin or kind this node does not have.
-	ErrUnknownAgent = errors.New("unknown agent")
-	// ErrBackendTimeout: no complete reply within the turn's time limit.
-	ErrBackendTimeout = errors.New("agent backend timed out")
-	// ErrBackendUnavailable: the backend could not be reached, broke off, or
-	// answered 5xx.
-	ErrBackendUnavailable = errors.New("agent backend unavailable")
-	// ErrBackendRejected: the backend refused the request (4xx, including 429
-	// rate limiting, a JSON-RPC error, or an MCP tool result with isError).
-	ErrBackendRejected = errors.New("agent backend rejected the request")
-	// ErrReplyTooLarge: the reply (or one line of its stream) exceeded the
-	// runtime's limit.
-	ErrReplyTooLarge = errors.New("agent reply too large")
-	// ErrBlockedAddress: the backend URL resolves to a loopback, private,
-	// link-local or otherwise non-public address and the node operator has
-	// not allowed those (the SSRF guard).
-	ErrBlockedAddress = errors.New("agent backend address is not allowed")
-	// ErrOwnerChanged: the agent's record now names another owner than the
-	// one the conversation started with; its history must not be sent.
-	ErrOwnerChanged = errors.New("agent has another owner than when the conversation started")
-	// ErrBadBackendReply: the backend answered, but not in its protocol.
-	ErrBadBackendReply = errors.New("agent backend sent a malformed reply")
+	"github.com/agentsite/agentsite/agent"
 )
 
 // BackendError is a classified backend failure. errors.Is matches its Kind
@@ -114,20 +87,20 @@ func statusError(backend string, resp *http.Response, key string) *BackendError 
 	e := &BackendError{Backend: backend, Status: code, Upstream: sanitize(upstreamMessage(body), key)}
 	switch {
 	case code == http.StatusTooManyRequests:
-		e.Kind = ErrBackendRejected
+		e.Kind = agent.ErrBackendRejected
 		e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		e.Public = "rate limited upstream (HTTP 429)"
 		if e.RetryAfter > 0 {
 			e.Public += ", retry after " + e.RetryAfter.String()
 		}
 	case code >= 500:
-		e.Kind = ErrBackendUnavailable
+		e.Kind = agent.ErrBackendUnavailable
 		e.Public = fmt.Sprintf("HTTP %d %s from the backend", code, http.StatusText(code))
 	case code >= 400:
-		e.Kind = ErrBackendRejected
+		e.Kind = agent.ErrBackendRejected
 		e.Public = fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
 	default:
-		e.Kind = ErrBadBackendReply
+		e.Kind = agent.ErrBadBackendReply
 		e.Public = fmt.Sprintf("unexpected HTTP %d", code)
 	}
 	return e

@@ -1,4 +1,4 @@
-package agent
+package runtime
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"syscall"
 	"time"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // GuardOptions configures NewGuardedClientWithOptions.
@@ -73,21 +75,21 @@ func NewGuardedClientWithOptions(o GuardOptions) *http.Client {
 func checkDialAddr(address string, allowPrivate bool) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return fmt.Errorf("%w: cannot check %q", ErrBlockedAddress, address)
+		return fmt.Errorf("%w: cannot check %q", agent.ErrBlockedAddress, address)
 	}
 	if err := CheckAddr(ap.Addr(), allowPrivate); err != nil {
-		return fmt.Errorf("%w: %w", ErrBlockedAddress, err)
+		return fmt.Errorf("%w: %w", agent.ErrBlockedAddress, err)
 	}
 	return nil
 }
 
 // errTooManyRedirects and errBadRedirect are returned through CheckRedirect.
 var (
-	errTooManyRedirects = fmt.Errorf("%w: more than %d redirects", ErrBadBackendReply, maxRedirects)
-	errBadRedirect      = fmt.Errorf("%w: redirect to a non-HTTP URL", ErrBlockedAddress)
+	errTooManyRedirects = fmt.Errorf("%w: more than %d redirects", agent.ErrBadBackendReply, maxRedirects)
+	errBadRedirect      = fmt.Errorf("%w: redirect to a non-HTTP URL", agent.ErrBlockedAddress)
 	// errBadBackendURL is a configuration mistake that Backend.Validate
 	// normally catches; like a private address, the operator must fix it.
-	errBadBackendURL = fmt.Errorf("%w: the backend URL is not a usable http(s) URL", ErrBlockedAddress)
+	errBadBackendURL = fmt.Errorf("%w: the backend URL is not a usable http(s) URL", agent.ErrBlockedAddress)
 )
 
 // checkRedirect follows at most maxRedirects http(s) redirects; the dialer
@@ -123,7 +125,7 @@ func (c *capReader) Read(p []byte) (int, error) {
 			if c.onHit != nil {
 				c.onHit()
 			}
-			return 0, fmt.Errorf("%w: more than %d bytes", ErrReplyTooLarge, c.limit)
+			return 0, fmt.Errorf("%w: more than %d bytes", agent.ErrReplyTooLarge, c.limit)
 		}
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package agent
+package runtime
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // maxSSELine bounds one line of a completion stream.
@@ -51,10 +53,10 @@ func readLLMStream(body io.Reader, maxReply int, key string, emit func(string) e
 		}
 		var c llmChunk
 		if err := json.Unmarshal(data, &c); err != nil {
-			return out.String(), fmt.Errorf("%w: stream event is not JSON: %w", ErrBadBackendReply, err)
+			return out.String(), fmt.Errorf("%w: stream event is not JSON: %w", agent.ErrBadBackendReply, err)
 		}
 		if c.Error != nil {
-			e := kindError(ErrBackendUnavailable, BackendLLM, "the model reported an error mid-stream")
+			e := kindError(agent.ErrBackendUnavailable, agent.BackendLLM, "the model reported an error mid-stream")
 			e.Upstream = sanitize(c.Error.Message, key)
 			return out.String(), e
 		}
@@ -67,7 +69,7 @@ func readLLMStream(body io.Reader, maxReply int, key string, emit func(string) e
 		}
 		if s := ch.Delta.Content; s != "" {
 			if out.Len()+len(s) > maxReply {
-				return out.String(), fmt.Errorf("%w: more than %d bytes", ErrReplyTooLarge, maxReply)
+				return out.String(), fmt.Errorf("%w: more than %d bytes", agent.ErrReplyTooLarge, maxReply)
 			}
 			out.WriteString(s)
 			if err := emit(s); err != nil {
@@ -77,15 +79,15 @@ func readLLMStream(body io.Reader, maxReply int, key string, emit func(string) e
 	}
 	switch err := sc.Err(); {
 	case errors.Is(err, bufio.ErrTooLong):
-		return out.String(), fmt.Errorf("%w: a stream line exceeds %d bytes", ErrReplyTooLarge, maxSSELine)
-	case errors.Is(err, ErrReplyTooLarge):
+		return out.String(), fmt.Errorf("%w: a stream line exceeds %d bytes", agent.ErrReplyTooLarge, maxSSELine)
+	case errors.Is(err, agent.ErrReplyTooLarge):
 		return out.String(), err
 	case err != nil:
-		e := kindError(ErrBackendUnavailable, BackendLLM, "the stream broke off")
+		e := kindError(agent.ErrBackendUnavailable, agent.BackendLLM, "the stream broke off")
 		e.Err = err
 		return out.String(), e
 	case finished:
 		return out.String(), nil // some servers end without [DONE]
 	}
-	return out.String(), kindError(ErrBadBackendReply, BackendLLM, "the stream ended before [DONE]")
+	return out.String(), kindError(agent.ErrBadBackendReply, agent.BackendLLM, "the stream ended before [DONE]")
 }

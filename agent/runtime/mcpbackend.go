@@ -1,4 +1,4 @@
-package agent
+package runtime
 
 import (
 	"context"
@@ -10,11 +10,13 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // answerMCP sends the turn as a tools/call of b.Tool on a remote MCP server
 // (Streamable HTTP) and replies with the text of the result.
-func (r *Runtime) answerMCP(ctx context.Context, b Backend, t Turn, emit func(string) error) (string, error) {
+func (r *Runtime) answerMCP(ctx context.Context, b agent.Backend, t agent.Turn, emit func(string) error) (string, error) {
 	st := &mcpCallState{key: b.APIKey}
 	ctx = withMCPState(ctx, st)
 	for attempt := 0; ; attempt++ {
@@ -31,7 +33,7 @@ func (r *Runtime) answerMCP(ctx context.Context, b Backend, t Turn, emit func(st
 }
 
 // callMCP makes one attempt on a (possibly cached) client.
-func (r *Runtime) callMCP(ctx context.Context, b Backend, t Turn) (string, error) {
+func (r *Runtime) callMCP(ctx context.Context, b agent.Backend, t agent.Turn) (string, error) {
 	c, err := r.mcp.acquire(ctx, b)
 	if err != nil {
 		return "", err
@@ -45,7 +47,7 @@ func (r *Runtime) callMCP(ctx context.Context, b Backend, t Turn) (string, error
 	}
 	if !ok {
 		broken = false
-		return "", kindError(ErrBackendRejected, BackendMCP, fmt.Sprintf("the MCP server has no tool %q", b.Tool))
+		return "", kindError(agent.ErrBackendRejected, agent.BackendMCP, fmt.Sprintf("the MCP server has no tool %q", b.Tool))
 	}
 	var req mcp.CallToolRequest
 	req.Params.Name = b.Tool
@@ -62,7 +64,7 @@ func (r *Runtime) callMCP(ctx context.Context, b Backend, t Turn) (string, error
 		return "", err
 	}
 	if res.IsError {
-		e := kindError(ErrBackendRejected, BackendMCP, sanitize(text, b.APIKey))
+		e := kindError(agent.ErrBackendRejected, agent.BackendMCP, sanitize(text, b.APIKey))
 		if e.Public == "" {
 			e.Public = "the tool reported an error"
 		}
@@ -74,7 +76,7 @@ func (r *Runtime) callMCP(ctx context.Context, b Backend, t Turn) (string, error
 // toolArguments fills the tool's text parameter: "text", or the first of
 // "message", "query", "input", "prompt" its input schema has, or its one
 // required parameter. The history goes along if the schema has "history".
-func toolArguments(tool mcp.Tool, t Turn) map[string]any {
+func toolArguments(tool mcp.Tool, t agent.Turn) map[string]any {
 	props := tool.InputSchema.Properties
 	name := "text"
 	if _, ok := props[name]; !ok && len(props) > 0 {
@@ -92,7 +94,7 @@ func toolArguments(tool mcp.Tool, t Turn) map[string]any {
 	if _, ok := props["history"]; ok {
 		h := make([]webhookMessage, 0, len(t.History))
 		for _, m := range t.History {
-			if m.Role == RoleUser || m.Role == RoleAgent {
+			if m.Role == agent.RoleUser || m.Role == agent.RoleAgent {
 				h = append(h, webhookMessage{Role: m.Role, Text: m.Text})
 			}
 		}
@@ -118,7 +120,7 @@ func toolResultText(res *mcp.CallToolResult, maxReply int) (string, error) {
 		}
 		n += len(s)
 		if n > maxReply {
-			return "", fmt.Errorf("%w: more than %d bytes", ErrReplyTooLarge, maxReply)
+			return "", fmt.Errorf("%w: more than %d bytes", agent.ErrReplyTooLarge, maxReply)
 		}
 		parts = append(parts, s)
 	}
@@ -129,7 +131,7 @@ func toolResultText(res *mcp.CallToolResult, maxReply int) (string, error) {
 		}
 	}
 	if len(parts) == 0 && !res.IsError {
-		return "", kindError(ErrBadBackendReply, BackendMCP, "the tool result has no text")
+		return "", kindError(agent.ErrBadBackendReply, agent.BackendMCP, "the tool result has no text")
 	}
 	return strings.Join(parts, "\n"), nil
 }
@@ -143,28 +145,28 @@ func explainMCP(err error, st *mcpCallState) error {
 	var te *transport.Error
 	switch {
 	case tooLarge:
-		return fmt.Errorf("%w: an MCP response exceeded the limit", ErrReplyTooLarge)
-	case errors.Is(err, ErrReplyTooLarge):
+		return fmt.Errorf("%w: an MCP response exceeded the limit", agent.ErrReplyTooLarge)
+	case errors.Is(err, agent.ErrReplyTooLarge):
 		return err
 	case badType:
-		return &BackendError{Kind: ErrBadBackendReply, Backend: BackendMCP, Public: "the server did not answer like an MCP server", Err: err}
+		return &BackendError{Kind: agent.ErrBadBackendReply, Backend: agent.BackendMCP, Public: "the server did not answer like an MCP server", Err: err}
 	case errors.As(err, &be):
 		return be
 	case errors.As(err, &authErr):
-		return &BackendError{Kind: ErrBackendRejected, Backend: BackendMCP, Status: http.StatusUnauthorized, Public: "HTTP 401 Unauthorized"}
+		return &BackendError{Kind: agent.ErrBackendRejected, Backend: agent.BackendMCP, Status: http.StatusUnauthorized, Public: "HTTP 401 Unauthorized"}
 	case errors.Is(err, transport.ErrLegacySSEServer):
-		return &BackendError{Kind: ErrBackendRejected, Backend: BackendMCP, Status: status, Public: "the server does not speak MCP over Streamable HTTP"}
+		return &BackendError{Kind: agent.ErrBackendRejected, Backend: agent.BackendMCP, Status: status, Public: "the server does not speak MCP over Streamable HTTP"}
 	case errors.As(err, &te) && status >= 400 && status < 500 && !errors.Is(err, transport.ErrSessionTerminated):
-		return &BackendError{Kind: ErrBackendRejected, Backend: BackendMCP, Status: status, Public: fmt.Sprintf("HTTP %d %s", status, http.StatusText(status)), Err: err}
+		return &BackendError{Kind: agent.ErrBackendRejected, Backend: agent.BackendMCP, Status: status, Public: fmt.Sprintf("HTTP %d %s", status, http.StatusText(status)), Err: err}
 	case errors.As(err, &te), errors.Is(err, errRuntimeClosed), errors.Is(err, transport.ErrSessionTerminated):
 		return err // network trouble: Runtime.classify decides
 	case errors.Is(err, mcp.ErrInternalError):
-		return &BackendError{Kind: ErrBackendUnavailable, Backend: BackendMCP, Public: "the MCP server failed", Upstream: sanitize(err.Error(), st.key)}
+		return &BackendError{Kind: agent.ErrBackendUnavailable, Backend: agent.BackendMCP, Public: "the MCP server failed", Upstream: sanitize(err.Error(), st.key)}
 	case isJSONError(err):
-		return &BackendError{Kind: ErrBadBackendReply, Backend: BackendMCP, Public: "the MCP server's answer could not be read", Err: err}
+		return &BackendError{Kind: agent.ErrBadBackendReply, Backend: agent.BackendMCP, Public: "the MCP server's answer could not be read", Err: err}
 	}
 	// A JSON-RPC error response: the server refused the call.
-	return &BackendError{Kind: ErrBackendRejected, Backend: BackendMCP, Upstream: sanitize(err.Error(), st.key), Public: "the MCP server refused the call"}
+	return &BackendError{Kind: agent.ErrBackendRejected, Backend: agent.BackendMCP, Upstream: sanitize(err.Error(), st.key), Public: "the MCP server refused the call"}
 }
 
 // isJSONError reports a malformed result.

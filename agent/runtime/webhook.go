@@ -1,4 +1,4 @@
-package agent
+package runtime
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // webhookMessage is one message of a webhook request.
@@ -33,14 +35,14 @@ type webhookReply struct {
 // make one byte of text six of JSON (\u001f).
 const webhookRawFactor = 6
 
-func (r *Runtime) answerWebhook(ctx context.Context, b Backend, t Turn, emit func(string) error) (string, error) {
+func (r *Runtime) answerWebhook(ctx context.Context, b agent.Backend, t agent.Turn, emit func(string) error) (string, error) {
 	msgs := make([]webhookMessage, 0, len(t.History)+1)
 	for _, m := range t.History {
-		if m.Role == RoleUser || m.Role == RoleAgent {
+		if m.Role == agent.RoleUser || m.Role == agent.RoleAgent {
 			msgs = append(msgs, webhookMessage{Role: m.Role, Text: m.Text})
 		}
 	}
-	msgs = append(msgs, webhookMessage{Role: RoleUser, Text: t.Text})
+	msgs = append(msgs, webhookMessage{Role: agent.RoleUser, Text: t.Text})
 	body, err := json.Marshal(webhookRequest{Agent: t.AgentID, ConversationID: t.ConversationID, Messages: msgs})
 	if err != nil {
 		return "", fmt.Errorf("encode request: %w", err)
@@ -61,24 +63,24 @@ func (r *Runtime) answerWebhook(ctx context.Context, b Backend, t Turn, emit fun
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return "", statusError(BackendWebhook, resp, b.APIKey)
+		return "", statusError(agent.BackendWebhook, resp, b.APIKey)
 	}
 	raw, err := io.ReadAll(newCapReader(resp.Body, int64(r.opts.MaxReplyBytes)*webhookRawFactor+4<<10, nil))
 	if err != nil {
-		if errors.Is(err, ErrReplyTooLarge) {
-			return "", r.tooLarge(BackendWebhook)
+		if errors.Is(err, agent.ErrReplyTooLarge) {
+			return "", r.tooLarge(agent.BackendWebhook)
 		}
 		return "", err
 	}
 	var rep webhookReply
 	if err := json.Unmarshal(raw, &rep); err != nil {
-		return "", kindError(ErrBadBackendReply, BackendWebhook, `the reply is not JSON with a "reply" text`)
+		return "", kindError(agent.ErrBadBackendReply, agent.BackendWebhook, `the reply is not JSON with a "reply" text`)
 	}
 	if rep.Reply == nil {
-		return "", kindError(ErrBadBackendReply, BackendWebhook, `the reply has no "reply" text`)
+		return "", kindError(agent.ErrBadBackendReply, agent.BackendWebhook, `the reply has no "reply" text`)
 	}
 	if len(*rep.Reply) > r.opts.MaxReplyBytes {
-		return "", r.tooLarge(BackendWebhook)
+		return "", r.tooLarge(agent.BackendWebhook)
 	}
 	return *rep.Reply, emit(*rep.Reply)
 }

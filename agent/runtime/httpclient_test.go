@@ -1,4 +1,4 @@
-package agent
+package runtime
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // fakeResolver answers every A query with addr, as a DNS server controlled
@@ -107,7 +109,7 @@ func TestGuardedClientRefusesNonPublic(t *testing.T) {
 				resp.Body.Close()
 				t.Fatalf("GET %s succeeded", u)
 			}
-			if !errors.Is(err, ErrBlockedAddress) {
+			if !errors.Is(err, agent.ErrBlockedAddress) {
 				t.Fatalf("GET %s: %v, want ErrBlockedAddress", u, err)
 			}
 		})
@@ -149,7 +151,7 @@ func TestGuardedClientAllowPrivateRefusesSpecial(t *testing.T) {
 			resp.Body.Close()
 			t.Fatalf("GET %s succeeded", u)
 		}
-		if !errors.Is(err, ErrBlockedAddress) {
+		if !errors.Is(err, agent.ErrBlockedAddress) {
 			t.Errorf("GET %s: %v, want ErrBlockedAddress", u, err)
 		}
 	}
@@ -196,26 +198,26 @@ func TestGuardedClientRedirects(t *testing.T) {
 	}
 	resp.Body.Close()
 
-	if _, err := client.Get(srv.URL + "/loop/0"); !errors.Is(err, ErrBadBackendReply) {
+	if _, err := client.Get(srv.URL + "/loop/0"); !errors.Is(err, agent.ErrBadBackendReply) {
 		t.Fatalf("redirect loop: %v, want ErrBadBackendReply", err)
 	}
 	if n := hops.Load(); n != maxRedirects+1 {
 		t.Fatalf("followed %d hops, want %d", n, maxRedirects+1)
 	}
-	if _, err := client.Get(srv.URL + "/file"); !errors.Is(err, ErrBlockedAddress) {
+	if _, err := client.Get(srv.URL + "/file"); !errors.Is(err, agent.ErrBlockedAddress) {
 		t.Fatalf("redirect to file: %v, want ErrBlockedAddress", err)
 	}
 }
 
 func TestRuntimeRefusesPrivateBackend(t *testing.T) {
 	port, accepted := countingListener(t)
-	for _, kind := range []string{BackendLLM, BackendWebhook, BackendMCP} {
+	for _, kind := range []string{agent.BackendLLM, agent.BackendWebhook, agent.BackendMCP} {
 		t.Run(kind, func(t *testing.T) {
-			b := Backend{Kind: kind, URL: "http://127.0.0.1:" + port + "/v1", Model: "m", Tool: "shout", APIKey: "sk-test-NEVERSHOWN"}
-			rt := NewRuntime(func(context.Context, string) (Backend, error) { return b, nil }, RuntimeOptions{Timeout: 5 * time.Second})
+			b := agent.Backend{Kind: kind, URL: "http://127.0.0.1:" + port + "/v1", Model: "m", Tool: "shout", APIKey: "sk-test-NEVERSHOWN"}
+			rt := NewRuntime(func(context.Context, string) (agent.Backend, error) { return b, nil }, RuntimeOptions{Timeout: 5 * time.Second})
 			defer rt.Close()
-			_, err := rt.Answer(context.Background(), Turn{AgentID: "a", Text: "hi"}, nil)
-			if !errors.Is(err, ErrBlockedAddress) {
+			_, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a", Text: "hi"}, nil)
+			if !errors.Is(err, agent.ErrBlockedAddress) {
 				t.Fatalf("got %v, want ErrBlockedAddress", err)
 			}
 			if strings.Contains(err.Error(), b.APIKey) {
@@ -235,7 +237,7 @@ func TestCapReader(t *testing.T) {
 	}
 	hit := false
 	_, err = io.ReadAll(newCapReader(strings.NewReader("123456"), 5, func() { hit = true }))
-	if !errors.Is(err, ErrReplyTooLarge) || !hit {
+	if !errors.Is(err, agent.ErrReplyTooLarge) || !hit {
 		t.Fatalf("over the limit: %v (hit %v), want ErrReplyTooLarge", err, hit)
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package runtime
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // llmMessage is one message of an OpenAI-compatible chat completion.
@@ -42,16 +44,16 @@ func chatCompletionsURL(base string) (string, error) {
 
 // llmMessages is the system prompt, the history (user → "user", agent →
 // "assistant"; other roles skipped) and the new text.
-func llmMessages(b Backend, t Turn) []llmMessage {
+func llmMessages(b agent.Backend, t agent.Turn) []llmMessage {
 	ms := make([]llmMessage, 0, len(t.History)+2)
 	if strings.TrimSpace(b.SystemPrompt) != "" {
 		ms = append(ms, llmMessage{Role: "system", Content: b.SystemPrompt})
 	}
 	for _, m := range t.History {
 		switch m.Role {
-		case RoleUser:
+		case agent.RoleUser:
 			ms = append(ms, llmMessage{Role: "user", Content: m.Text})
-		case RoleAgent:
+		case agent.RoleAgent:
 			ms = append(ms, llmMessage{Role: "assistant", Content: m.Text})
 		}
 	}
@@ -62,7 +64,7 @@ func llmMessages(b Backend, t Turn) []llmMessage {
 // delta of a few characters travels in ~150 bytes of JSON and SSE framing.
 const llmRawFactor = 128
 
-func (r *Runtime) answerLLM(ctx context.Context, b Backend, t Turn, emit func(string) error) (string, error) {
+func (r *Runtime) answerLLM(ctx context.Context, b agent.Backend, t agent.Turn, emit func(string) error) (string, error) {
 	endpoint, err := chatCompletionsURL(b.URL)
 	if err != nil {
 		return "", err
@@ -87,7 +89,7 @@ func (r *Runtime) answerLLM(ctx context.Context, b Backend, t Turn, emit func(st
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", statusError(BackendLLM, resp, b.APIKey)
+		return "", statusError(agent.BackendLLM, resp, b.APIKey)
 	}
 	raw := newCapReader(resp.Body, int64(r.opts.MaxReplyBytes)*llmRawFactor, nil)
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
@@ -110,19 +112,19 @@ func (r *Runtime) llmWhole(body io.Reader, key string, emit func(string) error) 
 		} `json:"error"`
 	}
 	if err := json.NewDecoder(body).Decode(&c); err != nil {
-		return "", fmt.Errorf("%w: completion is not JSON: %w", ErrBadBackendReply, err)
+		return "", fmt.Errorf("%w: completion is not JSON: %w", agent.ErrBadBackendReply, err)
 	}
 	if c.Error != nil {
-		e := kindError(ErrBackendUnavailable, BackendLLM, "the model reported an error")
+		e := kindError(agent.ErrBackendUnavailable, agent.BackendLLM, "the model reported an error")
 		e.Upstream = sanitize(c.Error.Message, key)
 		return "", e
 	}
 	if len(c.Choices) == 0 {
-		return "", kindError(ErrBadBackendReply, BackendLLM, "the completion has no choices")
+		return "", kindError(agent.ErrBadBackendReply, agent.BackendLLM, "the completion has no choices")
 	}
 	text := c.Choices[0].Message.Content
 	if len(text) > r.opts.MaxReplyBytes {
-		return "", r.tooLarge(BackendLLM)
+		return "", r.tooLarge(agent.BackendLLM)
 	}
 	return text, emit(text)
 }

@@ -1,9 +1,11 @@
-package agent
+package runtime
 
 import (
 	"errors"
 	"net/netip"
 	"testing"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 func TestCheckHostRefuses(t *testing.T) {
@@ -125,7 +127,7 @@ func TestSpecialRangesRefused(t *testing.T) {
 			if err := CheckHost(hostURL(ip), false); err == nil {
 				t.Errorf("registration accepts %s", hostURL(ip))
 			}
-			if err := checkDialAddr(netip.AddrPortFrom(ip, 443).String(), false); !errors.Is(err, ErrBlockedAddress) {
+			if err := checkDialAddr(netip.AddrPortFrom(ip, 443).String(), false); !errors.Is(err, agent.ErrBlockedAddress) {
 				t.Errorf("dialer check of %s: %v, want ErrBlockedAddress", ip, err)
 			}
 			var ae *addrError

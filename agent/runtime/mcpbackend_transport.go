@@ -1,10 +1,12 @@
-package agent
+package runtime
 
 import (
 	"context"
 	"mime"
 	"net/http"
 	"sync"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // mcpCallState is what the HTTP layer saw during one MCP call, which
@@ -69,7 +71,7 @@ func (t *mcpTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if st != nil {
 			key = st.key
 		}
-		e := statusError(BackendMCP, resp, key)
+		e := statusError(agent.BackendMCP, resp, key)
 		resp.Body.Close()
 		return nil, e
 	}
