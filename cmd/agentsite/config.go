@@ -29,6 +29,7 @@ type Config struct {
 	StaleAfter            time.Duration
 	SyncOnConnect         bool
 	ChatRateLimit         int
+	StoreTimeout          time.Duration
 	LogLevel              string
 	LogFormat             string
 }
@@ -91,6 +92,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.StaleAfter, "stale-after", 0, "silence after which a node's listings turn stale (0: 3 heartbeat intervals)")
 	fs.BoolVar(&c.SyncOnConnect, "sync-on-connect", true, "pull each new peer's catalogue when it connects (off: the cache fills from gossip and look-ups only)")
 	fs.IntVar(&c.ChatRateLimit, "chat-rate-limit", 120, "chat turns per minute one IP or account may send (WebSocket, message API, MCP)")
+	fs.DurationVar(&c.StoreTimeout, "store-timeout", 5*time.Second, "deadline of every database call; past it the call fails and the request gets 503 with Retry-After")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	return fs
@@ -152,6 +154,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ChatRateLimit < 1 {
 		errs = append(errs, errors.New("--chat-rate-limit must be at least 1 (turns per minute)"))
+	}
+	if c.StoreTimeout < 50*time.Millisecond || c.StoreTimeout > 5*time.Minute {
+		errs = append(errs, errors.New("--store-timeout must be between 50ms and 5m (default 5s)"))
 	}
 	if c.StaleAfter < 0 {
 		errs = append(errs, errors.New("--stale-after must not be negative; 0 means 3 heartbeat intervals"))

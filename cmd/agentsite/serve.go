@@ -92,7 +92,8 @@ func (m *Main) Run(ctx context.Context) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Reads the portal repeats (search, counts, tags) are served from a
 	// short-lived cache that every write invalidates; see store.Cache.
-	ist := store.NewCache(store.Instrument(st, reg), time.Second, 10_000)
+	// Every call below it has the store deadline.
+	ist := store.NewCache(store.Instrument(st, reg, m.Config.StoreTimeout), time.Second, 10_000)
 	selfID, err := peer.IDFromPrivateKey(key)
 	if err != nil {
 		return fmt.Errorf("peer id: %w", err)

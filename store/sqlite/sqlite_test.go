@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	_ "modernc.org/sqlite"
 
 	"github.com/agentsite/agentsite/store"
@@ -119,5 +121,40 @@ func TestOpenBadPath(t *testing.T) {
 			db.Close()
 			t.Errorf("Open(%q) succeeded", p)
 		}
+	}
+}
+
+// TestLockedFileIsUnavailable: another process holding the write lock past
+// the store deadline makes writes fail with ErrUnavailable, in time.
+func TestLockedFileIsUnavailable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agentsite.db")
+	db, err := sqlite.Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), `BEGIN EXCLUSIVE`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(context.Background(), `ROLLBACK`)
+
+	st := store.Instrument(db, prometheus.NewRegistry(), 200*time.Millisecond)
+	start := time.Now()
+	err = st.UpsertNode(t.Context(), store.Node{PeerID: "p", Status: store.StatusOnline, LastHeartbeat: time.Now()})
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("write to a locked file: %v, want ErrUnavailable", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("write to a locked file took %v, want about the 200ms deadline", took)
 	}
 }
