@@ -78,6 +78,9 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Logger = m.Config.newLogger(m.LogOutput)
 	ctx, m.cancel = context.WithCancel(ctx)
 
+	if err := prepareDataDir(m.Config.DataDir); err != nil {
+		return err
+	}
 	key, created, err := p2p.LoadOrCreateKey(filepath.Join(m.Config.DataDir, keyFile))
 	if err != nil {
 		return err

@@ -50,13 +50,16 @@ var _ store.Store = (*DB)(nil)
 // embedded migrations and returns the store. It fails with an error wrapping
 // store.ErrSchemaTooNew if the file was migrated by a newer binary, and with
 // a clear error if a migration was left half-applied. The directory of path
-// must exist.
+// must exist. The file and its -wal/-shm files are made 0600 (secureFiles).
 func Open(ctx context.Context, path string, logger *slog.Logger) (*DB, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("sqlite: invalid database path %q (must be a file name without ? or #)", path)
+	}
+	if err := secureFiles(path, logger); err != nil {
+		return nil, err
 	}
 	writeDSN := dsn(path, false)
 	if err := migrateUp(ctx, writeDSN, logger); err != nil {

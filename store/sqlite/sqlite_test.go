@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -157,4 +158,46 @@ func TestLockedFileIsUnavailable(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("write to a locked file took %v, want about the 200ms deadline", took)
 	}
+}
+
+// TestDatabaseFilesAre0600: the database holds backend API keys and
+// session tokens, so it and its -wal and -shm files are created 0600, and
+// an existing database open to others is tightened at open.
+func TestDatabaseFilesAre0600(t *testing.T) {
+	check := func(t *testing.T, path string) {
+		t.Helper()
+		db, err := sqlite.Open(t.Context(), path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		// A write, so the WAL and its index exist while the store is open.
+		if err := db.UpsertNode(t.Context(), store.Node{PeerID: "p", Status: store.StatusOnline, LastHeartbeat: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			st, err := os.Stat(p)
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			if m := st.Mode().Perm(); m != 0o600 {
+				t.Errorf("%s has mode %#o, want 0600", filepath.Base(p), m)
+			}
+		}
+	}
+	t.Run("new", func(t *testing.T) {
+		check(t, filepath.Join(t.TempDir(), "agentsite.db"))
+	})
+	t.Run("existing", func(t *testing.T) {
+		path := openMigrated(t) // closed: no -wal left
+		if err := os.WriteFile(path+"-wal", nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{path, path + "-wal"} {
+			if err := os.Chmod(p, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(t, path)
+	})
 }
