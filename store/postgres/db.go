@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,7 +35,7 @@ const (
 	defaultStatementTimeout = "30s"
 	// defaultIdleInTxTimeout frees locks held by a transaction whose client
 	// went away mid-way.
-	defaultIdleInTxTimeout = "60s"
+	defaultIdleInTxTimeout = 60 * time.Second
 	// defaultConnectTimeout bounds a new connection (the pool dials in the
 	// background, past the deadline of the call that asked for it).
 	defaultConnectTimeout = 5 * time.Second
@@ -92,7 +93,7 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*DB, error) {
 	// timeout: building an index on a large table may take a while.
 	migCfg := cfg.ConnConfig.Copy()
 	setDefault(rp, "statement_timeout", defaultStatementTimeout)
-	setDefault(rp, "idle_in_transaction_session_timeout", defaultIdleInTxTimeout)
+	setDefault(rp, "idle_in_transaction_session_timeout", strconv.FormatInt(defaultIdleInTxTimeout.Milliseconds(), 10))
 	setDefault(rp, "application_name", "agentsite")
 	setDefault(migCfg.RuntimeParams, "application_name", "agentsite-migrate")
 	migCfg.RuntimeParams["statement_timeout"] = "0"
@@ -177,7 +178,7 @@ func (db *DB) InTransaction(ctx context.Context, fn func(tx pgx.Tx) error) (err 
 // InTransaction). One round trip: BEGIN and SET LOCAL go as one simple query.
 func txOptions(ctx context.Context) pgx.TxOptions {
 	dl, ok := ctx.Deadline()
-	if !ok {
+	if !ok || time.Until(dl) >= defaultIdleInTxTimeout {
 		return pgx.TxOptions{}
 	}
 	ms := max(time.Until(dl).Milliseconds(), 1)
