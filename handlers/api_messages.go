@@ -47,7 +47,7 @@ func (s *Server) apiSendMessage(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		e := toError(err)
 		if e.Fields == nil && res.Conversation.ID != "" {
-			e = &Error{Status: e.Status, Code: e.Code, Message: e.Message, Fields: map[string]string{"conversation_id": res.Conversation.ID}}
+			e = &Error{Status: e.Status, Code: e.Code, Message: e.Message, Fields: map[string]string{"conversation_id": res.Conversation.ID}, RetryAfter: e.RetryAfter}
 		}
 		s.renderError(w, r, e)
 		return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/agentsite/agentsite/agent"
@@ -18,6 +19,8 @@ type Error struct {
 	Code    string
 	Message string
 	Fields  map[string]string
+	// RetryAfter, in seconds, is sent as Retry-After when positive.
+	RetryAfter int
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -25,6 +28,18 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 // errorf builds an *Error.
 func errorf(status int, code, message string) *Error {
 	return &Error{Status: status, Code: code, Message: message}
+}
+
+// storeRetryAfter is the Retry-After (seconds) of a 503 for an unreachable
+// store: about one store deadline, the time an outage takes to be noticed.
+const storeRetryAfter = 5
+
+// errStoreUnavailable is the answer while the database is down or stalled.
+var errStoreUnavailable = &Error{
+	Status:     http.StatusServiceUnavailable,
+	Code:       "store_unavailable",
+	Message:    "The database is not answering right now. Try again in a few seconds.",
+	RetryAfter: storeRetryAfter,
 }
 
 // statusClientClosed is nginx's convention for "client went away"; it is
@@ -43,6 +58,8 @@ func toError(err error) *Error {
 		return &Error{Status: http.StatusUnprocessableEntity, Code: "invalid_input", Message: "Some fields are invalid; see fields.", Fields: ve.Fields}
 	case errors.As(err, &mbe):
 		return errorf(http.StatusRequestEntityTooLarge, "too_large", "The request body is too large.")
+	case errors.Is(err, store.ErrUnavailable):
+		return errStoreUnavailable
 	case errors.Is(err, store.ErrNotFound):
 		return errorf(http.StatusNotFound, "not_found", "Not found.")
 	case errors.Is(err, store.ErrStale):
@@ -80,6 +97,9 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, err error) 
 	s.logIfServer(r, e, err)
 	if e.Status == statusClientClosed {
 		return
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
 	if isAPI(r) {
 		writeJSONError(w, e)

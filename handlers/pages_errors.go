@@ -8,15 +8,20 @@ import (
 
 // renderErrorPage shows e to a person: a small fragment for an htmx request
 // (swapped into its target), a full page otherwise. Only e's safe message
-// is shown.
+// is shown. When the store is what failed, the page is built without it:
+// the nav shows a user only if the request already loaded one.
 func (s *Server) renderErrorPage(w http.ResponseWriter, r *http.Request, e *Error) {
 	if isHTMX(r) {
 		s.render(w, r, e.Status, web.ErrorFragment(e.Status, e.Message))
 		return
 	}
 	title := errorTitle(e.Status)
+	u := userFrom(r.Context())
+	if e.Code != errStoreUnavailable.Code {
+		u = s.viewer(r)
+	}
 	v := web.ErrorView{
-		Page:    s.page(r, s.viewer(r), title, ""),
+		Page:    s.page(r, u, title, ""),
 		Status:  e.Status,
 		Title:   title,
 		Message: e.Message,
@@ -44,6 +49,8 @@ func errorTitle(status int) string {
 		return "Invalid input"
 	case http.StatusTooManyRequests:
 		return "Slow down"
+	case http.StatusServiceUnavailable:
+		return "Temporarily unavailable"
 	}
 	if status >= 500 {
 		return "Something went wrong"

@@ -131,7 +131,14 @@ func (s *Server) saveAgent(ctx context.Context, p Principal, in AgentInput, exis
 		s.restoreBackend(id, old, oldErr)
 		return store.Listing{}, fmt.Errorf("publish agent: %w", err)
 	}
-	return s.Store.GetAgent(ctx, id)
+	// Stored: from here on the answer is a success, whatever the read-back
+	// does (a 503 now would refuse a registration that was made).
+	l, err := s.Store.GetAgent(ctx, id)
+	if err != nil {
+		s.Logger.WarnContext(ctx, "reading a saved agent back failed; answering from its record", "id", id, "err", err)
+		return store.Listing{Record: *rec, Status: store.StatusOnline, LastSeen: now, HostPeerID: rec.HostPeerID(), Local: true, UpdatedAt: now}, nil
+	}
+	return l, nil
 }
 
 // restoreBackend undoes PutBackend after a failed publish, on a fresh

@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net/http"
 	"time"
 
@@ -64,18 +66,99 @@ func newSessionManager(st store.Store, secure bool) *scs.SessionManager {
 	return sm
 }
 
-type sessionLoadedKey struct{}
-
-// loadSession is scs's LoadAndSave that also marks the request as having a
-// session, so code shared with routes outside it (the error pages) knows
-// whether it may touch the session.
+// loadSession is scs's LoadAndSave, except when the store fails: a session
+// that cannot be loaded, or saved before the response goes out, gets the
+// error page (503 when the store is down) in place of scs's bare-text 500
+// or the handler's response. An error response does not save the session,
+// so a stalled store is not asked twice.
 func (s *Server) loadSession(next http.Handler) http.Handler {
-	return s.sessions.LoadAndSave(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionLoadedKey{}, true)))
-	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Vary", "Cookie")
+		var token string
+		if c, err := r.Cookie(s.sessions.Cookie.Name); err == nil {
+			token = c.Value
+		}
+		ctx, err := s.sessions.Load(r.Context(), token)
+		if err != nil {
+			s.renderSessionError(w, r, fmt.Errorf("load session: %w", err))
+			return
+		}
+		ctx = context.WithValue(ctx, sessionLoadedKey{}, true)
+		sw := &sessionWriter{ResponseWriter: w, s: s, r: r.WithContext(ctx), before: w.Header().Clone()}
+		next.ServeHTTP(sw, sw.r)
+		sw.save(http.StatusOK)
+	})
 }
 
+// renderSessionError renders err on a fresh, empty session (no store call)
+// that is never saved.
+func (s *Server) renderSessionError(w http.ResponseWriter, r *http.Request, err error) {
+	ctx, _ := s.sessions.Load(r.Context(), "")
+	s.renderError(w, r.WithContext(context.WithValue(ctx, sessionLoadedKey{}, true)), err)
+}
+
+type sessionLoadedKey struct{}
+
+// hasSession reports whether the request went through loadSession, so code
+// shared with routes outside it (the error pages) knows whether it may
+// touch the session.
 func hasSession(ctx context.Context) bool {
 	ok, _ := ctx.Value(sessionLoadedKey{}).(bool)
 	return ok
 }
+
+// sessionWriter saves the session just before the response starts, like
+// scs's, and if that fails sends the error page instead of the response.
+type sessionWriter struct {
+	http.ResponseWriter
+	s      *Server
+	r      *http.Request
+	before http.Header // the headers before the handler ran
+	saved  bool
+	failed bool // the response is replaced by the error page
+}
+
+// save commits the session once; status is the response's (5xx: skipped).
+func (sw *sessionWriter) save(status int) {
+	if sw.saved {
+		return
+	}
+	sw.saved = true
+	if status >= 500 {
+		return
+	}
+	ctx := sw.r.Context()
+	switch sw.s.sessions.Status(ctx) {
+	case scs.Modified:
+		token, expiry, err := sw.s.sessions.Commit(ctx)
+		if err != nil {
+			sw.failed = true
+			h := sw.Header() // drop what the handler set (Location, ...)
+			clear(h)
+			maps.Copy(h, sw.before)
+			sw.s.renderSessionError(sw.ResponseWriter, sw.r, fmt.Errorf("save session: %w", err))
+			return
+		}
+		sw.s.sessions.WriteSessionCookie(ctx, sw.ResponseWriter, token, expiry)
+	case scs.Destroyed:
+		sw.s.sessions.WriteSessionCookie(ctx, sw.ResponseWriter, "", time.Time{})
+	}
+}
+
+func (sw *sessionWriter) WriteHeader(code int) {
+	sw.save(code)
+	if !sw.failed {
+		sw.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (sw *sessionWriter) Write(b []byte) (int, error) {
+	sw.save(http.StatusOK)
+	if sw.failed {
+		return len(b), nil
+	}
+	return sw.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (sw *sessionWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }

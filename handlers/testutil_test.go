@@ -41,12 +41,18 @@ type testEnv struct {
 // newTestServer starts a portal on a fresh embedded SQLite store.
 func newTestServer(t testing.TB) *testEnv {
 	t.Helper()
+	return newTestServerWith(t, openTestSQLite(t))
+}
+
+// openTestSQLite opens a fresh embedded SQLite store, closed when t ends.
+func openTestSQLite(t testing.TB) *sqlite.DB {
+	t.Helper()
 	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "test.db"), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("open sqlite: %v", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	return newTestServerWith(t, db)
+	return db
 }
 
 // engines runs fn once per store engine: SQLite always, Postgres when the

@@ -24,6 +24,11 @@ var (
 	ErrStale = errors.New("stale record: seq not newer than the stored one")
 	// ErrSchemaTooNew: the database was migrated by a newer binary.
 	ErrSchemaTooNew = errors.New("database schema is newer than this binary")
+	// ErrUnavailable: the database could not be reached or did not answer
+	// within the store deadline (Instrument's timeout). The call did not
+	// take effect; the same call may succeed once the database is back, so
+	// callers answer "try again later" (503), not "internal error".
+	ErrUnavailable = errors.New("store unavailable")
 )
 
 // Listing statuses.

@@ -42,6 +42,7 @@ type Config struct {
 	TrustedProxies        []string
 	MetricsToken          string
 	PublicURL             string
+	StoreTimeout          time.Duration
 	LogLevel              string
 	LogFormat             string
 }
@@ -112,6 +113,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.Var(&stringList{vals: &c.TrustedProxies}, "trusted-proxy", "CIDR of a reverse proxy in front of this node (repeatable): clients are read from its X-Forwarded-For, and it is exempt from --max-conns-per-ip")
 	fs.StringVar(&c.MetricsToken, "metrics-token", "", "bearer token /metrics wants (empty: /metrics is open)")
 	fs.StringVar(&c.PublicURL, "public-url", "", "the node's public address behind a reverse proxy, e.g. https://agents.example.org (its host is accepted on /mcp; empty: none)")
+	fs.DurationVar(&c.StoreTimeout, "store-timeout", 5*time.Second, "deadline of every database call; past it the call fails and the request gets 503 with Retry-After")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	return fs
@@ -190,6 +192,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
 		errs = append(errs, errors.New("--metrics-token must be at least 16 characters; generate one with: openssl rand -hex 24"))
+	}
+	if c.StoreTimeout < 50*time.Millisecond || c.StoreTimeout > 5*time.Minute {
+		errs = append(errs, errors.New("--store-timeout must be between 50ms and 5m (default 5s)"))
 	}
 	if c.StaleAfter < 0 {
 		errs = append(errs, errors.New("--stale-after must not be negative; 0 means 3 heartbeat intervals"))

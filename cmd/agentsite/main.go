@@ -83,6 +83,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if v := getenv(EnvName("data-dir")); v != "" && !flagGiven(fs, "data-dir") {
 			*dir = v
 		}
+		if err := prepareDataDir(*dir); err != nil {
+			return err
+		}
 		key, created, err := p2p.LoadOrCreateKey(filepath.Join(*dir, keyFile))
 		if err != nil {
 			return err

@@ -80,6 +80,9 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Logger = m.Config.newLogger(m.LogOutput)
 	ctx, m.cancel = context.WithCancel(ctx)
 
+	if err := prepareDataDir(m.Config.DataDir); err != nil {
+		return err
+	}
 	key, created, err := p2p.LoadOrCreateKey(filepath.Join(m.Config.DataDir, keyFile))
 	if err != nil {
 		return err
@@ -94,7 +97,8 @@ func (m *Main) Run(ctx context.Context) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Reads the portal repeats (search, counts, tags) are served from a
 	// short-lived cache that every write invalidates; see store.Cache.
-	ist := store.NewCache(store.Instrument(st, reg), time.Second, 10_000)
+	// Every call below it has the store deadline.
+	ist := store.NewCache(store.Instrument(st, reg, m.Config.StoreTimeout), time.Second, 10_000)
 	selfID, err := peer.IDFromPrivateKey(key)
 	if err != nil {
 		return fmt.Errorf("peer id: %w", err)

@@ -8,7 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,8 +35,13 @@ const (
 	defaultStatementTimeout = "30s"
 	// defaultIdleInTxTimeout frees locks held by a transaction whose client
 	// went away mid-way.
-	defaultIdleInTxTimeout = "60s"
-	defaultConnectTimeout  = 10 * time.Second
+	defaultIdleInTxTimeout = 60 * time.Second
+	// defaultConnectTimeout bounds a new connection (the pool dials in the
+	// background, past the deadline of the call that asked for it).
+	defaultConnectTimeout = 5 * time.Second
+	// defaultHealthCheckPeriod: how often idle connections are checked and
+	// the pool refilled to its minimum, so it heals soon after an outage.
+	defaultHealthCheckPeriod = 15 * time.Second
 	// rollbackTimeout bounds the rollback of a failed transaction, which runs
 	// on a fresh context because the caller's may be what failed.
 	rollbackTimeout = 5 * time.Second
@@ -74,6 +82,9 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*DB, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
+	if !strings.Contains(url, "pool_health_check_period") {
+		cfg.HealthCheckPeriod = defaultHealthCheckPeriod
+	}
 	if cfg.ConnConfig.RuntimeParams == nil {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
@@ -82,7 +93,7 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*DB, error) {
 	// timeout: building an index on a large table may take a while.
 	migCfg := cfg.ConnConfig.Copy()
 	setDefault(rp, "statement_timeout", defaultStatementTimeout)
-	setDefault(rp, "idle_in_transaction_session_timeout", defaultIdleInTxTimeout)
+	setDefault(rp, "idle_in_transaction_session_timeout", strconv.FormatInt(defaultIdleInTxTimeout.Milliseconds(), 10))
 	setDefault(rp, "application_name", "agentsite")
 	setDefault(migCfg.RuntimeParams, "application_name", "agentsite-migrate")
 	migCfg.RuntimeParams["statement_timeout"] = "0"
@@ -111,10 +122,7 @@ func setDefault(m map[string]string, k, v string) {
 
 // Ping checks the database is reachable (readiness).
 func (db *DB) Ping(ctx context.Context) error {
-	if err := db.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("postgres: ping: %w", err)
-	}
-	return nil
+	return dbErr("ping", db.pool.Ping(ctx))
 }
 
 // Close waits for the connections in use to be released and closes the pool.
@@ -139,10 +147,17 @@ var (
 // InTransaction runs fn in a transaction: committed if fn returns nil,
 // rolled back otherwise (and on panic). The rollback runs on a fresh, short
 // context so a cancelled request still releases its locks promptly.
+//
+// If ctx has a deadline, the server is told to end the transaction when
+// the client stays silent for longer than the time left
+// (idle_in_transaction_session_timeout). A caller that gave up at its
+// deadline has reported the write as failed; without that bound, a COMMIT
+// held up by a stalled network could still reach the server later and
+// store the write after all.
 func (db *DB) InTransaction(ctx context.Context, fn func(tx pgx.Tx) error) (err error) {
-	tx, err := db.pool.Begin(ctx)
+	tx, err := db.pool.BeginTx(ctx, txOptions(ctx))
 	if err != nil {
-		return fmt.Errorf("postgres: begin: %w", err)
+		return dbErr("begin", err)
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -156,10 +171,18 @@ func (db *DB) InTransaction(ctx context.Context, fn func(tx pgx.Tx) error) (err 
 	if err := fn(tx); err != nil {
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("postgres: commit: %w", err)
+	return dbErr("commit", tx.Commit(ctx))
+}
+
+// txOptions bounds the transaction on the server by ctx's deadline (see
+// InTransaction). One round trip: BEGIN and SET LOCAL go as one simple query.
+func txOptions(ctx context.Context) pgx.TxOptions {
+	dl, ok := ctx.Deadline()
+	if !ok || time.Until(dl) >= defaultIdleInTxTimeout {
+		return pgx.TxOptions{}
 	}
-	return nil
+	ms := max(time.Until(dl).Milliseconds(), 1)
+	return pgx.TxOptions{BeginQuery: fmt.Sprintf("BEGIN; SET LOCAL idle_in_transaction_session_timeout = %d", ms)}
 }
 
 func rollback(ctx context.Context, tx pgx.Tx, logger *slog.Logger) {
@@ -172,13 +195,17 @@ func rollback(ctx context.Context, tx pgx.Tx, logger *slog.Logger) {
 
 // dbErr wraps err with the operation's name and maps driver errors to the
 // store's sentinels: no rows → ErrNotFound, unique violation → ErrConflict,
-// foreign key violation (the parent row is missing) → ErrNotFound.
+// foreign key violation (the parent row is missing) → ErrNotFound, a server
+// that cannot be reached or is shutting down → ErrUnavailable. nil stays nil.
 func dbErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("postgres: %s: %w", op, store.ErrNotFound)
+	}
+	if unavailable(err) {
+		return fmt.Errorf("postgres: %s: %w: %w", op, store.ErrUnavailable, err)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -190,6 +217,33 @@ func dbErr(op string, err error) error {
 		}
 	}
 	return fmt.Errorf("postgres: %s: %w", op, err)
+}
+
+// unavailable reports whether err means the server could not be reached or
+// went away: a failed connect, a dropped connection, or a server that is
+// shutting down, starting up or out of connections. Timeouts and
+// cancellations are left to the caller: store.Instrument tells its own
+// deadline from the caller's.
+func unavailable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || pgconn.Timeout(err) {
+		return false
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case pgerrcode.AdminShutdown, pgerrcode.CrashShutdown, pgerrcode.CannotConnectNow,
+			pgerrcode.TooManyConnections, pgerrcode.IdleInTransactionSessionTimeout:
+			return true
+		}
+		return pgerrcode.IsConnectionException(pgErr.Code)
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // nullTime stores the zero time as NULL.

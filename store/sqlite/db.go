@@ -50,13 +50,16 @@ var _ store.Store = (*DB)(nil)
 // embedded migrations and returns the store. It fails with an error wrapping
 // store.ErrSchemaTooNew if the file was migrated by a newer binary, and with
 // a clear error if a migration was left half-applied. The directory of path
-// must exist.
+// must exist. The file and its -wal/-shm files are made 0600 (secureFiles).
 func Open(ctx context.Context, path string, logger *slog.Logger) (*DB, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("sqlite: invalid database path %q (must be a file name without ? or #)", path)
+	}
+	if err := secureFiles(path, logger); err != nil {
+		return nil, err
 	}
 	writeDSN := dsn(path, false)
 	if err := migrateUp(ctx, writeDSN, logger); err != nil {
@@ -114,10 +117,7 @@ func dsn(path string, readOnly bool) string {
 // Ping checks the database is reachable (readiness).
 func (db *DB) Ping(ctx context.Context) error {
 	var one int
-	if err := db.read.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
-		return fmt.Errorf("sqlite: ping: %w", err)
-	}
-	return nil
+	return dbErr("ping", db.read.QueryRowContext(ctx, `SELECT 1`).Scan(&one))
 }
 
 // Close lets SQLite refresh its planner statistics (PRAGMA optimize, cheap:
@@ -163,7 +163,7 @@ func (db *DB) inReadTx(ctx context.Context, fn func(tx execer) error, warm ...st
 func (db *DB) runTx(ctx context.Context, pool *sql.DB, cache *stmtCache, opts *sql.TxOptions, fn func(tx execer) error) (err error) {
 	tx, err := pool.BeginTx(ctx, opts)
 	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
+		return dbErr("begin", err)
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -177,10 +177,7 @@ func (db *DB) runTx(ctx context.Context, pool *sql.DB, cache *stmtCache, opts *s
 	if err := fn(txStmts{tx: tx, cache: cache}); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
-	}
-	return nil
+	return dbErr("commit", tx.Commit())
 }
 
 func (db *DB) rollback(tx *sql.Tx) {
@@ -194,7 +191,8 @@ func (db *DB) rollback(tx *sql.Tx) {
 // dbErr wraps err with the operation and maps driver errors to the store's
 // sentinels by SQLite result code: no rows → ErrNotFound, unique or primary
 // key violation → ErrConflict, foreign key violation (the parent row is
-// missing) → ErrNotFound. nil stays nil.
+// missing) → ErrNotFound, a file locked by another process or that cannot
+// be read or written → ErrUnavailable. nil stays nil.
 func dbErr(op string, err error) error {
 	if err == nil {
 		return nil
@@ -209,6 +207,10 @@ func dbErr(op string, err error) error {
 			return fmt.Errorf("sqlite: %s: %w (%w)", op, store.ErrConflict, err)
 		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
 			return fmt.Errorf("sqlite: %s: %w (%w)", op, store.ErrNotFound, err)
+		}
+		switch se.Code() & 0xff { // the primary result code
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN:
+			return fmt.Errorf("sqlite: %s: %w: %w", op, store.ErrUnavailable, err)
 		}
 	}
 	return fmt.Errorf("sqlite: %s: %w", op, err)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	_ "modernc.org/sqlite"
 
 	"github.com/agentsite/agentsite/store"
@@ -120,4 +123,81 @@ func TestOpenBadPath(t *testing.T) {
 			t.Errorf("Open(%q) succeeded", p)
 		}
 	}
+}
+
+// TestLockedFileIsUnavailable: another process holding the write lock past
+// the store deadline makes writes fail with ErrUnavailable, in time.
+func TestLockedFileIsUnavailable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agentsite.db")
+	db, err := sqlite.Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), `BEGIN EXCLUSIVE`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(context.Background(), `ROLLBACK`)
+
+	st := store.Instrument(db, prometheus.NewRegistry(), 200*time.Millisecond)
+	start := time.Now()
+	err = st.UpsertNode(t.Context(), store.Node{PeerID: "p", Status: store.StatusOnline, LastHeartbeat: time.Now()})
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("write to a locked file: %v, want ErrUnavailable", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("write to a locked file took %v, want about the 200ms deadline", took)
+	}
+}
+
+// TestDatabaseFilesAre0600: the database holds backend API keys and
+// session tokens, so it and its -wal and -shm files are created 0600, and
+// an existing database open to others is tightened at open.
+func TestDatabaseFilesAre0600(t *testing.T) {
+	check := func(t *testing.T, path string) {
+		t.Helper()
+		db, err := sqlite.Open(t.Context(), path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		// A write, so the WAL and its index exist while the store is open.
+		if err := db.UpsertNode(t.Context(), store.Node{PeerID: "p", Status: store.StatusOnline, LastHeartbeat: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			st, err := os.Stat(p)
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			if m := st.Mode().Perm(); m != 0o600 {
+				t.Errorf("%s has mode %#o, want 0600", filepath.Base(p), m)
+			}
+		}
+	}
+	t.Run("new", func(t *testing.T) {
+		check(t, filepath.Join(t.TempDir(), "agentsite.db"))
+	})
+	t.Run("existing", func(t *testing.T) {
+		path := openMigrated(t) // closed: no -wal left
+		if err := os.WriteFile(path+"-wal", nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{path, path + "-wal"} {
+			if err := os.Chmod(p, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(t, path)
+	})
 }
