@@ -10,6 +10,8 @@ type ChatMessage struct {
 const (
 	RoleUser  = "user"
 	RoleAgent = "agent"
+	// RoleError marks a stored failure of a turn (never sent to agents).
+	RoleError = "error"
 )
 
 // Turn is a message to an agent plus the conversation so far (oldest first).

@@ -1,0 +1,300 @@
+// Package chat is the use case of one chat turn, for every surface (the
+// WebSocket, the no-JS form, the message API, MCP, and agents that call
+// agents): who owns a conversation, storing what was said, and routing the
+// turn to this node's runtime or to the node hosting the agent. It speaks
+// no protocol; its errors are agent.Errors each surface maps once.
+package chat
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/store"
+)
+
+// Answerer answers turns for this node's own agents (runtime.Runtime).
+type Answerer interface {
+	Answer(ctx context.Context, t agent.Turn, emit func(chunk string) error) (string, error)
+}
+
+// Remote sends a turn to the node hosting an agent (MCP over libp2p) and
+// streams the reply back.
+type Remote interface {
+	Send(ctx context.Context, hostPeerID string, t agent.Turn, emit func(chunk string) error) (string, error)
+}
+
+// Listings finds an agent's listing by id, beyond the cache if need be
+// (registry.Registry.Find).
+type Listings interface {
+	Find(ctx context.Context, id string) (store.Listing, error)
+}
+
+// Store keeps conversations and their messages.
+type Store interface {
+	GetConversation(ctx context.Context, id string) (store.Conversation, error)
+	CreateConversation(ctx context.Context, c store.Conversation) (store.Conversation, error)
+	ListMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error)
+	AppendMessage(ctx context.Context, m store.Message) (store.Message, error)
+}
+
+// Limits of a turn.
+const (
+	MaxMessageBytes = 8 << 10
+	historyTurns    = 40 // earlier messages sent to the backend
+	maxTitleRunes   = 60
+	// MaxConversationIDLen bounds what may be a conversation id (ours
+	// are 25 characters).
+	MaxConversationIDLen = 64
+)
+
+// Chat runs turns. Set Store, Listings and Local before use; Remote may be
+// nil on a node without a network (remote agents then refuse chat).
+type Chat struct {
+	Store    Store
+	Listings Listings
+	Local    Answerer
+	Remote   Remote
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+// Owner is a conversation owner key: whose conversations these are.
+type Owner string
+
+// Owners of conversations, one constructor per kind of caller.
+const (
+	// OperatorOwner owns the operator token's conversations (API).
+	OperatorOwner Owner = "operator"
+	// APIAnonymous owns anonymous API turns: the conversation id itself is
+	// the capability to continue one.
+	APIAnonymous Owner = "api:anonymous"
+	// MCPAnonymous owns the turns of MCP clients without a session.
+	MCPAnonymous Owner = "mcp:anonymous"
+)
+
+// UserOwner owns a portal account's conversations.
+func UserOwner(userID int64) Owner { return Owner("user:" + strconv.FormatInt(userID, 10)) }
+
+// AnonOwner owns an anonymous browser's conversations, by the key kept in
+// its session.
+func AnonOwner(key string) Owner { return Owner("anon:" + key) }
+
+// MCPOwner owns an MCP client session's conversations.
+func MCPOwner(sessionID string) Owner { return Owner("mcp:" + sessionID) }
+
+// Request is one message from a person (or an agent) to an agent anywhere
+// on the planet.
+type Request struct {
+	AgentID        string
+	ConversationID string // empty: start a new conversation
+	Text           string
+}
+
+// Result is what a turn produced. Conversation is set once the message is
+// stored (also when the turn then failed: the failure is stored with it).
+type Result struct {
+	Conversation store.Conversation
+	Reply        store.Message
+	// Sent reports whether the message reached the agent's runtime or
+	// host (a failure after that was the agent's).
+	Sent bool
+}
+
+// Errors of a turn.
+var (
+	ErrEmptyMessage = agent.NewError(agent.KindInvalid, agent.CodeEmptyMessage, "Write a message first.").
+			WithFields(map[string]string{"text": "is required"})
+	ErrMessageTooLarge = agent.NewError(agent.KindTooLarge, agent.CodeMessageTooLarge,
+		fmt.Sprintf("Messages are limited to %d KiB.", MaxMessageBytes>>10)).WithFields(map[string]string{"text": "too long"})
+	ErrBadMessage = agent.NewError(agent.KindInvalid, agent.CodeBadMessage, "The message is not valid UTF-8.").
+			WithFields(map[string]string{"text": "invalid UTF-8"})
+	ErrUnknownAgent   = agent.ErrUnknownAgent.With("No agent has this id (or it was deleted); find one at /agents.")
+	ErrNoConversation = agent.NewError(agent.KindNotFound, agent.CodeUnknownConv, "No such conversation; start a new one.")
+	ErrAgentOffline   = agent.NewError(agent.KindUnavailable, agent.CodeAgentOffline, "This agent is offline: its node has not been heard from. Try again later.")
+	ErrUnavailable    = agent.NewError(agent.KindUnavailable, agent.CodeChatUnavailable, "Chat is not available on this node.")
+	ErrCanceled       = agent.NewError(agent.KindCanceled, agent.CodeCanceled, "The message was canceled.")
+)
+
+func (c *Chat) now() time.Time {
+	if c.Now == nil {
+		return time.Now().UTC()
+	}
+	return c.Now().UTC()
+}
+
+func (c *Chat) logger() *slog.Logger {
+	if c.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Logger
+}
+
+// Turn runs one chat turn for owner: it stores the message, routes the turn
+// to the hosting node (this one or a peer), streams the reply through emit
+// and stores it. A failure after the message was stored is stored too, so
+// the conversation keeps what was said and shows what went wrong.
+func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(string) error) (Result, error) {
+	text := strings.TrimSpace(req.Text)
+	switch {
+	case text == "":
+		return Result{}, ErrEmptyMessage
+	case len(text) > MaxMessageBytes:
+		return Result{}, ErrMessageTooLarge
+	case !utf8.ValidString(text):
+		return Result{}, ErrBadMessage
+	}
+	l, err := c.Agent(ctx, req.AgentID)
+	if err != nil {
+		return Result{}, err
+	}
+	if l.Status == store.StatusOffline && !l.Local {
+		return Result{}, ErrAgentOffline
+	}
+	if (l.Local && c.Local == nil) || (!l.Local && c.Remote == nil) {
+		return Result{}, ErrUnavailable
+	}
+	conv, err := c.conversationFor(ctx, owner, l, req.ConversationID, text)
+	if err != nil {
+		return Result{}, err
+	}
+	past, err := c.Store.ListMessages(ctx, conv.ID, historyTurns)
+	if err != nil {
+		return Result{}, fmt.Errorf("load history: %w", err)
+	}
+	if _, err := c.Store.AppendMessage(ctx, store.Message{ConversationID: conv.ID, Role: agent.RoleUser, Text: text, CreatedAt: c.now()}); err != nil {
+		return Result{}, fmt.Errorf("store message: %w", err)
+	}
+	turn := agent.Turn{AgentID: l.Record.ID, ConversationID: conv.ID, History: toHistory(past), Text: text, Owner: conv.AgentOwner}
+	var reply string
+	if l.Local {
+		reply, err = c.Local.Answer(ctx, turn, emit)
+	} else {
+		reply, err = c.Remote.Send(ctx, l.HostPeerID, turn, emit)
+	}
+	if err != nil {
+		e := turnError(err, l)
+		c.storeFailure(ctx, conv.ID, reply, e)
+		return Result{Conversation: conv, Sent: e.Code != agent.CodeHostUnreachable}, e
+	}
+	m, err := c.Store.AppendMessage(ctx, store.Message{ConversationID: conv.ID, Role: agent.RoleAgent, Text: reply, CreatedAt: c.now()})
+	if err != nil {
+		return Result{Conversation: conv, Sent: true}, fmt.Errorf("store reply: %w", err)
+	}
+	return Result{Conversation: conv, Reply: m, Sent: true}, nil
+}
+
+// storeFailure keeps what the agent said before failing, then the error,
+// on a fresh context: the caller's may be what ended.
+func (c *Chat) storeFailure(ctx context.Context, convID, partial string, e *agent.Error) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if strings.TrimSpace(partial) != "" {
+		if _, err := c.Store.AppendMessage(sctx, store.Message{ConversationID: convID, Role: agent.RoleAgent, Text: partial, CreatedAt: c.now()}); err != nil {
+			c.logger().Warn("storing a partial reply failed", "conversation", convID, "err", err)
+		}
+	}
+	if _, err := c.Store.AppendMessage(sctx, store.Message{ConversationID: convID, Role: agent.RoleError, Text: e.Message, CreatedAt: c.now()}); err != nil {
+		c.logger().Warn("storing a chat error failed", "conversation", convID, "err", err)
+	}
+}
+
+// Agent is the listing a chat is with: ErrUnknownAgent for a malformed,
+// unknown or deleted one. Offline agents are returned (their history stays
+// readable); Turn refuses new messages to them.
+func (c *Chat) Agent(ctx context.Context, id string) (store.Listing, error) {
+	l, err := c.Listings.Find(ctx, id)
+	if e := agent.AsError(err); e != nil && (e.Kind == agent.KindNotFound || e.Kind == agent.KindGone) {
+		return store.Listing{}, ErrUnknownAgent
+	}
+	return l, err
+}
+
+// Conversation loads conversation id of owner with agent agentID. Someone
+// else's conversation looks exactly like a missing one.
+func (c *Chat) Conversation(ctx context.Context, owner Owner, agentID, id string) (store.Conversation, error) {
+	if owner == "" || id == "" || len(id) > MaxConversationIDLen {
+		return store.Conversation{}, ErrNoConversation
+	}
+	conv, err := c.Store.GetConversation(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return store.Conversation{}, ErrNoConversation
+	case err != nil:
+		return store.Conversation{}, err
+	case conv.OwnerKey != string(owner) || conv.AgentID != agentID:
+		return store.Conversation{}, ErrNoConversation
+	}
+	return conv, nil
+}
+
+// conversationFor loads conversation id of owner with l, or starts one
+// bound to l's owner and publisher when id is empty. An agent id is derived
+// from its publisher's key and name only, so the same id may later carry
+// another party's agent (a name deleted and registered again): such a
+// conversation is refused, before any of its history is sent.
+func (c *Chat) conversationFor(ctx context.Context, owner Owner, l store.Listing, id, firstText string) (store.Conversation, error) {
+	if id != "" {
+		conv, err := c.Conversation(ctx, owner, l.Record.ID, id)
+		if err != nil {
+			return store.Conversation{}, err
+		}
+		if conv.AgentOwner != l.Record.Owner || conv.AgentPublisher != l.Record.Publisher {
+			return store.Conversation{}, agent.ErrOwnerChanged
+		}
+		return conv, nil
+	}
+	cid, err := newConversationID()
+	if err != nil {
+		return store.Conversation{}, err
+	}
+	now := c.now()
+	conv, err := c.Store.CreateConversation(ctx, store.Conversation{
+		ID: cid, AgentID: l.Record.ID, OwnerKey: string(owner), AgentOwner: l.Record.Owner, AgentPublisher: l.Record.Publisher,
+		Title: title(l.Record.DisplayName, firstText), CreatedAt: now, UpdatedAt: now,
+	})
+	if err != nil {
+		return store.Conversation{}, fmt.Errorf("create conversation: %w", err)
+	}
+	return conv, nil
+}
+
+var convIDEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+func newConversationID() (string, error) {
+	b := make([]byte, 15)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("random conversation id: %w", err)
+	}
+	return "c" + strings.ToLower(convIDEncoding.EncodeToString(b)), nil
+}
+
+// title is the conversation's label in the side list: its first words.
+func title(agentName, text string) string {
+	t := strings.Join(strings.Fields(text), " ")
+	if r := []rune(t); len(r) > maxTitleRunes {
+		t = string(r[:maxTitleRunes-1]) + "…"
+	}
+	if t == "" {
+		return agentName
+	}
+	return t
+}
+
+func toHistory(ms []store.Message) []agent.ChatMessage {
+	out := make([]agent.ChatMessage, 0, len(ms))
+	for _, m := range ms {
+		if m.Role == agent.RoleUser || m.Role == agent.RoleAgent {
+			out = append(out, agent.ChatMessage{Role: m.Role, Text: m.Text})
+		}
+	}
+	return out
+}
