@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"net/http"
+
+	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
 // agentCard is the node's A2A agent card (/.well-known/agent-card.json):
@@ -91,7 +93,7 @@ func (s *Server) agentCard(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	w.Header().Set("Access-Control-Allow-Origin", "*") // public discovery document
-	writeJSON(w, http.StatusOK, card)
+	httpkit.WriteJSON(w, http.StatusOK, card)
 }
 
 // shortPeerID is the tail of a peer ID, enough to tell nodes apart.

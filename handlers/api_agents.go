@@ -1,15 +1,15 @@
 package handlers
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 
 	"github.com/go-chi/chi/v5"
 
@@ -137,7 +137,7 @@ func (s *Server) apiListAgents(w http.ResponseWriter, r *http.Request) {
 	for _, l := range page.Listings {
 		out.Agents = append(out.Agents, toAgentJSON(l))
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpkit.WriteJSON(w, http.StatusOK, out)
 }
 
 // badQuery turns query-string validation errors into a 400 (not a 422: the
@@ -145,7 +145,7 @@ func (s *Server) apiListAgents(w http.ResponseWriter, r *http.Request) {
 func badQuery(err error) error {
 	var ve *agent.ValidationError
 	if errors.As(err, &ve) {
-		return &Error{Status: http.StatusBadRequest, Code: "bad_query", Message: "Some query parameters are invalid; see fields.", Fields: ve.Fields}
+		return &httpkit.Error{Status: http.StatusBadRequest, Code: "bad_query", Message: "Some query parameters are invalid; see fields.", Fields: ve.Fields}
 	}
 	return err
 }
@@ -156,47 +156,7 @@ func (s *Server) apiGetAgent(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toAgentJSON(l))
-}
-
-// decodeJSON reads a JSON body strictly: one object, known fields only.
-func decodeJSON(r *http.Request, v any) error {
-	ct := r.Header.Get("Content-Type")
-	if ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "Send the body as application/json.")
-	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		var known *Error // a body that arrived too slowly
-		if errors.As(err, &mbe) || errors.As(err, &known) {
-			return err
-		}
-		if errors.Is(err, io.EOF) {
-			return errorf(http.StatusBadRequest, "bad_json", "The request body is empty; send a JSON object.")
-		}
-		return errorf(http.StatusBadRequest, "bad_json", "The request body is not valid JSON for this route: "+jsonErrorText(err))
-	}
-	if dec.More() {
-		return errorf(http.StatusBadRequest, "bad_json", "Send exactly one JSON object.")
-	}
-	return nil
-}
-
-// jsonErrorText describes a decoding error without echoing the body.
-func jsonErrorText(err error) string {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Sprintf("syntax error at byte %d", se.Offset)
-	case errors.As(err, &te):
-		return fmt.Sprintf("field %q must be %s", te.Field, te.Type)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
-	}
-	return "malformed"
+	httpkit.WriteJSON(w, http.StatusOK, toAgentJSON(l))
 }
 
 func (s *Server) apiCreateAgent(w http.ResponseWriter, r *http.Request) {
@@ -205,18 +165,18 @@ func (s *Server) apiCreateAgent(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, err)
 		return
 	}
-	var in AgentInput
-	if err := decodeJSON(r, &in); err != nil {
+	var in registry.Input
+	if err := httpkit.DecodeJSON(r, &in); err != nil {
 		s.renderError(w, r, err)
 		return
 	}
-	l, err := s.saveAgent(r.Context(), p, in, "")
+	l, err := s.Registry.Create(r.Context(), p.Actor(), in)
 	if err != nil {
 		s.renderError(w, r, err)
 		return
 	}
 	w.Header().Set("Location", "/api/v1/agents/"+l.Record.ID)
-	writeJSON(w, http.StatusCreated, toAgentJSON(l))
+	httpkit.WriteJSON(w, http.StatusCreated, toAgentJSON(l))
 }
 
 // ownedAgentRequest authenticates a write to /api/v1/agents/{id} and checks
@@ -229,7 +189,7 @@ func (s *Server) ownedAgentRequest(w http.ResponseWriter, r *http.Request) (p Pr
 	}
 	id = chi.URLParam(r, "id")
 	if !agent.ValidID(id) {
-		s.renderError(w, r, errNoSuchAgent)
+		s.renderError(w, r, registry.ErrNoAgent)
 		return p, "", false
 	}
 	return p, id, true
@@ -240,17 +200,17 @@ func (s *Server) apiUpdateAgent(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var in AgentInput
-	if err := decodeJSON(r, &in); err != nil {
+	var in registry.Input
+	if err := httpkit.DecodeJSON(r, &in); err != nil {
 		s.renderError(w, r, err)
 		return
 	}
-	l, err := s.saveAgent(r.Context(), p, in, id)
+	l, err := s.Registry.Update(r.Context(), p.Actor(), id, in)
 	if err != nil {
 		s.renderError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toAgentJSON(l))
+	httpkit.WriteJSON(w, http.StatusOK, toAgentJSON(l))
 }
 
 func (s *Server) apiDeleteAgent(w http.ResponseWriter, r *http.Request) {
@@ -258,26 +218,11 @@ func (s *Server) apiDeleteAgent(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.deleteAgent(r.Context(), p, id); err != nil {
+	if err := s.Registry.Delete(r.Context(), p.Actor(), id); err != nil {
 		s.renderError(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// getOrLookup reads a listing from the cache and, when the cache lacks it,
-// asks the network; a record from the network is verified and cached by the
-// node before it is read back, so the portal never shows an unverified one.
-func (s *Server) getOrLookup(ctx context.Context, id string) (store.Listing, error) {
-	l, err := s.Store.GetAgent(ctx, id)
-	if !errors.Is(err, store.ErrNotFound) {
-		return l, err
-	}
-	if _, lerr := s.Node.Lookup(ctx, id); lerr != nil {
-		s.Logger.Debug("network look-up found nothing", "id", id, "err", lerr)
-		return store.Listing{}, store.ErrNotFound
-	}
-	return s.Store.GetAgent(ctx, id)
 }
 
 type networkSearchJSON struct {
@@ -291,13 +236,13 @@ type networkSearchJSON struct {
 func (s *Server) apiNetworkSearch(w http.ResponseWriter, r *http.Request) {
 	tag := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("tag")))
 	if !agent.IsSlug(tag, 1, agent.MaxTagLen) {
-		s.renderError(w, r, &Error{Status: http.StatusBadRequest, Code: "bad_query", Message: "Give a tag to search the network for.", Fields: map[string]string{"tag": "must be a tag"}})
+		s.renderError(w, r, &httpkit.Error{Status: http.StatusBadRequest, Code: "bad_query", Message: "Give a tag to search the network for.", Fields: map[string]string{"tag": "must be a tag"}})
 		return
 	}
 	providers, changed, err := s.Node.SearchTag(r.Context(), tag, 20)
 	if err != nil {
-		s.renderError(w, r, errorf(http.StatusServiceUnavailable, "network_unavailable", "The network search failed; try again in a moment."))
+		s.renderError(w, r, httpkit.Errorf(http.StatusServiceUnavailable, "network_unavailable", "The network search failed; try again in a moment."))
 		return
 	}
-	writeJSON(w, http.StatusOK, networkSearchJSON{Tag: tag, Providers: providers, Records: changed})
+	httpkit.WriteJSON(w, http.StatusOK, networkSearchJSON{Tag: tag, Providers: providers, Records: changed})
 }

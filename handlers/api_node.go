@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
 type nodeJSON struct {
@@ -24,7 +26,7 @@ func (s *Server) apiNode(w http.ResponseWriter, r *http.Request) {
 	if addrs == nil {
 		addrs = []string{}
 	}
-	writeJSON(w, http.StatusOK, nodeJSON{
+	httpkit.WriteJSON(w, http.StatusOK, nodeJSON{
 		PeerID:       s.Node.PeerID(),
 		Addrs:        addrs,
 		Version:      s.Config.Version,
@@ -34,7 +36,7 @@ func (s *Server) apiNode(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	httpkit.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // readyz reports ready only when the store answers and the network side is
@@ -52,5 +54,5 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		checks["p2p"] = "not ready"
 		status = http.StatusServiceUnavailable
 	}
-	writeJSON(w, status, map[string]any{"ready": status == http.StatusOK, "checks": checks})
+	httpkit.WriteJSON(w, status, map[string]any{"ready": status == http.StatusOK, "checks": checks})
 }

@@ -8,15 +8,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/agentsite/agentsite/agent"
 )
 
 type apiErr struct {
-	Error jsonError `json:"error"`
+	Error httpkit.ErrorJSON `json:"error"`
 }
 
-func weatherInput(name string) AgentInput {
-	return AgentInput{
+func weatherInput(name string) registry.Input {
+	return registry.Input{
 		Name:        name,
 		DisplayName: "Weather Bot",
 		Description: "Forecasts for any city.\nUses open data.",
@@ -114,7 +117,7 @@ func TestAPIErrors(t *testing.T) {
 	compat.Backend = agent.Backend{Kind: agent.BackendWebhook, URL: "http://[::127.0.0.1]:9/hook"}
 	sixToFour := weatherInput("sixtofour-hook")
 	sixToFour.Backend = agent.Backend{Kind: agent.BackendWebhook, URL: "http://[2002:7f00:1::]/hook"}
-	bad := AgentInput{Name: "X", Tags: []string{"ok", "Not A Tag"}, Backend: agent.Backend{Kind: "telepathy"}}
+	bad := registry.Input{Name: "X", Tags: []string{"ok", "Not A Tag"}, Backend: agent.Backend{Kind: "telepathy"}}
 
 	tests := []struct {
 		name       string

@@ -13,6 +13,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/agentsite/agentsite/agent"
@@ -33,12 +37,17 @@ func (p Principal) Handle() string {
 	return ""
 }
 
-// CanManage reports whether p may update or delete a listing.
-func (p Principal) CanManage(l store.Listing) bool {
-	if !l.Local {
-		return false
+// Actor is who p is to the registry.
+func (p Principal) Actor() registry.Actor {
+	return registry.Actor{Owner: p.Handle(), Operator: p.Operator}
+}
+
+// Owner is whose conversations p's chat turns belong to.
+func (p Principal) Owner() chat.Owner {
+	if p.User != nil {
+		return chat.UserOwner(p.User.ID)
 	}
-	return p.Operator || (p.User != nil && l.Record.Owner == p.User.Handle)
+	return chat.OperatorOwner
 }
 
 // Password and handle rules.
@@ -86,7 +95,7 @@ func (s *Server) createUser(ctx context.Context, handle, password string) (store
 }
 
 // errBadLogin is deliberately vague: it does not tell which part was wrong.
-var errBadLogin = errorf(http.StatusUnauthorized, "bad_login", "Wrong handle or password.")
+var errBadLogin = httpkit.Errorf(http.StatusUnauthorized, "bad_login", "Wrong handle or password.")
 
 // newDummyHash is compared against on a login with an unknown handle, so
 // that it takes as long as a wrong password and handles cannot be probed by
@@ -210,7 +219,7 @@ func newAPIToken() (token string, hash []byte, err error) {
 	return token, h[:], nil
 }
 
-var errUnauthorized = errorf(http.StatusUnauthorized, "unauthorized",
+var errUnauthorized = httpkit.Errorf(http.StatusUnauthorized, "unauthorized",
 	"Send 'Authorization: Bearer <token>' with the operator token or a personal API token from /account.")
 
 // apiPrincipal authenticates a bearer token: the operator token (compared in

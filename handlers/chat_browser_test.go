@@ -10,6 +10,8 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/agentsite/agentsite/agent/chat"
 )
 
 // TestChatBrowser drives AgentChat in chromium: a message typed and sent
@@ -71,7 +73,7 @@ func TestChatBrowser(t *testing.T) {
 
 	// A message the server refuses: the error shows inline, in the
 	// conversation, and the text goes back into the composer.
-	long := strings.Repeat("x", maxMessageBytes+100)
+	long := strings.Repeat("x", chat.MaxMessageBytes+100)
 	b.do("send a message that is too long",
 		chromedp.SetValue(tid("composer-input"), long),
 		chromedp.SendKeys(tid("composer-input"), "\r"),

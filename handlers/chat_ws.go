@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 
 	"github.com/gorilla/websocket"
 )
@@ -58,12 +60,12 @@ func sameOrigin(r *http.Request) bool {
 
 // chatOwner is the conversation owner key of a browser request: the account
 // if logged in, otherwise the anonymous key bound to the session cookie.
-func (s *Server) chatOwner(ctx context.Context) (string, bool) {
+func (s *Server) chatOwner(ctx context.Context) (chat.Owner, bool) {
 	if id := s.sessions.GetInt64(ctx, sessUserID); id != 0 {
-		return "user:" + strconv.FormatInt(id, 10), true
+		return chat.UserOwner(id), true
 	}
 	if k := s.sessions.GetString(ctx, sessAnonKey); k != "" {
-		return "anon:" + k, true
+		return chat.AnonOwner(k), true
 	}
 	return "", false
 }
@@ -74,7 +76,7 @@ func (s *Server) ensureAnonKey(ctx context.Context) error {
 	if s.sessions.GetInt64(ctx, sessUserID) != 0 || s.sessions.GetString(ctx, sessAnonKey) != "" {
 		return nil
 	}
-	k, err := newConversationID()
+	k, err := chat.NewAnonKey()
 	if err != nil {
 		return err
 	}
@@ -87,7 +89,7 @@ func (s *Server) ensureAnonKey(ctx context.Context) error {
 // loads the session read-only from the cookie.
 func (s *Server) apiChat(w http.ResponseWriter, r *http.Request) {
 	if !sameOrigin(r) {
-		writeJSONError(w, errorf(http.StatusForbidden, "bad_origin", "WebSocket connections are accepted only from this portal's own pages."))
+		httpkit.WriteJSONError(w, httpkit.Errorf(http.StatusForbidden, "bad_origin", "WebSocket connections are accepted only from this portal's own pages."))
 		return
 	}
 	token := ""
@@ -101,13 +103,13 @@ func (s *Server) apiChat(w http.ResponseWriter, r *http.Request) {
 	}
 	owner, ok := s.chatOwner(ctx)
 	if !ok {
-		writeJSONError(w, errorf(http.StatusUnauthorized, "no_session", "Open the chat page first (it sets up your session), then connect."))
+		httpkit.WriteJSONError(w, httpkit.Errorf(http.StatusUnauthorized, "no_session", "Open the chat page first (it sets up your session), then connect."))
 		return
 	}
-	release, ok := s.sockets.Acquire(clientKey(r))
+	release, ok := s.sockets.Acquire(httpkit.ClientKey(r))
 	if !ok {
 		w.Header().Set("Retry-After", "10")
-		writeJSONError(w, errorf(http.StatusTooManyRequests, "too_many_sockets",
+		httpkit.WriteJSONError(w, httpkit.Errorf(http.StatusTooManyRequests, "too_many_sockets",
 			fmt.Sprintf("At most %d chat connections per client; close another tab and try again.", s.Config.MaxSocketsPerClient)))
 		return
 	}
@@ -116,7 +118,7 @@ func (s *Server) apiChat(w http.ResponseWriter, r *http.Request) {
 		HandshakeTimeout: 10 * time.Second,
 		CheckOrigin:      sameOrigin,
 		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
-			writeJSONError(w, errorf(status, "bad_handshake", "Not a valid WebSocket handshake."))
+			httpkit.WriteJSONError(w, httpkit.Errorf(status, "bad_handshake", "Not a valid WebSocket handshake."))
 		},
 	}
 	conn, err := up.Upgrade(w, r, nil)
@@ -127,12 +129,12 @@ func (s *Server) apiChat(w http.ResponseWriter, r *http.Request) {
 	// the server shuts down (CloseChats), not with r's context.
 	chatCtx, end := s.chatContext(ctx)
 	defer end()
-	s.chatLoop(chatCtx, conn, owner, clientKey(r))
+	s.chatLoop(chatCtx, conn, owner, httpkit.ClientKey(r))
 }
 
 // chatLoop reads frames, runs turns one after another and streams the
 // replies back. One writer goroutine owns the socket's write side.
-func (s *Server) chatLoop(ctx context.Context, conn *websocket.Conn, owner, ip string) {
+func (s *Server) chatLoop(ctx context.Context, conn *websocket.Conn, owner chat.Owner, ip string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer conn.Close()
@@ -168,7 +170,7 @@ func (s *Server) chatLoop(ctx context.Context, conn *websocket.Conn, owner, ip s
 			send(ctx, out, wsOut{Type: "error", Code: "bad_frame", Message: `Frames must be JSON like {"type":"message","agent_id":"…","text":"…"}.`})
 			continue
 		}
-		if !s.chatLimits.allow(owner, s.now()) || !s.chatLimits.allow("ip:"+ip, s.now()) {
+		if !s.chatLimits.Allow(string(owner), s.now()) || !s.chatLimits.Allow("ip:"+ip, s.now()) {
 			send(ctx, out, wsOut{Type: "error", Code: "rate_limited", ConversationID: in.ConversationID, Message: "You are sending messages too fast; wait a moment."})
 			continue
 		}
@@ -187,7 +189,7 @@ func (s *Server) chatLoop(ctx context.Context, conn *websocket.Conn, owner, ip s
 
 // runWSTurnSafely keeps a panic in one turn (a backend bug) from taking
 // the whole process down: it becomes an error frame and a log line.
-func (s *Server) runWSTurnSafely(ctx context.Context, owner string, in wsIn, out chan<- wsOut) {
+func (s *Server) runWSTurnSafely(ctx context.Context, owner chat.Owner, in wsIn, out chan<- wsOut) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.Logger.Error("panic in chat turn", "agent", in.AgentID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
@@ -197,16 +199,16 @@ func (s *Server) runWSTurnSafely(ctx context.Context, owner string, in wsIn, out
 	s.runWSTurn(ctx, owner, in, out)
 }
 
-func (s *Server) runWSTurn(ctx context.Context, owner string, in wsIn, out chan<- wsOut) {
+func (s *Server) runWSTurn(ctx context.Context, owner chat.Owner, in wsIn, out chan<- wsOut) {
 	emit := func(chunk string) error {
 		if chunk == "" {
 			return nil
 		}
 		return send(ctx, out, wsOut{Type: "chunk", Text: chunk, ConversationID: in.ConversationID})
 	}
-	res, err := s.Turn(ctx, owner, TurnRequest{AgentID: in.AgentID, ConversationID: in.ConversationID, Text: in.Text}, emit)
+	res, err := s.Chat.Turn(ctx, owner, chat.Request{AgentID: in.AgentID, ConversationID: in.ConversationID, Text: in.Text}, emit)
 	if err != nil {
-		e := toError(err)
+		e := httpkit.Classify(err)
 		s.logIfServer(&http.Request{Method: "WS", URL: &url.URL{Path: "/api/v1/chat"}}, e, err)
 		convID := res.Conversation.ID
 		if convID == "" {

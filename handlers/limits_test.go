@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"log/slog"
+
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/store/sqlite"
@@ -74,7 +77,7 @@ func TestChatSocketsCappedPerClient(t *testing.T) {
 	if err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("socket %d: err %v, resp %v; want 429", max+1, err, resp)
 	}
-	if body := decode[jsonErrorBody](t, resp); body.Error.Code != "too_many_sockets" {
+	if body := decode[httpkit.ErrorBody](t, resp); body.Error.Code != "too_many_sockets" {
 		t.Errorf("code %q, want too_many_sockets", body.Error.Code)
 	}
 	_ = first.Close()
@@ -127,7 +130,7 @@ func TestOverLimitConnectionsAnswered(t *testing.T) {
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("over the cap: %d (Retry-After %q), want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
-	if body := decode[jsonErrorBody](t, resp); body.Error.Code != "too_many_connections" {
+	if body := decode[httpkit.ErrorBody](t, resp); body.Error.Code != "too_many_connections" {
 		t.Errorf("code %q", body.Error.Code)
 	}
 	h, err := client.Get(ts.URL + "/healthz")

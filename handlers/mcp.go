@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/go-chi/httprate"
 	libp2phttp "github.com/libp2p/go-libp2p/p2p/http"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -90,7 +92,7 @@ func (s *Server) MCPHandler() http.Handler {
 func (s *Server) PeerMCPHandler() http.Handler {
 	// A portal forwards many people's turns, so a peer's budget is 100
 	// people's: a safety valve against one misbehaving node, not a quota.
-	p := &mcpPeer{s: s, limits: newKeyedLimiter(100 * s.Config.ChatRateLimit)}
+	p := &mcpPeer{s: s, limits: httpkit.NewRates(100 * s.Config.ChatRateLimit)}
 	p.srv = server.NewMCPServer("agentsite-peer", s.Config.Version,
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),
@@ -117,7 +119,7 @@ func withCaller(ctx context.Context, r *http.Request) context.Context {
 	if id := libp2phttp.ClientPeerID(r); id != "" {
 		return context.WithValue(ctx, callerKey{}, "peer:"+id.String())
 	}
-	return context.WithValue(ctx, callerKey{}, "ip:"+clientKey(r))
+	return context.WithValue(ctx, callerKey{}, "ip:"+httpkit.ClientKey(r))
 }
 
 func callerFrom(ctx context.Context) string {
@@ -226,7 +228,7 @@ func sendBlocking(ctx context.Context, send func() error) error {
 // toolError is a tool result with isError set: what went wrong in words a
 // person (or a model) can act on, and the machine code in structured
 // content.
-func toolError(e *Error, conversationID string) *mcp.CallToolResult {
+func toolError(e *httpkit.Error, conversationID string) *mcp.CallToolResult {
 	ej := map[string]any{"code": e.Code, "message": e.Message}
 	text := e.Message
 	if len(e.Fields) > 0 {
@@ -255,5 +257,5 @@ func argString(args map[string]any, key string) (string, bool) {
 
 // badArgs is the tool error for malformed arguments.
 func badArgs(field, problem string) *mcp.CallToolResult {
-	return toolError(&Error{Status: http.StatusBadRequest, Code: "bad_arguments", Message: "Argument " + field + " " + problem + "."}, "")
+	return toolError(&httpkit.Error{Status: http.StatusBadRequest, Code: "bad_arguments", Message: "Argument " + field + " " + problem + "."}, "")
 }

@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agentsite/agentsite/store"
@@ -55,7 +58,7 @@ func (p *mcpPublic) searchAgents(ctx context.Context, req mcp.CallToolRequest) (
 	// The same validation as GET /api/v1/agents.
 	q, err := parseSearchQuery(&http.Request{URL: &url.URL{RawQuery: v.Encode()}})
 	if err != nil {
-		return toolError(toError(badQuery(err)), ""), nil
+		return toolError(httpkit.Classify(badQuery(err)), ""), nil
 	}
 	page, err := p.s.Store.SearchAgents(ctx, q)
 	if err != nil {
@@ -75,10 +78,6 @@ func (p *mcpPublic) getAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	}
 	l, err := p.listing(ctx, id)
 	if err != nil {
-		var e *Error
-		if errors.As(err, &e) {
-			return toolError(e, ""), nil
-		}
 		return p.internal(ctx, "get_agent", err), nil
 	}
 	return jsonResult(toAgentJSON(l))
@@ -114,8 +113,7 @@ func (p *mcpPublic) readAgent(ctx context.Context, req mcp.ReadResourceRequest) 
 	uri := req.Params.URI
 	l, err := p.listing(ctx, strings.TrimPrefix(uri, "agent://"))
 	if err != nil {
-		var e *Error
-		if errors.As(err, &e) {
+		if e := httpkit.Classify(err); e.Status < 500 {
 			return nil, errors.New(e.Message)
 		}
 		p.s.Logger.ErrorContext(ctx, "MCP resource read failed", "uri", uri, "err", err)
@@ -140,21 +138,20 @@ func (p *mcpPublic) unrouteMissingAgent(ctx context.Context, _ any, req *mcp.Rea
 	if !ok {
 		return
 	}
-	var e *Error
-	if _, err := p.listing(ctx, id); errors.As(err, &e) && (e.Status == http.StatusNotFound || e.Status == http.StatusGone) {
+	if _, err := p.listing(ctx, id); errors.Is(err, registry.ErrNoAgent) || errors.Is(err, registry.ErrAgentGone) {
 		req.Params.URI += " (no such agent)"
 	}
 }
 
 // listing finds an agent with the same outcomes as GET /api/v1/agents/{id}.
 func (p *mcpPublic) listing(ctx context.Context, id string) (store.Listing, error) {
-	return p.s.loadListing(ctx, id)
+	return p.s.Registry.Find(ctx, id)
 }
 
-// internal logs an unexpected failure and returns a tool error that does
-// not show it.
+// internal returns the tool error of err, and logs it if it was
+// unexpected (its text is never shown).
 func (p *mcpPublic) internal(ctx context.Context, tool string, err error) *mcp.CallToolResult {
-	e := toError(err)
+	e := httpkit.Classify(err)
 	if e.Status >= 500 {
 		p.s.Logger.ErrorContext(ctx, "MCP tool failed", "tool", tool, "err", err)
 	}

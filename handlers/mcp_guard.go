@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/go-chi/httprate"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -145,7 +147,7 @@ func (f *mcpFront) admitMessage(w http.ResponseWriter, r *http.Request, body []b
 	var id any
 	_ = json.Unmarshal(msg.ID, &id)
 	if msg.Method == string(mcp.MethodInitialize) {
-		if f.inits.OnLimit(w, r, clientKey(r)) { // sets Retry-After
+		if f.inits.OnLimit(w, r, httpkit.ClientKey(r)) { // sets Retry-After
 			writeJSONRPCError(w, http.StatusTooManyRequests, id, mcp.INVALID_REQUEST,
 				"Too many new MCP sessions from your address; wait a minute and try again, or keep using your session.")
 			return false

@@ -9,10 +9,13 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/store"
 )
@@ -33,7 +36,7 @@ var schemaPeerSendMessage = json.RawMessage(`{"type":"object","properties":{
 type mcpPeer struct {
 	s      *Server
 	srv    *server.MCPServer
-	limits *keyedLimiter // per calling peer: a portal forwards many people's turns
+	limits *httpkit.Rates // per calling peer: a portal forwards many people's turns
 }
 
 func (p *mcpPeer) addTools() {
@@ -61,27 +64,27 @@ func (p *mcpPeer) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if res := validatePeerTurn(&in); res != nil {
 		return res, nil
 	}
-	if !p.limits.allow(callerFrom(ctx), p.s.now()) {
-		return peerError(&Error{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: "This node is answering too many messages from yours; try again in a minute."}, ""), nil
+	if !p.limits.Allow(callerFrom(ctx), p.s.now()) {
+		return peerError(&httpkit.Error{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: "This node is answering too many messages from yours; try again in a minute."}, ""), nil
 	}
 	l, err := p.s.Store.GetAgent(ctx, in.AgentID)
 	switch {
 	case errors.Is(err, store.ErrNotFound) || (err == nil && (!l.Local || l.Record.Tombstone)):
-		return peerError(&Error{Status: http.StatusNotFound, Code: "unknown_agent", Message: "This agent is not hosted here any more."}, ""), nil
+		return peerError(&httpkit.Error{Status: http.StatusNotFound, Code: "unknown_agent", Message: "This agent is not hosted here any more."}, ""), nil
 	case err != nil:
 		p.s.Logger.ErrorContext(ctx, "peer MCP: reading an agent failed", "agent", in.AgentID, "err", err)
-		return peerError(errorf(http.StatusInternalServerError, "internal", "The agent's node failed; try again later."), ""), nil
+		return peerError(httpkit.Errorf(http.StatusInternalServerError, "internal", "The agent's node failed; try again later."), ""), nil
 	case in.Owner != nil && *in.Owner != l.Record.Owner:
-		return peerError(errAgentChangedOwner, ""), nil
-	case p.s.Answerer == nil:
-		return peerError(errorf(http.StatusBadGateway, "agent_unavailable", "The agent could not answer right now. Try again later."), ""), nil
+		return peerError(httpkit.Classify(agent.ErrOwnerChanged), ""), nil
+	case p.s.Chat.Local == nil:
+		return peerError(httpkit.Errorf(http.StatusBadGateway, "agent_unavailable", "The agent could not answer right now. Try again later."), ""), nil
 	}
 	turn := agent.Turn{AgentID: in.AgentID, ConversationID: in.ConversationID, History: in.History, Text: in.Text}
 	stream := newTurnStream(ctx, p.srv, progressToken(req))
-	reply, err := p.s.Answerer.Answer(ctx, turn, stream.emit)
+	reply, err := p.s.Chat.Local.Answer(ctx, turn, stream.emit)
 	stream.drain()
 	if err != nil {
-		return peerError(turnError(err, l), runtime.PublicMessage(err)), nil
+		return peerError(httpkit.Classify(chat.TurnError(err, l)), runtime.PublicMessage(err)), nil
 	}
 	return mcp.NewToolResultText(reply), nil
 }
@@ -91,11 +94,11 @@ func validatePeerTurn(in *peerTurnIn) *mcp.CallToolResult {
 	in.Text = strings.TrimSpace(in.Text)
 	switch {
 	case !agent.ValidID(in.AgentID):
-		return peerError(&Error{Status: http.StatusNotFound, Code: "unknown_agent", Message: "No agent has this id."}, "")
+		return peerError(&httpkit.Error{Status: http.StatusNotFound, Code: "unknown_agent", Message: "No agent has this id."}, "")
 	case in.Text == "":
 		return badArgs("text", "is required")
-	case len(in.Text) > maxMessageBytes:
-		return badArgs("text", fmt.Sprintf("is limited to %d KiB", maxMessageBytes>>10))
+	case len(in.Text) > chat.MaxMessageBytes:
+		return badArgs("text", fmt.Sprintf("is limited to %d KiB", chat.MaxMessageBytes>>10))
 	case !utf8.ValidString(in.Text):
 		return badArgs("text", "is not valid UTF-8")
 	case len(in.History) > maxMCPHistory:
@@ -115,7 +118,7 @@ func validatePeerTurn(in *peerTurnIn) *mcp.CallToolResult {
 // peerError is a tool error for the calling node: code and message as
 // handlers' turnError made them, and the backend's public detail, so the
 // portal can show the same words it would for a local agent.
-func peerError(e *Error, detail string) *mcp.CallToolResult {
+func peerError(e *httpkit.Error, detail string) *mcp.CallToolResult {
 	ej := map[string]any{"code": e.Code, "message": e.Message}
 	if detail != "" {
 		ej["detail"] = detail

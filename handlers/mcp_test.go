@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -46,7 +48,7 @@ func newMCPTestServer(t *testing.T) (*testEnv, AgentJSON) {
 		return b, err
 	}, runtime.RuntimeOptions{})
 	t.Cleanup(func() { _ = rt.Close() })
-	env.s.Answerer = rt
+	env.s.Chat.Local = rt
 	return env, env.registerAgent("echo-bot", poison, "echo")
 }
 
@@ -269,7 +271,7 @@ func TestMCPErrorsAreToolResults(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := call(t, cs, tc.tool, tc.args, "")
-			e := structured[struct{ Error jsonError }](t, res)
+			e := structured[struct{ Error httpkit.ErrorJSON }](t, res)
 			if !res.IsError || e.Error.Code != tc.code || !strings.Contains(strings.Join(resultText(res), "\n"), tc.text) {
 				t.Errorf("%s(%v) = error %v %+v %q; want code %s mentioning %q", tc.tool, tc.args, res.IsError, e, resultText(res), tc.code, tc.text)
 			}
@@ -286,13 +288,13 @@ func TestMCPErrorsAreToolResults(t *testing.T) {
 
 func TestMCPRateLimit(t *testing.T) {
 	env, echo := newMCPTestServer(t)
-	env.s.chatLimits = newKeyedLimiter(6) // burst 5
+	env.s.chatLimits = httpkit.NewRates(6) // burst 5
 	cs, _ := connectMCP(t, env.ts.URL+"/mcp", "")
 	limited := 0
 	for i := range 8 {
 		res := call(t, cs, "send_message", map[string]any{"agent_id": echo.ID, "text": fmt.Sprint("n", i)}, "")
 		if res.IsError {
-			if e := structured[struct{ Error jsonError }](t, res); e.Error.Code != "rate_limited" {
+			if e := structured[struct{ Error httpkit.ErrorJSON }](t, res); e.Error.Code != "rate_limited" {
 				t.Fatalf("turn %d: %+v", i, e)
 			}
 			limited++
@@ -573,7 +575,7 @@ func TestPeerMCPHandler(t *testing.T) {
 		"bad role":      {"agent_id": echo.ID, "text": "hi", "history": []map[string]string{{"role": "system", "text": "x"}}},
 	} {
 		res := call(t, cs, "send_message", args, "")
-		e := structured[struct{ Error jsonError }](t, res)
+		e := structured[struct{ Error httpkit.ErrorJSON }](t, res)
 		if !res.IsError || e.Error.Code == "" {
 			t.Errorf("%s: %v %+v", name, res.IsError, e)
 		}

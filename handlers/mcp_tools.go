@@ -12,6 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -231,18 +234,18 @@ func (p *mcpPublic) turn(ctx context.Context, req mcp.CallToolRequest, agentID s
 	if !ok {
 		return badArgs("conversation_id", "must be a string")
 	}
-	if !p.s.chatLimits.allow(callerFrom(ctx), p.s.now()) {
-		return toolError(&Error{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: "Too many messages; wait a minute and try again."}, "")
+	if !p.s.chatLimits.Allow(callerFrom(ctx), p.s.now()) {
+		return toolError(&httpkit.Error{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: "Too many messages; wait a minute and try again."}, "")
 	}
-	owner := "mcp:anonymous"
+	owner := chat.MCPAnonymous
 	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
-		owner = "mcp:" + cs.SessionID()
+		owner = chat.MCPOwner(cs.SessionID())
 	}
 	stream := newTurnStream(ctx, p.srv, progressToken(req))
-	res, err := p.s.Turn(ctx, owner, TurnRequest{AgentID: agentID, ConversationID: conv, Text: text}, stream.emit)
+	res, err := p.s.Chat.Turn(ctx, owner, chat.Request{AgentID: agentID, ConversationID: conv, Text: text}, stream.emit)
 	stream.drain()
 	if err != nil {
-		e := toError(err)
+		e := httpkit.Classify(err)
 		if e.Code == "internal" {
 			p.s.Logger.ErrorContext(ctx, "MCP send_message failed", "agent", agentID, "err", err)
 		}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -93,7 +95,7 @@ func (m *metrics) handler(token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
-			writeJSONError(w, errorf(http.StatusUnauthorized, "unauthorized", "Send 'Authorization: Bearer <metrics token>'."))
+			httpkit.WriteJSONError(w, httpkit.Errorf(http.StatusUnauthorized, "unauthorized", "Send 'Authorization: Bearer <metrics token>'."))
 			return
 		}
 		h.ServeHTTP(w, r)

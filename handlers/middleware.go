@@ -10,8 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/agentsite/agentsite/handlers/connlimit"
 )
@@ -51,7 +52,7 @@ func (s *Server) limitBody(n int64) func(http.Handler) http.Handler {
 
 // writeTooLarge is called by limitBody, before the handler.
 func writeTooLarge(w http.ResponseWriter, r *http.Request, s *Server) {
-	s.renderError(w, r, errorf(http.StatusRequestEntityTooLarge, "too_large", "The request body is too large."))
+	s.renderError(w, r, httpkit.Errorf(http.StatusRequestEntityTooLarge, "too_large", "The request body is too large."))
 }
 
 // recoverer turns a panic into a logged 500 instead of a dropped connection.
@@ -63,9 +64,9 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.Logger.ErrorContext(r.Context(), "panic in handler", "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-				e := errorf(http.StatusInternalServerError, "internal", "Something went wrong on our side; try again later.")
+				e := httpkit.Errorf(http.StatusInternalServerError, "internal", "Something went wrong on our side; try again later.")
 				if isAPI(r) {
-					writeJSONError(w, e)
+					httpkit.WriteJSONError(w, e)
 				} else {
 					// Plain text: rendering a page is what may have panicked.
 					http.Error(w, e.Message, e.Status)
@@ -115,9 +116,9 @@ func (s *Server) refuseOverLimit(next http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set("Retry-After", "10")
-		e := errorf(http.StatusTooManyRequests, "too_many_connections", "You have too many connections open to this node; close some and try again.")
+		e := httpkit.Errorf(http.StatusTooManyRequests, "too_many_connections", "You have too many connections open to this node; close some and try again.")
 		if v == connlimit.OverTotal {
-			e = errorf(http.StatusServiceUnavailable, "server_busy", "This node is serving as many connections as it can; try again in a few seconds.")
+			e = httpkit.Errorf(http.StatusServiceUnavailable, "server_busy", "This node is serving as many connections as it can; try again in a few seconds.")
 		}
 		s.renderError(w, r, e)
 	})
@@ -155,7 +156,7 @@ func (s *Server) deadlines(next http.Handler) http.Handler {
 	})
 }
 
-var errSlowBody = errorf(http.StatusRequestTimeout, "body_timeout", "The request body arrived too slowly; send it again.")
+var errSlowBody = httpkit.Errorf(http.StatusRequestTimeout, "body_timeout", "The request body arrived too slowly; send it again.")
 
 // deadlineBody lifts the connection's read deadline when the body has
 // been read to its end.
@@ -177,24 +178,3 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
-
-// clientIP resolves who the client is: the TCP peer, or, behind the
-// operator's reverse proxies (--trusted-proxy), the first address in
-// X-Forwarded-For that is not one of them (chi's ClientIPFrom*).
-func (s *Server) clientIP() func(http.Handler) http.Handler {
-	if len(s.Config.TrustedProxies) > 0 {
-		return middleware.ClientIPFromXFF(s.Config.TrustedProxies...)
-	}
-	return middleware.ClientIPFromRemoteAddr
-}
-
-// clientKey is the budget key of the request's client for every rate limit
-// and cap: its IP, or its IPv6 /64 (connlimit.Key).
-func clientKey(r *http.Request) string {
-	if a := middleware.GetClientIPAddr(r.Context()); a.IsValid() {
-		return connlimit.Key(a)
-	}
-	return connlimit.KeyOf(r.RemoteAddr)
-}
-
-func clientKeyFunc(r *http.Request) (string, error) { return clientKey(r), nil }

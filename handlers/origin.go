@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
 // originRule is the node's one Origin rule, for forms, the API and /mcp:
@@ -48,7 +50,7 @@ func (o originRule) admitAnyMethod(w http.ResponseWriter, r *http.Request) bool 
 }
 
 func (s *Server) crossOriginDenied(w http.ResponseWriter, r *http.Request) {
-	s.renderErrorWithSession(w, r, errorf(http.StatusForbidden, "cross_origin",
+	s.renderErrorWithSession(w, r, httpkit.Errorf(http.StatusForbidden, "cross_origin",
 		"Cross-origin requests are refused: use this site's own pages, or a client that is not a browser."))
 }
 

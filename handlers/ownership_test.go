@@ -10,6 +10,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/agentsite/agentsite/agent"
 )
 
@@ -28,14 +31,14 @@ func TestDeletedNameStaysReserved(t *testing.T) {
 		// Another account: refused on the name, over the API and the form.
 		resp = e.do("POST", "/api/v1/agents", weatherInput("weather-bot"), bearer(bob)...)
 		wantStatus(t, resp, http.StatusUnprocessableEntity)
-		if got := decode[apiErr](t, resp).Error.Fields["name"]; got != msgNameReserved {
-			t.Errorf("API: fields.name = %q, want %q", got, msgNameReserved)
+		if got := decode[apiErr](t, resp).Error.Fields["name"]; got != registry.MsgNameReserved {
+			t.Errorf("API: fields.name = %q, want %q", got, registry.MsgNameReserved)
 		}
 		form := e.visitor()
 		form.signup("carol", "password-carol")
 		doc := parsePage(t, form.postForm("/register", registerForm("name", "weather-bot")), http.StatusUnprocessableEntity)
-		if got := text(mustTestid(t, doc, "error-name")); !strings.Contains(got, msgNameReserved) {
-			t.Errorf("form: name error = %q, want %q", got, msgNameReserved)
+		if got := text(mustTestid(t, doc, "error-name")); !strings.Contains(got, registry.MsgNameReserved) {
+			t.Errorf("form: name error = %q, want %q", got, registry.MsgNameReserved)
 		}
 		if l, err := e.st.GetAgent(t.Context(), first.ID); err != nil || !l.Record.Tombstone || l.Record.Owner != "alice" {
 			t.Fatalf("after refused takeovers: %+v, %v; want alice's tombstone", l.Record, err)
@@ -80,7 +83,7 @@ func (h *recordingHook) received() []string {
 	return append([]string(nil), h.bodies...)
 }
 
-func hookInput(name, hookURL string) AgentInput {
+func hookInput(name, hookURL string) registry.Input {
 	in := simpleInput(name, "Helper")
 	in.Backend = agent.Backend{Kind: agent.BackendWebhook, URL: hookURL}
 	return in
@@ -89,6 +92,7 @@ func hookInput(name, hookURL string) AgentInput {
 func TestConversationRefusedAfterOwnerChange(t *testing.T) {
 	e := newChatServer(t)
 	e.s.Config.AllowPrivateEndpoints = true
+	e.s.Registry.AllowPrivate = true
 	oldHook, oldURL := newRecordingHook(t)
 	newHook, newURL := newRecordingHook(t)
 	id := e.seedAgent("alice", hookInput("helper", oldURL)).Record.ID
@@ -131,7 +135,7 @@ func TestConversationRefusedAfterOwnerChange(t *testing.T) {
 
 	// Alice deletes the agent; the operator registers the name again, with
 	// another backend.
-	if err := e.s.deleteAgent(t.Context(), Principal{Operator: true}, id); err != nil {
+	if err := e.s.Registry.Delete(t.Context(), registry.Operator, id); err != nil {
 		t.Fatal(err)
 	}
 	if l := e.seedAgent("", hookInput("helper", newURL)); l.Record.ID != id || l.Record.Owner != "" {
@@ -155,7 +159,7 @@ func TestConversationRefusedAfterOwnerChange(t *testing.T) {
 	}
 
 	res = call(t, cs, "send_message", map[string]any{"agent_id": id, "text": next, "conversation_id": mcpConv}, "")
-	if e := structured[struct{ Error jsonError }](t, res); !res.IsError || e.Error.Code != "agent_changed_owner" {
+	if e := structured[struct{ Error httpkit.ErrorJSON }](t, res); !res.IsError || e.Error.Code != "agent_changed_owner" {
 		t.Errorf("MCP: isError %v, %+v; want agent_changed_owner", res.IsError, e)
 	}
 
@@ -189,7 +193,7 @@ func TestPeerTurnRefusedAfterOwnerChange(t *testing.T) {
 	history := []map[string]string{{"role": "user", "text": "my PIN is 4921"}, {"role": "agent", "text": "noted"}}
 
 	res := call(t, cs, "send_message", map[string]any{"agent_id": echo.ID, "text": "PIN?", "history": history, "owner": "alice"}, "")
-	if e := structured[struct{ Error jsonError }](t, res); !res.IsError || e.Error.Code != "agent_changed_owner" {
+	if e := structured[struct{ Error httpkit.ErrorJSON }](t, res); !res.IsError || e.Error.Code != "agent_changed_owner" {
 		t.Errorf("turn bound to alice, agent now the operator's: isError %v, %+v; want agent_changed_owner", res.IsError, e)
 	}
 	for name, args := range map[string]map[string]any{
@@ -208,15 +212,15 @@ func TestDemoAgentsDoNotTakeUsersName(t *testing.T) {
 	demo := simpleInput("echo", "Echo")
 	theirs := e.seedAgent("bob", hookInput("echo", "https://bob.example/hook"))
 	gone := e.seedAgent("carol", simpleInput("calculator", "Carol's"))
-	if err := e.s.deleteAgent(t.Context(), Principal{Operator: true}, gone.Record.ID); err != nil {
+	if err := e.s.Registry.Delete(t.Context(), registry.Operator, gone.Record.ID); err != nil {
 		t.Fatal(err)
 	}
 
 	// Every start publishes the demo agents again.
 	for range 2 {
-		for _, in := range []AgentInput{demo, simpleInput("calculator", "Calculator")} {
-			if _, err := e.s.EnsureOperatorAgent(t.Context(), in); !errors.Is(err, ErrNameTaken) {
-				t.Errorf("EnsureOperatorAgent(%s) = %v, want ErrNameTaken", in.Name, err)
+		for _, in := range []registry.Input{demo, simpleInput("calculator", "Calculator")} {
+			if _, err := e.s.Registry.EnsureOperatorAgent(t.Context(), in); !errors.Is(err, registry.ErrNameTaken) {
+				t.Errorf("EnsureOperatorAgent(%s) = %v, want registry.ErrNameTaken", in.Name, err)
 			}
 		}
 	}
@@ -232,11 +236,11 @@ func TestDemoAgentsDoNotTakeUsersName(t *testing.T) {
 	}
 
 	// An operator's demo agent is still refreshed.
-	op, err := e.s.EnsureOperatorAgent(t.Context(), simpleInput("greeter", "Greeter"))
+	op, err := e.s.Registry.EnsureOperatorAgent(t.Context(), simpleInput("greeter", "Greeter"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.s.EnsureOperatorAgent(t.Context(), simpleInput("greeter", "Greeter"))
+	again, err := e.s.Registry.EnsureOperatorAgent(t.Context(), simpleInput("greeter", "Greeter"))
 	if err != nil || again.Record.ID != op.Record.ID || again.Record.Seq <= op.Record.Seq {
 		t.Errorf("refreshing the operator's agent: %+v, %v", again.Record, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/go-chi/chi/v5"
 
 	"github.com/agentsite/agentsite/store"
@@ -99,12 +101,12 @@ func (s *Server) submitDeleteToken(w http.ResponseWriter, r *http.Request) {
 	u := userFrom(r.Context())
 	id, err := strconv.ParseInt(chi.URLParam(r, "tokenID"), 10, 64)
 	if err != nil || id <= 0 {
-		s.renderError(w, r, errorf(http.StatusNotFound, "not_found", "No such token."))
+		s.renderError(w, r, httpkit.Errorf(http.StatusNotFound, "not_found", "No such token."))
 		return
 	}
 	err = s.Store.DeleteAPIToken(r.Context(), u.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
-		err = errorf(http.StatusNotFound, "not_found", "No such token.")
+		err = httpkit.Errorf(http.StatusNotFound, "not_found", "No such token.")
 	}
 	if err != nil {
 		s.renderError(w, r, err)

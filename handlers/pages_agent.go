@@ -1,8 +1,6 @@
 package handlers
 
 import (
-	"context"
-	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -12,33 +10,9 @@ import (
 	"github.com/agentsite/agentsite/web"
 )
 
-var (
-	errNoSuchAgent = errorf(http.StatusNotFound, "not_found", "No agent has this id.")
-	errAgentGone   = errorf(http.StatusGone, "deleted", "This agent was deleted by its publisher.")
-)
-
-// loadListing loads a listing by id for every surface (pages, API, MCP,
-// chat), asking the network if the cache lacks it: errNoSuchAgent for a
-// malformed or unknown id, errAgentGone for a deleted agent.
-func (s *Server) loadListing(ctx context.Context, id string) (store.Listing, error) {
-	if !agent.ValidID(id) {
-		return store.Listing{}, errNoSuchAgent
-	}
-	l, err := s.getOrLookup(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return store.Listing{}, errNoSuchAgent
-	case err != nil:
-		return store.Listing{}, err
-	case l.Record.Tombstone:
-		return store.Listing{}, errAgentGone
-	}
-	return l, nil
-}
-
-// getListing is loadListing for the {id} URL parameter.
+// getListing finds the listing of the {id} URL parameter.
 func (s *Server) getListing(r *http.Request) (store.Listing, error) {
-	return s.loadListing(r.Context(), chi.URLParam(r, "id"))
+	return s.Registry.Find(r.Context(), chi.URLParam(r, "id"))
 }
 
 func (s *Server) pageAgent(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +43,7 @@ func (s *Server) pageAgent(w http.ResponseWriter, r *http.Request) {
 		LastSeenAgo: web.Ago(l.LastSeen, s.now()),
 		HostPeerID:  l.HostPeerID,
 		Local:       l.Local,
-		CanManage:   u != nil && Principal{User: u}.CanManage(l),
+		CanManage:   u != nil && Principal{User: u}.Actor().CanManage(l),
 		ChatURL:     web.ChatHref(rec.ID, ""),
 
 		MixedScripts: agent.MixedScripts(rec.DisplayName),

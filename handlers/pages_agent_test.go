@@ -9,6 +9,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -91,7 +92,7 @@ func TestAgentPage(t *testing.T) {
 func TestAgentPageMissing(t *testing.T) {
 	e := newTestServer(t)
 	l := e.seedAgent("", simpleInput("doomed", "Doomed"))
-	if err := e.s.deleteAgent(t.Context(), Principal{Operator: true}, l.Record.ID); err != nil {
+	if err := e.s.Registry.Delete(t.Context(), registry.Operator, l.Record.ID); err != nil {
 		t.Fatal(err)
 	}
 	unknown := strings.Repeat("a", agent.IDLen)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
 )
@@ -17,8 +18,8 @@ const minSkillRows = 3
 // are dropped and the rest closed up, so the index in an error key
 // ("skills[1].id") is the index of the block shown. Only the settings of
 // the chosen backend kind are kept in the input.
-func parseAgentForm(f url.Values) (AgentInput, web.AgentFormView) {
-	in := AgentInput{
+func parseAgentForm(f url.Values) (registry.Input, web.AgentFormView) {
+	in := registry.Input{
 		Name:        f.Get("name"),
 		DisplayName: f.Get("display_name"),
 		Description: f.Get("description"),

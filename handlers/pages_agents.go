@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
@@ -236,14 +238,14 @@ func (s *Server) submitNetworkSearch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(tags) == 0 {
-		s.renderError(w, r, errorf(http.StatusBadRequest, "bad_query", "Choose a tag to search the network for."))
+		s.renderError(w, r, httpkit.Errorf(http.StatusBadRequest, "bad_query", "Choose a tag to search the network for."))
 		return
 	}
 	providers, changed := 0, 0
 	for _, t := range tags {
 		p, c, err := s.Node.SearchTag(r.Context(), t, 20)
 		if err != nil {
-			s.renderError(w, r, errorf(http.StatusServiceUnavailable, "network_unavailable", "The network search failed; try again in a moment."))
+			s.renderError(w, r, httpkit.Errorf(http.StatusServiceUnavailable, "network_unavailable", "The network search failed; try again in a moment."))
 			return
 		}
 		providers, changed = providers+p, changed+c

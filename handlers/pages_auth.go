@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
@@ -102,7 +104,7 @@ func (s *Server) submitLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u, err := s.authenticate(r.Context(), handle, password)
-	var e *Error
+	var e *httpkit.Error
 	if errors.As(err, &e) && e.Status == http.StatusUnauthorized {
 		v.FormError = e.Message
 		s.render(w, r, http.StatusUnauthorized, web.LoginPage(v))

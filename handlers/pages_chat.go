@@ -5,6 +5,9 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/go-chi/chi/v5"
 
 	"github.com/agentsite/agentsite/static"
@@ -16,10 +19,7 @@ import (
 const (
 	chatSideConversations = 50  // entries in the side list
 	chatPageMessages      = 200 // messages of the selected conversation shown
-	maxConversationIDLen  = 64  // ours are 25 characters; anything longer is not one
 )
-
-var errNoSuchConversation = errorf(http.StatusNotFound, "unknown_conversation", "No such conversation; start a new one.")
 
 // chatDraft is what a refused no-JS send leaves in the composer.
 type chatDraft struct {
@@ -52,20 +52,20 @@ func (s *Server) submitChat(w http.ResponseWriter, r *http.Request) {
 	}
 	owner, _ := s.chatOwner(ctx)
 	now := s.now()
-	if !s.chatLimits.allow(owner, now) || !s.chatLimits.allow("ip:"+clientKey(r), now) {
+	if !s.chatLimits.Allow(string(owner), now) || !s.chatLimits.Allow("ip:"+httpkit.ClientKey(r), now) {
 		w.Header().Set("Retry-After", "10")
 		s.showChat(w, r, http.StatusTooManyRequests, convID, chatDraft{Text: text, Error: "You are sending messages too fast; wait a moment."})
 		return
 	}
-	res, err := s.Turn(ctx, owner, TurnRequest{AgentID: agentID, ConversationID: convID, Text: text}, func(string) error { return nil })
+	res, err := s.Chat.Turn(ctx, owner, chat.Request{AgentID: agentID, ConversationID: convID, Text: text}, func(string) error { return nil })
 	if err == nil {
 		redirect(w, r, web.ChatHref(agentID, res.Conversation.ID))
 		return
 	}
-	e := toError(err)
+	e := httpkit.Classify(err)
 	s.logIfServer(r, e, err)
 	switch {
-	case e.Status == statusClientClosed:
+	case e.Status == httpkit.StatusClientClosed:
 		return
 	case res.Conversation.ID != "" && e.Code != "internal":
 		// Turn stored the failure as an error message: it is in the history.
@@ -80,7 +80,7 @@ func (s *Server) submitChat(w http.ResponseWriter, r *http.Request) {
 // showChat renders the chat page with conversation convID selected.
 func (s *Server) showChat(w http.ResponseWriter, r *http.Request, status int, convID string, draft chatDraft) {
 	ctx := r.Context()
-	l, err := s.chatListing(ctx, chi.URLParam(r, "id"))
+	l, err := s.Chat.Agent(ctx, chi.URLParam(r, "id"))
 	if err != nil {
 		s.renderError(w, r, err)
 		return
@@ -105,7 +105,7 @@ func (s *Server) showChat(w http.ResponseWriter, r *http.Request, status int, co
 		ScriptURL: static.Path("chat.js"),
 	}
 	if convID != "" {
-		c, err := s.ownConversation(ctx, owner, rec.ID, convID)
+		c, err := s.Chat.Conversation(ctx, owner, rec.ID, convID)
 		if err != nil {
 			s.renderError(w, r, err)
 			return
@@ -132,43 +132,14 @@ func (s *Server) showChat(w http.ResponseWriter, r *http.Request, status int, co
 	s.render(w, r, status, web.ChatPage(v))
 }
 
-// chatListing is the agent a chat page is about: 404 for a malformed,
-// unknown or deleted one. Offline agents still have a page (their history
-// stays readable); Turn refuses new messages to them.
-func (s *Server) chatListing(ctx context.Context, id string) (store.Listing, error) {
-	l, err := s.loadListing(ctx, id)
-	if errors.Is(err, errNoSuchAgent) || errors.Is(err, errAgentGone) {
-		return store.Listing{}, errorf(http.StatusNotFound, "unknown_agent", "No agent has this id (or it was deleted); find one at /agents.")
-	}
-	return l, err
-}
-
-// ownConversation loads conversation id if owner may see it on agentID's
-// page. Someone else's conversation looks exactly like a missing one.
-func (s *Server) ownConversation(ctx context.Context, owner, agentID, id string) (store.Conversation, error) {
-	if owner == "" || len(id) > maxConversationIDLen {
-		return store.Conversation{}, errNoSuchConversation
-	}
-	c, err := s.Store.GetConversation(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return store.Conversation{}, errNoSuchConversation
-	case err != nil:
-		return store.Conversation{}, err
-	case c.OwnerKey != owner || c.AgentID != agentID:
-		return store.Conversation{}, errNoSuchConversation
-	}
-	return c, nil
-}
-
 // chatSideList is owner's conversations with any agent, each labelled
 // with its agent's name (from the cache only: no network look-ups for a
 // side list).
-func (s *Server) chatSideList(ctx context.Context, owner string, current store.Listing, currentID string) ([]web.ChatConversation, error) {
+func (s *Server) chatSideList(ctx context.Context, owner chat.Owner, current store.Listing, currentID string) ([]web.ChatConversation, error) {
 	if owner == "" {
 		return nil, nil
 	}
-	cs, err := s.Store.ListConversations(ctx, owner, chatSideConversations)
+	cs, err := s.Store.ListConversations(ctx, string(owner), chatSideConversations)
 	if err != nil {
 		return nil, err
 	}

@@ -13,10 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/PuerkitoBio/goquery"
 	"github.com/gorilla/websocket"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/store"
 )
@@ -34,7 +38,7 @@ func newChatServer(t *testing.T) *testEnv {
 		return b, err
 	}, runtime.RuntimeOptions{AllowPrivate: true, Timeout: 10 * time.Second})
 	t.Cleanup(func() { _ = rt.Close() })
-	e.s.Answerer = rt
+	e.s.Chat.Local = rt
 	return e
 }
 
@@ -141,7 +145,7 @@ func TestChatPage(t *testing.T) {
 func TestChatPageMissing(t *testing.T) {
 	e := newChatServer(t)
 	gone := e.seedAgent("", simpleInput("doomed", "Doomed"))
-	if err := e.s.deleteAgent(t.Context(), Principal{Operator: true}, gone.Record.ID); err != nil {
+	if err := e.s.Registry.Delete(t.Context(), registry.Operator, gone.Record.ID); err != nil {
 		t.Fatal(err)
 	}
 	unknown := strings.Repeat("a", agent.IDLen)
@@ -220,7 +224,7 @@ func TestChatForm(t *testing.T) {
 	}
 
 	// Refused sends come back in the composer, text kept.
-	big := strings.Repeat("x", maxMessageBytes+1)
+	big := strings.Repeat("x", chat.MaxMessageBytes+1)
 	for _, tt := range []struct {
 		name, text string
 		status     int
@@ -486,7 +490,7 @@ func TestChatWebSocket(t *testing.T) {
 	}
 
 	// Too long: refused, not stored.
-	_, f := turn(t, c, wsIn{AgentID: id, ConversationID: done.ConversationID, Text: strings.Repeat("é", maxMessageBytes/2+1)})
+	_, f := turn(t, c, wsIn{AgentID: id, ConversationID: done.ConversationID, Text: strings.Repeat("é", chat.MaxMessageBytes/2+1)})
 	if f.Type != "error" || f.Code != "message_too_large" {
 		t.Errorf("oversized message: %+v", f)
 	}
@@ -529,7 +533,7 @@ func TestChatWebSocketHandshake(t *testing.T) {
 			t.Errorf("Origin %q: %v, response %v", origin, err, resp)
 			continue
 		}
-		var body jsonErrorBody
+		var body httpkit.ErrorBody
 		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body.Error.Code != "bad_origin" {
 			t.Errorf("Origin %q: body %+v, %v", origin, body, err)
 		}

@@ -3,6 +3,8 @@ package handlers
 import (
 	"net/http"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/agentsite/agentsite/web"
 )
 
@@ -10,14 +12,14 @@ import (
 // (swapped into its target), a full page otherwise. Only e's safe message
 // is shown. When the store is what failed, the page is built without it:
 // the nav shows a user only if the request already loaded one.
-func (s *Server) renderErrorPage(w http.ResponseWriter, r *http.Request, e *Error) {
+func (s *Server) renderErrorPage(w http.ResponseWriter, r *http.Request, e *httpkit.Error) {
 	if isHTMX(r) {
 		s.render(w, r, e.Status, web.ErrorFragment(e.Status, e.Message))
 		return
 	}
 	title := errorTitle(e.Status)
 	u := userFrom(r.Context())
-	if e.Code != errStoreUnavailable.Code {
+	if e.Code != httpkit.ErrStoreUnavailable.Code {
 		u = s.viewer(r)
 	}
 	v := web.ErrorView{

@@ -12,6 +12,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -107,7 +108,7 @@ func (e *testEnv) login(handle, password string) {
 
 // seedAgent registers in directly through saveAgent, as owner (a new or
 // existing account; "" registers as the operator).
-func (e *testEnv) seedAgent(owner string, in AgentInput) store.Listing {
+func (e *testEnv) seedAgent(owner string, in registry.Input) store.Listing {
 	e.t.Helper()
 	p := Principal{Operator: true}
 	if owner != "" {
@@ -120,7 +121,7 @@ func (e *testEnv) seedAgent(owner string, in AgentInput) store.Listing {
 		}
 		p = Principal{User: &u}
 	}
-	l, err := e.s.saveAgent(e.t.Context(), p, in, "")
+	l, err := e.s.Registry.Create(e.t.Context(), p.Actor(), in)
 	if err != nil {
 		e.t.Fatalf("seed agent %s: %v", in.Name, err)
 	}
@@ -128,8 +129,8 @@ func (e *testEnv) seedAgent(owner string, in AgentInput) store.Listing {
 }
 
 // simpleInput is a minimal valid registration.
-func simpleInput(name, display string, tags ...string) AgentInput {
-	return AgentInput{
+func simpleInput(name, display string, tags ...string) registry.Input {
+	return registry.Input{
 		Name:        name,
 		DisplayName: display,
 		Description: "Agent " + display,

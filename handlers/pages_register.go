@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
 )
@@ -21,7 +22,7 @@ func (s *Server) submitRegister(w http.ResponseWriter, r *http.Request) {
 	}
 	u := userFrom(r.Context())
 	in, v := parseAgentForm(r.PostForm)
-	l, err := s.saveAgent(r.Context(), Principal{User: u}, in, "")
+	l, err := s.Registry.Create(r.Context(), Principal{User: u}.Actor(), in)
 	var ve *agent.ValidationError
 	if errors.As(err, &ve) {
 		v.Action = "/register"
@@ -42,15 +43,14 @@ func (s *Server) submitRegister(w http.ResponseWriter, r *http.Request) {
 // deleted, 403 not theirs.
 func (s *Server) managedListing(r *http.Request, u *store.User) (store.Listing, error) {
 	l, err := s.getListing(r)
-	var e *Error
-	if errors.As(err, &e) && e.Status == http.StatusGone {
-		return l, errNoSuchAgent
+	if errors.Is(err, registry.ErrAgentGone) {
+		return l, registry.ErrNoAgent
 	}
 	if err != nil {
 		return l, err
 	}
-	if !(Principal{User: u}).CanManage(l) {
-		return l, errorf(http.StatusForbidden, "forbidden", "You can only change agents you registered on this node.")
+	if !(Principal{User: u}).Actor().CanManage(l) {
+		return l, registry.ErrNotYours
 	}
 	return l, nil
 }
@@ -97,7 +97,7 @@ func (s *Server) submitEditAgent(w http.ResponseWriter, r *http.Request) {
 	// The name is part of the id: the form shows it read-only, and the
 	// stored one wins over anything posted.
 	in.Name, v.Name = l.Record.Name, l.Record.Name
-	saved, err := s.saveAgent(r.Context(), Principal{User: u}, in, id)
+	saved, err := s.Registry.Update(r.Context(), Principal{User: u}.Actor(), id, in)
 	var ve *agent.ValidationError
 	if errors.As(err, &ve) {
 		b, berr := s.storedBackend(r, id)
@@ -126,7 +126,7 @@ func (s *Server) submitDeleteAgent(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, err)
 		return
 	}
-	if err := s.deleteAgent(r.Context(), Principal{User: u}, l.Record.ID); err != nil {
+	if err := s.Registry.Delete(r.Context(), Principal{User: u}.Actor(), l.Record.ID); err != nil {
 		s.renderError(w, r, err)
 		return
 	}

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/a-h/templ"
 
 	"github.com/agentsite/agentsite/static"
@@ -19,9 +21,9 @@ import (
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
 	var buf bytes.Buffer
 	if err := c.Render(r.Context(), &buf); err != nil {
-		e := toError(err)
+		e := httpkit.Classify(err)
 		s.logIfServer(r, e, err)
-		if e.Status == statusClientClosed {
+		if e.Status == httpkit.StatusClientClosed {
 			return
 		}
 		http.Error(w, e.Message, e.Status)
@@ -103,11 +105,11 @@ func (s *Server) parseForm(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	var mbe *http.MaxBytesError
-	var known *Error // a body that arrived too slowly
+	var known *httpkit.Error // a body that arrived too slowly
 	if errors.As(err, &mbe) || errors.As(err, &known) {
 		s.renderError(w, r, err)
 	} else {
-		s.renderError(w, r, errorf(http.StatusBadRequest, "bad_form", "The form could not be read; reload the page and try again."))
+		s.renderError(w, r, httpkit.Errorf(http.StatusBadRequest, "bad_form", "The form could not be read; reload the page and try again."))
 	}
 	return false
 }

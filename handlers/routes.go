@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/go-chi/httprate"
@@ -20,7 +22,7 @@ const (
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID)
-	r.Use(s.clientIP())
+	r.Use(httpkit.ClientIP(s.Config.TrustedProxies))
 	r.Use(s.recoverer)
 	r.Use(s.observe)
 	r.Use(s.refuseOverLimit)
@@ -30,9 +32,9 @@ func (s *Server) Handler() http.Handler {
 
 	// Separate budgets: guessing passwords is limited hard; registering
 	// and editing agents (forms and API scripts) more loosely.
-	authLimit := httprate.LimitBy(s.Config.RateLimit, time.Minute, clientKeyFunc,
+	authLimit := httprate.LimitBy(s.Config.RateLimit, time.Minute, httpkit.ClientKeyFunc,
 		httprate.WithLimitHandler(s.tooManyRequests))
-	writeLimit := httprate.LimitBy(6*s.Config.RateLimit, time.Minute, clientKeyFunc,
+	writeLimit := httprate.LimitBy(6*s.Config.RateLimit, time.Minute, httpkit.ClientKeyFunc,
 		httprate.WithLimitHandler(s.tooManyRequests))
 
 	// Health and metrics: no session, no body.

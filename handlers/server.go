@@ -12,6 +12,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+
 	"github.com/alexedwards/scs/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
@@ -36,15 +40,6 @@ type Node interface {
 	// SearchTag asks the DHT who provides tag and pulls those providers'
 	// listings with it into the cache.
 	SearchTag(ctx context.Context, tag string, maxProviders int) (providers, changed int, err error)
-}
-
-// Publisher signs records with the node key and sends them down the one road
-// every listing takes (sink and, with p2p, the network).
-type Publisher interface {
-	// AgentID is the id a record named name gets when this node publishes it.
-	AgentID(name string) (string, error)
-	// Publish fills publisher and id, signs, verifies and delivers rec.
-	Publish(ctx context.Context, rec *agent.Record) error
 }
 
 // Config holds the handler settings that come from the command line.
@@ -88,18 +83,19 @@ type Config struct {
 type Server struct {
 	Store     store.Store
 	Node      Node
-	Publisher Publisher
+	Publisher registry.Publisher
 	Logger    *slog.Logger
 	Config    Config
 	Now       func() time.Time
-	// Answerer answers turns for local agents; Remote routes turns to the
-	// agents' hosting nodes. Set both before serving chat.
-	Answerer Answerer
-	Remote   RemoteAgents
+	// Registry is this node's agents; Chat runs chat turns. New builds
+	// both; set Chat.Local (and Chat.Remote, with a network) before
+	// serving chat.
+	Registry *registry.Registry
+	Chat     *chat.Chat
 
 	sessions    *scs.SessionManager
 	metrics     *metrics
-	chatLimits  *keyedLimiter
+	chatLimits  *httpkit.Rates
 	sockets     *connlimit.Counter // chat WebSockets open per client
 	dummyHash   []byte             // see newDummyHash
 	lifetime    context.Context    // ends at CloseChats
@@ -108,7 +104,7 @@ type Server struct {
 }
 
 // New builds a Server and registers its metrics with reg.
-func New(st store.Store, node Node, pub Publisher, logger *slog.Logger, cfg Config, reg prometheus.Registerer) (*Server, error) {
+func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger, cfg Config, reg prometheus.Registerer) (*Server, error) {
 	if cfg.RecordTTL <= 0 {
 		cfg.RecordTTL = agent.DefaultTTL
 	}
@@ -146,13 +142,17 @@ func New(st store.Store, node Node, pub Publisher, logger *slog.Logger, cfg Conf
 		Config:    cfg,
 		Now:       time.Now,
 	}
+	now := func() time.Time { return s.Now() }
+	s.Registry = &registry.Registry{Store: st, Publisher: pub, Network: node, PeerID: node.PeerID(),
+		TTL: cfg.RecordTTL, AllowPrivate: cfg.AllowPrivateEndpoints, Logger: logger, Now: now}
+	s.Chat = &chat.Chat{Store: st, Listings: s.Registry, Logger: logger, Now: now}
 	dummy, err := newDummyHash(cfg.BcryptCost)
 	if err != nil {
 		return nil, err
 	}
 	s.dummyHash = dummy
 	s.sessions = newSessionManager(st, cfg.SecureCookies)
-	s.chatLimits = newKeyedLimiter(cfg.ChatRateLimit)
+	s.chatLimits = httpkit.NewRates(cfg.ChatRateLimit)
 	s.sockets = connlimit.NewCounter(cfg.MaxSocketsPerClient)
 	s.mcpLimits = mcpLimits{maxSessions: maxMCPSessions, initsPerMinute: mcpInitsPerMinute}
 	s.lifetime, s.endLifetime = context.WithCancel(context.Background())

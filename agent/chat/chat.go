@@ -181,7 +181,7 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 		reply, err = c.Remote.Send(ctx, l.HostPeerID, turn, emit)
 	}
 	if err != nil {
-		e := turnError(err, l)
+		e := TurnError(err, l)
 		c.storeFailure(ctx, conv.ID, reply, e)
 		return Result{Conversation: conv, Sent: e.Code != agent.CodeHostUnreachable}, e
 	}
@@ -298,3 +298,7 @@ func toHistory(ms []store.Message) []agent.ChatMessage {
 	}
 	return out
 }
+
+// NewAnonKey is a fresh key for an anonymous browser's conversations (kept
+// in its session): 120 random bits, like a conversation id.
+func NewAnonKey() (string, error) { return newConversationID() }

@@ -9,9 +9,9 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-// turnError turns a backend or routing failure into a message a person can
+// TurnError turns a backend or routing failure into a message a person can
 // act on; internal details stay in the error's cause, for logs.
-func turnError(err error, l store.Listing) *agent.Error {
+func TurnError(err error, l store.Listing) *agent.Error {
 	e := agent.AsError(err)
 	switch {
 	case errors.Is(err, agent.ErrBackendRejected):

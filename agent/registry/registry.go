@@ -89,8 +89,10 @@ var (
 
 // Field errors of a registration.
 const (
-	msgNameInUse    = "an agent with this name is already registered on this node"
-	msgNameReserved = "this name belonged to a deleted agent of another account; choose another name"
+	msgNameInUse = "an agent with this name is already registered on this node"
+	// MsgNameReserved is the field error for a name whose deleted agent
+	// belonged to another account.
+	MsgNameReserved = "this name belonged to a deleted agent of another account; choose another name"
 	msgNameFixed    = "the name of a registered agent cannot change"
 )
 
@@ -130,7 +132,7 @@ func (r *Registry) Create(ctx context.Context, a Actor, in Input) (store.Listing
 	case !prev.Record.Tombstone:
 		return store.Listing{}, fieldError("name", msgNameInUse)
 	case !a.Operator && prev.Record.Owner != a.Owner:
-		return store.Listing{}, fieldError("name", msgNameReserved)
+		return store.Listing{}, fieldError("name", MsgNameReserved)
 	default:
 		prevSeq = prev.Record.Seq
 	}

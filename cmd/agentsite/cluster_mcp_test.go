@@ -21,7 +21,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentsite/agentsite/agent"
-	"github.com/agentsite/agentsite/handlers"
+	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/p2p"
 )
 
@@ -254,7 +254,7 @@ func TestRemoteAgentOverLibp2p(t *testing.T) {
 // whole nodes on loopback (A's p2p.Node.SendTurn to B's echo agent: MCP
 // over go-libp2p's HTTP over streams, a three-word reply streamed as three
 // progress notifications), and the same turn as A's portal runs it
-// (handlers.Server.Turn: conversation and messages stored, then libp2p;
+// (chat.Chat.Turn: conversation and messages stored, then libp2p;
 // the chat rate limit of the HTTP entry points is left out). Run with:
 //
 //	go test -run '^$' -bench BenchmarkRemoteTurn -benchtime 200x ./cmd/agentsite/
@@ -281,7 +281,7 @@ func BenchmarkRemoteTurn(b *testing.B) {
 		var ds []time.Duration
 		for b.Loop() {
 			start := time.Now()
-			if _, err := a.m.Server.Turn(ctx, "bench", handlers.TurnRequest{AgentID: onB.ID, Text: "hello remote agent"}, func(string) error { return nil }); err != nil {
+			if _, err := a.m.Server.Chat.Turn(ctx, "bench", chat.Request{AgentID: onB.ID, Text: "hello remote agent"}, func(string) error { return nil }); err != nil {
 				b.Fatal(err)
 			}
 			ds = append(ds, time.Since(start))

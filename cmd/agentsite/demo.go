@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers"
 )
 
 // demoAgents are the builtin agents a fresh node hosts, so `make run` shows
 // a working portal with something to browse and chat with.
-var demoAgents = []handlers.AgentInput{
+var demoAgents = []registry.Input{
 	{
 		Name:        "echo",
 		DisplayName: "Echo",
@@ -40,9 +41,9 @@ var demoAgents = []handlers.AgentInput{
 
 func publishDemoAgents(ctx context.Context, srv *handlers.Server) error {
 	for _, in := range demoAgents {
-		_, err := srv.EnsureOperatorAgent(ctx, in)
+		_, err := srv.Registry.EnsureOperatorAgent(ctx, in)
 		switch {
-		case errors.Is(err, handlers.ErrNameTaken):
+		case errors.Is(err, registry.ErrNameTaken):
 			srv.Logger.Warn("demo agent skipped: a user's agent has its name", "name", in.Name, "err", err)
 		case err != nil:
 			return err
@@ -58,7 +59,7 @@ func (m *Main) refreshLoop(ctx context.Context) {
 	t := time.NewTicker(ttl / 4)
 	defer t.Stop()
 	for {
-		if n, err := m.Server.RefreshLocal(ctx, ttl/2); err != nil {
+		if n, err := m.Server.Registry.Refresh(ctx, ttl/2); err != nil {
 			if ctx.Err() != nil {
 				return
 			}

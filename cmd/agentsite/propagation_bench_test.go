@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
-	"github.com/agentsite/agentsite/handlers"
+	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store"
 )
@@ -163,7 +163,7 @@ func startBenchPlanet(b *testing.B, size int, rng *rand.Rand) []*clusterNode {
 func benchRegister(b *testing.B, nodes []*clusterNode, host int, name string) benchAgent {
 	b.Helper()
 	tag := "t-" + name
-	l, err := nodes[host].m.Server.EnsureOperatorAgent(b.Context(), handlers.AgentInput{
+	l, err := nodes[host].m.Server.Registry.EnsureOperatorAgent(b.Context(), registry.Input{
 		Name: name, DisplayName: name, Description: "Propagation benchmark agent.",
 		Tags:    []string{tag},
 		Backend: agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"},

@@ -149,8 +149,8 @@ func (m *Main) Run(ctx context.Context) error {
 		UserAgent:    "AgentSite/" + buildVersion(),
 		Logger:       m.Logger,
 	})
-	srv.Answerer = m.Runtime
-	srv.Remote = remoteAgents{node: node}
+	srv.Chat.Local = m.Runtime
+	srv.Chat.Remote = remoteAgents{node: node}
 	if err := node.ServeMCP(srv.PeerMCPHandler()); err != nil {
 		return fmt.Errorf("serve MCP over libp2p: %w", err)
 	}
@@ -266,21 +266,21 @@ func backendLookup(st store.Store) func(ctx context.Context, agentID string) (ag
 	}
 }
 
-// remoteAgents is handlers.RemoteAgents on p2p.Node.SendTurn. It turns the
+// remoteAgents is chat.Remote on p2p.Node.SendTurn. It turns the
 // host's refusals that have no agent.Err* kind into messages for people
 // (handlers' turnError would call them "unreachable"; the host answered).
 type remoteAgents struct{ node *p2p.Node }
 
-// Send implements handlers.RemoteAgents.
+// Send implements chat.Remote.
 func (r remoteAgents) Send(ctx context.Context, hostPeerID string, t agent.Turn, emit func(string) error) (string, error) {
 	reply, err := r.node.SendTurn(ctx, hostPeerID, t, emit)
 	switch {
 	case err == nil:
 		return reply, nil
 	case errors.Is(err, p2p.ErrRemoteBusy):
-		return "", &handlers.Error{Status: http.StatusServiceUnavailable, Code: "agent_busy", Message: "The node hosting this agent is busy; try again in a minute."}
+		return "", agent.ErrAgentBusy.Wrap(err)
 	case errors.Is(err, agent.ErrBackendUnavailable), errors.Is(err, p2p.ErrRemoteFailed):
-		return "", &handlers.Error{Status: http.StatusBadGateway, Code: "agent_unavailable", Message: "The agent could not answer right now. Try again later."}
+		return "", agent.ErrBackendUnavailable.Wrap(err)
 	}
 	return "", err
 }

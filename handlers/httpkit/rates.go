@@ -1,4 +1,4 @@
-package handlers
+package httpkit
 
 import (
 	"sync"
@@ -7,10 +7,11 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// keyedLimiter is a token bucket per key (IP or account) for chat turns,
-// which arrive over long-lived WebSockets where per-request middleware does
-// not apply. Idle buckets are dropped so the map stays small.
-type keyedLimiter struct {
+// Rates is a token bucket per key (IP or account) for chat turns, which
+// arrive over long-lived WebSockets and MCP sessions where per-request
+// middleware does not apply. Idle buckets are dropped so the map stays
+// small.
+type Rates struct {
 	mu      sync.Mutex
 	perMin  int
 	buckets map[string]*bucket
@@ -22,12 +23,14 @@ type bucket struct {
 	seen time.Time
 }
 
-func newKeyedLimiter(perMinute int) *keyedLimiter {
-	return &keyedLimiter{perMin: perMinute, buckets: map[string]*bucket{}}
+// NewRates allows perMinute per key, with a burst of a sixth of it (at
+// least 5).
+func NewRates(perMinute int) *Rates {
+	return &Rates{perMin: perMinute, buckets: map[string]*bucket{}}
 }
 
-// allow reports whether key may send one more turn now.
-func (k *keyedLimiter) allow(key string, now time.Time) bool {
+// Allow reports whether key may send one more now.
+func (k *Rates) Allow(key string, now time.Time) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if now.Sub(k.swept) > time.Minute {
