@@ -75,13 +75,7 @@ func DropDatabase(ctx context.Context, serverURL, name string) error {
 func adminConnect(ctx context.Context, serverURL string) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig(serverURL)
 	if err != nil {
-		// The parse error may quote the URL and its password: keep the reason.
-		reason := "malformed"
-		var pe *pgconn.ParseConfigError
-		if errors.As(err, &pe) && pe.Unwrap() != nil {
-			reason = pe.Unwrap().Error()
-		}
-		return nil, fmt.Errorf("postgres: invalid server URL (%s); want postgres://user@host:5432/postgres", reason)
+		return nil, invalidURL(err)
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = adminConnectTimeout
@@ -95,4 +89,16 @@ func adminConnect(ctx context.Context, serverURL string) (*pgx.Conn, error) {
 		return nil, fmt.Errorf("postgres: connect to %s: %w", cfg.Host, err)
 	}
 	return nil, ErrServerUnreachable.Wrap(err)
+}
+
+// invalidURL is the error for a database URL pgx cannot parse. pgx's
+// error quotes the URL, password redacted only on a best effort basis:
+// keep just the reason.
+func invalidURL(err error) error {
+	reason := "malformed"
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) && pe.Unwrap() != nil {
+		reason = pe.Unwrap().Error()
+	}
+	return fmt.Errorf("postgres: invalid database URL (%s); want postgres://user:pass@host:port/db?sslmode=...", reason)
 }

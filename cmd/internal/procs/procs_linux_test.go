@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -15,10 +15,15 @@ import (
 // to stop it (SIGKILL), the kernel kills the child too, so no orphan node
 // keeps its ports.
 func TestChildDiesWithItsParent(t *testing.T) {
-	var out syncBuffer
+	out, err := os.Create(filepath.Join(t.TempDir(), "parent.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	said := func() string { b, _ := os.ReadFile(out.Name()); return string(b) }
 	parent := exec.Command(os.Args[0])
 	parent.Env = append(os.Environ(), "PROCS_TEST_CHILD=parent")
-	parent.Stdout = &out
+	parent.Stdout = out
 	if err := parent.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -27,9 +32,9 @@ func TestChildDiesWithItsParent(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for pid == 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the parent never named its child:\n%s", out.String())
+			t.Fatalf("the parent never named its child:\n%s", said())
 		}
-		if _, rest, ok := strings.Cut(out.String(), "grandchild pid "); ok {
+		if _, rest, ok := strings.Cut(said(), "grandchild pid "); ok {
 			_, _ = fmt.Sscanf(rest, "%d", &pid)
 		}
 		time.Sleep(10 * time.Millisecond) // polling interval
@@ -63,23 +68,4 @@ func killPid(pid int) error {
 		return err
 	}
 	return p.Kill()
-}
-
-// syncBuffer is a bytes.Buffer the child's output goroutine and the test
-// can share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
