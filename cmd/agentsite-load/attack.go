@@ -14,6 +14,8 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/agentsite/agentsite/handlers/apiwire"
 )
 
 // batchPerClient is the paper's experiment: at concurrency c, a fixed batch
@@ -109,10 +111,7 @@ func preflight(ctx context.Context, baseURL string, cfg *config, progress func(s
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("preflight %s: %s: %.300s", u, resp.Status, body)
 		}
-		var page struct {
-			Agents     []json.RawMessage `json:"agents"`
-			NextCursor string            `json:"next_cursor"`
-		}
+		var page apiwire.AgentList
 		if err := json.Unmarshal(body, &page); err != nil {
 			return fmt.Errorf("preflight %s: not the agents JSON: %w", u, err)
 		}

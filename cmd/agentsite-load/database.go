@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/agentsite/agentsite/store/postgres"
 )
 
 // database is the fresh store the run seeds and serves: a temporary Postgres
@@ -48,13 +51,15 @@ func newDatabase(ctx context.Context, cfg *config, tmp string, progress func(str
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(cctx, cfg.PostgresURL)
-	if err != nil {
-		return nil, fmt.Errorf("connect to Postgres at --postgres-url (is it running?): %w", err)
+	created, err := postgres.CreateDatabase(cctx, cfg.PostgresURL, name)
+	if errors.Is(err, postgres.ErrServerUnreachable) {
+		return nil, fmt.Errorf("no Postgres server answers at --postgres-url; start one, or run with --store sqlite: %w", errors.Unwrap(err))
 	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(cctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return nil, fmt.Errorf("create database %s: %w", name, err)
+	if err != nil {
+		return nil, fmt.Errorf("--postgres-url: %w", err)
+	}
+	if !created {
+		return nil, fmt.Errorf("database %s already exists; the run needs a fresh one, try again", name)
 	}
 	progress("store: Postgres database %s", name)
 	return &database{engine: "postgres", url: dbURL, dataDir: dataDir, adminURL: cfg.PostgresURL, name: name}, nil
@@ -80,14 +85,8 @@ func (d *database) drop(progress func(string, ...any)) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, d.adminURL)
-	if err != nil {
-		progress("warning: could not connect to drop database %s: %v", d.name, err)
-		return
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.name}.Sanitize()+" WITH (FORCE)"); err != nil {
-		progress("warning: drop database %s: %v", d.name, err)
+	if err := postgres.DropDatabase(ctx, d.adminURL, d.name); err != nil {
+		progress("warning: %v", err)
 		return
 	}
 	progress("dropped database %s", d.name)

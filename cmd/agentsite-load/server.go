@@ -3,16 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/agentsite/agentsite/cmd/internal/procs"
 )
 
 // Server process deadlines.
@@ -23,14 +21,12 @@ const (
 
 // server is the agentsite process under test.
 type server struct {
-	cmd     *exec.Cmd
+	proc    *procs.Process
 	baseURL string
-	exited  chan struct{} // closed when the process has exited
-	waitErr error         // valid once exited is closed
 }
 
 // startServer runs `agentsite serve` on a free loopback port against db and
-// waits until it answers GET /readyz with 200.
+// waits until it answers GET /readyz with 200. Its log goes to stderr.
 func startServer(ctx context.Context, bin string, db *database, progress func(string, ...any)) (*server, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
@@ -43,31 +39,24 @@ func startServer(ctx context.Context, bin string, db *database, progress func(st
 		"--p2p-listen", "/ip4/127.0.0.1/tcp/0",
 		"--log-level", "warn",
 	}
+	var env []string
 	if db.url != "" {
-		args = append(args, "--database-url", db.url)
+		env = append(env, "AGENTSITE_DATABASE_URL="+db.url) // not in argv, where ps shows it
 	}
-	cmd := exec.Command(bin, args...)
-	// Only flags configure the server: drop AGENTSITE_* from the environment
-	// so a developer's settings cannot leak into the measurement.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AGENTSITE_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Stdout = os.Stderr
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = childProcAttr()
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+	// Only flags (and the URL above) configure the server: AGENTSITE_* is
+	// dropped from the environment so a developer's settings cannot leak
+	// into the measurement.
+	p, err := procs.Start(procs.Spec{
+		Name: "agentsite", Binary: bin, Args: args, Output: os.Stderr,
+		DropEnv: []string{"AGENTSITE_"}, Env: env,
+	})
+	if err != nil {
+		return nil, err
 	}
-	s := &server{cmd: cmd, baseURL: "http://" + addr, exited: make(chan struct{})}
-	go func() {
-		s.waitErr = cmd.Wait()
-		close(s.exited)
-	}()
-	progress("started agentsite (pid %d) on %s", cmd.Process.Pid, s.baseURL)
-	if err := s.waitReady(ctx); err != nil {
+	s := &server{proc: p, baseURL: "http://" + addr}
+	progress("started agentsite (pid %d) on %s", p.Pid(), s.baseURL)
+	if err := p.WaitReady(ctx, s.baseURL+"/readyz", readyTimeout); err != nil {
 		s.stop(progress)
 		return nil, err
 	}
@@ -85,65 +74,20 @@ func freeLoopbackAddr() (string, error) {
 	return addr, ln.Close()
 }
 
-// waitReady polls /readyz until 200, the process exits, ctx ends, or the
-// deadline passes.
-func (s *server) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	client := &http.Client{Timeout: time.Second}
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	last := "no answer yet"
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.baseURL+"/readyz", nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = resp.Status
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-s.exited:
-			return fmt.Errorf("agentsite exited before it was ready: %v (its log is above)", s.waitErr)
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("agentsite not ready after %s: last /readyz: %s", readyTimeout, last)
-			}
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
-}
-
-// stop sends SIGTERM, and SIGKILL if the process has not exited after
-// stopTimeout. It is safe to call more than once.
+// stop stops the server (SIGTERM, SIGKILL after stopTimeout) and says how
+// it ended.
 func (s *server) stop(progress func(string, ...any)) {
-	select {
-	case <-s.exited:
+	if err := s.proc.Stop(stopTimeout); err != nil {
+		progress("warning: %v", err)
 		return
-	default:
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-		progress("server stopped")
-	case <-time.After(stopTimeout):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-		progress("server did not stop within %s; killed", stopTimeout)
-	}
+	progress("server stopped")
 }
 
 // memory returns the server's resident set size and its peak, in bytes, from
 // /proc/<pid>/status (zero where unavailable).
 func (s *server) memory() (rss, peak int64) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.proc.Pid()))
 	if err != nil {
 		return 0, 0
 	}

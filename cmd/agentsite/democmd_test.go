@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,12 +15,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentsite/agentsite/handlers/apiwire"
+	"github.com/agentsite/agentsite/store/postgres"
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
 )
 
@@ -46,7 +46,7 @@ func TestDemoPlanet(t *testing.T) {
 	base := demoFreePorts(t, len(demoSpecs))
 	dir := t.TempDir()
 
-	var out demoOutput
+	var out lockedBuffer
 	d, err := newDemo([]string{
 		"--binary", bin, "--dir", dir, "--base-port", fmt.Sprint(base),
 		"--postgres-url", pgURL, "--start-timeout", "60s",
@@ -92,8 +92,8 @@ func TestDemoPlanet(t *testing.T) {
 		t.Fatalf("demo did not stop\n%s", out.String())
 	}
 	for i, n := range d.nodes {
-		if n.cmd.ProcessState == nil || !n.cmd.ProcessState.Exited() || n.cmd.ProcessState.ExitCode() != 0 {
-			t.Errorf("%s: process state %v, want a clean exit", n.name, n.cmd.ProcessState)
+		if err := n.proc.Err(); err != nil {
+			t.Errorf("%s: ended with %v, want a clean exit", n.name, err)
 		}
 		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", base+i), time.Second); err == nil {
 			c.Close()
@@ -115,35 +115,46 @@ func TestDemoPlanet(t *testing.T) {
 	t.Logf("demo output:\n%s", got)
 }
 
-func TestDemoDatabaseURL(t *testing.T) {
-	for _, c := range []struct{ in, full, shown string }{
-		{"postgres://postgres@127.0.0.1:5432", "postgres://postgres@127.0.0.1:5432/agentsite_demo", ""},
-		{"postgres://u:secret@db:5432/mine?sslmode=disable", "postgres://u:secret@db:5432/mine?sslmode=disable", "postgres://u:xxxxx@db:5432/mine?sslmode=disable"},
+func TestDemoPostgresURL(t *testing.T) {
+	for _, c := range []struct{ in, url, admin, name, shown string }{
+		{"postgres://postgres@127.0.0.1:5432", "postgres://postgres@127.0.0.1:5432/agentsite_demo",
+			"postgres://postgres@127.0.0.1:5432/postgres", "agentsite_demo", "postgres://postgres@127.0.0.1:5432/agentsite_demo"},
+		{"postgres://u:secret@db:5432/mine?sslmode=disable", "postgres://u:secret@db:5432/mine?sslmode=disable",
+			"postgres://u:secret@db:5432/postgres?sslmode=disable", "mine", "postgres://u:xxxxx@db:5432/mine?sslmode=disable"},
 	} {
-		full, shown, err := demoDatabaseURL(c.in)
-		if err != nil || full != c.full || (c.shown != "" && shown != c.shown) {
-			t.Errorf("demoDatabaseURL(%q) = %q, %q, %v", c.in, full, shown, err)
+		pg, err := parseDemoPostgres(c.in)
+		if err != nil || pg != (demoPostgres{url: c.url, adminURL: c.admin, name: c.name, shown: c.shown}) {
+			t.Errorf("parseDemoPostgres(%q) = %+v, %v", c.in, pg, err)
 		}
 	}
 	for _, bad := range []string{"mysql://x/y", "postgres:///nohost", "::"} {
-		if _, _, err := demoDatabaseURL(bad); err == nil {
-			t.Errorf("demoDatabaseURL(%q) accepted", bad)
+		if _, err := parseDemoPostgres(bad); err == nil {
+			t.Errorf("parseDemoPostgres(%q) accepted", bad)
 		}
 	}
 }
 
-// An unreachable server is reported as such, quickly, so the demo can fall
-// back to SQLite.
-func TestEnsureDemoDatabaseUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// An unreachable Postgres server is reported as such, quickly, and node-a
+// falls back to SQLite instead of the demo failing.
+func TestDemoFallsBackToSQLite(t *testing.T) {
+	const addr = "127.0.0.1:1" // tcpmux: nothing listens there
+	var out lockedBuffer
+	d, err := newDemo([]string{
+		"--dir", t.TempDir(), "--base-port", fmt.Sprint(demoFreePorts(t, len(demoSpecs))),
+		"--postgres-url", "postgres://postgres@" + addr + "/agentsite_demo?sslmode=disable",
+	}, &out, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
-	_, err = ensureDemoDatabase(t.Context(), "postgres://postgres@"+addr+"/agentsite_demo?sslmode=disable")
-	if !errors.Is(err, errPostgresUnreachable) {
-		t.Fatalf("err = %v, want errPostgresUnreachable", err)
+	if err := d.plan(t.Context()); err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	if a := d.nodes[0]; a.dbURL != "" || a.engine != "SQLite" {
+		t.Errorf("node-a = %q on %q, want SQLite", a.engine, a.dbURL)
+	}
+	if !strings.Contains(out.String(), "Postgres is UNREACHABLE at postgres://postgres@"+addr) ||
+		!strings.Contains(out.String(), "node-a falls back to embedded SQLite") {
+		t.Errorf("output:\n%s", out.String())
 	}
 }
 
@@ -177,19 +188,10 @@ func demoTestDatabaseURL(t *testing.T) string {
 	u.Path = "/" + name
 	dbURL := u.String()
 	t.Cleanup(func() {
-		if !demoPGReachable(dbURL) {
-			return
-		}
-		u.Path = "/postgres"
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, u.String())
-		if err != nil {
-			t.Errorf("drop %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		err := postgres.DropDatabase(ctx, pgtest.ServerURL(), name)
+		if err != nil && !errors.Is(err, postgres.ErrServerUnreachable) {
 			t.Errorf("drop %s: %v", name, err)
 		}
 	})
@@ -246,36 +248,16 @@ func demoFreePorts(t *testing.T, n int) int {
 
 // demoTestAgents lists every agent a portal's API shows; nil on error (the
 // caller polls).
-func demoTestAgents(portal string) []demoListing {
+func demoTestAgents(portal string) []apiwire.Agent {
 	client := &http.Client{Timeout: 2 * time.Second}
 	resp, err := client.Get(portal + "/api/v1/agents?status=all&limit=100")
 	if err != nil {
 		return nil
 	}
 	defer resp.Body.Close()
-	var page struct {
-		Agents []demoListing `json:"agents"`
-	}
+	var page apiwire.AgentList
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&page) != nil {
 		return nil
 	}
 	return page.Agents
-}
-
-// demoOutput is a bytes.Buffer safe for the demo goroutine and the test.
-type demoOutput struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *demoOutput) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *demoOutput) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -157,7 +157,7 @@ func makeTemplate() (string, error) {
 	name := uniqueName("agentsite_tmpl")
 	err := admin(func(ctx context.Context, conn *pgx.Conn) error {
 		reapOrphans(ctx, conn)
-		if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident(name)); err != nil {
+		if _, err := postgres.CreateDatabase(ctx, ServerURL(), name); err != nil {
 			return err
 		}
 		return markOwned(ctx, conn, name)
@@ -197,10 +197,9 @@ func admin(fn func(ctx context.Context, conn *pgx.Conn) error) error {
 }
 
 func dropDatabase(name string) error {
-	return admin(func(ctx context.Context, conn *pgx.Conn) error {
-		_, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)")
-		return err
-	})
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	return postgres.DropDatabase(ctx, ServerURL(), name)
 }
 
 // DatabaseURL is ServerURL pointed at database name.

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// printSummary tells the user where the planet is and what to try.
+func (d *demo) printSummary(token string, took time.Duration) {
+	w := d.out
+	a := d.nodes[0]
+	fmt.Fprintf(w, "\nAgentSite local planet is up: three nodes in %.1fs.\n\n", took.Seconds())
+	for _, n := range d.nodes {
+		fmt.Fprintf(w, "  %s  portal %s   (%s, pid %d)\n", n.name, n.baseURL(), n.engine, n.proc.Pid())
+		fmt.Fprintf(w, "          hosts  %s (tags %s) + echo, calculator\n", n.spec.Name, strings.Join(n.spec.Tags, ", "))
+		fmt.Fprintf(w, "          p2p    %s\n", n.p2pAddr)
+		fmt.Fprintf(w, "          data   %s   log %s\n", n.dataDir, n.logPath)
+	}
+	fmt.Fprintf(w, "\nnode-b and node-c bootstrapped through node-a:\n  --bootstrap %s\n", a.p2pAddr)
+	fmt.Fprintf(w, "Join with a fourth node of your own:\n  agentsite serve --data-dir %s --http-addr 127.0.0.1:%d --bootstrap %s\n",
+		filepath.Join(d.cfg.Dir, "node-d"), d.cfg.BasePort+len(d.nodes), a.p2pAddr)
+	b, c := d.nodes[1], d.nodes[2]
+	fmt.Fprintf(w, "\nTry:\n")
+	fmt.Fprintf(w, "  %s/agents                  every portal lists all agents of the planet\n", b.baseURL())
+	fmt.Fprintf(w, "  curl -s '%s/api/v1/agents?tag=language'   node-a's translator, seen from node-c\n", c.baseURL())
+	fmt.Fprintf(w, "  export TOKEN=%s   # operator token of this run, for POST /api/v1/agents\n", token)
+	fmt.Fprintf(w, "\nPress Ctrl-C to stop all three nodes.\n\n")
+}

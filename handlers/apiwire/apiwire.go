@@ -1,0 +1,101 @@
+// Package apiwire holds the JSON shapes of the /api/v1 API: what the node
+// sends and accepts, field for field. It is its own small package, with no
+// HTTP in it, so that the API handlers and the API's clients (`agentsite
+// demo`, the load tool, tests) share one definition and cannot drift apart.
+package apiwire
+
+import (
+	"time"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// Agent is the API view of a listing (GET /api/v1/agents/{id}, one item of
+// AgentList, the answer to a registration): the record's public fields plus
+// what this node knows about it. Backend settings never appear here.
+type Agent struct {
+	ID          string           `json:"id"`
+	Name        string           `json:"name"`
+	DisplayName string           `json:"display_name"`
+	Description string           `json:"description"`
+	Tags        []string         `json:"tags"`
+	Skills      []agent.Skill    `json:"skills"`
+	Version     string           `json:"version"`
+	Publisher   string           `json:"publisher"`
+	Owner       string           `json:"owner,omitempty"`
+	Endpoints   []agent.Endpoint `json:"endpoints"`
+	Seq         uint64           `json:"seq"`
+	IssuedAt    time.Time        `json:"issued_at"`
+	ExpiresAt   time.Time        `json:"expires_at"`
+	Tombstone   bool             `json:"tombstone,omitempty"`
+	Status      string           `json:"status"`
+	LastSeen    time.Time        `json:"last_seen"`
+	HostPeerID  string           `json:"host_peer_id"`
+	Local       bool             `json:"local"`
+}
+
+// AgentList is one page of GET /api/v1/agents; an empty NextCursor means
+// it is the last.
+type AgentList struct {
+	Agents     []Agent `json:"agents"`
+	NextCursor string  `json:"next_cursor"`
+}
+
+// AgentInput is the body of POST /api/v1/agents (register) and PUT
+// /api/v1/agents/{id} (update). The node rejects unknown fields.
+type AgentInput struct {
+	Name        string        `json:"name"`
+	DisplayName string        `json:"display_name"`
+	Description string        `json:"description"`
+	Tags        []string      `json:"tags"`
+	Skills      []agent.Skill `json:"skills"`
+	Version     string        `json:"version"`
+	Backend     agent.Backend `json:"backend"`
+}
+
+// Node is GET /api/v1/node: who this node is and how to reach it over
+// libp2p (Addrs are full multiaddrs, /p2p/<peer id> included).
+type Node struct {
+	PeerID       string   `json:"peer_id"`
+	Addrs        []string `json:"addrs"`
+	Version      string   `json:"version"`
+	AgentsHosted int      `json:"agents_hosted"`
+	Peers        int      `json:"peers"`
+}
+
+// MessageIn is the body of POST /api/v1/agents/{id}/messages; without a
+// ConversationID the turn starts a new conversation.
+type MessageIn struct {
+	Text           string `json:"text"`
+	ConversationID string `json:"conversation_id,omitempty"`
+}
+
+// MessageOut is the answer to a MessageIn: the agent's reply and the
+// conversation to continue.
+type MessageOut struct {
+	ConversationID string `json:"conversation_id"`
+	MessageID      int64  `json:"message_id"`
+	Reply          string `json:"reply"`
+}
+
+// NetworkSearch is the answer to POST /api/v1/network/search?tag=: how
+// many providers of the tag the DHT named and how many records that
+// brought in.
+type NetworkSearch struct {
+	Tag       string `json:"tag"`
+	Providers int    `json:"providers"`
+	Records   int    `json:"records"`
+}
+
+// ErrorBody is every error answer of the API.
+type ErrorBody struct {
+	Error Error `json:"error"`
+}
+
+// Error is a stable machine-readable code, a message safe to show a
+// person, and, for invalid input, what is wrong with which field.
+type Error struct {
+	Code    string            `json:"code"`
+	Message string            `json:"message"`
+	Fields  map[string]string `json:"fields,omitempty"`
+}
