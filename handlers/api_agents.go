@@ -160,7 +160,7 @@ func (s *Server) apiGetAgent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiCreateAgent(w http.ResponseWriter, r *http.Request) {
-	p, err := s.apiPrincipal(r)
+	p, err := s.Accounts.Bearer(r)
 	if err != nil {
 		s.renderError(w, r, err)
 		return
@@ -181,8 +181,8 @@ func (s *Server) apiCreateAgent(w http.ResponseWriter, r *http.Request) {
 
 // ownedAgentRequest authenticates a write to /api/v1/agents/{id} and checks
 // the id's shape; ok is false when it has already answered.
-func (s *Server) ownedAgentRequest(w http.ResponseWriter, r *http.Request) (p Principal, id string, ok bool) {
-	p, err := s.apiPrincipal(r)
+func (s *Server) ownedAgentRequest(w http.ResponseWriter, r *http.Request) (p httpkit.Principal, id string, ok bool) {
+	p, err := s.Accounts.Bearer(r)
 	if err != nil {
 		s.renderError(w, r, err)
 		return p, "", false

@@ -26,7 +26,7 @@ type messageOut struct {
 func (s *Server) apiSendMessage(w http.ResponseWriter, r *http.Request) {
 	owner := chat.APIAnonymous
 	if r.Header.Get("Authorization") != "" {
-		p, err := s.apiPrincipal(r)
+		p, err := s.Accounts.Bearer(r)
 		if err != nil {
 			s.renderError(w, r, err)
 			return

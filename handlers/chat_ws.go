@@ -58,32 +58,6 @@ func sameOrigin(r *http.Request) bool {
 	return strings.EqualFold(u.Host, r.Host)
 }
 
-// chatOwner is the conversation owner key of a browser request: the account
-// if logged in, otherwise the anonymous key bound to the session cookie.
-func (s *Server) chatOwner(ctx context.Context) (chat.Owner, bool) {
-	if id := s.sessions.GetInt64(ctx, sessUserID); id != 0 {
-		return chat.UserOwner(id), true
-	}
-	if k := s.sessions.GetString(ctx, sessAnonKey); k != "" {
-		return chat.AnonOwner(k), true
-	}
-	return "", false
-}
-
-// ensureAnonKey gives an anonymous visitor a conversation key in their
-// session, so their chats survive reloads (called by the chat page).
-func (s *Server) ensureAnonKey(ctx context.Context) error {
-	if s.sessions.GetInt64(ctx, sessUserID) != 0 || s.sessions.GetString(ctx, sessAnonKey) != "" {
-		return nil
-	}
-	k, err := chat.NewAnonKey()
-	if err != nil {
-		return err
-	}
-	s.sessions.Put(ctx, sessAnonKey, k)
-	return nil
-}
-
 // apiChat is GET /api/v1/chat: the AgentChat WebSocket. It is outside the
 // session middleware (a hijacked connection cannot commit a session), so it
 // loads the session read-only from the cookie.
@@ -101,7 +75,7 @@ func (s *Server) apiChat(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, fmt.Errorf("load session: %w", err))
 		return
 	}
-	owner, ok := s.chatOwner(ctx)
+	owner, ok := s.sessions.ChatOwner(ctx)
 	if !ok {
 		httpkit.WriteJSONError(w, httpkit.Errorf(http.StatusUnauthorized, "no_session", "Open the chat page first (it sets up your session), then connect."))
 		return

@@ -61,7 +61,7 @@ func (s *Server) renderErrorWithSession(w http.ResponseWriter, r *http.Request, 
 		s.renderError(w, r, e)
 		return
 	}
-	s.loadSession(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.sessions.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, e)
 	})).ServeHTTP(w, r)
 }

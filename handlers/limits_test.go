@@ -15,8 +15,6 @@ import (
 
 	"log/slog"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/store/sqlite"
 )
@@ -170,30 +168,6 @@ func TestMetricsToken(t *testing.T) {
 	wantStatus(t, e.do(http.MethodGet, "/metrics", nil, "Authorization", "Bearer metrics-secret-123456"), http.StatusOK)
 	open := newTestServer(t)
 	wantStatus(t, open.do(http.MethodGet, "/metrics", nil), http.StatusOK)
-}
-
-// TestUnknownHandleCostsLikeAPassword: a login with an unknown handle
-// compares against a hash of the same cost as real passwords, so the two
-// cannot be told apart by timing (it used bcrypt.MinCost: 3 ms against
-// 66-363 ms).
-func TestUnknownHandleCostsLikeAPassword(t *testing.T) {
-	for _, cost := range []int{0, bcrypt.MinCost, 11} {
-		e := newTestServerConfig(t, openSQLite(t), func(c *Config) { c.BcryptCost = cost })
-		want := cost
-		if cost == 0 {
-			want = bcrypt.DefaultCost
-		}
-		if got, err := bcrypt.Cost(e.s.dummyHash); err != nil || got != want {
-			t.Errorf("config cost %d: dummy hash cost %d (%v), want %d", cost, got, err, want)
-		}
-		u, err := e.s.createUser(t.Context(), fmt.Sprintf("user-%d", cost), "long enough password")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := bcrypt.Cost([]byte(u.PasswordHash)); got != want {
-			t.Errorf("password hash cost %d, want %d", got, want)
-		}
-	}
 }
 
 func openSQLite(t testing.TB) *sqlite.DB {

@@ -82,7 +82,7 @@ func (s *Server) submitCreateToken(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	token, hash, err := newAPIToken()
+	token, hash, err := httpkit.NewAPIToken()
 	if err != nil {
 		s.renderError(w, r, err)
 		return

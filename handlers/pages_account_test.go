@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
 func TestAccountTokens(t *testing.T) {
@@ -29,7 +31,7 @@ func TestAccountTokens(t *testing.T) {
 	// Create: the token is shown in this response only.
 	doc = parsePage(t, e.postForm("/account/tokens", url.Values{"name": {"laptop"}}), http.StatusOK)
 	token := text(mustTestid(t, doc, "new-token"))
-	if !strings.HasPrefix(token, tokenPrefix) || len(token) < 40 {
+	if !strings.HasPrefix(token, httpkit.TokenPrefix) || len(token) < 40 {
 		t.Fatalf("new token = %q", token)
 	}
 	if copy := mustTestid(t, doc, "new-token").Parent().Find(`[data-testid="copy"]`); copy.AttrOr("data-copy-target", "") != "#new-token" {

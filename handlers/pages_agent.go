@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
 )
@@ -43,7 +44,7 @@ func (s *Server) pageAgent(w http.ResponseWriter, r *http.Request) {
 		LastSeenAgo: web.Ago(l.LastSeen, s.now()),
 		HostPeerID:  l.HostPeerID,
 		Local:       l.Local,
-		CanManage:   u != nil && Principal{User: u}.Actor().CanManage(l),
+		CanManage:   u != nil && httpkit.Principal{User: u}.Actor().CanManage(l),
 		ChatURL:     web.ChatHref(rec.ID, ""),
 
 		MixedScripts: agent.MixedScripts(rec.DisplayName),

@@ -250,7 +250,7 @@ func (s *Server) submitNetworkSearch(w http.ResponseWriter, r *http.Request) {
 		}
 		providers, changed = providers+p, changed+c
 	}
-	s.sessions.Put(r.Context(), sessFlash, fmt.Sprintf("Network search: %d node(s) answered, %d new or updated listing(s).", providers, changed))
+	s.sessions.Flash(r.Context(), fmt.Sprintf("Network search: %d node(s) answered, %d new or updated listing(s).", providers, changed))
 	v := url.Values{"tag": tags}
 	http.Redirect(w, r, "/agents?"+v.Encode(), http.StatusSeeOther)
 }

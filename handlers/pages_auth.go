@@ -51,13 +51,13 @@ func (s *Server) submitSignup(w http.ResponseWriter, r *http.Request) {
 		// creating the account.
 		ve := &agent.ValidationError{Fields: map[string]string{}}
 		var other *agent.ValidationError
-		if errors.As(validateSignup(strings.ToLower(strings.TrimSpace(handle)), password), &other) {
+		if errors.As(httpkit.ValidateSignup(strings.ToLower(strings.TrimSpace(handle)), password), &other) {
 			ve.Fields = other.Fields
 		}
 		ve.Fields["password_confirm"] = "does not match the password"
 		err = ve
 	} else {
-		u, err = s.createUser(r.Context(), handle, password)
+		u, err = s.Accounts.CreateUser(r.Context(), handle, password)
 	}
 	var ve *agent.ValidationError
 	if errors.As(err, &ve) {
@@ -70,7 +70,7 @@ func (s *Server) submitSignup(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, err)
 		return
 	}
-	if err := s.logIn(r.Context(), u); err != nil {
+	if err := s.sessions.LogIn(r.Context(), u.ID); err != nil {
 		s.renderError(w, r, err)
 		return
 	}
@@ -103,7 +103,7 @@ func (s *Server) submitLogin(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusUnprocessableEntity, web.LoginPage(v))
 		return
 	}
-	u, err := s.authenticate(r.Context(), handle, password)
+	u, err := s.Accounts.Authenticate(r.Context(), handle, password)
 	var e *httpkit.Error
 	if errors.As(err, &e) && e.Status == http.StatusUnauthorized {
 		v.FormError = e.Message
@@ -114,7 +114,7 @@ func (s *Server) submitLogin(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, err)
 		return
 	}
-	if err := s.logIn(r.Context(), u); err != nil {
+	if err := s.sessions.LogIn(r.Context(), u.ID); err != nil {
 		s.renderError(w, r, err)
 		return
 	}
@@ -123,7 +123,7 @@ func (s *Server) submitLogin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) submitLogout(w http.ResponseWriter, r *http.Request) {
-	if err := s.logOut(r.Context()); err != nil {
+	if err := s.sessions.LogOut(r.Context()); err != nil {
 		s.renderError(w, r, err)
 		return
 	}

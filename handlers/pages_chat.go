@@ -46,11 +46,11 @@ func (s *Server) submitChat(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	agentID, convID, text := chi.URLParam(r, "id"), r.PostForm.Get("c"), r.PostForm.Get("text")
-	if err := s.ensureAnonKey(ctx); err != nil {
+	if err := s.sessions.EnsureAnonKey(ctx); err != nil {
 		s.renderError(w, r, err)
 		return
 	}
-	owner, _ := s.chatOwner(ctx)
+	owner, _ := s.sessions.ChatOwner(ctx)
 	now := s.now()
 	if !s.chatLimits.Allow(string(owner), now) || !s.chatLimits.Allow("ip:"+httpkit.ClientKey(r), now) {
 		w.Header().Set("Retry-After", "10")
@@ -85,11 +85,11 @@ func (s *Server) showChat(w http.ResponseWriter, r *http.Request, status int, co
 		s.renderError(w, r, err)
 		return
 	}
-	if err := s.ensureAnonKey(ctx); err != nil {
+	if err := s.sessions.EnsureAnonKey(ctx); err != nil {
 		s.renderError(w, r, err)
 		return
 	}
-	owner, _ := s.chatOwner(ctx)
+	owner, _ := s.sessions.ChatOwner(ctx)
 	rec := l.Record
 	v := web.ChatView{
 		Agent: web.ChatAgent{

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -110,16 +111,16 @@ func (e *testEnv) login(handle, password string) {
 // existing account; "" registers as the operator).
 func (e *testEnv) seedAgent(owner string, in registry.Input) store.Listing {
 	e.t.Helper()
-	p := Principal{Operator: true}
+	p := httpkit.Principal{Operator: true}
 	if owner != "" {
 		u, err := e.st.GetUserByHandle(e.t.Context(), owner)
 		if err != nil {
-			u, err = e.s.createUser(e.t.Context(), owner, "password-"+owner)
+			u, err = e.s.Accounts.CreateUser(e.t.Context(), owner, "password-"+owner)
 			if err != nil {
 				e.t.Fatalf("create user %s: %v", owner, err)
 			}
 		}
-		p = Principal{User: &u}
+		p = httpkit.Principal{User: &u}
 	}
 	l, err := e.s.Registry.Create(e.t.Context(), p.Actor(), in)
 	if err != nil {

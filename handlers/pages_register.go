@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
 )
@@ -22,7 +23,7 @@ func (s *Server) submitRegister(w http.ResponseWriter, r *http.Request) {
 	}
 	u := userFrom(r.Context())
 	in, v := parseAgentForm(r.PostForm)
-	l, err := s.Registry.Create(r.Context(), Principal{User: u}.Actor(), in)
+	l, err := s.Registry.Create(r.Context(), httpkit.Principal{User: u}.Actor(), in)
 	var ve *agent.ValidationError
 	if errors.As(err, &ve) {
 		v.Action = "/register"
@@ -49,7 +50,7 @@ func (s *Server) managedListing(r *http.Request, u *store.User) (store.Listing, 
 	if err != nil {
 		return l, err
 	}
-	if !(Principal{User: u}).Actor().CanManage(l) {
+	if !(httpkit.Principal{User: u}).Actor().CanManage(l) {
 		return l, registry.ErrNotYours
 	}
 	return l, nil
@@ -97,7 +98,7 @@ func (s *Server) submitEditAgent(w http.ResponseWriter, r *http.Request) {
 	// The name is part of the id: the form shows it read-only, and the
 	// stored one wins over anything posted.
 	in.Name, v.Name = l.Record.Name, l.Record.Name
-	saved, err := s.Registry.Update(r.Context(), Principal{User: u}.Actor(), id, in)
+	saved, err := s.Registry.Update(r.Context(), httpkit.Principal{User: u}.Actor(), id, in)
 	var ve *agent.ValidationError
 	if errors.As(err, &ve) {
 		b, berr := s.storedBackend(r, id)
@@ -126,7 +127,7 @@ func (s *Server) submitDeleteAgent(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, err)
 		return
 	}
-	if err := s.Registry.Delete(r.Context(), Principal{User: u}.Actor(), l.Record.ID); err != nil {
+	if err := s.Registry.Delete(r.Context(), httpkit.Principal{User: u}.Actor(), l.Record.ID); err != nil {
 		s.renderError(w, r, err)
 		return
 	}

@@ -44,7 +44,7 @@ func (s *Server) viewer(r *http.Request) *store.User {
 	if u := userFrom(r.Context()); u != nil {
 		return u
 	}
-	if !hasSession(r.Context()) {
+	if !httpkit.HasSession(r.Context()) {
 		return nil
 	}
 	return s.currentUser(r)
@@ -53,10 +53,7 @@ func (s *Server) viewer(r *http.Request) *store.User {
 // page builds what the layout needs: the user, the one-shot flash message
 // (popped here, so call it before writing the response) and asset URLs.
 func (s *Server) page(r *http.Request, u *store.User, title, nav string) web.Page {
-	flash := ""
-	if hasSession(r.Context()) {
-		flash = s.sessions.PopString(r.Context(), sessFlash)
-	}
+	flash := s.sessions.PopFlash(r.Context())
 	p := web.Page{
 		Title: title,
 		Nav:   nav,
@@ -75,7 +72,7 @@ func (s *Server) page(r *http.Request, u *store.User, title, nav string) web.Pag
 
 // flash leaves a message for the next page the visitor sees.
 func (s *Server) flash(r *http.Request, msg string) {
-	s.sessions.Put(r.Context(), sessFlash, msg)
+	s.sessions.Flash(r.Context(), msg)
 }
 
 // redirect answers a successful form POST (Post/Redirect/Get).

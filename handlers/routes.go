@@ -71,7 +71,7 @@ func (s *Server) Handler() http.Handler {
 
 	// Portal pages: sessions, form body limits.
 	r.Group(func(r chi.Router) {
-		r.Use(s.loadSession)
+		r.Use(s.sessions.Middleware)
 		r.Use(s.limitBody(maxFormBytes)) // after the session, so a 413 is a page
 		r.MethodNotAllowed(s.pageMethodNotAllowed)
 		r.Get("/", s.pageHome)

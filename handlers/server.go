@@ -16,7 +16,6 @@ import (
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 
-	"github.com/alexedwards/scs/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 
@@ -92,12 +91,12 @@ type Server struct {
 	// serving chat.
 	Registry *registry.Registry
 	Chat     *chat.Chat
+	Accounts *httpkit.Accounts
 
-	sessions    *scs.SessionManager
+	sessions    *httpkit.Sessions
 	metrics     *metrics
 	chatLimits  *httpkit.Rates
 	sockets     *connlimit.Counter // chat WebSockets open per client
-	dummyHash   []byte             // see newDummyHash
 	lifetime    context.Context    // ends at CloseChats
 	mcpLimits   mcpLimits
 	endLifetime context.CancelFunc
@@ -146,12 +145,13 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	s.Registry = &registry.Registry{Store: st, Publisher: pub, Network: node, PeerID: node.PeerID(),
 		TTL: cfg.RecordTTL, AllowPrivate: cfg.AllowPrivateEndpoints, Logger: logger, Now: now}
 	s.Chat = &chat.Chat{Store: st, Listings: s.Registry, Logger: logger, Now: now}
-	dummy, err := newDummyHash(cfg.BcryptCost)
+	accounts, err := httpkit.NewAccounts(st, cfg.OperatorToken, cfg.BcryptCost, now)
 	if err != nil {
 		return nil, err
 	}
-	s.dummyHash = dummy
-	s.sessions = newSessionManager(st, cfg.SecureCookies)
+	s.Accounts = accounts
+	s.sessions = httpkit.NewSessions(st, cfg.SecureCookies)
+	s.sessions.RenderError = s.renderError
 	s.chatLimits = httpkit.NewRates(cfg.ChatRateLimit)
 	s.sockets = connlimit.NewCounter(cfg.MaxSocketsPerClient)
 	s.mcpLimits = mcpLimits{maxSessions: maxMCPSessions, initsPerMinute: mcpInitsPerMinute}

@@ -188,7 +188,7 @@ func pageText(doc *goquery.Document) string {
 func TestSessionSaveStallRendersErrorPage(t *testing.T) {
 	e := newStallEnv(t)
 	e.signup("dave", "correct horse battery")
-	e.proxy.FreezeOn(sessUserID)
+	e.proxy.FreezeOn("user_id") // the session key of the logged-in account
 	resp, took := e.send("GET", "/", nil)
 	wantUnavailable(t, resp, took)
 	doc := parsePage(t, resp, http.StatusServiceUnavailable)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
@@ -174,11 +175,11 @@ func (e *testEnv) signup(handle, password string) {
 // userToken creates a user directly and returns a personal API token.
 func (e *testEnv) userToken(handle string) string {
 	e.t.Helper()
-	u, err := e.s.createUser(e.t.Context(), handle, "password-"+handle)
+	u, err := e.s.Accounts.CreateUser(e.t.Context(), handle, "password-"+handle)
 	if err != nil {
 		e.t.Fatalf("create user %s: %v", handle, err)
 	}
-	token, hash, err := newAPIToken()
+	token, hash, err := httpkit.NewAPIToken()
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package handlers
+package httpkit
 
 import (
 	"context"
@@ -9,12 +9,19 @@ import (
 
 	"github.com/alexedwards/scs/v2"
 
-	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/agent/chat"
 )
 
-// sessionStore adapts store.Store to scs.CtxStore, so sessions live in the
-// same database as everything else (Postgres or SQLite).
-type sessionStore struct{ st store.Store }
+// SessionStore keeps sessions; the store engines implement it, so sessions
+// live in the same database as everything else (Postgres or SQLite).
+type SessionStore interface {
+	SessionFind(ctx context.Context, token string) ([]byte, bool, error)
+	SessionCommit(ctx context.Context, token string, b []byte, expiry time.Time) error
+	SessionDelete(ctx context.Context, token string) error
+}
+
+// sessionStore adapts a SessionStore to scs.CtxStore.
+type sessionStore struct{ st SessionStore }
 
 var _ scs.CtxStore = sessionStore{}
 
@@ -49,7 +56,21 @@ const (
 	sessFlash   = "flash"
 )
 
-func newSessionManager(st store.Store, secure bool) *scs.SessionManager {
+// Sessions are the portal's cookie sessions: who is logged in, an
+// anonymous visitor's chat key, a one-shot flash message. RenderError
+// answers a request whose session cannot be loaded or saved (the store is
+// down): set it before serving.
+type Sessions struct {
+	*scs.SessionManager
+	RenderError func(w http.ResponseWriter, r *http.Request, err error)
+}
+
+// NewSessions keeps sessions in st; secure marks the cookie Secure.
+func NewSessions(st SessionStore, secure bool) *Sessions {
+	return &Sessions{SessionManager: newSessionManager(st, secure)}
+}
+
+func newSessionManager(st SessionStore, secure bool) *scs.SessionManager {
 	// scs.New also starts an in-memory store whose cleanup goroutine runs
 	// for the life of the process (one per Server). Stopping it right away
 	// races inside scs v2.9 (StopCleanup reads the channel startCleanup
@@ -66,19 +87,19 @@ func newSessionManager(st store.Store, secure bool) *scs.SessionManager {
 	return sm
 }
 
-// loadSession is scs's LoadAndSave, except when the store fails: a session
+// Middleware is scs's LoadAndSave, except when the store fails: a session
 // that cannot be loaded, or saved before the response goes out, gets the
 // error page (503 when the store is down) in place of scs's bare-text 500
 // or the handler's response. An error response does not save the session,
 // so a stalled store is not asked twice.
-func (s *Server) loadSession(next http.Handler) http.Handler {
+func (s *Sessions) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Add("Vary", "Cookie")
 		var token string
-		if c, err := r.Cookie(s.sessions.Cookie.Name); err == nil {
+		if c, err := r.Cookie(s.Cookie.Name); err == nil {
 			token = c.Value
 		}
-		ctx, err := s.sessions.Load(r.Context(), token)
+		ctx, err := s.Load(r.Context(), token)
 		if err != nil {
 			s.renderSessionError(w, r, fmt.Errorf("load session: %w", err))
 			return
@@ -92,17 +113,17 @@ func (s *Server) loadSession(next http.Handler) http.Handler {
 
 // renderSessionError renders err on a fresh, empty session (no store call)
 // that is never saved.
-func (s *Server) renderSessionError(w http.ResponseWriter, r *http.Request, err error) {
-	ctx, _ := s.sessions.Load(r.Context(), "")
-	s.renderError(w, r.WithContext(context.WithValue(ctx, sessionLoadedKey{}, true)), err)
+func (s *Sessions) renderSessionError(w http.ResponseWriter, r *http.Request, err error) {
+	ctx, _ := s.Load(r.Context(), "")
+	s.RenderError(w, r.WithContext(context.WithValue(ctx, sessionLoadedKey{}, true)), err)
 }
 
 type sessionLoadedKey struct{}
 
-// hasSession reports whether the request went through loadSession, so code
+// HasSession reports whether the request went through Middleware, so code
 // shared with routes outside it (the error pages) knows whether it may
 // touch the session.
-func hasSession(ctx context.Context) bool {
+func HasSession(ctx context.Context) bool {
 	ok, _ := ctx.Value(sessionLoadedKey{}).(bool)
 	return ok
 }
@@ -111,7 +132,7 @@ func hasSession(ctx context.Context) bool {
 // scs's, and if that fails sends the error page instead of the response.
 type sessionWriter struct {
 	http.ResponseWriter
-	s      *Server
+	s      *Sessions
 	r      *http.Request
 	before http.Header // the headers before the handler ran
 	saved  bool
@@ -128,9 +149,9 @@ func (sw *sessionWriter) save(status int) {
 		return
 	}
 	ctx := sw.r.Context()
-	switch sw.s.sessions.Status(ctx) {
+	switch sw.s.Status(ctx) {
 	case scs.Modified:
-		token, expiry, err := sw.s.sessions.Commit(ctx)
+		token, expiry, err := sw.s.Commit(ctx)
 		if err != nil {
 			sw.failed = true
 			h := sw.Header() // drop what the handler set (Location, ...)
@@ -139,9 +160,9 @@ func (sw *sessionWriter) save(status int) {
 			sw.s.renderSessionError(sw.ResponseWriter, sw.r, fmt.Errorf("save session: %w", err))
 			return
 		}
-		sw.s.sessions.WriteSessionCookie(ctx, sw.ResponseWriter, token, expiry)
+		sw.s.WriteSessionCookie(ctx, sw.ResponseWriter, token, expiry)
 	case scs.Destroyed:
-		sw.s.sessions.WriteSessionCookie(ctx, sw.ResponseWriter, "", time.Time{})
+		sw.s.WriteSessionCookie(ctx, sw.ResponseWriter, "", time.Time{})
 	}
 }
 
@@ -162,3 +183,60 @@ func (sw *sessionWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (sw *sessionWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }
+
+// UserID is the logged-in account of the request's session, or 0.
+func (s *Sessions) UserID(ctx context.Context) int64 { return s.GetInt64(ctx, sessUserID) }
+
+// LogIn renews the session token (no fixation) and binds the user to it.
+func (s *Sessions) LogIn(ctx context.Context, userID int64) error {
+	if err := s.RenewToken(ctx); err != nil {
+		return fmt.Errorf("renew session: %w", err)
+	}
+	s.Put(ctx, sessUserID, userID)
+	return nil
+}
+
+// LogOut ends the session.
+func (s *Sessions) LogOut(ctx context.Context) error {
+	if err := s.Destroy(ctx); err != nil {
+		return fmt.Errorf("destroy session: %w", err)
+	}
+	return nil
+}
+
+// Flash keeps a one-shot message for the next page.
+func (s *Sessions) Flash(ctx context.Context, msg string) { s.Put(ctx, sessFlash, msg) }
+
+// PopFlash takes the one-shot message, if the request has a session.
+func (s *Sessions) PopFlash(ctx context.Context) string {
+	if !HasSession(ctx) {
+		return ""
+	}
+	return s.PopString(ctx, sessFlash)
+}
+
+// ChatOwner is whose conversations a browser's are: the account if logged
+// in, otherwise the anonymous key bound to the session cookie.
+func (s *Sessions) ChatOwner(ctx context.Context) (chat.Owner, bool) {
+	if id := s.GetInt64(ctx, sessUserID); id != 0 {
+		return chat.UserOwner(id), true
+	}
+	if k := s.GetString(ctx, sessAnonKey); k != "" {
+		return chat.AnonOwner(k), true
+	}
+	return "", false
+}
+
+// EnsureAnonKey gives an anonymous visitor a conversation key in their
+// session, so their chats survive reloads (called by the chat page).
+func (s *Sessions) EnsureAnonKey(ctx context.Context) error {
+	if s.GetInt64(ctx, sessUserID) != 0 || s.GetString(ctx, sessAnonKey) != "" {
+		return nil
+	}
+	k, err := chat.NewAnonKey()
+	if err != nil {
+		return err
+	}
+	s.Put(ctx, sessAnonKey, k)
+	return nil
+}
