@@ -9,9 +9,12 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // WebSocket limits and timings.
@@ -32,6 +35,19 @@ type wsIn struct {
 }
 
 // wsOut is a frame to the browser (DESIGN.md: chunk, done, error).
+//
+// An error frame says what became of the message it answers, so the page
+// can tell the person whether to send it again (build it with wsError):
+//   - stored: the message is saved in its conversation (conversation_id)
+//     and shows after a reload. False for a refused frame, rate limiting, a
+//     full queue and every check before the message is saved.
+//   - sent: the message was handed to the agent's backend or hosting node,
+//     so the agent may have seen it. False when it surely did not (nothing
+//     stored, chat not available on this node, the host unreachable or
+//     refusing the turn, a disallowed backend address) and no reply chunk
+//     came.
+//
+// Both are absent only when a turn crashed (a panic) and neither is known.
 type wsOut struct {
 	Type           string `json:"type"`
 	Text           string `json:"text,omitempty"`
@@ -39,6 +55,38 @@ type wsOut struct {
 	MessageID      int64  `json:"message_id,omitempty"`
 	Code           string `json:"code,omitempty"`
 	Message        string `json:"message,omitempty"`
+	Stored         *bool  `json:"stored,omitempty"`
+	Sent           *bool  `json:"sent,omitempty"`
+}
+
+// wsError is an error frame about a message: stored and sent as wsOut
+// says.
+func wsError(code, message, conversationID string, stored, sent bool) wsOut {
+	return wsOut{Type: "error", Code: code, Message: message, ConversationID: conversationID, Stored: &stored, Sent: &sent}
+}
+
+// wsUndelivered are the codes of turn failures after the message was
+// stored that mean the agent never got it: this node cannot chat, or the
+// runtime or the hosting node refused the turn before running it.
+var wsUndelivered = map[agent.Code]bool{
+	agent.CodeChatUnavailable:    true,
+	agent.CodeHostUnreachable:    true,
+	agent.CodeAgentBusy:          true,
+	agent.CodeAgentMisconfigured: true,
+	agent.CodeUnknownAgent:       true,
+	agent.CodeOwnerChanged:       true,
+}
+
+// wsTurnError is the error frame for a failed turn. Turn returns the
+// conversation exactly when it stored the message before failing, except
+// for chat_unavailable, which it reports after storing without one.
+func wsTurnError(e *Error, res TurnResult, conversationID string, streamed bool) wsOut {
+	stored := res.Conversation.ID != "" || e.Code == string(agent.CodeChatUnavailable)
+	if res.Conversation.ID != "" {
+		conversationID = res.Conversation.ID
+	}
+	sent := stored && (streamed || !wsUndelivered[agent.Code(e.Code)])
+	return wsError(e.Code, e.Message, conversationID, stored, sent)
 }
 
 // sameOrigin accepts a WebSocket handshake only from pages of this portal:
@@ -160,22 +208,22 @@ func (s *Server) chatLoop(ctx context.Context, conn *websocket.Conn, owner, ip s
 		}
 		_ = conn.SetReadDeadline(time.Now().Add(wsPongWait))
 		if kind != websocket.TextMessage {
-			send(ctx, out, wsOut{Type: "error", Code: "bad_frame", Message: "Send JSON text frames."})
+			send(ctx, out, wsError("bad_frame", "Send JSON text frames.", "", false, false))
 			continue
 		}
 		var in wsIn
 		if err := json.Unmarshal(data, &in); err != nil || in.Type != "message" {
-			send(ctx, out, wsOut{Type: "error", Code: "bad_frame", Message: `Frames must be JSON like {"type":"message","agent_id":"…","text":"…"}.`})
+			send(ctx, out, wsError("bad_frame", `Frames must be JSON like {"type":"message","agent_id":"…","text":"…"}.`, "", false, false))
 			continue
 		}
 		if !s.chatLimits.allow(owner, s.now()) || !s.chatLimits.allow("ip:"+ip, s.now()) {
-			send(ctx, out, wsOut{Type: "error", Code: "rate_limited", ConversationID: in.ConversationID, Message: "You are sending messages too fast; wait a moment."})
+			send(ctx, out, wsError("rate_limited", "You are sending messages too fast; wait a moment.", in.ConversationID, false, false))
 			continue
 		}
 		select {
 		case turns <- in:
 		default:
-			send(ctx, out, wsOut{Type: "error", Code: "busy", ConversationID: in.ConversationID, Message: "Wait for the current replies to finish."})
+			send(ctx, out, wsError("busy", "Wait for the current replies to finish.", in.ConversationID, false, false))
 		}
 		select {
 		case <-writerDone:
@@ -198,21 +246,19 @@ func (s *Server) runWSTurnSafely(ctx context.Context, owner string, in wsIn, out
 }
 
 func (s *Server) runWSTurn(ctx context.Context, owner string, in wsIn, out chan<- wsOut) {
+	var streamed atomic.Bool // a chunk came: the agent got the message
 	emit := func(chunk string) error {
 		if chunk == "" {
 			return nil
 		}
+		streamed.Store(true)
 		return send(ctx, out, wsOut{Type: "chunk", Text: chunk, ConversationID: in.ConversationID})
 	}
 	res, err := s.Turn(ctx, owner, TurnRequest{AgentID: in.AgentID, ConversationID: in.ConversationID, Text: in.Text}, emit)
 	if err != nil {
 		e := toError(err)
 		s.logIfServer(&http.Request{Method: "WS", URL: &url.URL{Path: "/api/v1/chat"}}, e, err)
-		convID := res.Conversation.ID
-		if convID == "" {
-			convID = in.ConversationID
-		}
-		_ = send(ctx, out, wsOut{Type: "error", Code: e.Code, Message: e.Message, ConversationID: convID})
+		_ = send(ctx, out, wsTurnError(e, res, in.ConversationID, streamed.Load()))
 		return
 	}
 	// done carries the whole stored reply, so a client can correct what it
