@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -11,13 +12,15 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 )
 
 // TestChatBrowser drives AgentChat in chromium: a message typed and sent
 // with Enter goes over the WebSocket, the echo streams back into the agent
-// bubble, and after a reload the conversation is still there, without a
-// console error or CSP violation along the way.
+// bubble, a refused message and a failed answer each get an error line that
+// says what became of the message, and after a reload the conversation is
+// still there, without a console error or CSP violation along the way.
 func TestChatBrowser(t *testing.T) {
 	path := chromiumPath(t)
 	e := newChatServer(t)
@@ -85,6 +88,10 @@ func TestChatBrowser(t *testing.T) {
 	if n := run(b, "count unsent messages", chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="message"][data-unsent="true"]').length`)); n != 1 {
 		t.Errorf("%d messages marked unsent, want 1", n)
 	}
+	refused := run(b, "read the error line", chromedp.Evaluate[errorLine](readErrorLine))
+	if refused.Label != "Not sent: your message was not saved." || refused.Text != "Messages are limited to 8 KiB." || !refused.Retry {
+		t.Errorf("error line for a refused message = %+v", refused)
+	}
 	b.assertClean("after a refused message")
 	chatShot(b, "chat-refused.png")
 
@@ -106,7 +113,52 @@ func TestChatBrowser(t *testing.T) {
 	}
 	b.assertClean("after the reload")
 	chatShot(b, "chat-after-reload.png")
+
+	// The agent fails to answer: the message is saved, the line says so,
+	// and Try again sends it once more.
+	answerer := e.s.Chat.Local
+	e.s.Chat.Local = failingAnswerer{err: agent.ErrBackendUnavailable} // the next frame orders this before the turn
+	b.do("send a message the agent fails on",
+		chromedp.SendKeys(tid("composer-input"), "again\r"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="message"][data-role="error"][data-code="agent_unavailable"]`)),
+	)
+	failed := run(b, "read the error line", chromedp.Evaluate[errorLine](readErrorLine))
+	if failed.Label != "Saved, but the agent could not answer:" || failed.Text != "The agent could not answer right now. Try again later." || !failed.Retry {
+		t.Errorf("error line for a failed answer = %+v", failed)
+	}
+	if got := run(b, "read the composer", chromedp.Value(tid("composer-input"))); got != "" {
+		t.Errorf("composer holds %q after a stored message failed", got)
+	}
+	chatShot(b, "chat-failed-answer.png")
+	e.s.Chat.Local = answerer
+	b.do("try again",
+		chromedp.Click(chromedp.CSS(`[data-testid="message"][data-code="agent_unavailable"] [data-testid="message-retry"]`)),
+		chatWaitJS(`document.querySelectorAll('[data-testid="message"][data-role="agent"][data-message-id]').length === 2`),
+	)
+	msgs = run(b, "read the messages", chromedp.Evaluate[[]msg](`Array.from(document.querySelectorAll('[data-testid="message"]'),
+		m => ({Role: m.dataset.role, Text: m.querySelector('.msg-text').textContent}))`))
+	want = append(want, msg{"user", "again"}, msg{"error", failed.Text}, msg{"user", "again"}, msg{"agent", "again"})
+	if fmt.Sprint(msgs) != fmt.Sprint(want) {
+		t.Errorf("messages after a retry = %+v, want %+v", msgs, want)
+	}
+	if n := run(b, "count retry buttons", chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="message-retry"]').length`)); n != 0 {
+		t.Errorf("%d retry buttons left after the retry went through", n)
+	}
+	b.assertClean("after a retry")
 }
+
+// errorLine is what the page's last error line says.
+type errorLine struct {
+	Label, Text string
+	Retry       bool
+}
+
+const readErrorLine = `(() => {
+  const all = document.querySelectorAll('[data-testid="message"][data-role="error"]');
+  const m = all[all.length - 1];
+  return {Label: m.querySelector('.msg-label').textContent, Text: m.querySelector('.msg-text').textContent,
+    Retry: !!m.querySelector('[data-testid="message-retry"]')};
+})()`
 
 // chatShot saves a screenshot of the page as name and logs where it went.
 func chatShot(b *browser, name string) {

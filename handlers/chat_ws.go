@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentsite/agentsite/agent/chat"
@@ -34,6 +35,19 @@ type wsIn struct {
 }
 
 // wsOut is a frame to the browser (DESIGN.md: chunk, done, error).
+//
+// An error frame says what became of the message it answers, so the page
+// can tell the person whether to send it again (build it with wsError):
+//   - stored: the message is saved in its conversation (conversation_id)
+//     and shows after a reload. False for a refused frame, rate limiting, a
+//     full queue and every check before the message is saved.
+//   - sent: the message was handed to the agent's backend or hosting node,
+//     so the agent may have seen it. False when it surely did not (nothing
+//     stored, chat not available on this node, the host unreachable or
+//     refusing the turn, a disallowed backend address) and no reply chunk
+//     came.
+//
+// Both are absent only when a turn crashed (a panic) and neither is known.
 type wsOut struct {
 	Type           string `json:"type"`
 	Text           string `json:"text,omitempty"`
@@ -41,6 +55,25 @@ type wsOut struct {
 	MessageID      int64  `json:"message_id,omitempty"`
 	Code           string `json:"code,omitempty"`
 	Message        string `json:"message,omitempty"`
+	Stored         *bool  `json:"stored,omitempty"`
+	Sent           *bool  `json:"sent,omitempty"`
+}
+
+// wsError is an error frame about a message: stored and sent as wsOut
+// says.
+func wsError(code, message, conversationID string, stored, sent bool) wsOut {
+	return wsOut{Type: "error", Code: code, Message: message, ConversationID: conversationID, Stored: &stored, Sent: &sent}
+}
+
+// wsTurnError is the error frame for a failed turn: Turn returns the
+// conversation exactly when it stored the message before failing, and
+// whether the agent got it (a streamed chunk proves it did).
+func wsTurnError(e *httpkit.Error, res chat.Result, conversationID string, streamed bool) wsOut {
+	stored := res.Conversation.ID != ""
+	if stored {
+		conversationID = res.Conversation.ID
+	}
+	return wsError(e.Code, e.Message, conversationID, stored, stored && (streamed || res.Sent))
 }
 
 // sameOrigin accepts a WebSocket handshake only from pages of this portal:
@@ -136,22 +169,22 @@ func (s *Server) chatLoop(ctx context.Context, conn *websocket.Conn, owner chat.
 		}
 		_ = conn.SetReadDeadline(time.Now().Add(wsPongWait))
 		if kind != websocket.TextMessage {
-			send(ctx, out, wsOut{Type: "error", Code: "bad_frame", Message: "Send JSON text frames."})
+			send(ctx, out, wsError("bad_frame", "Send JSON text frames.", "", false, false))
 			continue
 		}
 		var in wsIn
 		if err := json.Unmarshal(data, &in); err != nil || in.Type != "message" {
-			send(ctx, out, wsOut{Type: "error", Code: "bad_frame", Message: `Frames must be JSON like {"type":"message","agent_id":"…","text":"…"}.`})
+			send(ctx, out, wsError("bad_frame", `Frames must be JSON like {"type":"message","agent_id":"…","text":"…"}.`, "", false, false))
 			continue
 		}
 		if !s.chatLimits.Allow(string(owner), s.now()) || !s.chatLimits.Allow("ip:"+ip, s.now()) {
-			send(ctx, out, wsOut{Type: "error", Code: "rate_limited", ConversationID: in.ConversationID, Message: "You are sending messages too fast; wait a moment."})
+			send(ctx, out, wsError("rate_limited", "You are sending messages too fast; wait a moment.", in.ConversationID, false, false))
 			continue
 		}
 		select {
 		case turns <- in:
 		default:
-			send(ctx, out, wsOut{Type: "error", Code: "busy", ConversationID: in.ConversationID, Message: "Wait for the current replies to finish."})
+			send(ctx, out, wsError("busy", "Wait for the current replies to finish.", in.ConversationID, false, false))
 		}
 		select {
 		case <-writerDone:
@@ -174,21 +207,19 @@ func (s *Server) runWSTurnSafely(ctx context.Context, owner chat.Owner, in wsIn,
 }
 
 func (s *Server) runWSTurn(ctx context.Context, owner chat.Owner, in wsIn, out chan<- wsOut) {
+	var streamed atomic.Bool // a chunk came: the agent got the message
 	emit := func(chunk string) error {
 		if chunk == "" {
 			return nil
 		}
+		streamed.Store(true)
 		return send(ctx, out, wsOut{Type: "chunk", Text: chunk, ConversationID: in.ConversationID})
 	}
 	res, err := s.Chat.Turn(ctx, owner, chat.Request{AgentID: in.AgentID, ConversationID: in.ConversationID, Text: in.Text}, emit)
 	if err != nil {
 		e := httpkit.Classify(err)
 		s.logIfServer(&http.Request{Method: "WS", URL: &url.URL{Path: "/api/v1/chat"}}, e, err)
-		convID := res.Conversation.ID
-		if convID == "" {
-			convID = in.ConversationID
-		}
-		_ = send(ctx, out, wsOut{Type: "error", Code: e.Code, Message: e.Message, ConversationID: convID})
+		_ = send(ctx, out, wsTurnError(e, res, in.ConversationID, streamed.Load()))
 		return
 	}
 	// done carries the whole stored reply, so a client can correct what it

@@ -120,6 +120,7 @@ func TestChatPage(t *testing.T) {
 	if _, hidden := mustTestid(t, doc, "composer-error").Attr("hidden"); !hidden {
 		t.Error("an empty composer error is visible")
 	}
+	checkChatTemplates(t, doc, id)
 	var script string
 	doc.Find("script[src]").Each(func(_ int, s *goquery.Selection) {
 		if src := s.AttrOr("src", ""); strings.HasPrefix(src, "/static/chat.") {
@@ -139,6 +140,60 @@ func TestChatPage(t *testing.T) {
 	doc = v.page("/agents/"+id, http.StatusOK)
 	if got := mustTestid(t, doc, "chat-agent").AttrOr("href", ""); got != "/chat/"+id {
 		t.Errorf("agent page chat link = %q", got)
+	}
+}
+
+// checkChatTemplates checks the <template>s chat.js clones: one of each,
+// inside the chat root (the script looks there), each the server's own
+// markup for what it stands for.
+func checkChatTemplates(t *testing.T, doc *goquery.Document, agentID string) {
+	t.Helper()
+	root := mustTestid(t, doc, "chat")
+	if n, m := doc.Find(`[data-testid="chat-template"]`).Length(), root.Find(`template[data-testid="chat-template"]`).Length(); n != 7 || m != n {
+		t.Errorf("%d chat templates, %d of them <template>s in the chat root; want 7", n, m)
+	}
+	tmpl := func(name string) *goquery.Selection {
+		t.Helper()
+		s := root.Find(fmt.Sprintf(`template[data-template=%q]`, name))
+		if s.Length() != 1 || s.AttrOr("data-testid", "") != "chat-template" {
+			t.Errorf("template %q: %d found", name, s.Length())
+		}
+		return s.Children()
+	}
+	for _, tt := range []struct{ name, role, label string }{
+		{"user", "user", ""},
+		{"agent", "agent", ""},
+		{"error-unsent", "error", "Not sent: your message was not saved."},
+		{"error-undelivered", "error", "Saved, but not delivered to the agent:"},
+		{"error-unanswered", "error", "Saved, but the agent could not answer:"},
+		{"error-unknown", "error", "Not answered:"},
+	} {
+		m := tmpl(tt.name)
+		if m.Length() != 1 || m.AttrOr("data-testid", "") != "message" || m.AttrOr("data-role", "") != tt.role || m.Find(".msg-text").Length() != 1 {
+			h, _ := goquery.OuterHtml(m)
+			t.Errorf("template %q is not a %s message: %s", tt.name, tt.role, h)
+		}
+		if got := text(m.Find(".msg-label")); got != tt.label {
+			t.Errorf("template %q label = %q, want %q", tt.name, got, tt.label)
+		}
+		if retry := m.Find(`button[type="button"][data-testid="message-retry"]`).Length(); retry != 0 != (tt.role == "error") {
+			t.Errorf("template %q has %d retry buttons", tt.name, retry)
+		}
+		if typing := m.Find(`[data-testid="typing"]`).Length(); typing != 0 != (tt.name == "agent") {
+			t.Errorf("template %q has %d typing indicators", tt.name, typing)
+		}
+	}
+	if got := tmpl("agent").Find(`[data-testid="typing"]`).AttrOr("aria-label", ""); got != "Echo Bot is typing" {
+		t.Errorf("typing indicator label = %q", got)
+	}
+	conv := tmpl("conversation")
+	if conv.AttrOr("data-testid", "") != "conversation" || conv.AttrOr("data-agent-id", "") != agentID || conv.AttrOr("data-current", "") != "true" ||
+		conv.Find(`a.conv-link[aria-current="page"] .conv-title`).Length() != 1 || conv.Find("time").Length() != 1 {
+		h, _ := goquery.OuterHtml(conv)
+		t.Errorf("conversation template: %s", h)
+	}
+	if got := text(conv.Find(".conv-agent")); got != "Echo Bot" {
+		t.Errorf("conversation template agent = %q", got)
 	}
 }
 
@@ -349,6 +404,7 @@ func TestChatHistory(t *testing.T) {
 		t.Fatalf("status %d, %v", resp.StatusCode, err)
 	}
 	checkCSPClean(t, doc)
+	checkChatTemplates(t, doc, echo)
 	if got := chatMessages(doc); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("messages = %q\nwant %q", got, want)
 	}
@@ -484,9 +540,11 @@ func TestChatWebSocket(t *testing.T) {
 		if err := c.WriteMessage(bad.kind, []byte(bad.data)); err != nil {
 			t.Fatal(err)
 		}
-		if f := readFrame(t, c); f.Type != "error" || f.Code != "bad_frame" || f.Message == "" {
+		f := readFrame(t, c)
+		if f.Type != "error" || f.Code != "bad_frame" || f.Message == "" {
 			t.Errorf("after %q: %+v", bad.data, f)
 		}
+		wantFate(t, f, false, false)
 	}
 
 	// Too long: refused, not stored.
@@ -494,22 +552,28 @@ func TestChatWebSocket(t *testing.T) {
 	if f.Type != "error" || f.Code != "message_too_large" {
 		t.Errorf("oversized message: %+v", f)
 	}
+	wantFate(t, f, false, false)
 	// Unknown agent and someone else's conversation.
 	_, f = turn(t, c, wsIn{AgentID: strings.Repeat("a", agent.IDLen), Text: "hi"})
 	if f.Type != "error" || f.Code != "unknown_agent" {
 		t.Errorf("unknown agent: %+v", f)
 	}
+	wantFate(t, f, false, false)
 	w := e.visitor()
 	w.page("/chat/"+id, http.StatusOK)
 	_, f = turn(t, w.mustDial(), wsIn{AgentID: id, ConversationID: done.ConversationID, Text: "hijack"})
 	if f.Type != "error" || f.Code != "unknown_conversation" {
 		t.Errorf("foreign conversation: %+v", f)
 	}
+	wantFate(t, f, false, false)
 
 	// Still usable: continue the conversation.
 	chunks, f = turn(t, c, wsIn{AgentID: id, ConversationID: done.ConversationID, Text: "again"})
 	if f.Type != "done" || f.ConversationID != done.ConversationID || strings.Join(chunks, "") != "again" {
 		t.Errorf("continued turn: %q then %+v", chunks, f)
+	}
+	if f.Stored != nil || f.Sent != nil {
+		t.Errorf("a done frame carries stored/sent: %+v", f)
 	}
 	if msgs, _ := e.st.ListMessages(t.Context(), done.ConversationID, 10); len(msgs) != 4 {
 		t.Errorf("%d messages stored, want 4 (refused ones are not)", len(msgs))
@@ -543,5 +607,132 @@ func TestChatWebSocketHandshake(t *testing.T) {
 	_, resp, err := e.visitor().wsDial(e.ts.URL)
 	if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("without a session: %v, %v, want 401", err, resp)
+	}
+}
+
+// wantFate checks an error frame's account of the message: stored, sent.
+func wantFate(t *testing.T, f wsOut, stored, sent bool) {
+	t.Helper()
+	if f.Stored == nil || f.Sent == nil {
+		t.Errorf("error frame %s without stored/sent: %+v", f.Code, f)
+		return
+	}
+	if *f.Stored != stored || *f.Sent != sent {
+		t.Errorf("error frame %s: stored %v sent %v, want stored %v sent %v", f.Code, *f.Stored, *f.Sent, stored, sent)
+	}
+}
+
+// TestChatWebSocketRateLimited: a message over the rate limit is refused
+// before anything happens to it, and the frame says so.
+func TestChatWebSocketRateLimited(t *testing.T) {
+	e := newChatServer(t)
+	e.s.chatLimits = httpkit.NewRates(6) // burst 5
+	id := e.seedEcho("echo-bot", "Echo Bot")
+	v := e.visitor()
+	v.page("/chat/"+id, http.StatusOK)
+	c := v.mustDial()
+	_, done := turn(t, c, wsIn{AgentID: id, Text: "first"})
+	if done.Type != "done" {
+		t.Fatalf("first turn: %+v", done)
+	}
+	for i := range 10 {
+		_, f := turn(t, c, wsIn{AgentID: id, ConversationID: done.ConversationID, Text: fmt.Sprint("n", i)})
+		if f.Type == "done" {
+			continue
+		}
+		if f.Code != "rate_limited" {
+			t.Fatalf("turn %d: %+v", i, f)
+		}
+		wantFate(t, f, false, false)
+		msgs, err := e.st.ListMessages(t.Context(), done.ConversationID, 100)
+		if err != nil || len(msgs) != 2*(i+1) {
+			t.Errorf("%d messages stored after %d turns and a refused one (%v)", len(msgs), i+1, err)
+		}
+		return
+	}
+	t.Fatal("never rate limited")
+}
+
+// failingAnswerer streams chunk (if any), then fails with err.
+type failingAnswerer struct {
+	chunk string
+	err   error
+}
+
+func (f failingAnswerer) Answer(_ context.Context, _ agent.Turn, emit func(string) error) (string, error) {
+	if f.chunk != "" {
+		if err := emit(f.chunk); err != nil {
+			return "", err
+		}
+	}
+	return f.chunk, f.err
+}
+
+// TestChatWebSocketFailedAfterStoring: a turn that fails once the message
+// is stored says so (stored), and whether the agent got it (sent); the
+// conversation then holds the message, as the frame says.
+func TestChatWebSocketFailedAfterStoring(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		answerer chat.Answerer // nil: chat is not available on this node
+		code     string
+		sent     bool
+	}{
+		{"backend down", failingAnswerer{err: agent.ErrBackendUnavailable}, "agent_unavailable", true},
+		{"backend timed out", failingAnswerer{err: agent.ErrBackendTimeout}, "agent_timeout", true},
+		{"address not allowed", failingAnswerer{err: agent.ErrBlockedAddress}, "agent_misconfigured", false},
+		{"broke off after a chunk", failingAnswerer{chunk: "hal", err: agent.ErrBlockedAddress}, "agent_misconfigured", true},
+		{"agent gone from its host", failingAnswerer{err: agent.ErrUnknownAgent}, "unknown_agent", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newChatServer(t)
+			id := e.seedEcho("echo-bot", "Echo Bot")
+			v := e.visitor()
+			v.page("/chat/"+id, http.StatusOK)
+			c := v.mustDial()
+			_, done := turn(t, c, wsIn{AgentID: id, Text: "first"})
+			if done.Type != "done" {
+				t.Fatalf("first turn: %+v", done)
+			}
+			// Safe to swap: the next frame we write orders this before the
+			// server's read of it.
+			e.s.Chat.Local = tt.answerer
+			_, f := turn(t, c, wsIn{AgentID: id, ConversationID: done.ConversationID, Text: "second"})
+			if f.Type != "error" || f.Code != tt.code || f.ConversationID != done.ConversationID {
+				t.Fatalf("frame %+v, want error %s in %s", f, tt.code, done.ConversationID)
+			}
+			wantFate(t, f, true, tt.sent)
+			msgs, err := e.st.ListMessages(t.Context(), done.ConversationID, 10)
+			if err != nil || len(msgs) < 3 || msgs[2].Role != "user" || msgs[2].Text != "second" {
+				t.Errorf("frame says stored; conversation holds %+v (%v)", msgs, err)
+			}
+		})
+	}
+
+	// No chat on this node: refused before the message is stored.
+	{
+		e := newChatServer(t)
+		id := e.seedEcho("echo-bot", "Echo Bot")
+		e.s.Chat.Local = nil
+		v := e.visitor()
+		v.page("/chat/"+id, http.StatusOK)
+		_, f := turn(t, v.mustDial(), wsIn{AgentID: id, Text: "hello"})
+		if f.Type != "error" || f.Code != "chat_unavailable" {
+			t.Fatalf("no chat: frame %+v", f)
+		}
+		wantFate(t, f, false, false)
+	}
+
+	// A new conversation: the frame names the one the message went into.
+	e := newChatServer(t)
+	id := e.seedEcho("echo-bot", "Echo Bot")
+	e.s.Chat.Local = failingAnswerer{err: agent.ErrBackendUnavailable}
+	v := e.visitor()
+	v.page("/chat/"+id, http.StatusOK)
+	_, f := turn(t, v.mustDial(), wsIn{AgentID: id, Text: "hello"})
+	wantFate(t, f, true, true)
+	msgs, err := e.st.ListMessages(t.Context(), f.ConversationID, 10)
+	if f.ConversationID == "" || err != nil || len(msgs) != 2 || msgs[0].Text != "hello" || msgs[1].Role != "error" {
+		t.Errorf("frame %+v; its conversation holds %+v (%v)", f, msgs, err)
 	}
 }

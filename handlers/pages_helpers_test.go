@@ -69,9 +69,10 @@ func checkCSPClean(t testing.TB, doc *goquery.Document) {
 	})
 }
 
-// testid selects elements by data-testid.
+// testid selects elements by data-testid, as a browser's querySelectorAll
+// does: not inside a <template> (its content is inert, not in the page).
 func testid(doc *goquery.Document, id string) *goquery.Selection {
-	return doc.Find(fmt.Sprintf("[data-testid=%q]", id))
+	return doc.Find(fmt.Sprintf("[data-testid=%q]", id)).Not("template *")
 }
 
 // mustTestid is testid that requires at least one match.

@@ -4,10 +4,13 @@
 // chunk by chunk. Protocol (DESIGN.md): we send
 // {"type":"message","agent_id","conversation_id"?,"text"}; the server sends
 // {"type":"chunk","text"}…, then {"type":"done","conversation_id","text" (the whole reply),
-// "message_id"} or {"type":"error","code","message","conversation_id"?}.
+// "message_id"} or {"type":"error","code","message","conversation_id"?,
+// "stored","sent"} (what became of the message: handlers/chat_ws.go wsOut).
 //
 // Everything comes from data- attributes on [data-chat] (the CSP allows no
-// inline script), and text only ever goes into the page as text nodes.
+// inline script). The markup comes from the page too: the script clones its
+// <template>s (web/chat.templ chatTemplates), the server's own components,
+// and puts text in only as text (textContent, never HTML).
 (function () {
   "use strict";
 
@@ -30,13 +33,6 @@
   var connEl = q("[data-testid=chat-connection]");
   var convList = q("[data-testid=conversation-list]");
 
-  // Codes of errors that mean the message was never accepted (nothing was
-  // stored): its text goes back into the composer.
-  var NOT_SENT = {
-    bad_frame: 1, empty_message: 1, message_too_large: 1, bad_message: 1,
-    unknown_conversation: 1, agent_offline: 1, rate_limited: 1, busy: 1
-  };
-
   var STATE_LABELS = {
     offline: "",
     connecting: "Connecting…",
@@ -50,7 +46,7 @@
   var attempt = 0;      // failed attempts since the last open, for the backoff
   var timer = 0;        // pending reconnect
   var leaving = false;  // the page is being unloaded: no reconnects, no errors
-  var pending = null;   // the turn in flight: {user, agent, textNode, text, got}
+  var pending = null;   // the turn in flight: {user, agent, textNode, text, raw, got}
 
   // ---------- Connection ----------
 
@@ -167,7 +163,8 @@
         if (pending) {
           failPending(f);
         } else {
-          addMessage("error", f.message || "Something went wrong.", f.code);
+          var line = addMessage(errorLine(f), f.message || "Something went wrong.", f.code);
+          q("[data-testid=message-retry]", line).remove(); // no message of ours to retry
         }
         break;
     }
@@ -201,6 +198,9 @@
     turnEnded();
   }
 
+  // failPending ends the turn in flight with error frame f (or a dropped
+  // connection): the error line says whether the message was saved and
+  // whether the agent got it, and offers to send it again.
   function failPending(f) {
     var p = pending;
     pending = null;
@@ -210,18 +210,35 @@
       p.agent.remove();
     }
     var stick = nearBottom();
-    var errMsg = addMessage("error", f.message || "Something went wrong.", f.code);
-    if (NOT_SENT[f.code]) {
-      q(".msg-label", errMsg).textContent = "Not sent:";
+    var line = addMessage(errorLine(f), f.message || "Something went wrong.", f.code);
+    q("[data-testid=message-retry]", line).addEventListener("click", function () { retry(p.raw); });
+    if (f.stored === false) {
+      // Nothing was kept: the text goes back into the composer.
       p.user.classList.add("msg-unsent");
       p.user.setAttribute("data-unsent", "true");
       if (!input.value) input.value = p.raw;
-    } else if (f.conversation_id) {
-      // A turn that failed after it started is stored with its error.
+    } else if (f.stored && f.conversation_id) {
+      // The message is stored (with the error, after a failed answer).
       adoptConversation(f.conversation_id, p.text);
     }
     if (stick) scrollToEnd();
     turnEnded();
+  }
+
+  // errorLine names the error template for frame f: what became of the
+  // message (f.stored, f.sent), or "unknown" when the frame cannot say.
+  function errorLine(f) {
+    if (f.stored === false) return "error-unsent";
+    if (f.stored === true) return f.sent === false ? "error-undelivered" : "error-unanswered";
+    return "error-unknown";
+  }
+
+  // retry sends a failed message again: the composer's text if it still
+  // holds (an edit of) it, else the message as first sent.
+  function retry(raw) {
+    if (pending) return;
+    if (!input.value.trim()) input.value = raw;
+    send();
   }
 
   function turnEnded() {
@@ -252,19 +269,17 @@
     input.value = "";
     var empty = q("[data-testid=messages-empty]");
     if (empty) empty.remove();
+    // A retry is about the latest failure only.
+    var old = list.querySelectorAll("[data-testid=message-retry]");
+    for (var i = 0; i < old.length; i++) old[i].remove();
     var user = addMessage("user", text);
-    var agentMsg = addMessage("agent", "");
-    agentMsg.setAttribute("aria-busy", "true");
-    var typing = document.createElement("span");
-    typing.className = "typing";
-    typing.setAttribute("data-testid", "typing");
-    typing.setAttribute("aria-label", agentName + " is typing");
-    for (var i = 0; i < 3; i++) typing.appendChild(document.createElement("span"));
-    q(".msg-bubble", agentMsg).insertBefore(typing, q(".msg-text", agentMsg));
+    var agentMsg = addMessage("agent", ""); // with the typing indicator, aria-busy
+    var textNode = document.createTextNode("");
+    q(".msg-text", agentMsg).appendChild(textNode);
     pending = {
       user: user,
       agent: agentMsg,
-      textNode: q(".msg-text", agentMsg).firstChild,
+      textNode: textNode,
       text: text,
       raw: raw,
       got: false
@@ -307,28 +322,19 @@
 
   // ---------- Messages ----------
 
-  // addMessage appends a bubble built like the server's (web/chat.templ
-  // chatMessage) and returns it.
-  function addMessage(role, text, code) {
+  // clone is a copy of the page's <template data-template=name>: markup
+  // the server rendered with the components of the stored page.
+  function clone(name) {
+    return q("template[data-template=\"" + name + "\"]").content.firstElementChild.cloneNode(true);
+  }
+
+  // addMessage appends a bubble from template name (user, agent, error-…)
+  // holding text, and returns it.
+  function addMessage(name, text, code) {
     var stick = nearBottom();
-    var li = document.createElement("li");
-    li.className = "msg msg-" + role;
-    li.setAttribute("data-testid", "message");
-    li.setAttribute("data-role", role);
+    var li = clone(name);
     if (code) li.setAttribute("data-code", code);
-    var bubble = document.createElement("div");
-    bubble.className = "msg-bubble";
-    if (role === "error") {
-      var label = document.createElement("span");
-      label.className = "msg-label";
-      label.textContent = "Not answered:";
-      bubble.appendChild(label);
-    }
-    var span = document.createElement("span");
-    span.className = "msg-text";
-    span.appendChild(document.createTextNode(text));
-    bubble.appendChild(span);
-    li.appendChild(bubble);
+    q(".msg-text", li).textContent = text;
     list.appendChild(li);
     if (stick) scrollToEnd();
     return li;
@@ -365,7 +371,12 @@
       var a = q("a", it);
       if (cur) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
     }
-    if (!item) item = newConversationItem(id, url, title(firstText));
+    if (!item) {
+      item = clone("conversation");
+      item.setAttribute("data-conversation-id", id);
+      q("a", item).setAttribute("href", url);
+      q(".conv-title", item).textContent = title(firstText) || agentName;
+    }
     var when = q("time", item);
     when.textContent = "just now";
     when.setAttribute("datetime", new Date().toISOString());
@@ -375,36 +386,6 @@
     var fresh = q("[data-testid=new-conversation]");
     fresh.classList.remove("current");
     fresh.removeAttribute("aria-current");
-  }
-
-  // newConversationItem builds a side-list entry like chatConversationItem.
-  function newConversationItem(id, url, text) {
-    var li = document.createElement("li");
-    li.className = "conv current";
-    li.setAttribute("data-testid", "conversation");
-    li.setAttribute("data-conversation-id", id);
-    li.setAttribute("data-agent-id", agentId);
-    li.setAttribute("data-current", "true");
-    var a = document.createElement("a");
-    a.className = "conv-link";
-    a.href = url;
-    a.setAttribute("aria-current", "page");
-    var t = document.createElement("span");
-    t.className = "conv-title";
-    t.textContent = text || agentName;
-    var meta = document.createElement("span");
-    meta.className = "conv-meta";
-    if (agentName) {
-      var who = document.createElement("span");
-      who.className = "conv-agent";
-      who.textContent = agentName;
-      meta.appendChild(who);
-    }
-    meta.appendChild(document.createElement("time"));
-    a.appendChild(t);
-    a.appendChild(meta);
-    li.appendChild(a);
-    return li;
   }
 
   // title is the server's conversation title (handlers/chat.go title): the

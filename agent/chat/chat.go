@@ -183,13 +183,25 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 	if err != nil {
 		e := TurnError(err, l)
 		c.storeFailure(ctx, conv.ID, reply, e)
-		return Result{Conversation: conv, Sent: e.Code != agent.CodeHostUnreachable}, e
+		return Result{Conversation: conv, Sent: delivered(e)}, e
 	}
 	m, err := c.Store.AppendMessage(ctx, store.Message{ConversationID: conv.ID, Role: agent.RoleAgent, Text: reply, CreatedAt: c.now()})
 	if err != nil {
 		return Result{Conversation: conv, Sent: true}, fmt.Errorf("store reply: %w", err)
 	}
 	return Result{Conversation: conv, Reply: m, Sent: true}, nil
+}
+
+// delivered reports whether a turn that failed with e reached the agent:
+// not when the host could not be reached, or the runtime or the host
+// refused the turn before running it.
+func delivered(e *agent.Error) bool {
+	switch e.Code {
+	case agent.CodeHostUnreachable, agent.CodeAgentBusy, agent.CodeAgentMisconfigured,
+		agent.CodeUnknownAgent, agent.CodeOwnerChanged:
+		return false
+	}
+	return true
 }
 
 // storeFailure keeps what the agent said before failing, then the error,
