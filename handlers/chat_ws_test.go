@@ -16,7 +16,6 @@ import (
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
-
 // wsDial opens the chat WebSocket with env's cookies (visit a chat page
 // first) and an Origin header.
 func (e *testEnv) wsDial(origin string) (*websocket.Conn, *http.Response, error) {
