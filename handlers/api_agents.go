@@ -8,12 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentsite/agentsite/agent/registry"
-	"github.com/agentsite/agentsite/handlers/httpkit"
-
 	"github.com/go-chi/chi/v5"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
 

@@ -3,10 +3,10 @@ package handlers
 import (
 	"net/http"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/handlers/httpkit"
-
-	"github.com/go-chi/chi/v5"
 )
 
 type messageIn struct {

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/httpkit"
-
-	"github.com/agentsite/agentsite/agent"
 )
 
 type apiErr struct {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"bufio"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,11 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsite/agentsite/handlers/httpkit"
-
-	"log/slog"
-
 	"github.com/agentsite/agentsite/handlers/connlimit"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store/sqlite"
 )
 

@@ -8,12 +8,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentsite/agentsite/handlers/httpkit"
-
 	"github.com/go-chi/httprate"
 	libp2phttp "github.com/libp2p/go-libp2p/p2p/http"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
 // MCP limits. A send_message call from a person carries at most 8 KiB of

@@ -10,11 +10,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentsite/agentsite/agent/registry"
-	"github.com/agentsite/agentsite/handlers/httpkit"
-
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
 

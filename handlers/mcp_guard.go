@@ -11,11 +11,11 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/agentsite/agentsite/handlers/httpkit"
-
 	"github.com/go-chi/httprate"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
 // mcpGuard wraps mcp-go's Streamable HTTP server with what it does not do

@@ -16,13 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentsite/agentsite/handlers/httpkit"
-
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/runtime"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
 

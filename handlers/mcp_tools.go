@@ -12,11 +12,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentsite/agentsite/agent/chat"
-	"github.com/agentsite/agentsite/handlers/httpkit"
-
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
 // Per-agent tools.

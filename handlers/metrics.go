@@ -7,12 +7,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentsite/agentsite/handlers/httpkit"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
 

@@ -10,11 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentsite/agentsite/handlers/httpkit"
-
 	"github.com/go-chi/chi/v5"
 
 	"github.com/agentsite/agentsite/handlers/connlimit"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
 // contentSecurityPolicy allows only our own scripts and styles: no inline

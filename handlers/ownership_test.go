@@ -10,10 +10,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/httpkit"
-
-	"github.com/agentsite/agentsite/agent"
 )
 
 // An agent id is derived from the node's key and the name only: these tests

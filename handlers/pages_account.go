@@ -7,10 +7,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/agentsite/agentsite/handlers/httpkit"
-
 	"github.com/go-chi/chi/v5"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
 )

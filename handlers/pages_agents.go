@@ -8,9 +8,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agentsite/agentsite/handlers/httpkit"
-
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
 )

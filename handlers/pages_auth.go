@@ -5,9 +5,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/agentsite/agentsite/handlers/httpkit"
-
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
 )

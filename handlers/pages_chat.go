@@ -5,11 +5,10 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/agentsite/agentsite/agent/chat"
-	"github.com/agentsite/agentsite/handlers/httpkit"
-
 	"github.com/go-chi/chi/v5"
 
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/static"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/agentsite/agentsite/handlers/httpkit"
-
 	"github.com/agentsite/agentsite/web"
 )
 

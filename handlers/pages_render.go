@@ -7,10 +7,9 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/agentsite/agentsite/handlers/httpkit"
-
 	"github.com/a-h/templ"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/static"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"

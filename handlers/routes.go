@@ -4,11 +4,11 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/agentsite/agentsite/handlers/httpkit"
-
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/go-chi/httprate"
+
+	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
 // Body limits. Forms and API bodies are small; a record is at most 16 KiB and

@@ -12,15 +12,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/agentsite/agentsite/agent/chat"
-	"github.com/agentsite/agentsite/agent/registry"
-	"github.com/agentsite/agentsite/handlers/httpkit"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/connlimit"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
 
