@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime/mcppool"
 )
 
 // mcpTestServer is an mcp-go Streamable HTTP server with a few tools; it
@@ -236,16 +237,13 @@ func TestMCPPoolIdleExpiry(t *testing.T) {
 	ts := newMCPTestServer(t)
 	b := agent.Backend{Kind: agent.BackendMCP, URL: ts.url, Tool: "shout"}
 	rt := newTestRuntime(t, b, RuntimeOptions{Timeout: 10 * time.Second})
-	rt.mcp.idle = 50 * time.Millisecond
+	rt.mcp.pool = mcppool.New[string, *mcpConn](50 * time.Millisecond)
 	if _, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: "x"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		rt.mcp.mu.Lock()
-		n := len(rt.mcp.conns)
-		rt.mcp.mu.Unlock()
-		if n == 0 {
+		if rt.mcp.pool.Len() == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
