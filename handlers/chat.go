@@ -217,6 +217,8 @@ func turnError(err error, l store.Listing) *Error {
 		return &Error{Status: http.StatusBadGateway, Code: "agent_unavailable", Message: "The agent could not answer right now. Try again later."}
 	case errors.Is(err, agent.ErrReplyTooLarge), errors.Is(err, agent.ErrBadBackendReply):
 		return &Error{Status: http.StatusBadGateway, Code: "agent_bad_reply", Message: "The agent's backend sent a reply that could not be used."}
+	case errors.Is(err, agent.ErrAgentBusy):
+		return &Error{Status: http.StatusServiceUnavailable, Code: "agent_busy", Message: "The node hosting this agent is busy; try again in a minute."}
 	case errors.Is(err, context.Canceled):
 		return &Error{Status: statusClientClosed, Code: "canceled", Message: "The message was canceled."}
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/agentsite/agentsite/agent/runtime/mcpstream"
 )
 
 // Per-agent tools.
@@ -238,9 +240,9 @@ func (p *mcpPublic) turn(ctx context.Context, req mcp.CallToolRequest, agentID s
 	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
 		owner = "mcp:" + cs.SessionID()
 	}
-	stream := newTurnStream(ctx, p.srv, progressToken(req))
-	res, err := p.s.Turn(ctx, owner, TurnRequest{AgentID: agentID, ConversationID: conv, Text: text}, stream.emit)
-	stream.drain()
+	stream := mcpstream.New(ctx, p.srv, req)
+	res, err := p.s.Turn(ctx, owner, TurnRequest{AgentID: agentID, ConversationID: conv, Text: text}, stream.Emit)
+	stream.Drain()
 	if err != nil {
 		e := toError(err)
 		if e.Code == "internal" {
@@ -258,14 +260,6 @@ func (p *mcpPublic) turn(ctx context.Context, req mcp.CallToolRequest, agentID s
 			"agent_id": agentID, "conversation_id": cid, "message_id": res.Reply.ID, "reply": res.Reply.Text,
 		},
 	}
-}
-
-// progressToken is the call's progress token, nil if it asked for none.
-func progressToken(req mcp.CallToolRequest) mcp.ProgressToken {
-	if req.Params.Meta == nil {
-		return nil
-	}
-	return req.Params.Meta.ProgressToken
 }
 
 // fieldsText renders validation fields for a tool error, sorted.
