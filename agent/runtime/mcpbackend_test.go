@@ -279,6 +279,29 @@ func TestMCPConcurrentTurns(t *testing.T) {
 	wg.Wait()
 }
 
+// TestMCPConcurrentFirstTurnsShareOneHandshake: turns that find no
+// session start one, not one each (the pool dials once per key).
+func TestMCPConcurrentFirstTurnsShareOneHandshake(t *testing.T) {
+	ts := newMCPTestServer(t)
+	b := agent.Backend{Kind: agent.BackendMCP, URL: ts.url, Tool: "shout"}
+	rt := newTestRuntime(t, b, RuntimeOptions{Timeout: 10 * time.Second})
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			<-start
+			if _, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: "x"}, nil); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if n := ts.handshakes.Load(); n != 1 {
+		t.Errorf("%d handshakes for 8 concurrent first turns, want 1", n)
+	}
+}
+
 func TestMCPTimeout(t *testing.T) {
 	ts := newMCPTestServer(t)
 	b := agent.Backend{Kind: agent.BackendMCP, URL: ts.url, Tool: "slow"}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/p2p"
+	"github.com/agentsite/agentsite/p2p/peermcp"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/store/storeopen"
 )
@@ -44,6 +45,7 @@ type Main struct {
 	Publisher *p2p.Publisher
 	Server    *handlers.Server
 	Runtime   *runtime.Runtime
+	Peers     *peermcp.Client // turns to agents other nodes host
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -146,8 +148,16 @@ func (m *Main) Run(ctx context.Context) error {
 		Logger:       m.Logger,
 	})
 	srv.Answerer = m.Runtime
-	srv.Remote = remoteAgents{node: node}
-	if err := node.ServeMCP(srv.PeerMCPHandler()); err != nil {
+	m.Peers = peermcp.NewClient(node, peermcp.ClientConfig{Logger: m.Logger, Version: buildVersion()})
+	srv.Remote = m.Peers
+	if err := node.ServeMCP(peermcp.NewHandler(peermcp.HandlerConfig{
+		Agents:   hostedAgents{st: ist},
+		Answerer: m.Runtime,
+		Detail:   runtime.PublicMessage,
+		Allow:    srv.PeerTurnLimit(),
+		Logger:   m.Logger,
+		Version:  buildVersion(),
+	})); err != nil {
 		return fmt.Errorf("serve MCP over libp2p: %w", err)
 	}
 
@@ -211,6 +221,12 @@ func (m *Main) Close() error {
 		m.cancel()
 	}
 	m.wg.Wait()
+	if m.Peers != nil { // before p2p: turns to other nodes end here
+		if err := m.Peers.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("peer MCP clients close: %w", err))
+		}
+		m.Peers = nil
+	}
 	if m.Node != nil {
 		if err := m.Node.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("p2p shutdown: %w", err))
@@ -262,21 +278,18 @@ func backendLookup(st store.Store) func(ctx context.Context, agentID string) (ag
 	}
 }
 
-// remoteAgents is handlers.RemoteAgents on p2p.Node.SendTurn. It turns the
-// host's refusals that have no agent.Err* kind into messages for people
-// (handlers' turnError would call them "unreachable"; the host answered).
-type remoteAgents struct{ node *p2p.Node }
+// hostedAgents is peermcp.Agents on the store: the agents this node hosts
+// and has not deleted.
+type hostedAgents struct{ st store.Store }
 
-// Send implements handlers.RemoteAgents.
-func (r remoteAgents) Send(ctx context.Context, hostPeerID string, t agent.Turn, emit func(string) error) (string, error) {
-	reply, err := r.node.SendTurn(ctx, hostPeerID, t, emit)
+// HostedAgent implements peermcp.Agents.
+func (h hostedAgents) HostedAgent(ctx context.Context, id string) (agent.Record, error) {
+	l, err := h.st.GetAgent(ctx, id)
 	switch {
-	case err == nil:
-		return reply, nil
-	case errors.Is(err, p2p.ErrRemoteBusy):
-		return "", &handlers.Error{Status: http.StatusServiceUnavailable, Code: "agent_busy", Message: "The node hosting this agent is busy; try again in a minute."}
-	case errors.Is(err, agent.ErrBackendUnavailable), errors.Is(err, p2p.ErrRemoteFailed):
-		return "", &handlers.Error{Status: http.StatusBadGateway, Code: "agent_unavailable", Message: "The agent could not answer right now. Try again later."}
+	case errors.Is(err, store.ErrNotFound) || (err == nil && (!l.Local || l.Record.Tombstone)):
+		return agent.Record{}, fmt.Errorf("%w: %s", agent.ErrUnknownAgent, id)
+	case err != nil:
+		return agent.Record{}, err
 	}
-	return "", err
+	return l.Record, nil
 }
