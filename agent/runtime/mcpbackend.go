@@ -145,10 +145,10 @@ func explainMCP(err error, st *mcpCallState) error {
 	var authErr *transport.AuthorizationRequiredError
 	var te *transport.Error
 	switch {
+	case errors.Is(err, agent.ErrReplyTooLarge): // classified already (dialError)
+		return err
 	case tooLarge:
 		return fmt.Errorf("%w: an MCP response exceeded the limit", agent.ErrReplyTooLarge)
-	case errors.Is(err, agent.ErrReplyTooLarge):
-		return err
 	case badType:
 		return &BackendError{Kind: agent.ErrBadBackendReply, Backend: agent.BackendMCP, Public: "the server did not answer like an MCP server", Err: err}
 	case errors.As(err, &be):

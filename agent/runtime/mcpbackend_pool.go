@@ -90,15 +90,26 @@ func (m *mcpClients) dial(ctx context.Context, b agent.Backend) (*mcpConn, error
 	c := client.NewClient(tr)
 	if err := c.Start(ctx); err != nil {
 		c.Close()
-		return nil, err
+		return nil, dialError(ctx, err)
 	}
 	var init mcp.InitializeRequest
 	init.Params.ClientInfo = mcp.Implementation{Name: "agentsite", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		c.Close()
-		return nil, err
+		return nil, dialError(ctx, err)
 	}
 	return &mcpConn{client: c}, nil
+}
+
+// dialError classifies a failed handshake with what the HTTP layer saw of
+// it (the dialling turn's mcpCallState): turns waiting on the same dial
+// get its error but not that state, and must reach the same verdict.
+func dialError(ctx context.Context, err error) error {
+	st, _ := ctx.Value(mcpStateKey{}).(*mcpCallState)
+	if st == nil {
+		st = &mcpCallState{}
+	}
+	return explainMCP(err, st)
 }
 
 // tool returns the definition of the named tool from tools/list, listing

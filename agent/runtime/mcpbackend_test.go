@@ -200,6 +200,25 @@ func TestMCPServerErrors(t *testing.T) {
 	}
 }
 
+// TestMCPDialErrorIsClassified: a failed handshake carries its verdict,
+// so turns that waited on another turn's dial (without its HTTP state)
+// fail the same way it does.
+func TestMCPDialErrorIsClassified(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "go away", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	b := agent.Backend{Kind: agent.BackendMCP, URL: srv.URL + "/mcp", Tool: "shout"}
+	rt := newTestRuntime(t, b, RuntimeOptions{Timeout: 10 * time.Second})
+	_, err := rt.mcp.dial(withMCPState(t.Context(), &mcpCallState{}), b)
+	if !errors.Is(err, agent.ErrBackendRejected) {
+		t.Fatalf("dial: %v, want ErrBackendRejected", err)
+	}
+	if err := explainMCP(err, &mcpCallState{}); !errors.Is(err, agent.ErrBackendRejected) {
+		t.Errorf("a waiter's verdict: %v, want ErrBackendRejected", err)
+	}
+}
+
 func TestMCPNotAnMCPServer(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "<html>hello</html>")
