@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/go-chi/httprate"
-	libp2phttp "github.com/libp2p/go-libp2p/p2p/http"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -78,15 +77,12 @@ func (s *Server) MCPHandler() http.Handler {
 	return &mcpGuard{next: streamable, maxBody: maxMCPBodyBytes, front: front}
 }
 
-// callerKey carries who is calling a tool: the client's IP (HTTP) or the
-// remote peer ID (libp2p), for rate limits.
+// callerKey carries who is calling a tool: the client's IP, for rate
+// limits. (Other nodes call p2p/peermcp's handler, keyed by peer.)
 type callerKey struct{}
 
 // withCaller puts the caller's rate-limit key into the tool's context.
 func withCaller(ctx context.Context, r *http.Request) context.Context {
-	if id := libp2phttp.ClientPeerID(r); id != "" {
-		return context.WithValue(ctx, callerKey{}, "peer:"+id.String())
-	}
 	return context.WithValue(ctx, callerKey{}, "ip:"+clientKey(r))
 }
 
