@@ -9,22 +9,22 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 
 	"github.com/go-chi/httprate"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/agentsite/agentsite/agent/runtime/mcpstream"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
 // mcpGuard wraps mcp-go's Streamable HTTP server with what it does not do
-// by default: a body cap, and on the public endpoint (front) the checks
-// and session bookkeeping below.
+// by default: a body cap, and (front) the checks and session bookkeeping
+// below.
 type mcpGuard struct {
 	next    http.Handler
 	maxBody int64
-	front   *mcpFront // nil on the peer endpoint
+	front   *mcpFront
 }
 
 // mcpFront is what the public /mcp endpoint checks before mcp-go sees a
@@ -43,7 +43,7 @@ func (g *mcpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodPost {
-		body, ok := g.readBody(w, r)
+		body, ok := mcpstream.ReadBody(w, r, g.maxBody)
 		if !ok {
 			return
 		}
@@ -57,29 +57,7 @@ func (g *mcpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g.front != nil {
 		defer g.releaseEnded(r.Context())
 	}
-	flushed := new(atomic.Int64)
-	r = r.WithContext(context.WithValue(r.Context(), flushCountKey{}, flushed))
-	g.next.ServeHTTP(flushWriter{ResponseWriter: w, flushed: flushed}, r)
-}
-
-// readBody reads a POST body up to the cap. Mcp-go reads the whole body
-// anyway; reading it here first lets an oversized chunked body get a 413
-// instead of a parse error.
-func (g *mcpGuard) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	if r.ContentLength > g.maxBody {
-		writeJSONRPCError(w, http.StatusRequestEntityTooLarge, nil, mcp.INVALID_REQUEST, "Request body too large.")
-		return nil, false
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, g.maxBody+1))
-	if err != nil {
-		writeJSONRPCError(w, http.StatusBadRequest, nil, mcp.PARSE_ERROR, "Could not read the request body.")
-		return nil, false
-	}
-	if int64(len(body)) > g.maxBody {
-		writeJSONRPCError(w, http.StatusRequestEntityTooLarge, nil, mcp.INVALID_REQUEST, "Request body too large.")
-		return nil, false
-	}
-	return body, true
+	g.next.ServeHTTP(mcpstream.CountFlushes(w, r))
 }
 
 // releaseEnded makes mcp-go forget the sessions ended since the last
@@ -104,7 +82,7 @@ func (f *mcpFront) admit(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if !f.hostAllowed(r) {
-		writeJSONRPCError(w, http.StatusForbidden, nil, mcp.INVALID_REQUEST, "Forbidden: this server does not answer to the host name "+r.Host+".")
+		mcpstream.WriteError(w, http.StatusForbidden, nil, mcp.INVALID_REQUEST, "Forbidden: this server does not answer to the host name "+r.Host+".")
 		return false
 	}
 	return true
@@ -148,14 +126,14 @@ func (f *mcpFront) admitMessage(w http.ResponseWriter, r *http.Request, body []b
 	_ = json.Unmarshal(msg.ID, &id)
 	if msg.Method == string(mcp.MethodInitialize) {
 		if f.inits.OnLimit(w, r, httpkit.ClientKey(r)) { // sets Retry-After
-			writeJSONRPCError(w, http.StatusTooManyRequests, id, mcp.INVALID_REQUEST,
+			mcpstream.WriteError(w, http.StatusTooManyRequests, id, mcp.INVALID_REQUEST,
 				"Too many new MCP sessions from your address; wait a minute and try again, or keep using your session.")
 			return false
 		}
 		return true
 	}
 	if r.Header.Get(server.HeaderKeySessionID) == "" {
-		writeJSONRPCError(w, http.StatusBadRequest, id, mcp.INVALID_REQUEST, "Bad Request: the Mcp-Session-Id header is required; send initialize first.")
+		mcpstream.WriteError(w, http.StatusBadRequest, id, mcp.INVALID_REQUEST, "Bad Request: the Mcp-Session-Id header is required; send initialize first.")
 		return false
 	}
 	return true
@@ -166,7 +144,7 @@ func (f *mcpFront) admitDelete(w http.ResponseWriter, r *http.Request) bool {
 	if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || r.Header.Get(server.HeaderKeySessionID) != "" {
 		return true
 	}
-	writeJSONRPCError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "Bad Request: the Mcp-Session-Id header is required.")
+	mcpstream.WriteError(w, http.StatusBadRequest, nil, mcp.INVALID_REQUEST, "Bad Request: the Mcp-Session-Id header is required.")
 	return false
 }
 
@@ -188,20 +166,6 @@ func hostOnly(addr string) string {
 		return h
 	}
 	return strings.Trim(addr, "[]")
-}
-
-// writeJSONRPCError answers with an HTTP status and a JSON-RPC error, as
-// the MCP transport spec suggests for refused requests; id is the
-// request's id, or nil when unknown.
-func writeJSONRPCError(w http.ResponseWriter, status int, id any, code int, message string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"jsonrpc": "2.0",
-		"id":      id,
-		"error":   map[string]any{"code": code, "message": message},
-	})
 }
 
 // discardWriter is the response writer of internal requests.

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -543,50 +542,5 @@ func TestMCPExpiredSessionIsForgotten(t *testing.T) {
 	mu.Unlock()
 	if _, err := cs.ListTools(t.Context(), nil); err == nil {
 		t.Fatal("an expired session still works")
-	}
-}
-
-func TestPeerMCPHandler(t *testing.T) {
-	env, echo := newMCPTestServer(t)
-	ts := httptest.NewServer(env.s.PeerMCPHandler())
-	t.Cleanup(ts.Close)
-	cs, got := connectMCP(t, ts.URL, "")
-	tools, err := cs.ListTools(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tools.Tools) != 1 || tools.Tools[0].Name != "send_message" {
-		t.Fatalf("peer tools = %+v", tools.Tools)
-	}
-	history := []map[string]string{{"role": "user", "text": "earlier"}, {"role": "agent", "text": "earlier"}}
-	res := call(t, cs, "send_message", map[string]any{"agent_id": echo.ID, "text": "one two three", "history": history}, "p1")
-	if parts := got.of("p1", 3); res.IsError || resultText(res)[0] != "one two three" || strings.Join(parts, "") != "one two three" {
-		t.Fatalf("peer send_message = %q, chunks %q", resultText(res), parts)
-	}
-	// Stateless: nothing was stored on the host.
-	if convs, _ := env.st.ListConversations(t.Context(), "mcp:anonymous", 10); len(convs) != 0 {
-		t.Errorf("the host stored %d conversations", len(convs))
-	}
-	key, _, _ := crypto.GenerateEd25519Key(nil)
-	missing, _ := agent.DeriveID(key.GetPublic(), "nobody-here")
-	for name, args := range map[string]map[string]any{
-		"unknown agent": {"agent_id": missing, "text": "hi"},
-		"bad role":      {"agent_id": echo.ID, "text": "hi", "history": []map[string]string{{"role": "system", "text": "x"}}},
-	} {
-		res := call(t, cs, "send_message", args, "")
-		e := structured[struct{ Error httpkit.ErrorJSON }](t, res)
-		if !res.IsError || e.Error.Code == "" {
-			t.Errorf("%s: %v %+v", name, res.IsError, e)
-		}
-	}
-	// Not served to the public: no Origin check needed, but the body cap holds.
-	big := bytes.Repeat([]byte("x"), maxPeerMCPBodyBytes+1)
-	resp, err := http.Post(ts.URL, "application/json", bytes.NewReader(big))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Errorf("oversized peer body: %d", resp.StatusCode)
 	}
 }

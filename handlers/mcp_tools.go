@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/runtime/mcpstream"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
@@ -241,9 +242,9 @@ func (p *mcpPublic) turn(ctx context.Context, req mcp.CallToolRequest, agentID s
 	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
 		owner = chat.MCPOwner(cs.SessionID())
 	}
-	stream := newTurnStream(ctx, p.srv, progressToken(req))
-	res, err := p.s.Chat.Turn(ctx, owner, chat.Request{AgentID: agentID, ConversationID: conv, Text: text}, stream.emit)
-	stream.drain()
+	stream := mcpstream.New(ctx, p.srv, req)
+	res, err := p.s.Chat.Turn(ctx, owner, chat.Request{AgentID: agentID, ConversationID: conv, Text: text}, stream.Emit)
+	stream.Drain()
 	if err != nil {
 		e := httpkit.Classify(err)
 		if e.Code == "internal" {
@@ -261,14 +262,6 @@ func (p *mcpPublic) turn(ctx context.Context, req mcp.CallToolRequest, agentID s
 			"agent_id": agentID, "conversation_id": cid, "message_id": res.Reply.ID, "reply": res.Reply.Text,
 		},
 	}
-}
-
-// progressToken is the call's progress token, nil if it asked for none.
-func progressToken(req mcp.CallToolRequest) mcp.ProgressToken {
-	if req.Params.Meta == nil {
-		return nil
-	}
-	return req.Params.Meta.ProgressToken
 }
 
 // fieldsText renders validation fields for a tool error, sorted.

@@ -181,30 +181,6 @@ func TestConversationRefusedAfterOwnerChange(t *testing.T) {
 	}
 }
 
-// TestPeerTurnRefusedAfterOwnerChange: a calling node with a stale cache
-// names the owner its conversation is bound to; the host refuses the turn
-// when its record has another owner.
-func TestPeerTurnRefusedAfterOwnerChange(t *testing.T) {
-	env, echo := newMCPTestServer(t) // echo is the operator's: owner ""
-	ts := httptest.NewServer(env.s.PeerMCPHandler())
-	t.Cleanup(ts.Close)
-	cs, _ := connectMCP(t, ts.URL, "")
-	history := []map[string]string{{"role": "user", "text": "my PIN is 4921"}, {"role": "agent", "text": "noted"}}
-
-	res := call(t, cs, "send_message", map[string]any{"agent_id": echo.ID, "text": "PIN?", "history": history, "owner": "alice"}, "")
-	if e := structured[struct{ Error httpkit.ErrorJSON }](t, res); !res.IsError || e.Error.Code != "agent_changed_owner" {
-		t.Errorf("turn bound to alice, agent now the operator's: isError %v, %+v; want agent_changed_owner", res.IsError, e)
-	}
-	for name, args := range map[string]map[string]any{
-		"same owner":              {"agent_id": echo.ID, "text": "hi", "history": history, "owner": ""},
-		"a caller without owners": {"agent_id": echo.ID, "text": "hi"},
-	} {
-		if res := call(t, cs, "send_message", args, ""); res.IsError || resultText(res)[0] != "hi" {
-			t.Errorf("%s: %q", name, resultText(res))
-		}
-	}
-}
-
 func TestDemoAgentsDoNotTakeUsersName(t *testing.T) {
 	e := newTestServer(t)
 	e.s.Config.AllowPrivateEndpoints = true // bob's hook is not resolved

@@ -1,4 +1,4 @@
-package p2p
+package peermcp
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,16 +17,17 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/p2p"
 )
 
 // mcpTestNode starts a bare node (no DHT) on loopback.
-func mcpTestNode(t *testing.T) *Node {
+func mcpTestNode(t *testing.T) *p2p.Node {
 	t.Helper()
 	key, _, err := crypto.GenerateEd25519Key(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := New(t.Context(), key, Config{ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}}, slog.New(slog.DiscardHandler))
+	n, err := p2p.New(t.Context(), key, p2p.Config{ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,10 +35,11 @@ func mcpTestNode(t *testing.T) *Node {
 	return n
 }
 
-// mcpTestHost is a node serving a stand-in for handlers.PeerMCPHandler:
-// send_message echoes the text word by word as progress notifications,
-// except for a few agent ids that answer with a host's errors.
-func mcpTestHost(t *testing.T) *Node {
+// mcpTestHost is a node serving a stand-in for NewHandler, as a host of
+// another version might: send_message echoes the text word by word as
+// progress notifications, except for a few agent ids that answer with a
+// host's errors (one with a code this node does not know).
+func mcpTestHost(t *testing.T) *p2p.Node {
 	t.Helper()
 	n := mcpTestNode(t)
 	srv := server.NewMCPServer("test-host", "1", server.WithToolCapabilities(false))
@@ -74,14 +77,23 @@ func mcpTestHost(t *testing.T) *Node {
 }
 
 // mcpIntroduce lets a dial b.
-func mcpIntroduce(a, b *Node) {
+func mcpIntroduce(a, b *p2p.Node) {
 	a.Host().Peerstore().AddAddrs(b.Host().ID(), b.Host().Addrs(), peerstore.TempAddrTTL)
 }
 
-func TestSendTurnStreamsAndMapsErrors(t *testing.T) {
+// testClient is a Client on node n, closed with the test.
+func testClient(t *testing.T, n *p2p.Node) *Client {
+	t.Helper()
+	c := NewClient(n, ClientConfig{Version: "test"})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestSendStreamsAndMapsErrors(t *testing.T) {
 	host := mcpTestHost(t)
 	portal := mcpTestNode(t)
 	mcpIntroduce(portal, host)
+	client := testClient(t, portal)
 	ctx := t.Context()
 
 	// Many turns at once on the one cached client: each gets its own
@@ -91,7 +103,7 @@ func TestSendTurnStreamsAndMapsErrors(t *testing.T) {
 		wg.Go(func() {
 			text := fmt.Sprintf("turn %d says hello", i)
 			var got []string
-			reply, err := portal.SendTurn(ctx, host.PeerID(), agent.Turn{AgentID: "echo", Text: text}, func(s string) error {
+			reply, err := client.Send(ctx, host.PeerID(), agent.Turn{AgentID: "echo", Text: text}, func(s string) error {
 				got = append(got, s)
 				return nil
 			})
@@ -107,7 +119,7 @@ func TestSendTurnStreamsAndMapsErrors(t *testing.T) {
 	wg.Wait()
 
 	var got []string
-	reply, err := portal.SendTurn(ctx, host.PeerID(), agent.Turn{AgentID: "silent", Text: "all at once"}, func(s string) error {
+	reply, err := client.Send(ctx, host.PeerID(), agent.Turn{AgentID: "silent", Text: "all at once"}, func(s string) error {
 		got = append(got, s)
 		return nil
 	})
@@ -116,7 +128,7 @@ func TestSendTurnStreamsAndMapsErrors(t *testing.T) {
 	}
 
 	stop := errors.New("reader went away")
-	_, err = portal.SendTurn(ctx, host.PeerID(), agent.Turn{AgentID: "echo", Text: "a b c d e f"}, func(string) error { return stop })
+	_, err = client.Send(ctx, host.PeerID(), agent.Turn{AgentID: "echo", Text: "a b c d e f"}, func(string) error { return stop })
 	if !errors.Is(err, stop) {
 		t.Errorf("emit failure: %v", err)
 	}
@@ -125,10 +137,10 @@ func TestSendTurnStreamsAndMapsErrors(t *testing.T) {
 		"timeout":             agent.ErrBackendTimeout,
 		"unknown_agent":       agent.ErrUnknownAgent,
 		"agent_changed_owner": agent.ErrOwnerChanged,
-		"rate_limited":        ErrRemoteBusy,
-		"made_up":             ErrRemoteFailed,
+		"rate_limited":        agent.ErrAgentBusy,
+		"made_up":             agent.ErrBackendUnavailable,
 	} {
-		_, err := portal.SendTurn(ctx, host.PeerID(), agent.Turn{AgentID: id, Text: "x"}, nil)
+		_, err := client.Send(ctx, host.PeerID(), agent.Turn{AgentID: id, Text: "x"}, nil)
 		var re *RemoteError
 		if !errors.Is(err, want) || !errors.As(err, &re) || !strings.HasSuffix(err.Error(), ": detail of "+id) {
 			t.Errorf("%s: %v, want %v", id, err, want)
@@ -136,8 +148,9 @@ func TestSendTurnStreamsAndMapsErrors(t *testing.T) {
 	}
 }
 
-func TestSendTurnUnreachable(t *testing.T) {
+func TestSendUnreachable(t *testing.T) {
 	portal := mcpTestNode(t)
+	client := testClient(t, portal)
 	gone := mcpTestNode(t)
 	mcpIntroduce(portal, gone)
 	goneID := gone.PeerID()
@@ -145,18 +158,18 @@ func TestSendTurnUnreachable(t *testing.T) {
 
 	for name, id := range map[string]string{"stopped": goneID, "no peer id": "nope", "itself": portal.PeerID()} {
 		start := time.Now()
-		_, err := portal.SendTurn(t.Context(), id, agent.Turn{AgentID: "x", Text: "x"}, nil)
-		if !errors.Is(err, ErrHostUnreachable) {
+		_, err := client.Send(t.Context(), id, agent.Turn{AgentID: "x", Text: "x"}, nil)
+		if !errors.Is(err, agent.ErrHostUnreachable) {
 			t.Errorf("%s: %v", name, err)
 		}
-		if d := time.Since(start); d > mcpConnectTimeout+time.Second {
+		if d := time.Since(start); d > connectTimeout+time.Second {
 			t.Errorf("%s: took %s", name, d)
 		}
 	}
 	// A peer without an MCP server: reachable, but not for MCP.
 	plain := mcpTestNode(t)
 	mcpIntroduce(portal, plain)
-	if _, err := portal.SendTurn(t.Context(), plain.PeerID(), agent.Turn{AgentID: "x", Text: "x"}, nil); !errors.Is(err, ErrHostUnreachable) {
+	if _, err := client.Send(t.Context(), plain.PeerID(), agent.Turn{AgentID: "x", Text: "x"}, nil); !errors.Is(err, agent.ErrHostUnreachable) {
 		t.Errorf("a node without MCP: %v", err)
 	}
 }
@@ -168,16 +181,16 @@ func TestTurnArgumentsTrimsHistory(t *testing.T) {
 		hist = append(hist, agent.ChatMessage{Role: "user", Text: fmt.Sprint(i, big)})
 	}
 	args := turnArguments(agent.Turn{AgentID: "a", Text: "t", History: hist, Owner: "alice"})
-	if args["owner"] != "alice" {
-		t.Errorf("owner = %v, want alice (the host checks the conversation's agent owner)", args["owner"])
+	if args.Owner == nil || *args.Owner != "alice" {
+		t.Errorf("owner = %v, want alice (the host checks the conversation's agent owner)", args.Owner)
 	}
-	h := args["history"].([]map[string]string)
+	h := args.History
 	size := 0
 	for _, m := range h {
-		size += len(m["text"])
+		size += len(m.Text)
 	}
-	if size > maxHistoryBytes || len(h) == 0 || !strings.HasPrefix(h[len(h)-1]["text"], "19") {
-		t.Errorf("kept %d messages, %d bytes, last %.3q", len(h), size, h[len(h)-1]["text"])
+	if size > maxHistoryBytes || len(h) == 0 || !strings.HasPrefix(h[len(h)-1].Text, "19") {
+		t.Errorf("kept %d messages, %d bytes, last %.3q", len(h), size, h[len(h)-1].Text)
 	}
 }
 
@@ -195,4 +208,49 @@ func orderedSubsequence(got, want []string) bool {
 		i++
 	}
 	return true
+}
+
+// TestHostErrorsMapBack: a turn through NewHandler on another node fails
+// with the same agent.Error a local turn would have, detail included.
+func TestHostErrorsMapBack(t *testing.T) {
+	h := newTestHost(t)
+	var over atomic.Bool // the portal is over the host's limit
+	var portalID atomic.Value
+	h.cfg.Allow = func(caller string) bool { return caller != "peer:"+portalID.Load().(string) || !over.Load() }
+	host := mcpTestNode(t)
+	if err := host.ServeMCP(NewHandler(h.cfg)); err != nil {
+		t.Fatal(err)
+	}
+	portal := mcpTestNode(t)
+	portalID.Store(portal.PeerID())
+	mcpIntroduce(portal, host)
+	client := testClient(t, portal)
+	send := func(id string, owner string) (string, error) {
+		return client.Send(t.Context(), host.PeerID(), agent.Turn{AgentID: id, Text: "hello there", Owner: owner}, nil)
+	}
+
+	if reply, err := send(h.echo, ""); err != nil || reply != "hello there" {
+		t.Fatalf("echo: %q, %v", reply, err)
+	}
+	for name, tc := range map[string]struct {
+		id, owner string
+		want      *agent.Error
+	}{
+		"not hosted":    {h.missing, "", agent.ErrUnknownAgent},
+		"owner changed": {h.echo, "alice", agent.ErrOwnerChanged},
+		"refused":       {h.rejects, "", agent.ErrBackendRejected},
+		"too slow":      {h.slow, "", agent.ErrBackendTimeout},
+	} {
+		_, err := send(tc.id, tc.owner)
+		if e := agent.AsError(err); !errors.Is(err, tc.want) || e == nil || e.Code != tc.want.Code {
+			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
+	}
+	if _, err := send(h.rejects, ""); !strings.HasSuffix(err.Error(), ": HTTP 403 Forbidden") {
+		t.Errorf("refused: %q does not end in the backend's detail", err)
+	}
+	over.Store(true)
+	if _, err := send(h.echo, ""); !errors.Is(err, agent.ErrAgentBusy) {
+		t.Errorf("over the host's limit: %v", err)
+	}
 }
