@@ -1,4 +1,4 @@
-package handlers
+package portal
 
 import (
 	"net/http"
@@ -12,31 +12,31 @@ const (
 	homeTags   = 24
 )
 
-func (s *Server) pageHome(w http.ResponseWriter, r *http.Request) {
+func (p *Pages) PageHome(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	stats, err := s.Store.Stats(ctx)
+	stats, err := p.Catalog.Stats(ctx)
 	if err != nil {
-		s.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	recent, err := s.Store.RecentAgents(ctx, homeRecent)
+	recent, err := p.Catalog.RecentAgents(ctx, homeRecent)
 	if err != nil {
-		s.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	tags, err := s.Store.ListTags(ctx, homeTags)
+	tags, err := p.Catalog.ListTags(ctx, homeTags)
 	if err != nil {
-		s.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	v := web.HomeView{
-		Page:    s.page(r, s.viewer(r), "", "home"),
+		Page:    p.page(r, p.viewer(r), "", "home"),
 		Agents:  stats.Agents,
 		Online:  stats.OnlineAgents,
 		Tags:    stats.Tags,
 		Nodes:   stats.Nodes,
-		Recent:  s.cards(recent),
+		Recent:  p.cards(recent),
 		TopTags: tagCounts(tags),
 	}
-	s.render(w, r, http.StatusOK, web.HomePage(v))
+	p.render(w, r, http.StatusOK, web.HomePage(v))
 }

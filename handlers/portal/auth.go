@@ -1,4 +1,4 @@
-package handlers
+package portal
 
 import (
 	"errors"
@@ -20,26 +20,26 @@ func afterLogin(next, def string) string {
 	return def
 }
 
-func (s *Server) authView(r *http.Request, title, nav, handle, next string) web.AuthView {
+func (p *Pages) authView(r *http.Request, title, nav, handle, next string) web.AuthView {
 	return web.AuthView{
-		Page:   s.page(r, nil, title, nav),
+		Page:   p.page(r, nil, title, nav),
 		Handle: handle,
 		Next:   safeNext(next),
 		Errors: map[string]string{},
 	}
 }
 
-func (s *Server) pageSignup(w http.ResponseWriter, r *http.Request) {
+func (p *Pages) PageSignup(w http.ResponseWriter, r *http.Request) {
 	next := r.URL.Query().Get("next")
-	if s.viewer(r) != nil {
+	if p.viewer(r) != nil {
 		redirect(w, r, afterLogin(next, "/account"))
 		return
 	}
-	s.render(w, r, http.StatusOK, web.SignupPage(s.authView(r, "Sign up", "signup", "", next)))
+	p.render(w, r, http.StatusOK, web.SignupPage(p.authView(r, "Sign up", "signup", "", next)))
 }
 
-func (s *Server) submitSignup(w http.ResponseWriter, r *http.Request) {
-	if !s.parseForm(w, r) {
+func (p *Pages) SubmitSignup(w http.ResponseWriter, r *http.Request) {
+	if !p.parseForm(w, r) {
 		return
 	}
 	handle, password, next := r.PostForm.Get("handle"), r.PostForm.Get("password"), r.PostForm.Get("next")
@@ -56,42 +56,42 @@ func (s *Server) submitSignup(w http.ResponseWriter, r *http.Request) {
 		ve.Fields["password_confirm"] = "does not match the password"
 		err = ve
 	} else {
-		u, err = s.Accounts.CreateUser(r.Context(), handle, password)
+		u, err = p.Accounts.CreateUser(r.Context(), handle, password)
 	}
 	var ve *agent.ValidationError
 	if errors.As(err, &ve) {
-		v := s.authView(r, "Sign up", "signup", handle, next)
+		v := p.authView(r, "Sign up", "signup", handle, next)
 		v.Errors = ve.Fields
-		s.render(w, r, http.StatusUnprocessableEntity, web.SignupPage(v))
+		p.render(w, r, http.StatusUnprocessableEntity, web.SignupPage(v))
 		return
 	}
 	if err != nil {
-		s.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	if err := s.sessions.LogIn(r.Context(), u.ID); err != nil {
-		s.renderError(w, r, err)
+	if err := p.Sessions.LogIn(r.Context(), u.ID); err != nil {
+		p.RenderError(w, r, err)
 		return
 	}
-	s.flash(r, "Welcome to AgentHub, @"+u.Handle+".")
+	p.flash(r, "Welcome to AgentHub, @"+u.Handle+".")
 	redirect(w, r, afterLogin(next, "/account"))
 }
 
-func (s *Server) pageLogin(w http.ResponseWriter, r *http.Request) {
+func (p *Pages) PageLogin(w http.ResponseWriter, r *http.Request) {
 	next := r.URL.Query().Get("next")
-	if s.viewer(r) != nil {
+	if p.viewer(r) != nil {
 		redirect(w, r, afterLogin(next, "/"))
 		return
 	}
-	s.render(w, r, http.StatusOK, web.LoginPage(s.authView(r, "Log in", "login", "", next)))
+	p.render(w, r, http.StatusOK, web.LoginPage(p.authView(r, "Log in", "login", "", next)))
 }
 
-func (s *Server) submitLogin(w http.ResponseWriter, r *http.Request) {
-	if !s.parseForm(w, r) {
+func (p *Pages) SubmitLogin(w http.ResponseWriter, r *http.Request) {
+	if !p.parseForm(w, r) {
 		return
 	}
 	handle, password, next := r.PostForm.Get("handle"), r.PostForm.Get("password"), r.PostForm.Get("next")
-	v := s.authView(r, "Log in", "login", handle, next)
+	v := p.authView(r, "Log in", "login", handle, next)
 	if handle == "" {
 		v.Errors["handle"] = "enter your handle"
 	}
@@ -99,33 +99,33 @@ func (s *Server) submitLogin(w http.ResponseWriter, r *http.Request) {
 		v.Errors["password"] = "enter your password"
 	}
 	if len(v.Errors) > 0 {
-		s.render(w, r, http.StatusUnprocessableEntity, web.LoginPage(v))
+		p.render(w, r, http.StatusUnprocessableEntity, web.LoginPage(v))
 		return
 	}
-	u, err := s.Accounts.Authenticate(r.Context(), handle, password)
+	u, err := p.Accounts.Authenticate(r.Context(), handle, password)
 	var e *httpkit.Error
 	if errors.As(err, &e) && e.Status == http.StatusUnauthorized {
 		v.FormError = e.Message
-		s.render(w, r, http.StatusUnauthorized, web.LoginPage(v))
+		p.render(w, r, http.StatusUnauthorized, web.LoginPage(v))
 		return
 	}
 	if err != nil {
-		s.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	if err := s.sessions.LogIn(r.Context(), u.ID); err != nil {
-		s.renderError(w, r, err)
+	if err := p.Sessions.LogIn(r.Context(), u.ID); err != nil {
+		p.RenderError(w, r, err)
 		return
 	}
-	s.flash(r, "Logged in as @"+u.Handle+".")
+	p.flash(r, "Logged in as @"+u.Handle+".")
 	redirect(w, r, afterLogin(next, "/"))
 }
 
-func (s *Server) submitLogout(w http.ResponseWriter, r *http.Request) {
-	if err := s.sessions.LogOut(r.Context()); err != nil {
-		s.renderError(w, r, err)
+func (p *Pages) SubmitLogout(w http.ResponseWriter, r *http.Request) {
+	if err := p.Sessions.LogOut(r.Context()); err != nil {
+		p.RenderError(w, r, err)
 		return
 	}
-	s.flash(r, "You are logged out.")
+	p.flash(r, "You are logged out.")
 	redirect(w, r, "/")
 }
