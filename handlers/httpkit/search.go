@@ -10,6 +10,10 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
+// CodeBadQuery is the error code of a search (or other query string) whose
+// parameters are invalid: a 400, with the parameters named in Fields.
+const CodeBadQuery = "bad_query"
+
 // ParseSearchQuery reads a catalogue search from query parameters, the
 // same for every surface (the search page, GET /api/v1/agents, the MCP
 // search tool): q, tag (repeatable or comma-separated), status

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
@@ -17,6 +18,11 @@ import (
 // maxTokenName bounds a token's label.
 const maxTokenName = 64
 
+// errNoToken answers for a token id that is not the user's, or not a
+// number: the same 404 either way.
+var errNoToken = httpkit.Errorf(http.StatusNotFound, string(agent.CodeNotFound), "No such token.")
+
+// PageAccount is the logged-in user's agents and API tokens.
 func (p *Pages) PageAccount(w http.ResponseWriter, r *http.Request) {
 	p.renderAccount(w, r, http.StatusOK, func(*web.AccountView) {})
 }
@@ -96,16 +102,18 @@ func (p *Pages) SubmitCreateToken(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// SubmitDeleteToken revokes one of the user's tokens; another user's
+// token id is a 404, so ids cannot be probed.
 func (p *Pages) SubmitDeleteToken(w http.ResponseWriter, r *http.Request) {
 	u := userFrom(r.Context())
 	id, err := strconv.ParseInt(chi.URLParam(r, "tokenID"), 10, 64)
 	if err != nil || id <= 0 {
-		p.RenderError(w, r, httpkit.Errorf(http.StatusNotFound, "not_found", "No such token."))
+		p.RenderError(w, r, errNoToken)
 		return
 	}
 	err = p.Users.DeleteAPIToken(r.Context(), u.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
-		err = httpkit.Errorf(http.StatusNotFound, "not_found", "No such token.")
+		err = errNoToken
 	}
 	if err != nil {
 		p.RenderError(w, r, err)

@@ -16,6 +16,8 @@ func (p *Pages) getListing(r *http.Request) (store.Listing, error) {
 	return p.Registry.Find(r.Context(), chi.URLParam(r, "id"))
 }
 
+// PageAgent shows one listing, looked up in the network if the cache
+// lacks it; its owner gets the edit and delete buttons.
 func (p *Pages) PageAgent(w http.ResponseWriter, r *http.Request) {
 	l, err := p.getListing(r)
 	if err != nil {

@@ -237,14 +237,14 @@ func (p *Pages) SubmitNetworkSearch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(tags) == 0 {
-		p.RenderError(w, r, httpkit.Errorf(http.StatusBadRequest, "bad_query", "Choose a tag to search the network for."))
+		p.RenderError(w, r, httpkit.Errorf(http.StatusBadRequest, httpkit.CodeBadQuery, "Choose a tag to search the network for."))
 		return
 	}
 	providers, changed := 0, 0
 	for _, t := range tags {
 		found, c, err := p.Node.SearchTag(r.Context(), t, 20)
 		if err != nil {
-			p.RenderError(w, r, httpkit.Errorf(http.StatusServiceUnavailable, "network_unavailable", "The network search failed; try again in a moment."))
+			p.RenderError(w, r, httpkit.Errorf(http.StatusServiceUnavailable, string(agent.CodeNetworkUnavailable), "The network search failed; try again in a moment."))
 			return
 		}
 		providers, changed = providers+found, changed+c

@@ -29,6 +29,7 @@ func (p *Pages) authView(r *http.Request, title, nav, handle, next string) web.A
 	}
 }
 
+// PageSignup is the sign-up form; a logged-in visitor goes on to ?next=.
 func (p *Pages) PageSignup(w http.ResponseWriter, r *http.Request) {
 	next := r.URL.Query().Get("next")
 	if p.viewer(r) != nil {
@@ -38,6 +39,8 @@ func (p *Pages) PageSignup(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, http.StatusOK, web.SignupPage(p.authView(r, "Sign up", "signup", "", next)))
 }
 
+// SubmitSignup creates the account and logs it in. A password mismatch
+// is reported with the other field errors, before anything is created.
 func (p *Pages) SubmitSignup(w http.ResponseWriter, r *http.Request) {
 	if !p.parseForm(w, r) {
 		return
@@ -69,14 +72,10 @@ func (p *Pages) SubmitSignup(w http.ResponseWriter, r *http.Request) {
 		p.RenderError(w, r, err)
 		return
 	}
-	if err := p.Sessions.LogIn(r.Context(), u.ID); err != nil {
-		p.RenderError(w, r, err)
-		return
-	}
-	p.flash(r, "Welcome to AgentHub, @"+u.Handle+".")
-	redirect(w, r, afterLogin(next, "/account"))
+	p.startSession(w, r, u.ID, "Welcome to AgentHub, @"+u.Handle+".", afterLogin(next, "/account"))
 }
 
+// PageLogin is the login form; a logged-in visitor goes on to ?next=.
 func (p *Pages) PageLogin(w http.ResponseWriter, r *http.Request) {
 	next := r.URL.Query().Get("next")
 	if p.viewer(r) != nil {
@@ -86,6 +85,8 @@ func (p *Pages) PageLogin(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, http.StatusOK, web.LoginPage(p.authView(r, "Log in", "login", "", next)))
 }
 
+// SubmitLogin checks the password and starts a fresh session; a wrong
+// handle and a wrong password get the same answer.
 func (p *Pages) SubmitLogin(w http.ResponseWriter, r *http.Request) {
 	if !p.parseForm(w, r) {
 		return
@@ -113,14 +114,22 @@ func (p *Pages) SubmitLogin(w http.ResponseWriter, r *http.Request) {
 		p.RenderError(w, r, err)
 		return
 	}
-	if err := p.Sessions.LogIn(r.Context(), u.ID); err != nil {
+	p.startSession(w, r, u.ID, "Logged in as @"+u.Handle+".", afterLogin(next, "/"))
+}
+
+// startSession logs userID in (a new session token, against fixation),
+// greets them with flash and sends them on to next.
+func (p *Pages) startSession(w http.ResponseWriter, r *http.Request, userID int64, flash, next string) {
+	if err := p.Sessions.LogIn(r.Context(), userID); err != nil {
 		p.RenderError(w, r, err)
 		return
 	}
-	p.flash(r, "Logged in as @"+u.Handle+".")
-	redirect(w, r, afterLogin(next, "/"))
+	p.flash(r, flash)
+	redirect(w, r, next)
 }
 
+// SubmitLogout ends the session. POST only, so a link elsewhere cannot
+// log anyone out.
 func (p *Pages) SubmitLogout(w http.ResponseWriter, r *http.Request) {
 	if err := p.Sessions.LogOut(r.Context()); err != nil {
 		p.RenderError(w, r, err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/static"
@@ -66,10 +67,11 @@ func (p *Pages) SubmitChat(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case e.Status == httpkit.StatusClientClosed:
 		return
-	case res.Conversation.ID != "" && e.Code != "internal":
+	case res.Conversation.ID != "" && e.Code != string(agent.CodeInternal):
 		// Turn stored the failure as an error message: it is in the history.
 		redirect(w, r, web.ChatHref(agentID, res.Conversation.ID))
-	case e.Code == "unknown_agent" || e.Code == "unknown_conversation" || (e.Status >= 500 && e.Code != "agent_offline"):
+	case e.Code == string(agent.CodeUnknownAgent) || e.Code == string(agent.CodeUnknownConv) ||
+		(e.Status >= 500 && e.Code != string(agent.CodeAgentOffline)):
 		p.RenderError(w, r, e)
 	default:
 		p.showChat(w, r, e.Status, convID, chatDraft{Text: text, Error: e.Message})

@@ -12,6 +12,7 @@ const (
 	homeTags   = 24
 )
 
+// PageHome is the front page: counts, the newest agents, the top tags.
 func (p *Pages) PageHome(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	stats, err := p.Catalog.Stats(ctx)

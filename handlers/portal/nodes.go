@@ -6,6 +6,8 @@ import (
 	"github.com/agentsite/agentsite/web"
 )
 
+// PageNodes shows this node (its addresses, to bootstrap from) and the
+// nodes it has heard from.
 func (p *Pages) PageNodes(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	local, err := p.Catalog.ListLocal(ctx)

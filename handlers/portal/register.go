@@ -11,12 +11,15 @@ import (
 	"github.com/agentsite/agentsite/web"
 )
 
+// PageRegister is the empty registration form.
 func (p *Pages) PageRegister(w http.ResponseWriter, r *http.Request) {
 	v := newAgentForm()
 	v.Page = p.page(r, userFrom(r.Context()), "Register an agent", "register")
 	p.render(w, r, http.StatusOK, web.AgentFormPage(v))
 }
 
+// SubmitRegister registers an agent for the logged-in user through the
+// registry; invalid fields re-render the form with the input kept.
 func (p *Pages) SubmitRegister(w http.ResponseWriter, r *http.Request) {
 	if !p.parseForm(w, r) {
 		return
@@ -66,6 +69,7 @@ func (p *Pages) storedBackend(r *http.Request, id string) (agent.Backend, error)
 	return b, err
 }
 
+// PageEditAgent is the registration form, prefilled, for the owner.
 func (p *Pages) PageEditAgent(w http.ResponseWriter, r *http.Request) {
 	u := userFrom(r.Context())
 	l, err := p.managedListing(r, u)
@@ -83,6 +87,8 @@ func (p *Pages) PageEditAgent(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, http.StatusOK, web.AgentFormPage(v))
 }
 
+// SubmitEditAgent saves a new version of the owner's agent; the name
+// (part of the id) cannot change.
 func (p *Pages) SubmitEditAgent(w http.ResponseWriter, r *http.Request) {
 	if !p.parseForm(w, r) {
 		return
@@ -120,6 +126,7 @@ func (p *Pages) SubmitEditAgent(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, agentHref(id))
 }
 
+// SubmitDeleteAgent deletes the owner's agent (a tombstone goes out).
 func (p *Pages) SubmitDeleteAgent(w http.ResponseWriter, r *http.Request) {
 	u := userFrom(r.Context())
 	l, err := p.managedListing(r, u)

@@ -93,6 +93,9 @@ func hxTarget(r *http.Request) string {
 	return r.Header.Get("HX-Target")
 }
 
+// codeBadForm is the error code of a form body that cannot be parsed.
+const codeBadForm = "bad_form"
+
 // parseForm reads a form body. A body over the limit is a 413; anything
 // else unreadable a 400. It reports whether the handler may go on.
 func (p *Pages) parseForm(w http.ResponseWriter, r *http.Request) bool {
@@ -105,7 +108,7 @@ func (p *Pages) parseForm(w http.ResponseWriter, r *http.Request) bool {
 	if errors.As(err, &mbe) || errors.As(err, &known) {
 		p.RenderError(w, r, err)
 	} else {
-		p.RenderError(w, r, httpkit.Errorf(http.StatusBadRequest, "bad_form", "The form could not be read; reload the page and try again."))
+		p.RenderError(w, r, httpkit.Errorf(http.StatusBadRequest, codeBadForm, "The form could not be read; reload the page and try again."))
 	}
 	return false
 }
