@@ -33,7 +33,6 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, err error) 
 	if e.Status == httpkit.StatusClientClosed {
 		return
 	}
-	httpkit.SetRetryAfter(w, e)
 	httpkit.WriteJSONError(w, e)
 }
 
