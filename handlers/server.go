@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/handlers/portal"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -93,6 +95,7 @@ type Server struct {
 	Accounts *httpkit.Accounts
 
 	sessions    *httpkit.Sessions
+	pages       *portal.Pages
 	metrics     *metrics
 	chatLimits  *httpkit.Rates
 	sockets     *connlimit.Counter // chat WebSockets open per client
@@ -152,6 +155,9 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	s.sessions = httpkit.NewSessions(st, cfg.SecureCookies)
 	s.sessions.RenderError = s.renderError
 	s.chatLimits = httpkit.NewRates(cfg.ChatRateLimit)
+	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,
+		Registry: s.Registry, Chat: s.Chat, Accounts: accounts, Sessions: s.sessions,
+		ChatLimits: s.chatLimits, Logger: logger, Version: cfg.Version, Now: now}
 	s.sockets = connlimit.NewCounter(cfg.MaxSocketsPerClient)
 	s.mcpLimits = mcpLimits{maxSessions: maxMCPSessions, initsPerMinute: mcpInitsPerMinute}
 	s.lifetime, s.endLifetime = context.WithCancel(context.Background())
@@ -164,6 +170,11 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 }
 
 func (s *Server) now() time.Time { return s.Now().UTC() }
+
+// getListing finds the listing of the {id} URL parameter.
+func (s *Server) getListing(r *http.Request) (store.Listing, error) {
+	return s.Registry.Find(r.Context(), chi.URLParam(r, "id"))
+}
 
 // statusRecorder remembers the status code written, for metrics and logs.
 type statusRecorder struct {

@@ -276,10 +276,10 @@ func CheckCSPClean(t testing.TB, doc *goquery.Document) {
 	})
 }
 
-// Testid selects elements by data-Testid, as a browser's querySelectorAll
+// Testid selects elements by data-testid, as a browser's querySelectorAll
 // does: not inside a <template> (its content is inert, not in the page).
 func Testid(doc *goquery.Document, id string) *goquery.Selection {
-	return doc.Find(fmt.Sprintf("[data-Testid=%q]", id)).Not("template *")
+	return doc.Find(fmt.Sprintf("[data-testid=%q]", id)).Not("template *")
 }
 
 // MustTestid is Testid that requires at least one match.
@@ -288,7 +288,7 @@ func MustTestid(t testing.TB, doc *goquery.Document, id string) *goquery.Selecti
 	s := Testid(doc, id)
 	if s.Length() == 0 {
 		h, _ := doc.Html()
-		t.Fatalf("no [data-Testid=%q] in page: %.2000s", id, h)
+		t.Fatalf("no [data-testid=%q] in page: %.2000s", id, h)
 	}
 	return s
 }

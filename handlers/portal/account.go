@@ -1,4 +1,4 @@
-package handlers
+package portal
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
@@ -17,33 +18,38 @@ import (
 // maxTokenName bounds a token's label.
 const maxTokenName = 64
 
-func (s *Server) pageAccount(w http.ResponseWriter, r *http.Request) {
-	s.renderAccount(w, r, http.StatusOK, func(*web.AccountView) {})
+// errNoToken answers for a token id that is not the user's, or not a
+// number: the same 404 either way.
+var errNoToken = httpkit.Errorf(http.StatusNotFound, string(agent.CodeNotFound), "No such token.")
+
+// PageAccount is the logged-in user's agents and API tokens.
+func (p *Pages) PageAccount(w http.ResponseWriter, r *http.Request) {
+	p.renderAccount(w, r, http.StatusOK, func(*web.AccountView) {})
 }
 
 // renderAccount renders the account page of the logged-in user; edit
 // adjusts the view (a new token, a form error) before rendering.
-func (s *Server) renderAccount(w http.ResponseWriter, r *http.Request, status int, edit func(*web.AccountView)) {
+func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, status int, edit func(*web.AccountView)) {
 	ctx := r.Context()
 	u := userFrom(ctx)
-	page, err := s.Store.SearchAgents(ctx, store.SearchQuery{
+	page, err := p.Catalog.SearchAgents(ctx, store.SearchQuery{
 		Owner:    u.Handle,
 		Statuses: []string{store.StatusOnline, store.StatusStale, store.StatusOffline},
 		Limit:    store.MaxLimit,
 	})
 	if err != nil {
-		s.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	tokens, err := s.Store.ListAPITokens(ctx, u.ID)
+	tokens, err := p.Users.ListAPITokens(ctx, u.ID)
 	if err != nil {
-		s.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	v := web.AccountView{
-		Page:       s.page(r, u, "Account", "account"),
+		Page:       p.page(r, u, "Account", "account"),
 		Handle:     u.Handle,
-		Agents:     s.cards(page.Listings),
+		Agents:     p.cards(page.Listings),
 		MoreAgents: page.NextCursor != "",
 		Errors:     map[string]string{},
 	}
@@ -51,7 +57,7 @@ func (s *Server) renderAccount(w http.ResponseWriter, r *http.Request, status in
 		v.Tokens = append(v.Tokens, web.TokenRow{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt})
 	}
 	edit(&v)
-	s.render(w, r, status, web.AccountPage(v))
+	p.render(w, r, status, web.AccountPage(v))
 }
 
 func validTokenName(name string) string {
@@ -66,16 +72,16 @@ func validTokenName(name string) string {
 	return ""
 }
 
-// submitCreateToken creates a personal API token and shows it in this
+// SubmitCreateToken creates a personal API token and shows it in this
 // response only (the page is not cacheable); the store keeps its hash.
-func (s *Server) submitCreateToken(w http.ResponseWriter, r *http.Request) {
-	if !s.parseForm(w, r) {
+func (p *Pages) SubmitCreateToken(w http.ResponseWriter, r *http.Request) {
+	if !p.parseForm(w, r) {
 		return
 	}
 	u := userFrom(r.Context())
 	name := strings.TrimSpace(r.PostForm.Get("name"))
 	if msg := validTokenName(name); msg != "" {
-		s.renderAccount(w, r, http.StatusUnprocessableEntity, func(v *web.AccountView) {
+		p.renderAccount(w, r, http.StatusUnprocessableEntity, func(v *web.AccountView) {
 			v.TokenName = name
 			v.Errors["token_name"] = msg
 		})
@@ -83,34 +89,36 @@ func (s *Server) submitCreateToken(w http.ResponseWriter, r *http.Request) {
 	}
 	token, hash, err := httpkit.NewAPIToken()
 	if err != nil {
-		s.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	if _, err := s.Store.CreateAPIToken(r.Context(), u.ID, name, hash); err != nil {
-		s.renderError(w, r, err)
+	if _, err := p.Users.CreateAPIToken(r.Context(), u.ID, name, hash); err != nil {
+		p.RenderError(w, r, err)
 		return
 	}
-	s.renderAccount(w, r, http.StatusOK, func(v *web.AccountView) {
+	p.renderAccount(w, r, http.StatusOK, func(v *web.AccountView) {
 		v.NewToken = token
 		v.NewTokenName = name
 	})
 }
 
-func (s *Server) submitDeleteToken(w http.ResponseWriter, r *http.Request) {
+// SubmitDeleteToken revokes one of the user's tokens; another user's
+// token id is a 404, so ids cannot be probed.
+func (p *Pages) SubmitDeleteToken(w http.ResponseWriter, r *http.Request) {
 	u := userFrom(r.Context())
 	id, err := strconv.ParseInt(chi.URLParam(r, "tokenID"), 10, 64)
 	if err != nil || id <= 0 {
-		s.renderError(w, r, httpkit.Errorf(http.StatusNotFound, "not_found", "No such token."))
+		p.RenderError(w, r, errNoToken)
 		return
 	}
-	err = s.Store.DeleteAPIToken(r.Context(), u.ID, id)
+	err = p.Users.DeleteAPIToken(r.Context(), u.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
-		err = httpkit.Errorf(http.StatusNotFound, "not_found", "No such token.")
+		err = errNoToken
 	}
 	if err != nil {
-		s.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	s.flash(r, "Token deleted. Programs using it can no longer sign in.")
+	p.flash(r, "Token deleted. Programs using it can no longer sign in.")
 	redirect(w, r, "/account")
 }

@@ -1,4 +1,4 @@
-package handlers
+package portal
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 
 // currentUser returns the logged-in user of a portal request, or nil (a
 // store failure is logged and treated as anonymous, which is safe for
-// pages that merely show who is logged in; requireLogin fails instead).
-func (s *Server) currentUser(r *http.Request) *store.User {
-	u, err := s.lookupUser(r)
+// pages that merely show who is logged in; RequireLogin fails instead).
+func (p *Pages) currentUser(r *http.Request) *store.User {
+	u, err := p.lookupUser(r)
 	if err != nil {
-		s.Logger.WarnContext(r.Context(), "loading the session user failed", "err", err)
+		p.Logger.WarnContext(r.Context(), "loading the session user failed", "err", err)
 		return nil
 	}
 	return u
@@ -24,12 +24,12 @@ func (s *Server) currentUser(r *http.Request) *store.User {
 
 // lookupUser returns the session's user, nil if anonymous (or the account
 // is gone), or an error if the store failed.
-func (s *Server) lookupUser(r *http.Request) (*store.User, error) {
-	id := s.sessions.UserID(r.Context())
+func (p *Pages) lookupUser(r *http.Request) (*store.User, error) {
+	id := p.Sessions.UserID(r.Context())
 	if id == 0 {
 		return nil, nil
 	}
-	u, err := s.Store.GetUserByID(r.Context(), id)
+	u, err := p.Users.GetUserByID(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -39,13 +39,13 @@ func (s *Server) lookupUser(r *http.Request) (*store.User, error) {
 	return &u, nil
 }
 
-// requireLogin sends anonymous visitors to /login, remembering where they
+// RequireLogin sends anonymous visitors to /login, remembering where they
 // were going.
-func (s *Server) requireLogin(next http.Handler) http.Handler {
+func (p *Pages) RequireLogin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, err := s.lookupUser(r)
+		u, err := p.lookupUser(r)
 		if err != nil {
-			s.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		if u == nil {
@@ -68,7 +68,7 @@ func withUser(ctx context.Context, u *store.User) context.Context {
 	return context.WithValue(ctx, userKey{}, u)
 }
 
-// userFrom returns the user put in the context by requireLogin.
+// userFrom returns the user put in the context by RequireLogin.
 func userFrom(ctx context.Context) *store.User {
 	u, _ := ctx.Value(userKey{}).(*store.User)
 	return u

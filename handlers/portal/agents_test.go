@@ -1,4 +1,4 @@
-package handlers
+package portal_test
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+
+	. "github.com/agentsite/agentsite/handlers/handlertest"
 )
 
 func cardIDs(sel *goquery.Selection) []string {
@@ -21,10 +23,10 @@ func cardIDs(sel *goquery.Selection) []string {
 }
 
 func TestAgentsSearchPage(t *testing.T) {
-	engines(t, func(t *testing.T, e *testEnv) {
-		weather := e.seedAgent("", simpleInput("weather-bot", "Weather Bot", "weather", "forecast")).Record.ID
-		translator := e.seedAgent("", simpleInput("translator", "Polyglot Translator", "language")).Record.ID
-		chef := e.seedAgent("", simpleInput("recipe-chef", "Recipe Chef", "food", "forecast")).Record.ID
+	Engines(t, func(t *testing.T, e *Env) {
+		weather := e.SeedAgent("", SimpleInput("weather-bot", "Weather Bot", "weather", "forecast")).Record.ID
+		translator := e.SeedAgent("", SimpleInput("translator", "Polyglot Translator", "language")).Record.ID
+		chef := e.SeedAgent("", SimpleInput("recipe-chef", "Recipe Chef", "food", "forecast")).Record.ID
 		all := []string{weather, translator, chef}
 		sort.Strings(all)
 
@@ -50,10 +52,10 @@ func TestAgentsSearchPage(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				doc := e.page("/agents?"+tt.query, tt.status)
-				res := mustTestid(t, doc, "results")
+				doc := e.Page("/agents?"+tt.query, tt.status)
+				res := MustTestid(t, doc, "results")
 				if tt.errMsg != "" {
-					if got := text(mustTestid(t, doc, "search-error")); !strings.Contains(got, tt.errMsg) {
+					if got := Text(MustTestid(t, doc, "search-error")); !strings.Contains(got, tt.errMsg) {
 						t.Errorf("search-error = %q, want it to contain %q", got, tt.errMsg)
 					}
 					return
@@ -63,14 +65,14 @@ func TestAgentsSearchPage(t *testing.T) {
 					t.Errorf("cards = %v, want %v", got, tt.want)
 				}
 				if len(tt.want) == 0 {
-					mustTestid(t, doc, "results-empty")
+					MustTestid(t, doc, "results-empty")
 				}
 			})
 		}
 
 		// The form keeps the query; selected tag chips toggle themselves off.
-		doc := e.page("/agents?q=recipe&tag=forecast", 200)
-		if v, _ := inputValue(doc, "q"); v != "recipe" {
+		doc := e.Page("/agents?q=recipe&tag=forecast", 200)
+		if v, _ := InputValue(doc, "q"); v != "recipe" {
 			t.Errorf("q input = %q", v)
 		}
 		chip := doc.Find(`[data-testid="tag-chip"][data-tag="forecast"]`)
@@ -87,18 +89,18 @@ func TestAgentsSearchPage(t *testing.T) {
 		if doc.Find(`[data-testid="search-form"] input[type=hidden][name=tag][value=forecast]`).Length() != 1 {
 			t.Error("selected tag is not kept in the form")
 		}
-		mustTestid(t, doc, "clear-filters")
+		MustTestid(t, doc, "clear-filters")
 		// A tag filter offers a search of the whole network for it.
-		if ns := mustTestid(t, doc, "network-search"); ns.AttrOr("method", "") != "post" ||
+		if ns := MustTestid(t, doc, "network-search"); ns.AttrOr("method", "") != "post" ||
 			ns.Find(`input[name=tag][value=forecast]`).Length() != 1 {
 			t.Error("network search form missing its tag")
 		}
 		// The form works without JavaScript.
-		form := mustTestid(t, doc, "search-form")
+		form := MustTestid(t, doc, "search-form")
 		if form.AttrOr("action", "") != "/agents" || form.AttrOr("method", "") != "get" {
 			t.Error("search form is not a plain GET form to /agents")
 		}
-		if in := mustTestid(t, doc, "search-input"); in.AttrOr("hx-target", "") != "#results" || in.AttrOr("hx-get", "") != "/agents" {
+		if in := MustTestid(t, doc, "search-input"); in.AttrOr("hx-target", "") != "#results" || in.AttrOr("hx-get", "") != "/agents" {
 			t.Error("search box is not wired to htmx")
 		}
 	})
@@ -112,18 +114,18 @@ func sorted(ss ...string) []string {
 // TestAgentsSearchHTMX: as you type, htmx gets only the results and, out of
 // band, the tag filters.
 func TestAgentsSearchHTMX(t *testing.T) {
-	e := newTestServer(t)
-	id := e.seedAgent("", simpleInput("weather-bot", "Weather Bot", "weather")).Record.ID
-	e.seedAgent("", simpleInput("translator", "Translator", "language"))
+	e := New(t)
+	id := e.SeedAgent("", SimpleInput("weather-bot", "Weather Bot", "weather")).Record.ID
+	e.SeedAgent("", SimpleInput("translator", "Translator", "language"))
 
-	doc := e.page("/agents?q=weath", 200, "HX-Request", "true", "HX-Target", "results")
-	if !isFragment(doc) {
+	doc := e.Page("/agents?q=weath", 200, "HX-Request", "true", "HX-Target", "results")
+	if !IsFragment(doc) {
 		t.Fatal("htmx results response is a whole page")
 	}
-	if got := cardIDs(mustTestid(t, doc, "results")); len(got) != 1 || got[0] != id {
+	if got := cardIDs(MustTestid(t, doc, "results")); len(got) != 1 || got[0] != id {
 		t.Errorf("cards = %v", got)
 	}
-	oob := mustTestid(t, doc, "tag-filters")
+	oob := MustTestid(t, doc, "tag-filters")
 	if oob.AttrOr("hx-swap-oob", "") != "true" {
 		t.Error("tag filters are not swapped out of band")
 	}
@@ -131,11 +133,11 @@ func TestAgentsSearchHTMX(t *testing.T) {
 		t.Errorf("chip href = %q, want the new query in it", href)
 	}
 	// An invalid query still swaps in its message (2xx).
-	doc = e.page("/agents?status=nope", 200, "HX-Request", "true", "HX-Target", "results")
-	mustTestid(t, doc, "search-error")
+	doc = e.Page("/agents?status=nope", 200, "HX-Request", "true", "HX-Target", "results")
+	MustTestid(t, doc, "search-error")
 	// A history restore gets the whole page.
-	doc = e.page("/agents?q=weath", 200, "HX-Request", "true", "HX-Target", "results", "HX-History-Restore-Request", "true")
-	if isFragment(doc) {
+	doc = e.Page("/agents?q=weath", 200, "HX-Request", "true", "HX-Target", "results", "HX-History-Restore-Request", "true")
+	if IsFragment(doc) {
 		t.Error("history restore got a fragment")
 	}
 }
@@ -143,11 +145,11 @@ func TestAgentsSearchHTMX(t *testing.T) {
 // TestAgentsPagination walks the "Next page" links (no JavaScript) and the
 // htmx "load more" fragments; together they must list every agent once.
 func TestAgentsPagination(t *testing.T) {
-	engines(t, func(t *testing.T, e *testEnv) {
+	Engines(t, func(t *testing.T, e *Env) {
 		const n = 23
 		want := map[string]bool{}
 		for i := range n {
-			l := e.seedAgent("", simpleInput(fmt.Sprintf("bot-%02d", i), fmt.Sprintf("Bot %d", i), "paged"))
+			l := e.SeedAgent("", SimpleInput(fmt.Sprintf("bot-%02d", i), fmt.Sprintf("Bot %d", i), "paged"))
 			want[l.Record.ID] = true
 		}
 		for _, htmx := range []bool{false, true} {
@@ -161,12 +163,12 @@ func TestAgentsPagination(t *testing.T) {
 					}
 					var doc *goquery.Document
 					if htmx && pages > 1 {
-						doc = e.page(next, 200, "HX-Request", "true", "HX-Target", "pager")
-						if !isFragment(doc) || testid(doc, "results").Length() != 0 {
+						doc = e.Page(next, 200, "HX-Request", "true", "HX-Target", "pager")
+						if !IsFragment(doc) || Testid(doc, "results").Length() != 0 {
 							t.Fatal("load-more is not a bare fragment of cards")
 						}
 					} else {
-						doc = e.page(next, 200)
+						doc = e.Page(next, 200)
 					}
 					doc.Find(`[data-testid="agent-card"]`).Each(func(_ int, s *goquery.Selection) {
 						id := s.AttrOr("data-agent-id", "")
@@ -175,7 +177,7 @@ func TestAgentsPagination(t *testing.T) {
 						}
 						seen[id] = true
 					})
-					link := testid(doc, "next-page")
+					link := Testid(doc, "next-page")
 					next = link.AttrOr("href", "")
 					if next != "" {
 						if link.AttrOr("hx-target", "") != "#pager" {
@@ -202,23 +204,23 @@ func TestAgentsPagination(t *testing.T) {
 
 // TestHomePage: counts, recent agents and top tags.
 func TestHomePage(t *testing.T) {
-	e := newTestServer(t)
-	doc := e.page("/", http.StatusOK)
-	if got := text(mustTestid(t, doc, "count-agents")); got != "0" {
+	e := New(t)
+	doc := e.Page("/", http.StatusOK)
+	if got := Text(MustTestid(t, doc, "count-agents")); got != "0" {
 		t.Errorf("empty count-agents = %q", got)
 	}
-	e.seedAgent("", simpleInput("weather-bot", "Weather Bot", "weather", "forecast"))
-	e.seedAgent("", simpleInput("translator", "Translator", "language", "forecast"))
-	doc = e.page("/", http.StatusOK)
+	e.SeedAgent("", SimpleInput("weather-bot", "Weather Bot", "weather", "forecast"))
+	e.SeedAgent("", SimpleInput("translator", "Translator", "language", "forecast"))
+	doc = e.Page("/", http.StatusOK)
 	for id, want := range map[string]string{"count-agents": "2", "count-online": "2", "count-tags": "3"} {
-		if got := text(mustTestid(t, doc, id)); got != want {
+		if got := Text(MustTestid(t, doc, id)); got != want {
 			t.Errorf("%s = %q, want %q", id, got, want)
 		}
 	}
-	if got := testid(doc, "recent-agents").Find(`[data-testid="agent-card"]`).Length(); got != 2 {
+	if got := Testid(doc, "recent-agents").Find(`[data-testid="agent-card"]`).Length(); got != 2 {
 		t.Errorf("recent agents = %d, want 2", got)
 	}
-	if first := text(mustTestid(t, doc, "top-tags").Find(`[data-testid="tag"]`).First()); !strings.HasPrefix(first, "forecast") {
+	if first := Text(MustTestid(t, doc, "top-tags").Find(`[data-testid="tag"]`).First()); !strings.HasPrefix(first, "forecast") {
 		t.Errorf("top tag = %q, want forecast first", first)
 	}
 }

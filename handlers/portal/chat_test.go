@@ -1,8 +1,6 @@
-package handlers
+package portal_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,48 +15,16 @@ import (
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/agent/registry"
-	"github.com/agentsite/agentsite/agent/runtime"
+	. "github.com/agentsite/agentsite/handlers/handlertest"
 	"github.com/agentsite/agentsite/store"
 )
 
-// newChatServer is a test server whose local agents answer with the real
-// agent runtime, their backends looked up in the store.
-func newChatServer(t *testing.T) *testEnv {
-	t.Helper()
-	e := newTestServer(t)
-	rt := runtime.NewRuntime(func(ctx context.Context, id string) (agent.Backend, error) {
-		b, err := e.st.GetBackend(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return agent.Backend{}, fmt.Errorf("%w: %s", agent.ErrUnknownAgent, id)
-		}
-		return b, err
-	}, runtime.RuntimeOptions{AllowPrivate: true, Timeout: 10 * time.Second})
-	t.Cleanup(func() { _ = rt.Close() })
-	e.s.Chat.Local = rt
-	return e
-}
-
-// seedEcho registers a local agent with the echo builtin and returns its id.
-func (e *testEnv) seedEcho(name, display string) string {
-	e.t.Helper()
-	return e.seedAgent("", simpleInput(name, display, "demo")).Record.ID
-}
-
-// chatMessages are the rendered messages of a chat page: role and text.
-func chatMessages(doc *goquery.Document) [][2]string {
-	var out [][2]string
-	testid(doc, "message").Each(func(_ int, s *goquery.Selection) {
-		out = append(out, [2]string{s.AttrOr("data-role", ""), s.Find(".msg-text").Text()})
-	})
-	return out
-}
-
 func TestChatPage(t *testing.T) {
-	e := newChatServer(t)
-	id := e.seedEcho("echo-bot", "Echo Bot")
+	e := NewChat(t)
+	id := e.SeedEcho("echo-bot", "Echo Bot")
 
-	v := e.visitor()
-	resp := v.do(http.MethodGet, "/chat/"+id, nil)
+	v := e.Visitor()
+	resp := v.Do(http.MethodGet, "/chat/"+id, nil)
 	var session bool
 	for _, c := range resp.Cookies() {
 		session = session || c.Value != ""
@@ -66,9 +32,9 @@ func TestChatPage(t *testing.T) {
 	if !session {
 		t.Error("the chat page sets no session cookie for an anonymous visitor (the WebSocket needs one)")
 	}
-	doc := parsePage(t, resp, http.StatusOK)
+	doc := ParsePage(t, resp, http.StatusOK)
 
-	root := mustTestid(t, doc, "chat")
+	root := MustTestid(t, doc, "chat")
 	if got := root.AttrOr("data-agent-id", ""); got != id {
 		t.Errorf("data-agent-id = %q, want %q", got, id)
 	}
@@ -78,42 +44,42 @@ func TestChatPage(t *testing.T) {
 	if got := root.AttrOr("data-ws-path", ""); got != "/api/v1/chat" {
 		t.Errorf("data-ws-path = %q", got)
 	}
-	if got := text(mustTestid(t, doc, "chat-agent-name")); got != "Echo Bot" {
+	if got := Text(MustTestid(t, doc, "chat-agent-name")); got != "Echo Bot" {
 		t.Errorf("agent name = %q", got)
 	}
-	if got := mustTestid(t, doc, "chat-agent-link").AttrOr("href", ""); got != "/agents/"+id {
+	if got := MustTestid(t, doc, "chat-agent-link").AttrOr("href", ""); got != "/agents/"+id {
 		t.Errorf("agent link = %q", got)
 	}
-	if got := mustTestid(t, doc, "chat-agent-status").AttrOr("data-status", ""); got != store.StatusOnline {
+	if got := MustTestid(t, doc, "chat-agent-status").AttrOr("data-status", ""); got != store.StatusOnline {
 		t.Errorf("agent status = %q", got)
 	}
-	if got := mustTestid(t, doc, "chat-agent-host").AttrOr("data-local", ""); got != "true" {
+	if got := MustTestid(t, doc, "chat-agent-host").AttrOr("data-local", ""); got != "true" {
 		t.Errorf("chat-agent-host data-local = %q", got)
 	}
-	if n := testid(doc, "chat-offline").Length(); n != 0 {
+	if n := Testid(doc, "chat-offline").Length(); n != 0 {
 		t.Error("a local agent is shown as offline")
 	}
-	mustTestid(t, doc, "messages-empty")
-	mustTestid(t, doc, "conversations-empty")
-	if n := testid(doc, "message").Length(); n != 0 {
+	MustTestid(t, doc, "messages-empty")
+	MustTestid(t, doc, "conversations-empty")
+	if n := Testid(doc, "message").Length(); n != 0 {
 		t.Errorf("%d messages on a new conversation", n)
 	}
-	newConv := mustTestid(t, doc, "new-conversation")
+	newConv := MustTestid(t, doc, "new-conversation")
 	if newConv.AttrOr("href", "") != "/chat/"+id || newConv.AttrOr("aria-current", "") != "page" {
 		t.Errorf("new conversation link = %q (aria-current %q)", newConv.AttrOr("href", ""), newConv.AttrOr("aria-current", ""))
 	}
 
-	form := mustTestid(t, doc, "composer")
+	form := MustTestid(t, doc, "composer")
 	if form.AttrOr("method", "") != "post" || form.AttrOr("action", "") != "/chat/"+id {
 		t.Errorf("composer form: method %q action %q", form.AttrOr("method", ""), form.AttrOr("action", ""))
 	}
 	if form.Find(`textarea[name="text"]`).Length() != 1 || form.Find(`input[type="hidden"][name="c"]`).Length() != 1 {
 		t.Error("composer lacks the text area or the conversation field")
 	}
-	if testid(doc, "composer-send").AttrOr("type", "") != "submit" {
+	if Testid(doc, "composer-send").AttrOr("type", "") != "submit" {
 		t.Error("the send button does not submit the form")
 	}
-	if _, hidden := mustTestid(t, doc, "composer-error").Attr("hidden"); !hidden {
+	if _, hidden := MustTestid(t, doc, "composer-error").Attr("hidden"); !hidden {
 		t.Error("an empty composer error is visible")
 	}
 	checkChatTemplates(t, doc, id)
@@ -126,15 +92,15 @@ func TestChatPage(t *testing.T) {
 	if script == "" {
 		t.Fatal("the page does not load chat.js")
 	}
-	js := v.do(http.MethodGet, script, nil)
-	wantStatus(t, js, http.StatusOK)
+	js := v.Do(http.MethodGet, script, nil)
+	WantStatus(t, js, http.StatusOK)
 	if ct := js.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/javascript") {
 		t.Errorf("chat.js Content-Type = %q", ct)
 	}
 
 	// The agent page links here.
-	doc = v.page("/agents/"+id, http.StatusOK)
-	if got := mustTestid(t, doc, "chat-agent").AttrOr("href", ""); got != "/chat/"+id {
+	doc = v.Page("/agents/"+id, http.StatusOK)
+	if got := MustTestid(t, doc, "chat-agent").AttrOr("href", ""); got != "/chat/"+id {
 		t.Errorf("agent page chat link = %q", got)
 	}
 }
@@ -144,7 +110,7 @@ func TestChatPage(t *testing.T) {
 // markup for what it stands for.
 func checkChatTemplates(t *testing.T, doc *goquery.Document, agentID string) {
 	t.Helper()
-	root := mustTestid(t, doc, "chat")
+	root := MustTestid(t, doc, "chat")
 	if n, m := doc.Find(`[data-testid="chat-template"]`).Length(), root.Find(`template[data-testid="chat-template"]`).Length(); n != 7 || m != n {
 		t.Errorf("%d chat templates, %d of them <template>s in the chat root; want 7", n, m)
 	}
@@ -169,7 +135,7 @@ func checkChatTemplates(t *testing.T, doc *goquery.Document, agentID string) {
 			h, _ := goquery.OuterHtml(m)
 			t.Errorf("template %q is not a %s message: %s", tt.name, tt.role, h)
 		}
-		if got := text(m.Find(".msg-label")); got != tt.label {
+		if got := Text(m.Find(".msg-label")); got != tt.label {
 			t.Errorf("template %q label = %q, want %q", tt.name, got, tt.label)
 		}
 		if retry := m.Find(`button[type="button"][data-testid="message-retry"]`).Length(); retry != 0 != (tt.role == "error") {
@@ -188,15 +154,15 @@ func checkChatTemplates(t *testing.T, doc *goquery.Document, agentID string) {
 		h, _ := goquery.OuterHtml(conv)
 		t.Errorf("conversation template: %s", h)
 	}
-	if got := text(conv.Find(".conv-agent")); got != "Echo Bot" {
+	if got := Text(conv.Find(".conv-agent")); got != "Echo Bot" {
 		t.Errorf("conversation template agent = %q", got)
 	}
 }
 
 func TestChatPageMissing(t *testing.T) {
-	e := newChatServer(t)
-	gone := e.seedAgent("", simpleInput("doomed", "Doomed"))
-	if err := e.s.Registry.Delete(t.Context(), registry.Operator, gone.Record.ID); err != nil {
+	e := NewChat(t)
+	gone := e.SeedAgent("", SimpleInput("doomed", "Doomed"))
+	if err := e.Server.Registry.Delete(t.Context(), registry.Operator, gone.Record.ID); err != nil {
 		t.Fatal(err)
 	}
 	unknown := strings.Repeat("a", agent.IDLen)
@@ -207,69 +173,69 @@ func TestChatPageMissing(t *testing.T) {
 		{"upper-case id", "/chat/" + strings.ToUpper(unknown)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			doc := e.page(tt.path, http.StatusNotFound)
-			if got := mustTestid(t, doc, "error-page").AttrOr("data-status", ""); got != "404" {
+			doc := e.Page(tt.path, http.StatusNotFound)
+			if got := MustTestid(t, doc, "error-page").AttrOr("data-status", ""); got != "404" {
 				t.Errorf("error page status = %q", got)
 			}
 		})
 	}
-	resp := e.postForm("/chat/"+unknown, url.Values{"text": {"hello"}})
-	doc := parsePage(t, resp, http.StatusNotFound)
-	mustTestid(t, doc, "error-page")
+	resp := e.PostForm("/chat/"+unknown, url.Values{"text": {"hello"}})
+	doc := ParsePage(t, resp, http.StatusNotFound)
+	MustTestid(t, doc, "error-page")
 }
 
 // TestChatForm is the composer without JavaScript: a POST runs one turn
 // and redirects back to the conversation.
 func TestChatForm(t *testing.T) {
-	e := newChatServer(t)
-	id := e.seedEcho("echo-bot", "Echo Bot")
-	alice := e.visitor()
-	alice.page("/chat/"+id, http.StatusOK)
+	e := NewChat(t)
+	id := e.SeedEcho("echo-bot", "Echo Bot")
+	alice := e.Visitor()
+	alice.Page("/chat/"+id, http.StatusOK)
 
-	resp := alice.postForm("/chat/"+id, url.Values{"text": {"  hello  there  "}, "c": {""}})
-	wantStatus(t, resp, http.StatusSeeOther)
-	loc := location(t, resp)
+	resp := alice.PostForm("/chat/"+id, url.Values{"text": {"  hello  there  "}, "c": {""}})
+	WantStatus(t, resp, http.StatusSeeOther)
+	loc := Location(t, resp)
 	u, err := url.Parse(loc)
 	if err != nil || u.Path != "/chat/"+id || u.Query().Get("c") == "" {
 		t.Fatalf("redirect to %q", loc)
 	}
 	conv := u.Query().Get("c")
 
-	doc := alice.page(loc, http.StatusOK)
-	if got := mustTestid(t, doc, "chat").AttrOr("data-conversation-id", ""); got != conv {
+	doc := alice.Page(loc, http.StatusOK)
+	if got := MustTestid(t, doc, "chat").AttrOr("data-conversation-id", ""); got != conv {
 		t.Errorf("data-conversation-id = %q, want %q", got, conv)
 	}
-	if got, _ := inputValue(doc, "c"); got != conv {
+	if got, _ := InputValue(doc, "c"); got != conv {
 		t.Errorf("composer c = %q, want %q", got, conv)
 	}
 	want := [][2]string{{"user", "hello  there"}, {"agent", "hello  there"}}
-	if got := chatMessages(doc); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := ChatMessages(doc); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("messages = %q, want %q", got, want)
 	}
-	if n := testid(doc, "messages-empty").Length(); n != 0 {
+	if n := Testid(doc, "messages-empty").Length(); n != 0 {
 		t.Error("the empty state is shown next to messages")
 	}
-	item := mustTestid(t, doc, "conversation")
+	item := MustTestid(t, doc, "conversation")
 	if item.Length() != 1 || item.AttrOr("data-conversation-id", "") != conv || item.AttrOr("data-current", "") != "true" {
 		t.Errorf("side list item: %d items, id %q, current %q", item.Length(), item.AttrOr("data-conversation-id", ""), item.AttrOr("data-current", ""))
 	}
 	if got := item.Find("a").AttrOr("href", ""); got != "/chat/"+id+"?c="+conv {
 		t.Errorf("side list link = %q", got)
 	}
-	if got := text(item.Find(".conv-title")); got != "hello there" {
+	if got := Text(item.Find(".conv-title")); got != "hello there" {
 		t.Errorf("conversation title = %q", got)
 	}
-	if mustTestid(t, doc, "new-conversation").AttrOr("aria-current", "") != "" {
+	if MustTestid(t, doc, "new-conversation").AttrOr("aria-current", "") != "" {
 		t.Error("new conversation is marked current on an existing one")
 	}
 
 	// The next message continues the conversation.
-	resp = alice.postForm("/chat/"+id, url.Values{"text": {"second"}, "c": {conv}})
-	wantStatus(t, resp, http.StatusSeeOther)
-	if got := location(t, resp); got != loc {
+	resp = alice.PostForm("/chat/"+id, url.Values{"text": {"second"}, "c": {conv}})
+	WantStatus(t, resp, http.StatusSeeOther)
+	if got := Location(t, resp); got != loc {
 		t.Errorf("second redirect = %q, want %q", got, loc)
 	}
-	msgs, err := e.st.ListMessages(t.Context(), conv, 10)
+	msgs, err := e.Store.ListMessages(t.Context(), conv, 10)
 	if err != nil || len(msgs) != 4 || msgs[2].Text != "second" || msgs[3].Role != "agent" {
 		t.Errorf("stored messages = %+v, %v", msgs, err)
 	}
@@ -284,85 +250,85 @@ func TestChatForm(t *testing.T) {
 		{"too large", big, http.StatusRequestEntityTooLarge},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := alice.postForm("/chat/"+id, url.Values{"text": {tt.text}, "c": {conv}})
-			doc := parsePage(t, resp, tt.status)
-			errEl := mustTestid(t, doc, "composer-error")
-			if _, hidden := errEl.Attr("hidden"); hidden || text(errEl) == "" {
-				t.Errorf("composer error hidden=%v text %q", hidden, text(errEl))
+			resp := alice.PostForm("/chat/"+id, url.Values{"text": {tt.text}, "c": {conv}})
+			doc := ParsePage(t, resp, tt.status)
+			errEl := MustTestid(t, doc, "composer-error")
+			if _, hidden := errEl.Attr("hidden"); hidden || Text(errEl) == "" {
+				t.Errorf("composer error hidden=%v text %q", hidden, Text(errEl))
 			}
-			if got := mustTestid(t, doc, "composer-input").Text(); got != tt.text {
+			if got := MustTestid(t, doc, "composer-input").Text(); got != tt.text {
 				t.Errorf("draft kept = %.40q…, want %.40q…", got, tt.text)
 			}
-			if got := mustTestid(t, doc, "chat").AttrOr("data-conversation-id", ""); got != conv {
+			if got := MustTestid(t, doc, "chat").AttrOr("data-conversation-id", ""); got != conv {
 				t.Errorf("conversation lost on a refused send: %q", got)
 			}
 		})
 	}
-	if msgs, _ := e.st.ListMessages(t.Context(), conv, 10); len(msgs) != 4 {
+	if msgs, _ := e.Store.ListMessages(t.Context(), conv, 10); len(msgs) != 4 {
 		t.Errorf("a refused send was stored: %d messages", len(msgs))
 	}
 
 	// Another visitor cannot post into it, or cross-site.
-	bob := e.visitor()
-	resp = bob.postForm("/chat/"+id, url.Values{"text": {"hijack"}, "c": {conv}})
-	parsePage(t, resp, http.StatusNotFound)
-	resp = alice.do(http.MethodPost, "/chat/"+id, "text=x", "Content-Type", "application/x-www-form-urlencoded", "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example")
-	wantStatus(t, resp, http.StatusForbidden)
-	if msgs, _ := e.st.ListMessages(t.Context(), conv, 10); len(msgs) != 4 {
+	bob := e.Visitor()
+	resp = bob.PostForm("/chat/"+id, url.Values{"text": {"hijack"}, "c": {conv}})
+	ParsePage(t, resp, http.StatusNotFound)
+	resp = alice.Do(http.MethodPost, "/chat/"+id, "text=x", "Content-Type", "application/x-www-form-urlencoded", "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example")
+	WantStatus(t, resp, http.StatusForbidden)
+	if msgs, _ := e.Store.ListMessages(t.Context(), conv, 10); len(msgs) != 4 {
 		t.Errorf("a foreign post was stored: %d messages", len(msgs))
 	}
 }
 
 func TestChatConversationAccess(t *testing.T) {
-	e := newChatServer(t)
-	echo := e.seedEcho("echo-bot", "Echo Bot")
-	other := e.seedEcho("other-bot", "Other Bot")
+	e := NewChat(t)
+	echo := e.SeedEcho("echo-bot", "Echo Bot")
+	other := e.SeedEcho("other-bot", "Other Bot")
 
-	alice := e.visitor()
-	alice.page("/chat/"+echo, http.StatusOK)
-	resp := alice.postForm("/chat/"+echo, url.Values{"text": {"mine"}})
-	wantStatus(t, resp, http.StatusSeeOther)
-	conv, _ := url.Parse(location(t, resp))
+	alice := e.Visitor()
+	alice.Page("/chat/"+echo, http.StatusOK)
+	resp := alice.PostForm("/chat/"+echo, url.Values{"text": {"mine"}})
+	WantStatus(t, resp, http.StatusSeeOther)
+	conv, _ := url.Parse(Location(t, resp))
 	c := conv.Query().Get("c")
 
-	bob := e.visitor()
-	bob.page("/chat/"+echo, http.StatusOK)
+	bob := e.Visitor()
+	bob.Page("/chat/"+echo, http.StatusOK)
 	for _, tt := range []struct {
 		name string
-		env  *testEnv
+		env  *Env
 		path string
 	}{
 		{"someone else's", bob, "/chat/" + echo + "?c=" + c},
-		{"without a session", e.visitor(), "/chat/" + echo + "?c=" + c},
+		{"without a session", e.Visitor(), "/chat/" + echo + "?c=" + c},
 		{"another agent's page", alice, "/chat/" + other + "?c=" + c},
 		{"unknown", alice, "/chat/" + echo + "?c=cnosuchconversation"},
 		{"absurdly long", alice, "/chat/" + echo + "?c=" + strings.Repeat("c", 500)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			doc := tt.env.page(tt.path, http.StatusNotFound)
-			mustTestid(t, doc, "error-page")
+			doc := tt.env.Page(tt.path, http.StatusNotFound)
+			MustTestid(t, doc, "error-page")
 			if strings.Contains(doc.Text(), "mine") {
 				t.Error("the 404 page shows the conversation")
 			}
 		})
 	}
 	// Bob's side list does not show Alice's conversation.
-	doc := bob.page("/chat/"+echo, http.StatusOK)
-	if n := testid(doc, "conversation").Length(); n != 0 {
+	doc := bob.Page("/chat/"+echo, http.StatusOK)
+	if n := Testid(doc, "conversation").Length(); n != 0 {
 		t.Errorf("bob sees %d conversations", n)
 	}
 	// Alice's own page shows it.
-	alice.page("/chat/"+echo+"?c="+c, http.StatusOK)
+	alice.Page("/chat/"+echo+"?c="+c, http.StatusOK)
 }
 
 // TestChatHistory renders stored conversations: every role, text escaped
 // and kept as typed, the side list across agents.
 func TestChatHistory(t *testing.T) {
-	e := newChatServer(t)
-	echo := e.seedEcho("echo-bot", "Echo Bot")
-	other := e.seedEcho("other-bot", "Other Bot")
-	e.signup("carol", "password-carol-1")
-	u, err := e.st.GetUserByHandle(t.Context(), "carol")
+	e := NewChat(t)
+	echo := e.SeedEcho("echo-bot", "Echo Bot")
+	other := e.SeedEcho("other-bot", "Other Bot")
+	e.Signup("carol", "password-carol-1")
+	u, err := e.Store.GetUserByHandle(t.Context(), "carol")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +337,7 @@ func TestChatHistory(t *testing.T) {
 	base := time.Now().Add(-time.Hour).UTC()
 	mk := func(id, agentID, title string, at time.Time) {
 		t.Helper()
-		if _, err := e.st.CreateConversation(ctx, store.Conversation{ID: id, AgentID: agentID, OwnerKey: owner, Title: title, CreatedAt: at, UpdatedAt: at}); err != nil {
+		if _, err := e.Store.CreateConversation(ctx, store.Conversation{ID: id, AgentID: agentID, OwnerKey: owner, Title: title, CreatedAt: at, UpdatedAt: at}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -385,12 +351,12 @@ func TestChatHistory(t *testing.T) {
 		{"error", "The agent could not answer right now. Try again later."},
 	}
 	for i, m := range want {
-		if _, err := e.st.AppendMessage(ctx, store.Message{ConversationID: "cfirst", Role: m[0], Text: m[1], CreatedAt: base.Add(2*time.Minute + time.Duration(i)*time.Second)}); err != nil {
+		if _, err := e.Store.AppendMessage(ctx, store.Message{ConversationID: "cfirst", Role: m[0], Text: m[1], CreatedAt: base.Add(2*time.Minute + time.Duration(i)*time.Second)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	resp := e.do(http.MethodGet, "/chat/"+echo+"?c=cfirst", nil)
+	resp := e.Do(http.MethodGet, "/chat/"+echo+"?c=cfirst", nil)
 	body, _ := io.ReadAll(resp.Body)
 	if strings.Contains(string(body), "<script>alert") || strings.Contains(string(body), "<i>tags") || strings.Contains(string(body), "<b>first") {
 		t.Error("message or title text is not escaped")
@@ -399,16 +365,16 @@ func TestChatHistory(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d, %v", resp.StatusCode, err)
 	}
-	checkCSPClean(t, doc)
+	CheckCSPClean(t, doc)
 	checkChatTemplates(t, doc, echo)
-	if got := chatMessages(doc); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := ChatMessages(doc); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("messages = %q\nwant %q", got, want)
 	}
-	errMsg := testid(doc, "message").Last()
+	errMsg := Testid(doc, "message").Last()
 	if !errMsg.HasClass("msg-error") || errMsg.Find(".msg-label").Length() != 1 {
 		t.Error("an error message is not styled as an inline error")
 	}
-	testid(doc, "message").Each(func(_ int, s *goquery.Selection) {
+	Testid(doc, "message").Each(func(_ int, s *goquery.Selection) {
 		if _, ok := s.Attr("data-message-id"); !ok {
 			t.Error("a stored message has no data-message-id")
 		}
@@ -416,7 +382,7 @@ func TestChatHistory(t *testing.T) {
 
 	// Side list: both conversations, latest first, each linking to its
 	// own agent's page; the open one is current.
-	items := mustTestid(t, doc, "conversation")
+	items := MustTestid(t, doc, "conversation")
 	if items.Length() != 2 {
 		t.Fatalf("%d conversations listed", items.Length())
 	}
@@ -431,11 +397,11 @@ func TestChatHistory(t *testing.T) {
 		if got := it.Find("a").AttrOr("href", ""); got != "/chat/"+w.agent+"?c="+w.id {
 			t.Errorf("item %d href = %q", i, got)
 		}
-		if got := text(it.Find(".conv-agent")); got != w.name {
+		if got := Text(it.Find(".conv-agent")); got != w.name {
 			t.Errorf("item %d agent = %q, want %q", i, got, w.name)
 		}
 	}
-	if got := text(items.Eq(0).Find(".conv-title")); got != "<b>first</b>" {
+	if got := Text(items.Eq(0).Find(".conv-title")); got != "<b>first</b>" {
 		t.Errorf("title = %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package handlers
+package portal
 
 import (
 	"net/url"

@@ -1,4 +1,4 @@
-package handlers
+package portal
 
 import (
 	"net/http"
@@ -6,20 +6,22 @@ import (
 	"github.com/agentsite/agentsite/web"
 )
 
-func (s *Server) pageNodes(w http.ResponseWriter, r *http.Request) {
+// PageNodes shows this node (its addresses, to bootstrap from) and the
+// nodes it has heard from.
+func (p *Pages) PageNodes(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	local, err := s.Store.ListLocal(ctx)
+	local, err := p.Catalog.ListLocal(ctx)
 	if err != nil {
-		s.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	nodes, err := s.Store.ListNodes(ctx)
+	nodes, err := p.Catalog.ListNodes(ctx)
 	if err != nil {
-		s.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	self := s.Node.PeerID()
-	now := s.now()
+	self := p.Node.PeerID()
+	now := p.now()
 	rows := make([]web.NodeRow, 0, len(nodes))
 	for _, n := range nodes {
 		rows = append(rows, web.NodeRow{
@@ -33,13 +35,13 @@ func (s *Server) pageNodes(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	v := web.NodesView{
-		Page:         s.page(r, s.viewer(r), "Network", "nodes"),
+		Page:         p.page(r, p.viewer(r), "Network", "nodes"),
 		PeerID:       self,
-		Addrs:        s.Node.Addrs(),
-		Peers:        s.Node.PeerCount(),
+		Addrs:        p.Node.Addrs(),
+		Peers:        p.Node.PeerCount(),
 		AgentsHosted: len(local),
-		Version:      s.Config.Version,
+		Version:      p.Version,
 		Nodes:        rows,
 	}
-	s.render(w, r, http.StatusOK, web.NodesPage(v))
+	p.render(w, r, http.StatusOK, web.NodesPage(v))
 }

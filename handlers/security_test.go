@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/static"
 )
 
@@ -121,5 +122,59 @@ func TestStaticAssets(t *testing.T) {
 	}
 	if cfg := doc.Find(`meta[name=htmx-config]`).AttrOr("content", ""); !strings.Contains(cfg, `"includeIndicatorStyles":false`) {
 		t.Errorf("htmx-config = %q", cfg)
+	}
+}
+
+// TestErrorDispatch: the root's error handlers answer page requests with
+// the portal's error page (for the logged-in user) and API requests with
+// JSON.
+func TestErrorDispatch(t *testing.T) {
+	e := newTestServerConfig(t, openTestSQLite(t), func(c *Config) { c.RateLimit = 1 })
+	e.signup("alice", "password-alice")
+	pages := []struct {
+		name   string
+		resp   func() *http.Response
+		status int
+	}{
+		{"405", func() *http.Response { return e.do(http.MethodGet, "/logout", nil) }, http.StatusMethodNotAllowed},
+		{"404", func() *http.Response { return e.do(http.MethodGet, "/no/such/page", nil) }, http.StatusNotFound},
+		{"413", func() *http.Response {
+			return e.postForm("/register", registerForm("description", strings.Repeat("x", maxFormBytes+1)))
+		}, http.StatusRequestEntityTooLarge},
+		{"429", func() *http.Response {
+			e.postForm("/login", url.Values{"handle": {"alice"}, "password": {"wrong-password"}})
+			return e.postForm("/login", url.Values{"handle": {"alice"}, "password": {"wrong-password"}})
+		}, http.StatusTooManyRequests},
+	}
+	for _, tt := range pages {
+		t.Run("page "+tt.name, func(t *testing.T) {
+			resp := tt.resp()
+			doc := parsePage(t, resp, tt.status)
+			if got := mustTestid(t, doc, "error-page").AttrOr("data-status", ""); got != tt.name {
+				t.Errorf("error page data-status = %q", got)
+			}
+			mustTestid(t, doc, "nav-logout")
+			if tt.status == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+				t.Error("429 page without Retry-After")
+			}
+		})
+	}
+	for _, tt := range []struct {
+		method, path, code string
+		status             int
+	}{
+		{http.MethodDelete, "/api/v1/node", "method_not_allowed", http.StatusMethodNotAllowed},
+		{http.MethodGet, "/api/v1/nope", "not_found", http.StatusNotFound},
+	} {
+		t.Run("api "+tt.code, func(t *testing.T) {
+			resp := e.do(tt.method, tt.path, nil)
+			wantStatus(t, resp, tt.status)
+			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Errorf("Content-Type = %q", ct)
+			}
+			if got := decode[httpkit.ErrorBody](t, resp); got.Error.Code != tt.code {
+				t.Errorf("code = %q, want %q", got.Error.Code, tt.code)
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package handlers
+package portal
 
 import (
 	"net/http"
@@ -12,20 +12,22 @@ import (
 )
 
 // getListing finds the listing of the {id} URL parameter.
-func (s *Server) getListing(r *http.Request) (store.Listing, error) {
-	return s.Registry.Find(r.Context(), chi.URLParam(r, "id"))
+func (p *Pages) getListing(r *http.Request) (store.Listing, error) {
+	return p.Registry.Find(r.Context(), chi.URLParam(r, "id"))
 }
 
-func (s *Server) pageAgent(w http.ResponseWriter, r *http.Request) {
-	l, err := s.getListing(r)
+// PageAgent shows one listing, looked up in the network if the cache
+// lacks it; its owner gets the edit and delete buttons.
+func (p *Pages) PageAgent(w http.ResponseWriter, r *http.Request) {
+	l, err := p.getListing(r)
 	if err != nil {
-		s.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	u := s.viewer(r)
+	u := p.viewer(r)
 	rec := l.Record
 	v := web.AgentView{
-		Page:        s.page(r, u, rec.DisplayName, "agents"),
+		Page:        p.page(r, u, rec.DisplayName, "agents"),
 		ID:          rec.ID,
 		Name:        rec.Name,
 		DisplayName: rec.DisplayName,
@@ -41,7 +43,7 @@ func (s *Server) pageAgent(w http.ResponseWriter, r *http.Request) {
 		ExpiresAt:   rec.ExpiresAt,
 		Status:      l.Status,
 		LastSeen:    l.LastSeen,
-		LastSeenAgo: web.Ago(l.LastSeen, s.now()),
+		LastSeenAgo: web.Ago(l.LastSeen, p.now()),
 		HostPeerID:  l.HostPeerID,
 		Local:       l.Local,
 		CanManage:   u != nil && httpkit.Principal{User: u}.Actor().CanManage(l),
@@ -49,5 +51,5 @@ func (s *Server) pageAgent(w http.ResponseWriter, r *http.Request) {
 
 		MixedScripts: agent.MixedScripts(rec.DisplayName),
 	}
-	s.render(w, r, http.StatusOK, web.AgentPage(v))
+	p.render(w, r, http.StatusOK, web.AgentPage(v))
 }

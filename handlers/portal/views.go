@@ -1,4 +1,4 @@
-package handlers
+package portal
 
 import (
 	"github.com/agentsite/agentsite/agent"
@@ -7,7 +7,7 @@ import (
 )
 
 // card converts a listing to the card the lists show.
-func (s *Server) card(l store.Listing) web.AgentCard {
+func (p *Pages) card(l store.Listing) web.AgentCard {
 	r := l.Record
 	return web.AgentCard{
 		ID:          r.ID,
@@ -20,16 +20,16 @@ func (s *Server) card(l store.Listing) web.AgentCard {
 		Status:      l.Status,
 		Local:       l.Local,
 		LastSeen:    l.LastSeen,
-		LastSeenAgo: web.Ago(l.LastSeen, s.now()),
+		LastSeenAgo: web.Ago(l.LastSeen, p.now()),
 
 		MixedScripts: agent.MixedScripts(r.DisplayName),
 	}
 }
 
-func (s *Server) cards(ls []store.Listing) []web.AgentCard {
+func (p *Pages) cards(ls []store.Listing) []web.AgentCard {
 	out := make([]web.AgentCard, 0, len(ls))
 	for _, l := range ls {
-		out = append(out, s.card(l))
+		out = append(out, p.card(l))
 	}
 	return out
 }

@@ -1,24 +1,26 @@
-package handlers
+package portal_test
 
 import (
 	"net/http"
 	"testing"
+
+	. "github.com/agentsite/agentsite/handlers/handlertest"
 )
 
 // TestPagesRender loads every page, anonymous and logged in, and checks
 // its status, a key element and that it keeps to the CSP.
 func TestPagesRender(t *testing.T) {
-	e := newTestServer(t)
-	l := e.seedAgent("alice", simpleInput("weather-bot", "Weather Bot", "weather"))
+	e := New(t)
+	l := e.SeedAgent("alice", SimpleInput("weather-bot", "Weather Bot", "weather"))
 	id := l.Record.ID
-	anon := e.visitor()
-	e.signup("bob", "password-bob")
-	alice := e.visitor()
-	alice.login("alice", "password-alice")
+	anon := e.Visitor()
+	e.Signup("bob", "password-bob")
+	alice := e.Visitor()
+	alice.Login("alice", "password-alice")
 
 	tests := []struct {
 		name   string
-		env    *testEnv
+		env    *Env
 		path   string
 		status int
 		testid string
@@ -38,9 +40,9 @@ func TestPagesRender(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc := tt.env.page(tt.path, tt.status)
-			mustTestid(t, doc, tt.testid)
-			mustTestid(t, doc, "nav")
+			doc := tt.env.Page(tt.path, tt.status)
+			MustTestid(t, doc, tt.testid)
+			MustTestid(t, doc, "nav")
 			if got := doc.Find("head title").Text(); got == "" {
 				t.Error("no <title>")
 			}
@@ -50,35 +52,35 @@ func TestPagesRender(t *testing.T) {
 
 // TestNavShowsUser checks the nav for visitors and members.
 func TestNavShowsUser(t *testing.T) {
-	e := newTestServer(t)
-	doc := e.page("/", http.StatusOK)
-	mustTestid(t, doc, "nav-login")
-	mustTestid(t, doc, "nav-signup")
-	if testid(doc, "nav-logout").Length() != 0 {
+	e := New(t)
+	doc := e.Page("/", http.StatusOK)
+	MustTestid(t, doc, "nav-login")
+	MustTestid(t, doc, "nav-signup")
+	if Testid(doc, "nav-logout").Length() != 0 {
 		t.Error("visitor sees a logout button")
 	}
-	e.signup("carol", "password-carol")
-	doc = e.page("/", http.StatusOK)
-	if got := text(mustTestid(t, doc, "nav-account")); got != "@carol" {
+	e.Signup("carol", "password-carol")
+	doc = e.Page("/", http.StatusOK)
+	if got := Text(MustTestid(t, doc, "nav-account")); got != "@carol" {
 		t.Errorf("nav-account = %q", got)
 	}
-	if f := testid(doc, "nav-logout").Closest("form"); f.AttrOr("method", "") != "post" || f.AttrOr("action", "") != "/logout" {
+	if f := Testid(doc, "nav-logout").Closest("form"); f.AttrOr("method", "") != "post" || f.AttrOr("action", "") != "/logout" {
 		t.Error("logout is not a POST form to /logout")
 	}
 }
 
 // TestErrorPageHTMX: an htmx request gets a fragment, not a page.
 func TestErrorPageHTMX(t *testing.T) {
-	e := newTestServer(t)
-	doc := e.page("/agents/not-an-id", http.StatusNotFound, "HX-Request", "true")
-	if !isFragment(doc) {
+	e := New(t)
+	doc := e.Page("/agents/not-an-id", http.StatusNotFound, "HX-Request", "true")
+	if !IsFragment(doc) {
 		t.Fatal("htmx error response is a whole page")
 	}
-	if got := mustTestid(t, doc, "error-fragment").AttrOr("data-status", ""); got != "404" {
+	if got := MustTestid(t, doc, "error-fragment").AttrOr("data-status", ""); got != "404" {
 		t.Errorf("data-status = %q", got)
 	}
-	doc = e.page("/agents/not-an-id", http.StatusNotFound)
-	if got := text(mustTestid(t, doc, "error-message")); got != "No agent has this id." {
+	doc = e.Page("/agents/not-an-id", http.StatusNotFound)
+	if got := Text(MustTestid(t, doc, "error-message")); got != "No agent has this id." {
 		t.Errorf("message = %q", got)
 	}
 }

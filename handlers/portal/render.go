@@ -1,4 +1,4 @@
-package handlers
+package portal
 
 import (
 	"bytes"
@@ -17,11 +17,11 @@ import (
 
 // render writes a component as an HTML response. It renders into a buffer
 // first, so a template error becomes a clean 500 instead of half a page.
-func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
+func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
 	var buf bytes.Buffer
 	if err := c.Render(r.Context(), &buf); err != nil {
 		e := httpkit.Classify(err)
-		s.logIfServer(r, e, err)
+		p.logIfServer(r, e, err)
 		if e.Status == httpkit.StatusClientClosed {
 			return
 		}
@@ -39,21 +39,21 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c te
 
 // viewer is the logged-in user of a portal request, or nil (also on
 // routes outside the session middleware, whose errors are pages too).
-func (s *Server) viewer(r *http.Request) *store.User {
+func (p *Pages) viewer(r *http.Request) *store.User {
 	if u := userFrom(r.Context()); u != nil {
 		return u
 	}
 	if !httpkit.HasSession(r.Context()) {
 		return nil
 	}
-	return s.currentUser(r)
+	return p.currentUser(r)
 }
 
 // page builds what the layout needs: the user, the one-shot flash message
 // (popped here, so call it before writing the response) and asset URLs.
-func (s *Server) page(r *http.Request, u *store.User, title, nav string) web.Page {
-	flash := s.sessions.PopFlash(r.Context())
-	p := web.Page{
+func (p *Pages) page(r *http.Request, u *store.User, title, nav string) web.Page {
+	flash := p.Sessions.PopFlash(r.Context())
+	pg := web.Page{
 		Title: title,
 		Nav:   nav,
 		Flash: flash,
@@ -64,14 +64,14 @@ func (s *Server) page(r *http.Request, u *store.User, title, nav string) web.Pag
 		},
 	}
 	if u != nil {
-		p.User = u.Handle
+		pg.User = u.Handle
 	}
-	return p
+	return pg
 }
 
 // flash leaves a message for the next page the visitor sees.
-func (s *Server) flash(r *http.Request, msg string) {
-	s.sessions.Flash(r.Context(), msg)
+func (p *Pages) flash(r *http.Request, msg string) {
+	p.Sessions.Flash(r.Context(), msg)
 }
 
 // redirect answers a successful form POST (Post/Redirect/Get).
@@ -93,9 +93,12 @@ func hxTarget(r *http.Request) string {
 	return r.Header.Get("HX-Target")
 }
 
+// codeBadForm is the error code of a form body that cannot be parsed.
+const codeBadForm = "bad_form"
+
 // parseForm reads a form body. A body over the limit is a 413; anything
 // else unreadable a 400. It reports whether the handler may go on.
-func (s *Server) parseForm(w http.ResponseWriter, r *http.Request) bool {
+func (p *Pages) parseForm(w http.ResponseWriter, r *http.Request) bool {
 	err := r.ParseForm()
 	if err == nil {
 		return true
@@ -103,9 +106,9 @@ func (s *Server) parseForm(w http.ResponseWriter, r *http.Request) bool {
 	var mbe *http.MaxBytesError
 	var known *httpkit.Error // a body that arrived too slowly
 	if errors.As(err, &mbe) || errors.As(err, &known) {
-		s.renderError(w, r, err)
+		p.RenderError(w, r, err)
 	} else {
-		s.renderError(w, r, httpkit.Errorf(http.StatusBadRequest, "bad_form", "The form could not be read; reload the page and try again."))
+		p.RenderError(w, r, httpkit.Errorf(http.StatusBadRequest, codeBadForm, "The form could not be read; reload the page and try again."))
 	}
 	return false
 }

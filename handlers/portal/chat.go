@@ -1,4 +1,4 @@
-package handlers
+package portal
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/static"
@@ -26,69 +27,70 @@ type chatDraft struct {
 	Error string
 }
 
-// pageChat is GET /chat/{id}: AgentChat with one agent. Anonymous visitors
+// PageChat is GET /chat/{id}: AgentChat with one agent. Anonymous visitors
 // get a conversation key in their session here, which is what lets the
 // WebSocket (which only reads the session) know whose conversations they
 // are.
-func (s *Server) pageChat(w http.ResponseWriter, r *http.Request) {
-	s.showChat(w, r, http.StatusOK, r.URL.Query().Get("c"), chatDraft{})
+func (p *Pages) PageChat(w http.ResponseWriter, r *http.Request) {
+	p.showChat(w, r, http.StatusOK, r.URL.Query().Get("c"), chatDraft{})
 }
 
-// submitChat is POST /chat/{id}, the composer without JavaScript: one
+// SubmitChat is POST /chat/{id}, the composer without JavaScript: one
 // synchronous turn, then back to the conversation (Post/Redirect/Get). A
 // failed turn is stored in the conversation and shown there; a message
 // refused before it was sent (empty, too long, too fast) comes back in the
 // composer with the reason.
-func (s *Server) submitChat(w http.ResponseWriter, r *http.Request) {
-	if !s.parseForm(w, r) {
+func (p *Pages) SubmitChat(w http.ResponseWriter, r *http.Request) {
+	if !p.parseForm(w, r) {
 		return
 	}
 	ctx := r.Context()
 	agentID, convID, text := chi.URLParam(r, "id"), r.PostForm.Get("c"), r.PostForm.Get("text")
-	if err := s.sessions.EnsureAnonKey(ctx); err != nil {
-		s.renderError(w, r, err)
+	if err := p.Sessions.EnsureAnonKey(ctx); err != nil {
+		p.RenderError(w, r, err)
 		return
 	}
-	owner, _ := s.sessions.ChatOwner(ctx)
-	now := s.now()
-	if !s.chatLimits.Allow(string(owner), now) || !s.chatLimits.Allow("ip:"+httpkit.ClientKey(r), now) {
+	owner, _ := p.Sessions.ChatOwner(ctx)
+	now := p.now()
+	if !p.ChatLimits.Allow(string(owner), now) || !p.ChatLimits.Allow("ip:"+httpkit.ClientKey(r), now) {
 		w.Header().Set("Retry-After", "10")
-		s.showChat(w, r, http.StatusTooManyRequests, convID, chatDraft{Text: text, Error: "You are sending messages too fast; wait a moment."})
+		p.showChat(w, r, http.StatusTooManyRequests, convID, chatDraft{Text: text, Error: "You are sending messages too fast; wait a moment."})
 		return
 	}
-	res, err := s.Chat.Turn(ctx, owner, chat.Request{AgentID: agentID, ConversationID: convID, Text: text}, func(string) error { return nil })
+	res, err := p.Chat.Turn(ctx, owner, chat.Request{AgentID: agentID, ConversationID: convID, Text: text}, func(string) error { return nil })
 	if err == nil {
 		redirect(w, r, web.ChatHref(agentID, res.Conversation.ID))
 		return
 	}
 	e := httpkit.Classify(err)
-	s.logIfServer(r, e, err)
+	p.logIfServer(r, e, err)
 	switch {
 	case e.Status == httpkit.StatusClientClosed:
 		return
-	case res.Conversation.ID != "" && e.Code != "internal":
+	case res.Conversation.ID != "" && e.Code != string(agent.CodeInternal):
 		// Turn stored the failure as an error message: it is in the history.
 		redirect(w, r, web.ChatHref(agentID, res.Conversation.ID))
-	case e.Code == "unknown_agent" || e.Code == "unknown_conversation" || (e.Status >= 500 && e.Code != "agent_offline"):
-		s.renderError(w, r, e)
+	case e.Code == string(agent.CodeUnknownAgent) || e.Code == string(agent.CodeUnknownConv) ||
+		(e.Status >= 500 && e.Code != string(agent.CodeAgentOffline)):
+		p.RenderError(w, r, e)
 	default:
-		s.showChat(w, r, e.Status, convID, chatDraft{Text: text, Error: e.Message})
+		p.showChat(w, r, e.Status, convID, chatDraft{Text: text, Error: e.Message})
 	}
 }
 
 // showChat renders the chat page with conversation convID selected.
-func (s *Server) showChat(w http.ResponseWriter, r *http.Request, status int, convID string, draft chatDraft) {
+func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, convID string, draft chatDraft) {
 	ctx := r.Context()
-	l, err := s.Chat.Agent(ctx, chi.URLParam(r, "id"))
+	l, err := p.Chat.Agent(ctx, chi.URLParam(r, "id"))
 	if err != nil {
-		s.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
-	if err := s.sessions.EnsureAnonKey(ctx); err != nil {
-		s.renderError(w, r, err)
+	if err := p.Sessions.EnsureAnonKey(ctx); err != nil {
+		p.RenderError(w, r, err)
 		return
 	}
-	owner, _ := s.sessions.ChatOwner(ctx)
+	owner, _ := p.Sessions.ChatOwner(ctx)
 	rec := l.Record
 	v := web.ChatView{
 		Agent: web.ChatAgent{
@@ -104,14 +106,14 @@ func (s *Server) showChat(w http.ResponseWriter, r *http.Request, status int, co
 		ScriptURL: static.Path("chat.js"),
 	}
 	if convID != "" {
-		c, err := s.Chat.Conversation(ctx, owner, rec.ID, convID)
+		c, err := p.Chat.Conversation(ctx, owner, rec.ID, convID)
 		if err != nil {
-			s.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
-		ms, err := s.Store.ListMessages(ctx, c.ID, chatPageMessages+1)
+		ms, err := p.Conversations.ListMessages(ctx, c.ID, chatPageMessages+1)
 		if err != nil {
-			s.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		}
 		if len(ms) > chatPageMessages {
@@ -123,32 +125,32 @@ func (s *Server) showChat(w http.ResponseWriter, r *http.Request, status int, co
 			v.Messages = append(v.Messages, web.ChatMessage{ID: m.ID, Role: m.Role, Text: m.Text, CreatedAt: m.CreatedAt})
 		}
 	}
-	if v.Conversations, err = s.chatSideList(ctx, owner, l, v.ConversationID); err != nil {
-		s.renderError(w, r, err)
+	if v.Conversations, err = p.chatSideList(ctx, owner, l, v.ConversationID); err != nil {
+		p.RenderError(w, r, err)
 		return
 	}
-	v.Page = s.page(r, s.viewer(r), "Chat with "+rec.DisplayName, "agents")
-	s.render(w, r, status, web.ChatPage(v))
+	v.Page = p.page(r, p.viewer(r), "Chat with "+rec.DisplayName, "agents")
+	p.render(w, r, status, web.ChatPage(v))
 }
 
 // chatSideList is owner's conversations with any agent, each labelled
 // with its agent's name (from the cache only: no network look-ups for a
 // side list).
-func (s *Server) chatSideList(ctx context.Context, owner chat.Owner, current store.Listing, currentID string) ([]web.ChatConversation, error) {
+func (p *Pages) chatSideList(ctx context.Context, owner chat.Owner, current store.Listing, currentID string) ([]web.ChatConversation, error) {
 	if owner == "" {
 		return nil, nil
 	}
-	cs, err := s.Store.ListConversations(ctx, string(owner), chatSideConversations)
+	cs, err := p.Conversations.ListConversations(ctx, string(owner), chatSideConversations)
 	if err != nil {
 		return nil, err
 	}
 	names := map[string]string{current.Record.ID: current.Record.DisplayName}
-	now := s.now()
+	now := p.now()
 	out := make([]web.ChatConversation, 0, len(cs))
 	for _, c := range cs {
 		name, ok := names[c.AgentID]
 		if !ok {
-			if l, err := s.Store.GetAgent(ctx, c.AgentID); err == nil {
+			if l, err := p.Catalog.GetAgent(ctx, c.AgentID); err == nil {
 				name = l.Record.DisplayName
 			} else if !errors.Is(err, store.ErrNotFound) {
 				return nil, err

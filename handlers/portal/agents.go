@@ -1,4 +1,4 @@
-package handlers
+package portal
 
 import (
 	"errors"
@@ -77,13 +77,13 @@ func (st searchState) toggled(tag string) []string {
 	return out
 }
 
-// pageAgents is the search page. Under htmx it answers with only the part
+// PageAgents is the search page. Under htmx it answers with only the part
 // being swapped: the results (HX-Target: results) or the next page of cards
 // (HX-Target: pager).
-func (s *Server) pageAgents(w http.ResponseWriter, r *http.Request) {
+func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	vals := r.URL.Query()
-	q, qerr := parseSearchQuery(r)
+	q, qerr := httpkit.ParseSearchQuery(r.URL.Query())
 	st := searchState{
 		q:      vals.Get("q"),
 		tags:   q.Tags,
@@ -95,15 +95,15 @@ func (s *Server) pageAgents(w http.ResponseWriter, r *http.Request) {
 	if qerr != nil {
 		res.Error, status = searchErrorText(qerr), http.StatusBadRequest
 	} else {
-		page, err := s.Store.SearchAgents(ctx, q)
+		page, err := p.Catalog.SearchAgents(ctx, q)
 		switch {
 		case errors.Is(err, store.ErrBadCursor):
 			res.Error, status = "The page link is no longer valid; start the search again.", http.StatusBadRequest
 		case err != nil:
-			s.renderError(w, r, err)
+			p.RenderError(w, r, err)
 			return
 		default:
-			res.Agents = s.cards(page.Listings)
+			res.Agents = p.cards(page.Listings)
 			if page.NextCursor != "" {
 				res.NextHref = st.href(st.tags, page.NextCursor)
 			}
@@ -112,12 +112,12 @@ func (s *Server) pageAgents(w http.ResponseWriter, r *http.Request) {
 	w.Header().Add("Vary", "HX-Request, HX-Target")
 	target := hxTarget(r)
 	if target == "pager" {
-		s.render(w, r, http.StatusOK, web.MoreResults(res))
+		p.render(w, r, http.StatusOK, web.MoreResults(res))
 		return
 	}
-	tags, err := s.Store.ListTags(ctx, searchTagChips)
+	tags, err := p.Catalog.ListTags(ctx, searchTagChips)
 	if err != nil {
-		s.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	v := web.AgentsView{
@@ -133,11 +133,11 @@ func (s *Server) pageAgents(w http.ResponseWriter, r *http.Request) {
 	if target == "results" {
 		// htmx swaps only what 2xx responses carry by default; the message
 		// of an invalid query must still show.
-		s.render(w, r, http.StatusOK, web.ResultsPartial(v))
+		p.render(w, r, http.StatusOK, web.ResultsPartial(v))
 		return
 	}
-	v.Page = s.page(r, s.viewer(r), "Agents", "agents")
-	s.render(w, r, status, web.AgentsPage(v))
+	v.Page = p.page(r, p.viewer(r), "Agents", "agents")
+	p.render(w, r, status, web.AgentsPage(v))
 }
 
 func nonEmpty(ss []string) []string {
@@ -221,12 +221,12 @@ func searchErrorText(err error) string {
 // maxNetworkSearchTags bounds the DHT work one click can cause.
 const maxNetworkSearchTags = 3
 
-// submitNetworkSearch asks the network for providers of the selected tags,
+// SubmitNetworkSearch asks the network for providers of the selected tags,
 // pulls their listings into the cache (verified), and goes back to the
 // filtered list with a summary.
-func (s *Server) submitNetworkSearch(w http.ResponseWriter, r *http.Request) {
+func (p *Pages) SubmitNetworkSearch(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
-		s.renderError(w, r, err)
+		p.RenderError(w, r, err)
 		return
 	}
 	var tags []string
@@ -237,19 +237,19 @@ func (s *Server) submitNetworkSearch(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(tags) == 0 {
-		s.renderError(w, r, httpkit.Errorf(http.StatusBadRequest, "bad_query", "Choose a tag to search the network for."))
+		p.RenderError(w, r, httpkit.Errorf(http.StatusBadRequest, httpkit.CodeBadQuery, "Choose a tag to search the network for."))
 		return
 	}
 	providers, changed := 0, 0
 	for _, t := range tags {
-		p, c, err := s.Node.SearchTag(r.Context(), t, 20)
+		found, c, err := p.Node.SearchTag(r.Context(), t, 20)
 		if err != nil {
-			s.renderError(w, r, httpkit.Errorf(http.StatusServiceUnavailable, "network_unavailable", "The network search failed; try again in a moment."))
+			p.RenderError(w, r, httpkit.Errorf(http.StatusServiceUnavailable, string(agent.CodeNetworkUnavailable), "The network search failed; try again in a moment."))
 			return
 		}
-		providers, changed = providers+p, changed+c
+		providers, changed = providers+found, changed+c
 	}
-	s.sessions.Flash(r.Context(), fmt.Sprintf("Network search: %d node(s) answered, %d new or updated listing(s).", providers, changed))
+	p.Sessions.Flash(r.Context(), fmt.Sprintf("Network search: %d node(s) answered, %d new or updated listing(s).", providers, changed))
 	v := url.Values{"tag": tags}
 	http.Redirect(w, r, "/agents?"+v.Encode(), http.StatusSeeOther)
 }
