@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
@@ -44,7 +45,7 @@ func TestAccountTokens(t *testing.T) {
 	// It works on the API, as alice.
 	resp := e.do(http.MethodPost, "/api/v1/agents", simpleInput("api-bot", "API Bot"), bearer(token)...)
 	wantStatus(t, resp, http.StatusCreated)
-	if got := decode[AgentJSON](t, resp); got.Owner != "alice" {
+	if got := decode[apiwire.Agent](t, resp); got.Owner != "alice" {
 		t.Errorf("token registered for %q", got.Owner)
 	}
 	// Shown once: the next visit lists it (now used) without the token.

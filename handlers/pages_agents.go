@@ -83,7 +83,7 @@ func (st searchState) toggled(tag string) []string {
 func (s *Server) pageAgents(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	vals := r.URL.Query()
-	q, qerr := parseSearchQuery(r)
+	q, qerr := httpkit.ParseSearchQuery(vals)
 	st := searchState{
 		q:      vals.Get("q"),
 		tags:   q.Tags,

@@ -2,6 +2,8 @@
 // sends and accepts, field for field. It is its own small package, with no
 // HTTP in it, so that the API handlers and the API's clients (`agentsite
 // demo`, the load tool, tests) share one definition and cannot drift apart.
+// FromListing and FromPage turn the store's listings into these shapes for
+// every surface that sends them (the API, MCP).
 package apiwire
 
 import (
