@@ -44,7 +44,9 @@ type AgentList struct {
 }
 
 // AgentInput is the body of POST /api/v1/agents (register) and PUT
-// /api/v1/agents/{id} (update). The node rejects unknown fields.
+// /api/v1/agents/{id} (update). The node rejects unknown fields. Its
+// fields are registry.Input's, one for one: the API converts one into the
+// other, so the compiler keeps the wire and the use case in step.
 type AgentInput struct {
 	Name        string        `json:"name"`
 	DisplayName string        `json:"display_name"`

@@ -19,11 +19,19 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
+// onChatPage seeds an echo agent on e and a visitor who opened its chat
+// page, which gives them the session a socket needs.
+func onChatPage(t *testing.T, e *Env) (id string, v *Env) {
+	t.Helper()
+	id = e.SeedEcho("echo-bot", "Echo Bot")
+	v = e.Visitor()
+	v.Page("/chat/"+id, http.StatusOK)
+	return id, v
+}
+
 func TestChatWebSocket(t *testing.T) {
 	e := NewChat(t)
-	id := e.SeedEcho("echo-bot", "Echo Bot")
-	v := e.Visitor()
-	v.Page("/chat/"+id, http.StatusOK)
+	id, v := onChatPage(t, e)
 	c := v.MustDial()
 
 	// A whole turn: chunks, then done; both messages stored.
@@ -99,9 +107,7 @@ func TestChatWebSocket(t *testing.T) {
 
 func TestChatWebSocketHandshake(t *testing.T) {
 	e := NewChat(t)
-	id := e.SeedEcho("echo-bot", "Echo Bot")
-	v := e.Visitor()
-	v.Page("/chat/"+id, http.StatusOK)
+	_, v := onChatPage(t, e)
 
 	for _, origin := range []string{"https://evil.example", "http://localhost.evil.example", "null"} {
 		c, resp, err := v.WSDial(origin)
@@ -144,9 +150,7 @@ func wantFate(t *testing.T, f chatws.Out, stored, sent bool) {
 func TestChatWebSocketRateLimited(t *testing.T) {
 	e := NewChat(t)
 	e.Server.ChatSocket.Rates = httpkit.NewRates(6) // burst 5
-	id := e.SeedEcho("echo-bot", "Echo Bot")
-	v := e.Visitor()
-	v.Page("/chat/"+id, http.StatusOK)
+	id, v := onChatPage(t, e)
 	c := v.MustDial()
 	_, done := Turn(t, c, chatws.In{AgentID: id, Text: "first"})
 	if done.Type != "done" {
@@ -188,9 +192,7 @@ func TestChatWebSocketFailedAfterStoring(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := NewChat(t)
-			id := e.SeedEcho("echo-bot", "Echo Bot")
-			v := e.Visitor()
-			v.Page("/chat/"+id, http.StatusOK)
+			id, v := onChatPage(t, e)
 			c := v.MustDial()
 			_, done := Turn(t, c, chatws.In{AgentID: id, Text: "first"})
 			if done.Type != "done" {
@@ -214,10 +216,8 @@ func TestChatWebSocketFailedAfterStoring(t *testing.T) {
 	// No chat on this node: refused before the message is stored.
 	{
 		e := NewChat(t)
-		id := e.SeedEcho("echo-bot", "Echo Bot")
 		e.Server.Chat.Local = nil
-		v := e.Visitor()
-		v.Page("/chat/"+id, http.StatusOK)
+		id, v := onChatPage(t, e)
 		_, f := Turn(t, v.MustDial(), chatws.In{AgentID: id, Text: "hello"})
 		if f.Type != "error" || f.Code != "chat_unavailable" {
 			t.Fatalf("no chat: frame %+v", f)
@@ -227,10 +227,8 @@ func TestChatWebSocketFailedAfterStoring(t *testing.T) {
 
 	// A new conversation: the frame names the one the message went into.
 	e := NewChat(t)
-	id := e.SeedEcho("echo-bot", "Echo Bot")
 	e.Server.Chat.Local = FailingAnswerer{Err: agent.ErrBackendUnavailable}
-	v := e.Visitor()
-	v.Page("/chat/"+id, http.StatusOK)
+	id, v := onChatPage(t, e)
 	_, f := Turn(t, v.MustDial(), chatws.In{AgentID: id, Text: "hello"})
 	wantFate(t, f, true, true)
 	msgs, err := e.Store.ListMessages(t.Context(), f.ConversationID, 10)

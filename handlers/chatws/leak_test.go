@@ -1,7 +1,6 @@
 package chatws_test
 
 import (
-	"net/http"
 	"runtime"
 	"testing"
 	"time"
@@ -14,9 +13,7 @@ import (
 // (each used to stay until server shutdown).
 func TestChatSocketsDoNotLeak(t *testing.T) {
 	e := NewChat(t)
-	id := e.SeedEcho("echo-bot", "Echo Bot")
-	v := e.Visitor()
-	v.Page("/chat/"+id, http.StatusOK)
+	_, v := onChatPage(t, e)
 	_ = v.MustDial().Close() // warm up: first-use goroutines (pools) start here
 
 	baseline := settledGoroutines()

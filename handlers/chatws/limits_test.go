@@ -15,9 +15,7 @@ import (
 // chat sockets; the next gets a clear 429, and a closed one frees a slot.
 func TestChatSocketsCappedPerClient(t *testing.T) {
 	e := NewChat(t)
-	id := e.SeedEcho("echo-bot", "Echo Bot")
-	v := e.Visitor()
-	v.Page("/chat/"+id, http.StatusOK)
+	_, v := onChatPage(t, e)
 	max := e.Server.Config.MaxSocketsPerClient
 	var first interface{ Close() error }
 	for i := range max {
@@ -60,9 +58,7 @@ func TestChatWebSocketBehindProxy(t *testing.T) {
 	const public = "https://agents.example.org"
 	e := NewConfig(t, OpenSQLite(t), func(c *handlers.Config) { c.PublicURL = public })
 	UseRuntime(e)
-	id := e.SeedEcho("echo-bot", "Echo Bot")
-	v := e.Visitor()
-	v.Page("/chat/"+id, http.StatusOK)
+	id, v := onChatPage(t, e)
 
 	c, resp, err := v.WSDial(public)
 	if err != nil {
