@@ -61,8 +61,7 @@ func (s *Server) apiMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) tooManyRequests(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Retry-After", "60")
-	s.renderError(w, r, httpkit.Errorf(http.StatusTooManyRequests, "rate_limited", "Too many attempts; wait a minute and try again."))
+	s.renderError(w, r, httpkit.ErrRateLimited)
 }
 
 func (s *Server) pageMethodNotAllowed(w http.ResponseWriter, r *http.Request) {

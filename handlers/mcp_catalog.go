@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
@@ -55,19 +55,15 @@ func (p *mcpPublic) searchAgents(ctx context.Context, req mcp.CallToolRequest) (
 		v.Set("limit", strconv.Itoa(n))
 	}
 	// The same validation as GET /api/v1/agents.
-	q, err := parseSearchQuery(&http.Request{URL: &url.URL{RawQuery: v.Encode()}})
+	q, err := httpkit.ParseSearchQuery(v)
 	if err != nil {
-		return toolError(httpkit.Classify(badQuery(err)), ""), nil
+		return toolError(httpkit.Classify(httpkit.BadQuery(err)), ""), nil
 	}
 	page, err := p.s.Store.SearchAgents(ctx, q)
 	if err != nil {
 		return p.internal(ctx, "search_agents", err), nil
 	}
-	out := agentListJSON{Agents: make([]AgentJSON, 0, len(page.Listings)), NextCursor: page.NextCursor}
-	for _, l := range page.Listings {
-		out.Agents = append(out.Agents, toAgentJSON(l))
-	}
-	return jsonResult(out)
+	return jsonResult(apiwire.FromPage(page))
 }
 
 func (p *mcpPublic) getAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -79,7 +75,7 @@ func (p *mcpPublic) getAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if err != nil {
 		return p.internal(ctx, "get_agent", err), nil
 	}
-	return jsonResult(toAgentJSON(l))
+	return jsonResult(apiwire.FromListing(l))
 }
 
 type tagJSON struct {
@@ -118,7 +114,7 @@ func (p *mcpPublic) readAgent(ctx context.Context, req mcp.ReadResourceRequest) 
 		p.s.Logger.ErrorContext(ctx, "MCP resource read failed", "uri", uri, "err", err)
 		return nil, errors.New("the agent could not be read; try again later")
 	}
-	b, err := json.Marshal(toAgentJSON(l))
+	b, err := json.Marshal(apiwire.FromListing(l))
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/runtime"
+	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
@@ -35,7 +36,7 @@ var mcpEras = []string{"", "2025-11-25"}
 // newMCPTestServer is a portal whose local agents answer with a real
 // agent.Runtime over the test store, hosting one echo agent with a poisoned
 // listing.
-func newMCPTestServer(t *testing.T) (*testEnv, AgentJSON) {
+func newMCPTestServer(t *testing.T) (*testEnv, apiwire.Agent) {
 	t.Helper()
 	env := newTestServer(t)
 	rt := runtime.NewRuntime(func(ctx context.Context, id string) (agent.Backend, error) {
@@ -51,14 +52,14 @@ func newMCPTestServer(t *testing.T) (*testEnv, AgentJSON) {
 }
 
 // registerAgent registers a builtin agent through the API.
-func (e *testEnv) registerAgent(name, description, builtin string) AgentJSON {
+func (e *testEnv) registerAgent(name, description, builtin string) apiwire.Agent {
 	e.t.Helper()
 	resp := e.do("POST", "/api/v1/agents", map[string]any{
 		"name": name, "display_name": poison, "description": description, "tags": []string{"mcp-test"},
 		"backend": map[string]string{"kind": "builtin", "builtin": builtin},
 	}, "Authorization", "Bearer "+testOperatorToken)
 	wantStatus(e.t, resp, http.StatusCreated)
-	return decode[AgentJSON](e.t, resp)
+	return decode[apiwire.Agent](e.t, resp)
 }
 
 // chunks collects progress notifications by progress token. The SDK
@@ -179,7 +180,7 @@ func TestMCPToolsResourcesAndChat(t *testing.T) {
 			}
 
 			res := call(t, cs, "search_agents", map[string]any{"q": "echo", "tags": []string{"mcp-test"}}, "")
-			page := structured[agentListJSON](t, res)
+			page := structured[apiwire.AgentList](t, res)
 			if res.IsError || len(page.Agents) != 1 || page.Agents[0].ID != echo.ID {
 				t.Fatalf("search_agents = %+v (error %v)", page, res.IsError)
 			}
@@ -189,7 +190,7 @@ func TestMCPToolsResourcesAndChat(t *testing.T) {
 			}
 
 			res = call(t, cs, "get_agent", map[string]any{"id": echo.ID}, "")
-			if a := structured[AgentJSON](t, res); res.IsError || a.ID != echo.ID || !a.Local {
+			if a := structured[apiwire.Agent](t, res); res.IsError || a.ID != echo.ID || !a.Local {
 				t.Errorf("get_agent = %+v", a)
 			}
 			res = call(t, cs, "list_tags", nil, "")
@@ -202,7 +203,7 @@ func TestMCPToolsResourcesAndChat(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var a AgentJSON
+			var a apiwire.Agent
 			if len(rr.Contents) != 1 || json.Unmarshal([]byte(rr.Contents[0].Text), &a) != nil || a.ID != echo.ID || rr.Contents[0].MIMEType != "application/json" {
 				t.Errorf("read agent://%s = %+v", echo.ID, rr.Contents)
 			}

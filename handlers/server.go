@@ -12,13 +12,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/api"
+	"github.com/agentsite/agentsite/handlers/chatws"
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/handlers/portal"
@@ -93,13 +94,16 @@ type Server struct {
 	Registry *registry.Registry
 	Chat     *chat.Chat
 	Accounts *httpkit.Accounts
+	// API serves /api/v1 and ChatSocket the chat WebSocket; New builds
+	// both from the fields above.
+	API        *api.API
+	ChatSocket *chatws.Handler
 
 	sessions    *httpkit.Sessions
 	pages       *portal.Pages
 	metrics     *metrics
 	chatLimits  *httpkit.Rates
-	sockets     *connlimit.Counter // chat WebSockets open per client
-	lifetime    context.Context    // ends at CloseChats
+	lifetime    context.Context // ends at CloseChats
 	mcpLimits   mcpLimits
 	endLifetime context.CancelFunc
 }
@@ -158,9 +162,13 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,
 		Registry: s.Registry, Chat: s.Chat, Accounts: accounts, Sessions: s.sessions,
 		ChatLimits: s.chatLimits, Logger: logger, Version: cfg.Version, Now: now}
-	s.sockets = connlimit.NewCounter(cfg.MaxSocketsPerClient)
 	s.mcpLimits = mcpLimits{maxSessions: maxMCPSessions, initsPerMinute: mcpInitsPerMinute}
 	s.lifetime, s.endLifetime = context.WithCancel(context.Background())
+	s.API = &api.API{Catalog: st, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
+		ChatRates: s.chatLimits, Version: cfg.Version, Now: now, Fail: s.renderError}
+	s.ChatSocket = &chatws.Handler{Chat: s.Chat, Sessions: s.sessions,
+		Sockets: connlimit.NewCounter(cfg.MaxSocketsPerClient), Rates: s.chatLimits,
+		AllowOrigin: s.originRule().admits, Lifetime: s.lifetime, Fail: s.renderError, Logger: logger, Now: now}
 	m, err := newMetrics(reg, st)
 	if err != nil {
 		return nil, err
@@ -171,10 +179,9 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 
 func (s *Server) now() time.Time { return s.Now().UTC() }
 
-// getListing finds the listing of the {id} URL parameter.
-func (s *Server) getListing(r *http.Request) (store.Listing, error) {
-	return s.Registry.Find(r.Context(), chi.URLParam(r, "id"))
-}
+// CloseChats ends every chat socket with a close frame; http.Server's
+// Shutdown does not touch hijacked connections, so Main calls this first.
+func (s *Server) CloseChats() { s.endLifetime() }
 
 // statusRecorder remembers the status code written, for metrics and logs.
 type statusRecorder struct {

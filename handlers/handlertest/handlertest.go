@@ -395,6 +395,15 @@ func SearchAll() store.SearchQuery {
 func NewChat(t *testing.T) *Env {
 	t.Helper()
 	e := New(t)
+	UseRuntime(e)
+	return e
+}
+
+// UseRuntime makes e's local agents answer with the real agent runtime,
+// their backends looked up in the store (NewChat for a server built
+// otherwise).
+func UseRuntime(e *Env) {
+	t := e.T
 	rt := runtime.NewRuntime(func(ctx context.Context, id string) (agent.Backend, error) {
 		b, err := e.Store.GetBackend(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -404,7 +413,6 @@ func NewChat(t *testing.T) *Env {
 	}, runtime.RuntimeOptions{AllowPrivate: true, Timeout: 10 * time.Second})
 	t.Cleanup(func() { _ = rt.Close() })
 	e.Server.Chat.Local = rt
-	return e
 }
 
 // seedEcho registers a local agent with the echo builtin and returns its id.

@@ -1,7 +1,9 @@
 package httpkit
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -10,49 +12,25 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-// CodeBadQuery is the error code of a search (or other query string) whose
-// parameters are invalid: a 400, with the parameters named in Fields.
+// CodeBadQuery is the code of a malformed search: a 400, not a 422, since
+// the request itself is malformed, not a submitted entity.
 const CodeBadQuery = "bad_query"
 
-// ParseSearchQuery reads a catalogue search from query parameters, the
-// same for every surface (the search page, GET /api/v1/agents, the MCP
-// search tool): q, tag (repeatable or comma-separated), status
-// (repeatable, comma-separated or "all"), limit and cursor.
+var validStatuses = map[string]bool{store.StatusOnline: true, store.StatusStale: true, store.StatusOffline: true}
+
+// ParseSearchQuery reads a catalogue search the way GET /api/v1/agents,
+// the search page and the MCP search tool all take it: q, tag (repeatable
+// or comma-separated), status (repeatable, comma-separated or "all"),
+// limit and cursor. What is wrong comes back as an *agent.ValidationError
+// naming the parameters; BadQuery turns it into a response.
 func ParseSearchQuery(v url.Values) (store.SearchQuery, error) {
 	q := store.SearchQuery{Q: v.Get("q"), Cursor: v.Get("cursor")}
 	fields := map[string]string{}
 	if len(q.Q) > 256 {
 		fields["q"] = "at most 256 bytes"
 	}
-	for _, raw := range v["tag"] {
-		for _, t := range strings.Split(raw, ",") {
-			if t = strings.ToLower(strings.TrimSpace(t)); t == "" {
-				continue
-			}
-			if !agent.IsSlug(t, 1, agent.MaxTagLen) {
-				fields["tag"] = fmt.Sprintf("%q is not a tag", t)
-				continue
-			}
-			q.Tags = append(q.Tags, t)
-		}
-	}
-	if len(q.Tags) > agent.MaxTags {
-		fields["tag"] = fmt.Sprintf("at most %d tags", agent.MaxTags)
-	}
-	for _, raw := range v["status"] {
-		for _, st := range strings.Split(raw, ",") {
-			st = strings.TrimSpace(st)
-			switch {
-			case st == "":
-			case st == "all":
-				q.Statuses = []string{store.StatusOnline, store.StatusStale, store.StatusOffline}
-			case st == store.StatusOnline || st == store.StatusStale || st == store.StatusOffline:
-				q.Statuses = append(q.Statuses, st)
-			default:
-				fields["status"] = "must be online, stale, offline or all"
-			}
-		}
-	}
+	q.Tags = parseTags(v["tag"], fields)
+	q.Statuses = parseStatuses(v["status"], fields)
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > store.MaxLimit {
@@ -68,4 +46,53 @@ func ParseSearchQuery(v url.Values) (store.SearchQuery, error) {
 	}
 	q.Limit = store.NormalizeLimit(q.Limit)
 	return q, nil
+}
+
+func parseTags(raws []string, fields map[string]string) []string {
+	var tags []string
+	for _, raw := range raws {
+		for _, t := range strings.Split(raw, ",") {
+			if t = strings.ToLower(strings.TrimSpace(t)); t == "" {
+				continue
+			}
+			if !agent.IsSlug(t, 1, agent.MaxTagLen) {
+				fields["tag"] = fmt.Sprintf("%q is not a tag", t)
+				continue
+			}
+			tags = append(tags, t)
+		}
+	}
+	if len(tags) > agent.MaxTags {
+		fields["tag"] = fmt.Sprintf("at most %d tags", agent.MaxTags)
+	}
+	return tags
+}
+
+func parseStatuses(raws []string, fields map[string]string) []string {
+	var statuses []string
+	for _, raw := range raws {
+		for _, st := range strings.Split(raw, ",") {
+			st = strings.TrimSpace(st)
+			switch {
+			case st == "":
+			case st == "all":
+				statuses = []string{store.StatusOnline, store.StatusStale, store.StatusOffline}
+			case validStatuses[st]:
+				statuses = append(statuses, st)
+			default:
+				fields["status"] = "must be online, stale, offline or all"
+			}
+		}
+	}
+	return statuses
+}
+
+// BadQuery turns ParseSearchQuery's validation error into a 400 bad_query
+// naming the parameters; other errors pass through.
+func BadQuery(err error) error {
+	var ve *agent.ValidationError
+	if errors.As(err, &ve) {
+		return &Error{Status: http.StatusBadRequest, Code: CodeBadQuery, Message: "Some query parameters are invalid; see fields.", Fields: ve.Fields}
+	}
+	return err
 }

@@ -83,7 +83,7 @@ func (st searchState) toggled(tag string) []string {
 func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	vals := r.URL.Query()
-	q, qerr := httpkit.ParseSearchQuery(r.URL.Query())
+	q, qerr := httpkit.ParseSearchQuery(vals)
 	st := searchState{
 		q:      vals.Get("q"),
 		tags:   q.Tags,

@@ -1,101 +1,56 @@
-package handlers
+package chatws_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/handlers/chatws"
+	. "github.com/agentsite/agentsite/handlers/handlertest"
 	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/store/postgres/pgtest"
 )
 
-// wsDial opens the chat WebSocket with env's cookies (visit a chat page
-// first) and an Origin header.
-func (e *testEnv) wsDial(origin string) (*websocket.Conn, *http.Response, error) {
-	e.t.Helper()
-	d := websocket.Dialer{Jar: e.client.Jar, HandshakeTimeout: 5 * time.Second}
-	h := http.Header{}
-	if origin != "" {
-		h.Set("Origin", origin)
-	}
-	c, resp, err := d.DialContext(e.t.Context(), "ws"+strings.TrimPrefix(e.ts.URL, "http")+"/api/v1/chat", h)
-	if c != nil {
-		e.t.Cleanup(func() { _ = c.Close() })
-	}
-	return c, resp, err
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
-func (e *testEnv) mustDial() *websocket.Conn {
-	e.t.Helper()
-	c, resp, err := e.wsDial(e.ts.URL)
-	if err != nil {
-		status := 0
-		if resp != nil {
-			status = resp.StatusCode
-		}
-		e.t.Fatalf("dial chat: %v (status %d)", err, status)
-	}
-	return c
-}
-
-func readFrame(t *testing.T, c *websocket.Conn) wsOut {
+// onChatPage seeds an echo agent on e and a visitor who opened its chat
+// page, which gives them the session a socket needs.
+func onChatPage(t *testing.T, e *Env) (id string, v *Env) {
 	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var f wsOut
-	if err := c.ReadJSON(&f); err != nil {
-		t.Fatalf("read frame: %v", err)
-	}
-	return f
-}
-
-// turn sends a message and collects the streamed reply up to the final
-// done or error frame.
-func turn(t *testing.T, c *websocket.Conn, in wsIn) (chunks []string, last wsOut) {
-	t.Helper()
-	in.Type = "message"
-	if err := c.WriteJSON(in); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		f := readFrame(t, c)
-		if f.Type != "chunk" {
-			return chunks, f
-		}
-		chunks = append(chunks, f.Text)
-	}
+	id = e.SeedEcho("echo-bot", "Echo Bot")
+	v = e.Visitor()
+	v.Page("/chat/"+id, http.StatusOK)
+	return id, v
 }
 
 func TestChatWebSocket(t *testing.T) {
-	e := newChatServer(t)
-	id := e.seedEcho("echo-bot", "Echo Bot")
-	v := e.visitor()
-	v.page("/chat/"+id, http.StatusOK)
-	c := v.mustDial()
+	e := NewChat(t)
+	id, v := onChatPage(t, e)
+	c := v.MustDial()
 
 	// A whole turn: chunks, then done; both messages stored.
-	chunks, done := turn(t, c, wsIn{AgentID: id, Text: "hello planet earth"})
+	chunks, done := Turn(t, c, chatws.In{AgentID: id, Text: "hello planet earth"})
 	if done.Type != "done" || done.ConversationID == "" || done.MessageID == 0 {
 		t.Fatalf("final frame = %+v", done)
 	}
 	if got := strings.Join(chunks, ""); got != "hello planet earth" || len(chunks) < 2 {
 		t.Errorf("chunks = %q, want the echo streamed in pieces", chunks)
 	}
-	msgs, err := e.st.ListMessages(t.Context(), done.ConversationID, 10)
+	msgs, err := e.Store.ListMessages(t.Context(), done.ConversationID, 10)
 	if err != nil || len(msgs) != 2 || msgs[0].Role != "user" || msgs[0].Text != "hello planet earth" ||
 		msgs[1].Role != "agent" || msgs[1].Text != "hello planet earth" || msgs[1].ID != done.MessageID {
 		t.Errorf("stored = %+v, %v", msgs, err)
 	}
 	// The conversation is the page visitor's: it shows on their page.
-	doc := v.page("/chat/"+id+"?c="+done.ConversationID, http.StatusOK)
-	if got := chatMessages(doc); len(got) != 2 {
-		t.Errorf("page after a WebSocket turn shows %q", got)
+	doc := v.Page("/chat/"+id+"?c="+done.ConversationID, http.StatusOK)
+	if n := Testid(doc, "message").Length(); n != 2 {
+		t.Errorf("page after a WebSocket turn shows %d messages, want 2", n)
 	}
 
 	// Malformed frames get an error frame; the socket stays usable.
@@ -110,7 +65,7 @@ func TestChatWebSocket(t *testing.T) {
 		if err := c.WriteMessage(bad.kind, []byte(bad.data)); err != nil {
 			t.Fatal(err)
 		}
-		f := readFrame(t, c)
+		f := ReadFrame(t, c)
 		if f.Type != "error" || f.Code != "bad_frame" || f.Message == "" {
 			t.Errorf("after %q: %+v", bad.data, f)
 		}
@@ -118,46 +73,44 @@ func TestChatWebSocket(t *testing.T) {
 	}
 
 	// Too long: refused, not stored.
-	_, f := turn(t, c, wsIn{AgentID: id, ConversationID: done.ConversationID, Text: strings.Repeat("é", chat.MaxMessageBytes/2+1)})
+	_, f := Turn(t, c, chatws.In{AgentID: id, ConversationID: done.ConversationID, Text: strings.Repeat("é", chat.MaxMessageBytes/2+1)})
 	if f.Type != "error" || f.Code != "message_too_large" {
 		t.Errorf("oversized message: %+v", f)
 	}
 	wantFate(t, f, false, false)
 	// Unknown agent and someone else's conversation.
-	_, f = turn(t, c, wsIn{AgentID: strings.Repeat("a", agent.IDLen), Text: "hi"})
+	_, f = Turn(t, c, chatws.In{AgentID: strings.Repeat("a", agent.IDLen), Text: "hi"})
 	if f.Type != "error" || f.Code != "unknown_agent" {
 		t.Errorf("unknown agent: %+v", f)
 	}
 	wantFate(t, f, false, false)
-	w := e.visitor()
-	w.page("/chat/"+id, http.StatusOK)
-	_, f = turn(t, w.mustDial(), wsIn{AgentID: id, ConversationID: done.ConversationID, Text: "hijack"})
+	w := e.Visitor()
+	w.Page("/chat/"+id, http.StatusOK)
+	_, f = Turn(t, w.MustDial(), chatws.In{AgentID: id, ConversationID: done.ConversationID, Text: "hijack"})
 	if f.Type != "error" || f.Code != "unknown_conversation" {
 		t.Errorf("foreign conversation: %+v", f)
 	}
 	wantFate(t, f, false, false)
 
 	// Still usable: continue the conversation.
-	chunks, f = turn(t, c, wsIn{AgentID: id, ConversationID: done.ConversationID, Text: "again"})
+	chunks, f = Turn(t, c, chatws.In{AgentID: id, ConversationID: done.ConversationID, Text: "again"})
 	if f.Type != "done" || f.ConversationID != done.ConversationID || strings.Join(chunks, "") != "again" {
 		t.Errorf("continued turn: %q then %+v", chunks, f)
 	}
 	if f.Stored != nil || f.Sent != nil {
 		t.Errorf("a done frame carries stored/sent: %+v", f)
 	}
-	if msgs, _ := e.st.ListMessages(t.Context(), done.ConversationID, 10); len(msgs) != 4 {
+	if msgs, _ := e.Store.ListMessages(t.Context(), done.ConversationID, 10); len(msgs) != 4 {
 		t.Errorf("%d messages stored, want 4 (refused ones are not)", len(msgs))
 	}
 }
 
 func TestChatWebSocketHandshake(t *testing.T) {
-	e := newChatServer(t)
-	id := e.seedEcho("echo-bot", "Echo Bot")
-	v := e.visitor()
-	v.page("/chat/"+id, http.StatusOK)
+	e := NewChat(t)
+	_, v := onChatPage(t, e)
 
 	for _, origin := range []string{"https://evil.example", "http://localhost.evil.example", "null"} {
-		c, resp, err := v.wsDial(origin)
+		c, resp, err := v.WSDial(origin)
 		if err == nil {
 			c.Close()
 			t.Errorf("Origin %q: handshake accepted", origin)
@@ -174,14 +127,14 @@ func TestChatWebSocketHandshake(t *testing.T) {
 	}
 
 	// No session (never opened a chat page): a clear 401, not a 500.
-	_, resp, err := e.visitor().wsDial(e.ts.URL)
+	_, resp, err := e.Visitor().WSDial(e.TS.URL)
 	if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("without a session: %v, %v, want 401", err, resp)
 	}
 }
 
 // wantFate checks an error frame's account of the message: stored, sent.
-func wantFate(t *testing.T, f wsOut, stored, sent bool) {
+func wantFate(t *testing.T, f chatws.Out, stored, sent bool) {
 	t.Helper()
 	if f.Stored == nil || f.Sent == nil {
 		t.Errorf("error frame %s without stored/sent: %+v", f.Code, f)
@@ -195,18 +148,16 @@ func wantFate(t *testing.T, f wsOut, stored, sent bool) {
 // TestChatWebSocketRateLimited: a message over the rate limit is refused
 // before anything happens to it, and the frame says so.
 func TestChatWebSocketRateLimited(t *testing.T) {
-	e := newChatServer(t)
-	e.s.chatLimits = httpkit.NewRates(6) // burst 5
-	id := e.seedEcho("echo-bot", "Echo Bot")
-	v := e.visitor()
-	v.page("/chat/"+id, http.StatusOK)
-	c := v.mustDial()
-	_, done := turn(t, c, wsIn{AgentID: id, Text: "first"})
+	e := NewChat(t)
+	e.Server.ChatSocket.Rates = httpkit.NewRates(6) // burst 5
+	id, v := onChatPage(t, e)
+	c := v.MustDial()
+	_, done := Turn(t, c, chatws.In{AgentID: id, Text: "first"})
 	if done.Type != "done" {
 		t.Fatalf("first turn: %+v", done)
 	}
 	for i := range 10 {
-		_, f := turn(t, c, wsIn{AgentID: id, ConversationID: done.ConversationID, Text: fmt.Sprint("n", i)})
+		_, f := Turn(t, c, chatws.In{AgentID: id, ConversationID: done.ConversationID, Text: fmt.Sprint("n", i)})
 		if f.Type == "done" {
 			continue
 		}
@@ -214,28 +165,13 @@ func TestChatWebSocketRateLimited(t *testing.T) {
 			t.Fatalf("turn %d: %+v", i, f)
 		}
 		wantFate(t, f, false, false)
-		msgs, err := e.st.ListMessages(t.Context(), done.ConversationID, 100)
+		msgs, err := e.Store.ListMessages(t.Context(), done.ConversationID, 100)
 		if err != nil || len(msgs) != 2*(i+1) {
 			t.Errorf("%d messages stored after %d turns and a refused one (%v)", len(msgs), i+1, err)
 		}
 		return
 	}
 	t.Fatal("never rate limited")
-}
-
-// failingAnswerer streams chunk (if any), then fails with err.
-type failingAnswerer struct {
-	chunk string
-	err   error
-}
-
-func (f failingAnswerer) Answer(_ context.Context, _ agent.Turn, emit func(string) error) (string, error) {
-	if f.chunk != "" {
-		if err := emit(f.chunk); err != nil {
-			return "", err
-		}
-	}
-	return f.chunk, f.err
 }
 
 // TestChatWebSocketFailedAfterStoring: a turn that fails once the message
@@ -248,31 +184,29 @@ func TestChatWebSocketFailedAfterStoring(t *testing.T) {
 		code     string
 		sent     bool
 	}{
-		{"backend down", failingAnswerer{err: agent.ErrBackendUnavailable}, "agent_unavailable", true},
-		{"backend timed out", failingAnswerer{err: agent.ErrBackendTimeout}, "agent_timeout", true},
-		{"address not allowed", failingAnswerer{err: agent.ErrBlockedAddress}, "agent_misconfigured", false},
-		{"broke off after a chunk", failingAnswerer{chunk: "hal", err: agent.ErrBlockedAddress}, "agent_misconfigured", true},
-		{"agent gone from its host", failingAnswerer{err: agent.ErrUnknownAgent}, "unknown_agent", false},
+		{"backend down", FailingAnswerer{Err: agent.ErrBackendUnavailable}, "agent_unavailable", true},
+		{"backend timed out", FailingAnswerer{Err: agent.ErrBackendTimeout}, "agent_timeout", true},
+		{"address not allowed", FailingAnswerer{Err: agent.ErrBlockedAddress}, "agent_misconfigured", false},
+		{"broke off after a chunk", FailingAnswerer{Chunk: "hal", Err: agent.ErrBlockedAddress}, "agent_misconfigured", true},
+		{"agent gone from its host", FailingAnswerer{Err: agent.ErrUnknownAgent}, "unknown_agent", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newChatServer(t)
-			id := e.seedEcho("echo-bot", "Echo Bot")
-			v := e.visitor()
-			v.page("/chat/"+id, http.StatusOK)
-			c := v.mustDial()
-			_, done := turn(t, c, wsIn{AgentID: id, Text: "first"})
+			e := NewChat(t)
+			id, v := onChatPage(t, e)
+			c := v.MustDial()
+			_, done := Turn(t, c, chatws.In{AgentID: id, Text: "first"})
 			if done.Type != "done" {
 				t.Fatalf("first turn: %+v", done)
 			}
 			// Safe to swap: the next frame we write orders this before the
 			// server's read of it.
-			e.s.Chat.Local = tt.answerer
-			_, f := turn(t, c, wsIn{AgentID: id, ConversationID: done.ConversationID, Text: "second"})
+			e.Server.Chat.Local = tt.answerer
+			_, f := Turn(t, c, chatws.In{AgentID: id, ConversationID: done.ConversationID, Text: "second"})
 			if f.Type != "error" || f.Code != tt.code || f.ConversationID != done.ConversationID {
 				t.Fatalf("frame %+v, want error %s in %s", f, tt.code, done.ConversationID)
 			}
 			wantFate(t, f, true, tt.sent)
-			msgs, err := e.st.ListMessages(t.Context(), done.ConversationID, 10)
+			msgs, err := e.Store.ListMessages(t.Context(), done.ConversationID, 10)
 			if err != nil || len(msgs) < 3 || msgs[2].Role != "user" || msgs[2].Text != "second" {
 				t.Errorf("frame says stored; conversation holds %+v (%v)", msgs, err)
 			}
@@ -281,12 +215,10 @@ func TestChatWebSocketFailedAfterStoring(t *testing.T) {
 
 	// No chat on this node: refused before the message is stored.
 	{
-		e := newChatServer(t)
-		id := e.seedEcho("echo-bot", "Echo Bot")
-		e.s.Chat.Local = nil
-		v := e.visitor()
-		v.page("/chat/"+id, http.StatusOK)
-		_, f := turn(t, v.mustDial(), wsIn{AgentID: id, Text: "hello"})
+		e := NewChat(t)
+		e.Server.Chat.Local = nil
+		id, v := onChatPage(t, e)
+		_, f := Turn(t, v.MustDial(), chatws.In{AgentID: id, Text: "hello"})
 		if f.Type != "error" || f.Code != "chat_unavailable" {
 			t.Fatalf("no chat: frame %+v", f)
 		}
@@ -294,14 +226,12 @@ func TestChatWebSocketFailedAfterStoring(t *testing.T) {
 	}
 
 	// A new conversation: the frame names the one the message went into.
-	e := newChatServer(t)
-	id := e.seedEcho("echo-bot", "Echo Bot")
-	e.s.Chat.Local = failingAnswerer{err: agent.ErrBackendUnavailable}
-	v := e.visitor()
-	v.page("/chat/"+id, http.StatusOK)
-	_, f := turn(t, v.mustDial(), wsIn{AgentID: id, Text: "hello"})
+	e := NewChat(t)
+	e.Server.Chat.Local = FailingAnswerer{Err: agent.ErrBackendUnavailable}
+	id, v := onChatPage(t, e)
+	_, f := Turn(t, v.MustDial(), chatws.In{AgentID: id, Text: "hello"})
 	wantFate(t, f, true, true)
-	msgs, err := e.st.ListMessages(t.Context(), f.ConversationID, 10)
+	msgs, err := e.Store.ListMessages(t.Context(), f.ConversationID, 10)
 	if f.ConversationID == "" || err != nil || len(msgs) != 2 || msgs[0].Text != "hello" || msgs[1].Role != "error" {
 		t.Errorf("frame %+v; its conversation holds %+v (%v)", f, msgs, err)
 	}

@@ -1,26 +1,25 @@
-package handlers
+package chatws_test
 
 import (
-	"net/http"
 	"runtime"
 	"testing"
 	"time"
+
+	. "github.com/agentsite/agentsite/handlers/handlertest"
 )
 
 // TestChatSocketsDoNotLeak opens and closes many chat sockets from one
 // anonymous client: every goroutine a socket started must end with it
 // (each used to stay until server shutdown).
 func TestChatSocketsDoNotLeak(t *testing.T) {
-	e := newChatServer(t)
-	id := e.seedEcho("echo-bot", "Echo Bot")
-	v := e.visitor()
-	v.page("/chat/"+id, http.StatusOK)
-	_ = v.mustDial().Close() // warm up: first-use goroutines (pools) start here
+	e := NewChat(t)
+	_, v := onChatPage(t, e)
+	_ = v.MustDial().Close() // warm up: first-use goroutines (pools) start here
 
 	baseline := settledGoroutines()
 	const sockets = 500
 	for range sockets {
-		c := v.mustDial()
+		c := v.MustDial()
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
 		}

@@ -8,33 +8,7 @@ import (
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
-type nodeJSON struct {
-	PeerID       string   `json:"peer_id"`
-	Addrs        []string `json:"addrs"`
-	Version      string   `json:"version"`
-	AgentsHosted int      `json:"agents_hosted"`
-	Peers        int      `json:"peers"`
-}
-
-func (s *Server) apiNode(w http.ResponseWriter, r *http.Request) {
-	local, err := s.Store.ListLocal(r.Context())
-	if err != nil {
-		s.renderError(w, r, err)
-		return
-	}
-	addrs := s.Node.Addrs()
-	if addrs == nil {
-		addrs = []string{}
-	}
-	httpkit.WriteJSON(w, http.StatusOK, nodeJSON{
-		PeerID:       s.Node.PeerID(),
-		Addrs:        addrs,
-		Version:      s.Config.Version,
-		AgentsHosted: len(local),
-		Peers:        s.Node.PeerCount(),
-	})
-}
-
+// healthz says the process answers; it touches nothing else.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	httpkit.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
