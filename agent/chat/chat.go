@@ -66,8 +66,8 @@ type Chat struct {
 	// Search serves find_agents for agents that call agents; nil: they
 	// cannot search.
 	Search Searcher
-	Logger   *slog.Logger
-	Now      func() time.Time
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Owner is a conversation owner key: whose conversations these are.
