@@ -15,7 +15,7 @@ const (
 )
 
 // Builtins are the dependency-free agents every node can host.
-var Builtins = []string{"echo", "calculator"}
+var Builtins = []string{"echo", "calculator", "haiku"}
 
 // Backend is how this node answers a local agent. It is local configuration,
 // never part of the public Record; APIKey is a secret: stored server-side,
