@@ -19,7 +19,7 @@ const (
 )
 
 // Builtins are the dependency-free agents every node can host.
-var Builtins = []string{"echo", "calculator"}
+var Builtins = []string{"echo", "calculator", "haiku"}
 
 // Backend is how this node answers a local agent. It is local configuration,
 // never part of the public Record; APIKey is a secret: stored server-side,
@@ -32,6 +32,10 @@ type Backend struct {
 	SystemPrompt string `json:"system_prompt,omitempty"`
 	APIKey       string `json:"api_key,omitempty"`
 	Tool         string `json:"tool,omitempty"`
+	// Delegate lets an llm agent call other agents (find_agents and
+	// ask_agent tools), within the limits of agent.MaxDelegations and
+	// agent.MaxHops.
+	Delegate bool `json:"delegate,omitempty"`
 }
 
 // String keeps the API key out of every log line and %v.
@@ -40,7 +44,7 @@ func (b Backend) String() string {
 	if b.APIKey != "" {
 		key = "[redacted]"
 	}
-	return fmt.Sprintf("Backend{kind=%s builtin=%s url=%s model=%s tool=%s api_key=%s}", b.Kind, b.Builtin, b.URL, b.Model, b.Tool, key)
+	return fmt.Sprintf("Backend{kind=%s builtin=%s url=%s model=%s tool=%s delegate=%t api_key=%s}", b.Kind, b.Builtin, b.URL, b.Model, b.Tool, b.Delegate, key)
 }
 
 // GoString keeps the API key out of %#v too.
@@ -84,6 +88,9 @@ func (b Backend) Validate() error {
 		validateA2A(&ve, b)
 	default:
 		ve.add("backend.kind", "must be one of builtin, llm, mcp, webhook, a2a")
+	}
+	if b.Delegate && b.Kind != BackendLLM {
+		ve.add("backend.delegate", "only an llm agent can call other agents")
 	}
 	return ve.orNil()
 }

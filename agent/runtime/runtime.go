@@ -41,6 +41,11 @@ const (
 // Runtime answers turns for this node's own agents with their backends.
 // It is safe for concurrent use; Close releases its MCP clients.
 type Runtime struct {
+	// Delegator lets delegate agents call other agents; set it before
+	// serving (the chat use case, which itself answers local turns through
+	// this Runtime).
+	Delegator Delegator
+
 	lookup func(ctx context.Context, agentID string) (agent.Backend, error)
 	opts   RuntimeOptions
 	log    *slog.Logger
