@@ -150,7 +150,7 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	now := func() time.Time { return s.Now() }
 	s.Registry = &registry.Registry{Store: st, Publisher: pub, Network: node, PeerID: node.PeerID(),
 		TTL: cfg.RecordTTL, AllowPrivate: cfg.AllowPrivateEndpoints, Logger: logger, Now: now}
-	s.Chat = &chat.Chat{Store: st, Listings: s.Registry, Logger: logger, Now: now}
+	s.Chat = &chat.Chat{Store: st, Listings: s.Registry, Search: st, Logger: logger, Now: now}
 	accounts, err := httpkit.NewAccounts(st, cfg.OperatorToken, cfg.BcryptCost, now)
 	if err != nil {
 		return nil, err

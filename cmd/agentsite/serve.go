@@ -153,6 +153,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Logger:       m.Logger,
 	})
 	srv.Chat.Local = m.Runtime
+	m.Runtime.Delegator = srv.Chat // agents that call agents go through the same chat path
 	m.Peers = peermcp.NewClient(node, peermcp.ClientConfig{Logger: m.Logger, Version: buildVersion()})
 	srv.Chat.Remote = m.Peers
 	if err := node.ServeMCP(peermcp.NewHandler(peermcp.HandlerConfig{
