@@ -77,12 +77,13 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	ORDER BY a.pos DESC
 	LIMIT ` + b.arg(limit+1)
 	}
-	sql := `SELECT ` + listingColumns + `, a.rank
+	sql := `-- name: search_agents
+SELECT ` + listingColumns + `, a.rank
 FROM (` + inner + `) AS a
 	JOIN agent_records r ON r.id = a.id
 ORDER BY a.rank DESC, a.pos DESC`
 
-	rows, err := db.pool.Query(ctx, sql, b.args...)
+	rows, err := db.q.Query(ctx, sql, b.args...)
 	if err != nil {
 		return store.SearchPage{}, dbErr("search agents", err)
 	}
@@ -160,7 +161,7 @@ func (b *sqlBuilder) arg(v any) string {
 // ListTags implements store.Store: an index-only scan of
 // agent_tags_visible.
 func (db *DB) ListTags(ctx context.Context, limit int) ([]store.TagCount, error) {
-	rows, err := db.pool.Query(ctx, `
+	rows, err := db.q.Query(ctx, `-- name: list_tags
 SELECT tag, count(*) AS n FROM agent_tags
 WHERE visible
 GROUP BY tag
@@ -190,7 +191,7 @@ LIMIT $1`, store.NormalizeLimit(limit))
 // listing and tag).
 func (db *DB) Stats(ctx context.Context) (store.Stats, error) {
 	var s store.Stats
-	err := db.pool.QueryRow(ctx, `
+	err := db.q.QueryRow(ctx, `-- name: stats
 WITH RECURSIVE tags AS (
 	(SELECT tag FROM agent_tags WHERE visible ORDER BY tag LIMIT 1)
 	UNION ALL

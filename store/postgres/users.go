@@ -27,7 +27,7 @@ func scanUser(row pgx.Row) (store.User, error) {
 // CreateUser implements store.Store; the unique index on lower(handle)
 // turns a taken handle, in any case, into store.ErrConflict.
 func (db *DB) CreateUser(ctx context.Context, handle, passwordHash string) (store.User, error) {
-	u, err := scanUser(db.pool.QueryRow(ctx, `
+	u, err := scanUser(db.q.QueryRow(ctx, `-- name: create_user
 INSERT INTO users AS u (handle, password_hash) VALUES ($1, $2)
 RETURNING `+userColumns, handle, passwordHash))
 	if err != nil {
@@ -39,8 +39,9 @@ RETURNING `+userColumns, handle, passwordHash))
 // GetUserByHandle implements store.Store (case-insensitive, served by the
 // users_handle_lower index).
 func (db *DB) GetUserByHandle(ctx context.Context, handle string) (store.User, error) {
-	u, err := scanUser(db.pool.QueryRow(ctx,
-		`SELECT `+userColumns+` FROM users u WHERE lower(u.handle) = lower($1)`, handle))
+	u, err := scanUser(db.q.QueryRow(ctx,
+		`-- name: get_user_by_handle
+SELECT `+userColumns+` FROM users u WHERE lower(u.handle) = lower($1)`, handle))
 	if err != nil {
 		return store.User{}, dbErr("get user "+handle, err)
 	}
@@ -49,7 +50,8 @@ func (db *DB) GetUserByHandle(ctx context.Context, handle string) (store.User, e
 
 // GetUserByID implements store.Store.
 func (db *DB) GetUserByID(ctx context.Context, id int64) (store.User, error) {
-	u, err := scanUser(db.pool.QueryRow(ctx, `SELECT `+userColumns+` FROM users u WHERE u.id = $1`, id))
+	u, err := scanUser(db.q.QueryRow(ctx, `-- name: get_user_by_id
+SELECT `+userColumns+` FROM users u WHERE u.id = $1`, id))
 	if err != nil {
 		return store.User{}, dbErr("get user "+strconv.FormatInt(id, 10), err)
 	}

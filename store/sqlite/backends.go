@@ -17,7 +17,7 @@ func (db *DB) PutBackend(ctx context.Context, agentID string, b agent.Backend) e
 	if err != nil {
 		return fmt.Errorf("sqlite: put backend of agent %s: encode: %w", agentID, err)
 	}
-	_, err = db.w.ExecContext(ctx, `
+	_, err = db.w.ExecContext(ctx, `-- name: put_backend
 INSERT INTO agent_backends (agent_id, config, updated_at) VALUES (?, ?, ?)
 ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at`,
 		agentID, string(config), time.Now().UnixNano())
@@ -27,7 +27,8 @@ ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config, updated_at = excl
 // GetBackend implements store.Store.
 func (db *DB) GetBackend(ctx context.Context, agentID string) (agent.Backend, error) {
 	var config string
-	err := db.r.QueryRowContext(ctx, `SELECT config FROM agent_backends WHERE agent_id = ?`, agentID).Scan(&config)
+	err := db.r.QueryRowContext(ctx, `-- name: get_backend
+SELECT config FROM agent_backends WHERE agent_id = ?`, agentID).Scan(&config)
 	if err != nil {
 		return agent.Backend{}, dbErr("get backend of agent "+agentID, err)
 	}
@@ -41,6 +42,7 @@ func (db *DB) GetBackend(ctx context.Context, agentID string) (agent.Backend, er
 // DeleteBackend implements store.Store; deleting a missing backend is not an
 // error.
 func (db *DB) DeleteBackend(ctx context.Context, agentID string) error {
-	_, err := db.w.ExecContext(ctx, `DELETE FROM agent_backends WHERE agent_id = ?`, agentID)
+	_, err := db.w.ExecContext(ctx, `-- name: delete_backend
+DELETE FROM agent_backends WHERE agent_id = ?`, agentID)
 	return dbErr("delete backend of agent "+agentID, err)
 }

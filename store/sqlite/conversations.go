@@ -13,8 +13,10 @@ import (
 
 const (
 	conversationColumns = `id, agent_id, owner_key, agent_owner, agent_publisher, title, created_at, updated_at`
-	bumpConversationSQL = `UPDATE conversations SET updated_at = max(updated_at, ?1) WHERE id = ?2`
-	insertMessageSQL    = `INSERT INTO messages (conversation_id, role, text, created_at) VALUES (?, ?, ?, ?) RETURNING id`
+	bumpConversationSQL = `-- name: bump_conversation
+UPDATE conversations SET updated_at = max(updated_at, ?1) WHERE id = ?2`
+	insertMessageSQL = `-- name: append_message
+INSERT INTO messages (conversation_id, role, text, created_at) VALUES (?, ?, ?, ?) RETURNING id`
 )
 
 func scanConversation(row scanner) (store.Conversation, error) {
@@ -41,7 +43,7 @@ func (db *DB) CreateConversation(ctx context.Context, c store.Conversation) (sto
 	if c.UpdatedAt.IsZero() {
 		c.UpdatedAt = c.CreatedAt
 	}
-	out, err := scanConversation(db.w.QueryRowContext(ctx, `
+	out, err := scanConversation(db.w.QueryRowContext(ctx, `-- name: create_conversation
 INSERT INTO conversations (id, agent_id, owner_key, agent_owner, agent_publisher, title, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING `+conversationColumns,
@@ -55,7 +57,8 @@ RETURNING `+conversationColumns,
 // GetConversation implements store.Store.
 func (db *DB) GetConversation(ctx context.Context, id string) (store.Conversation, error) {
 	c, err := scanConversation(db.r.QueryRowContext(ctx,
-		`SELECT `+conversationColumns+` FROM conversations WHERE id = ?`, id))
+		`-- name: get_conversation
+SELECT `+conversationColumns+` FROM conversations WHERE id = ?`, id))
 	if err != nil {
 		return store.Conversation{}, dbErr("get conversation "+id, err)
 	}
@@ -65,7 +68,7 @@ func (db *DB) GetConversation(ctx context.Context, id string) (store.Conversatio
 // ListConversations implements store.Store: a backward walk of
 // conversations_owner.
 func (db *DB) ListConversations(ctx context.Context, ownerKey string, limit int) ([]store.Conversation, error) {
-	rows, err := db.r.QueryContext(ctx, `
+	rows, err := db.r.QueryContext(ctx, `-- name: list_conversations
 SELECT `+conversationColumns+` FROM conversations
 WHERE owner_key = ?
 ORDER BY updated_at DESC, id DESC
@@ -95,7 +98,7 @@ func (db *DB) AppendMessage(ctx context.Context, m store.Message) (store.Message
 		m.CreatedAt = time.Now().UTC()
 	}
 	op := "append message to conversation " + m.ConversationID
-	err := db.inTx(ctx, func(tx execer) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx execer) error {
 		res, err := tx.ExecContext(ctx, bumpConversationSQL, nanos(m.CreatedAt), m.ConversationID)
 		if err != nil {
 			return dbErr(op, err)
@@ -119,7 +122,7 @@ func (db *DB) AppendMessage(ctx context.Context, m store.Message) (store.Message
 // store.MaxLimit), oldest first.
 func (db *DB) ListMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error) {
 	op := "list messages of conversation " + conversationID
-	rows, err := db.r.QueryContext(ctx, `
+	rows, err := db.r.QueryContext(ctx, `-- name: list_messages
 SELECT id, conversation_id, role, text, created_at FROM messages
 WHERE conversation_id = ?
 ORDER BY id DESC

@@ -13,7 +13,7 @@ func (db *DB) UpsertNode(ctx context.Context, n store.Node) error {
 	if err != nil {
 		return dbErr("upsert node "+n.PeerID, err)
 	}
-	_, err = db.w.ExecContext(ctx, `
+	_, err = db.w.ExecContext(ctx, `-- name: upsert_node
 INSERT INTO nodes (peer_id, addrs, version, agents_hosted, load, last_heartbeat, status)
 VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (peer_id) DO UPDATE SET
@@ -26,7 +26,7 @@ ON CONFLICT (peer_id) DO UPDATE SET
 
 // ListNodes implements store.Store: most recently heard from first.
 func (db *DB) ListNodes(ctx context.Context) ([]store.Node, error) {
-	rows, err := db.r.QueryContext(ctx, `
+	rows, err := db.r.QueryContext(ctx, `-- name: list_nodes
 SELECT peer_id, addrs, version, agents_hosted, load, last_heartbeat, status
 FROM nodes ORDER BY last_heartbeat DESC, peer_id`)
 	if err != nil {

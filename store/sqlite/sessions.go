@@ -11,7 +11,8 @@ import (
 func (db *DB) SessionFind(ctx context.Context, token string) ([]byte, bool, error) {
 	var data []byte
 	err := db.r.QueryRowContext(ctx,
-		`SELECT data FROM sessions WHERE token = ? AND expiry > ?`, token, time.Now().UnixNano()).Scan(&data)
+		`-- name: session_find
+SELECT data FROM sessions WHERE token = ? AND expiry > ?`, token, time.Now().UnixNano()).Scan(&data)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -26,7 +27,7 @@ func (db *DB) SessionCommit(ctx context.Context, token string, data []byte, expi
 	if data == nil {
 		data = []byte{}
 	}
-	_, err := db.w.ExecContext(ctx, `
+	_, err := db.w.ExecContext(ctx, `-- name: session_commit
 INSERT INTO sessions (token, data, expiry) VALUES (?, ?, ?)
 ON CONFLICT (token) DO UPDATE SET data = excluded.data, expiry = excluded.expiry`,
 		token, data, expiry.UnixNano())
@@ -35,12 +36,14 @@ ON CONFLICT (token) DO UPDATE SET data = excluded.data, expiry = excluded.expiry
 
 // SessionDelete implements store.Store.
 func (db *DB) SessionDelete(ctx context.Context, token string) error {
-	_, err := db.w.ExecContext(ctx, `DELETE FROM sessions WHERE token = ?`, token)
+	_, err := db.w.ExecContext(ctx, `-- name: session_delete
+DELETE FROM sessions WHERE token = ?`, token)
 	return dbErr("delete session", err)
 }
 
 // SessionDeleteExpired implements store.Store.
 func (db *DB) SessionDeleteExpired(ctx context.Context, now time.Time) error {
-	_, err := db.w.ExecContext(ctx, `DELETE FROM sessions WHERE expiry <= ?`, now.UnixNano())
+	_, err := db.w.ExecContext(ctx, `-- name: session_delete_expired
+DELETE FROM sessions WHERE expiry <= ?`, now.UnixNano())
 	return dbErr("delete expired sessions", err)
 }

@@ -11,7 +11,8 @@ import (
 
 const (
 	userColumns = `u.id, u.handle, u.password_hash, u.created_at`
-	userByIDSQL = `SELECT ` + userColumns + ` FROM users u WHERE u.id = ?`
+	userByIDSQL = `-- name: get_user_by_id
+SELECT ` + userColumns + ` FROM users u WHERE u.id = ?`
 )
 
 func scanUser(row scanner, extra ...any) (store.User, error) {
@@ -29,7 +30,7 @@ func scanUser(row scanner, extra ...any) (store.User, error) {
 // CreateUser implements store.Store; the handle column is COLLATE NOCASE and
 // unique, so "Alice" and "alice" conflict.
 func (db *DB) CreateUser(ctx context.Context, handle, passwordHash string) (store.User, error) {
-	u, err := scanUser(db.w.QueryRowContext(ctx, `
+	u, err := scanUser(db.w.QueryRowContext(ctx, `-- name: create_user
 INSERT INTO users (handle, password_hash, created_at) VALUES (?, ?, ?)
 RETURNING id, handle, password_hash, created_at`, handle, passwordHash, time.Now().UnixNano()))
 	if err != nil {
@@ -41,7 +42,8 @@ RETURNING id, handle, password_hash, created_at`, handle, passwordHash, time.Now
 // GetUserByHandle implements store.Store, case-insensitively.
 func (db *DB) GetUserByHandle(ctx context.Context, handle string) (store.User, error) {
 	u, err := scanUser(db.r.QueryRowContext(ctx,
-		`SELECT `+userColumns+` FROM users u WHERE u.handle = ?`, handle))
+		`-- name: get_user_by_handle
+SELECT `+userColumns+` FROM users u WHERE u.handle = ?`, handle))
 	if err != nil {
 		return store.User{}, dbErr("get user "+handle, err)
 	}
