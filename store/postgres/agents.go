@@ -81,7 +81,7 @@ const syncTagVisibility = `
 )
 SELECT count(*) FROM changed`
 
-// UpsertRecord implements store.Store.
+// UpsertRecord implements store.Catalogue.
 func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
 	r := &l.Record
 	if r.Seq > math.MaxInt64 {
@@ -120,7 +120,7 @@ func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
 	})
 }
 
-// GetAgent implements store.Store.
+// GetAgent implements store.Catalogue.
 func (db *DB) GetAgent(ctx context.Context, id string) (store.Listing, error) {
 	row := db.q.QueryRow(ctx, `-- name: get_agent
 SELECT `+listingColumns+` FROM `+listingFrom+` WHERE a.id = $1`, id)
@@ -131,7 +131,7 @@ SELECT `+listingColumns+` FROM `+listingFrom+` WHERE a.id = $1`, id)
 	return l, nil
 }
 
-// RecentAgents implements store.Store.
+// RecentAgents implements store.Catalogue.
 func (db *DB) RecentAgents(ctx context.Context, limit int) ([]store.Listing, error) {
 	return queryListings(ctx, db.q, "recent agents",
 		`-- name: recent_agents
@@ -139,14 +139,14 @@ SELECT `+listingColumns+` FROM `+listingFrom+` WHERE a.visible ORDER BY a.pos DE
 		store.NormalizeLimit(limit))
 }
 
-// ListLocal implements store.Store.
+// ListLocal implements store.Catalogue.
 func (db *DB) ListLocal(ctx context.Context) ([]store.Listing, error) {
 	return queryListings(ctx, db.q, "list local agents",
 		`-- name: list_local
 SELECT `+listingColumns+` FROM `+listingFrom+` WHERE a.local AND NOT a.tombstone ORDER BY a.pos`)
 }
 
-// CountByStatus implements store.Store.
+// CountByStatus implements store.Catalogue.
 func (db *DB) CountByStatus(ctx context.Context) (map[string]int, error) {
 	rows, err := db.q.Query(ctx, `-- name: count_by_status
 SELECT status, count(*) FROM agents WHERE NOT tombstone GROUP BY status`)
@@ -168,7 +168,7 @@ SELECT status, count(*) FROM agents WHERE NOT tombstone GROUP BY status`)
 	return out, nil
 }
 
-// SetHostStatus implements store.Store.
+// SetHostStatus implements store.Catalogue.
 func (db *DB) SetHostStatus(ctx context.Context, hostPeerID, status string, lastSeen time.Time) (int, error) {
 	var n int
 	err := db.q.QueryRow(ctx, `-- name: set_host_status
@@ -183,7 +183,7 @@ WITH changed AS (
 	return n, nil
 }
 
-// ExpireListings implements store.Store.
+// ExpireListings implements store.Catalogue.
 func (db *DB) ExpireListings(ctx context.Context, now time.Time) (int, error) {
 	var n int
 	err := db.q.QueryRow(ctx, `-- name: expire_listings

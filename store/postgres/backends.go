@@ -8,7 +8,7 @@ import (
 	"github.com/agentsite/agentsite/agent"
 )
 
-// PutBackend implements store.Store.
+// PutBackend implements store.Backends.
 func (db *DB) PutBackend(ctx context.Context, agentID string, b agent.Backend) error {
 	config, err := json.Marshal(b)
 	if err != nil {
@@ -21,7 +21,7 @@ ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config, updated_at = excl
 	return dbErr("put backend of agent "+agentID, err)
 }
 
-// GetBackend implements store.Store.
+// GetBackend implements store.Backends.
 func (db *DB) GetBackend(ctx context.Context, agentID string) (agent.Backend, error) {
 	var config []byte
 	err := db.q.QueryRow(ctx, `-- name: get_backend
@@ -36,7 +36,7 @@ SELECT config FROM agent_backends WHERE agent_id = $1`, agentID).Scan(&config)
 	return b, nil
 }
 
-// DeleteBackend implements store.Store.
+// DeleteBackend implements store.Backends.
 func (db *DB) DeleteBackend(ctx context.Context, agentID string) error {
 	_, err := db.q.Exec(ctx, `-- name: delete_backend
 DELETE FROM agent_backends WHERE agent_id = $1`, agentID)

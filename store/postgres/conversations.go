@@ -25,7 +25,7 @@ func scanConversation(row pgx.Row) (store.Conversation, error) {
 	return c, nil
 }
 
-// CreateConversation implements store.Store. A zero CreatedAt means now; a
+// CreateConversation implements store.Conversations. A zero CreatedAt means now; a
 // zero UpdatedAt means CreatedAt. A taken id is store.ErrConflict.
 func (db *DB) CreateConversation(ctx context.Context, c store.Conversation) (store.Conversation, error) {
 	if c.CreatedAt.IsZero() {
@@ -44,7 +44,7 @@ RETURNING `+conversationColumns, c.ID, c.AgentID, c.OwnerKey, c.AgentOwner, c.Ag
 	return out, nil
 }
 
-// GetConversation implements store.Store.
+// GetConversation implements store.Conversations.
 func (db *DB) GetConversation(ctx context.Context, id string) (store.Conversation, error) {
 	c, err := scanConversation(db.q.QueryRow(ctx,
 		`-- name: get_conversation
@@ -55,7 +55,7 @@ SELECT `+conversationColumns+` FROM conversations c WHERE c.id = $1`, id))
 	return c, nil
 }
 
-// ListConversations implements store.Store.
+// ListConversations implements store.Conversations.
 func (db *DB) ListConversations(ctx context.Context, ownerKey string, limit int) ([]store.Conversation, error) {
 	rows, err := db.q.Query(ctx, `-- name: list_conversations
 SELECT `+conversationColumns+` FROM conversations c
@@ -80,7 +80,7 @@ LIMIT $2`, ownerKey, store.NormalizeLimit(limit))
 	return out, nil
 }
 
-// AppendMessage implements store.Store: the insert and the bump of the
+// AppendMessage implements store.Conversations: the insert and the bump of the
 // conversation's updated_at are one statement. A zero CreatedAt means now;
 // a missing conversation is store.ErrNotFound.
 func (db *DB) AppendMessage(ctx context.Context, m store.Message) (store.Message, error) {
@@ -102,7 +102,7 @@ RETURNING id, created_at`, m.ConversationID, m.Role, m.Text, m.CreatedAt).Scan(&
 	return m, nil
 }
 
-// ListMessages implements store.Store.
+// ListMessages implements store.Conversations.
 func (db *DB) ListMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error) {
 	op := fmt.Sprintf("list messages of conversation %s", conversationID)
 	rows, err := db.q.Query(ctx, `-- name: list_messages

@@ -11,7 +11,7 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-// SearchAgents implements store.Store. The SQL text is assembled only from
+// SearchAgents implements store.Catalogue. The SQL text is assembled only from
 // constant fragments; every value (terms, tags, statuses, owner, cursor) is a
 // bind parameter.
 //
@@ -158,7 +158,7 @@ func (b *sqlBuilder) arg(v any) string {
 	return "$" + strconv.Itoa(len(b.args))
 }
 
-// ListTags implements store.Store: an index-only scan of
+// ListTags implements store.Catalogue: an index-only scan of
 // agent_tags_visible.
 func (db *DB) ListTags(ctx context.Context, limit int) ([]store.TagCount, error) {
 	rows, err := db.q.Query(ctx, `-- name: list_tags
@@ -185,7 +185,7 @@ LIMIT $1`, store.NormalizeLimit(limit))
 	return out, nil
 }
 
-// Stats implements store.Store. Listings are counted in one index-only scan
+// Stats implements store.Catalogue. Listings are counted in one index-only scan
 // of agents_status_pos; distinct tags with a skip scan of
 // agent_tags_visible (one index descent per distinct tag, not one row per
 // listing and tag).

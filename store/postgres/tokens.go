@@ -26,7 +26,7 @@ func scanToken(row pgx.Row, extra ...any) (store.APIToken, error) {
 	return k, nil
 }
 
-// CreateAPIToken implements store.Store: store.ErrNotFound if the user does
+// CreateAPIToken implements store.Accounts: store.ErrNotFound if the user does
 // not exist, store.ErrConflict if the hash is already stored.
 func (db *DB) CreateAPIToken(ctx context.Context, userID int64, name string, hash []byte) (store.APIToken, error) {
 	k, err := scanToken(db.q.QueryRow(ctx, `-- name: create_api_token
@@ -38,7 +38,7 @@ RETURNING `+tokenColumns, userID, name, hash))
 	return k, nil
 }
 
-// ListAPITokens implements store.Store, oldest first.
+// ListAPITokens implements store.Accounts, oldest first.
 func (db *DB) ListAPITokens(ctx context.Context, userID int64) ([]store.APIToken, error) {
 	op := fmt.Sprintf("list API tokens of user %d", userID)
 	rows, err := db.q.Query(ctx,
@@ -62,7 +62,7 @@ SELECT `+tokenColumns+` FROM api_tokens k WHERE k.user_id = $1 ORDER BY k.id`, u
 	return out, nil
 }
 
-// UseAPIToken implements store.Store: one statement stamps the token and
+// UseAPIToken implements store.Accounts: one statement stamps the token and
 // returns it with its user.
 func (db *DB) UseAPIToken(ctx context.Context, hash []byte, now time.Time) (store.APIToken, store.User, error) {
 	var (
@@ -82,7 +82,7 @@ RETURNING `+tokenColumns+`, `+userColumns, hash, now),
 	return k, u, nil
 }
 
-// DeleteAPIToken implements store.Store.
+// DeleteAPIToken implements store.Accounts.
 func (db *DB) DeleteAPIToken(ctx context.Context, userID, tokenID int64) error {
 	op := fmt.Sprintf("delete API token %d of user %d", tokenID, userID)
 	tag, err := db.q.Exec(ctx, `-- name: delete_api_token

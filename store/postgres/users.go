@@ -24,7 +24,7 @@ func scanUser(row pgx.Row) (store.User, error) {
 	return u, nil
 }
 
-// CreateUser implements store.Store; the unique index on lower(handle)
+// CreateUser implements store.Accounts; the unique index on lower(handle)
 // turns a taken handle, in any case, into store.ErrConflict.
 func (db *DB) CreateUser(ctx context.Context, handle, passwordHash string) (store.User, error) {
 	u, err := scanUser(db.q.QueryRow(ctx, `-- name: create_user
@@ -36,7 +36,7 @@ RETURNING `+userColumns, handle, passwordHash))
 	return u, nil
 }
 
-// GetUserByHandle implements store.Store (case-insensitive, served by the
+// GetUserByHandle implements store.Accounts (case-insensitive, served by the
 // users_handle_lower index).
 func (db *DB) GetUserByHandle(ctx context.Context, handle string) (store.User, error) {
 	u, err := scanUser(db.q.QueryRow(ctx,
@@ -48,7 +48,7 @@ SELECT `+userColumns+` FROM users u WHERE lower(u.handle) = lower($1)`, handle))
 	return u, nil
 }
 
-// GetUserByID implements store.Store.
+// GetUserByID implements store.Accounts.
 func (db *DB) GetUserByID(ctx context.Context, id int64) (store.User, error) {
 	u, err := scanUser(db.q.QueryRow(ctx, `-- name: get_user_by_id
 SELECT `+userColumns+` FROM users u WHERE u.id = $1`, id))

@@ -49,7 +49,7 @@ DELETE FROM agent_tags WHERE agent_pos = ?`
 INSERT OR IGNORE INTO agent_tags (tag, agent_pos) SELECT value, ? FROM json_each(?)`
 )
 
-// UpsertRecord implements store.Store: the listing row (whose triggers
+// UpsertRecord implements store.Catalogue: the listing row (whose triggers
 // update the full-text index and the tag counts) and its tag rows change in
 // one write transaction, or not at all. A tombstone keeps its tag rows (they
 // count for nothing, tag_counts only counts visible listings), so a sync by
@@ -129,7 +129,7 @@ func skillsText(skills []agent.Skill) string {
 	return b.String()
 }
 
-// GetAgent implements store.Store.
+// GetAgent implements store.Catalogue.
 func (db *DB) GetAgent(ctx context.Context, id string) (store.Listing, error) {
 	row := db.r.QueryRowContext(ctx, `-- name: get_agent
 SELECT `+listingColumns+` FROM agents a WHERE a.id = ?`, id)
@@ -140,7 +140,7 @@ SELECT `+listingColumns+` FROM agents a WHERE a.id = ?`, id)
 	return l, nil
 }
 
-// RecentAgents implements store.Store: a backward walk of the rowid.
+// RecentAgents implements store.Catalogue: a backward walk of the rowid.
 func (db *DB) RecentAgents(ctx context.Context, limit int) ([]store.Listing, error) {
 	return queryListings(ctx, db.r, "recent agents", `-- name: recent_agents
 SELECT `+listingColumns+` FROM agents a
@@ -148,7 +148,7 @@ WHERE a.tombstone = 0 AND a.status IN ('online', 'stale')
 ORDER BY a.pos DESC LIMIT ?`, store.NormalizeLimit(limit))
 }
 
-// ListLocal implements store.Store, in first-seen order.
+// ListLocal implements store.Catalogue, in first-seen order.
 func (db *DB) ListLocal(ctx context.Context) ([]store.Listing, error) {
 	return queryListings(ctx, db.r, "list local agents", `-- name: list_local
 SELECT `+listingColumns+` FROM agents a

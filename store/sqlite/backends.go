@@ -9,7 +9,7 @@ import (
 	"github.com/agentsite/agentsite/agent"
 )
 
-// PutBackend implements store.Store. The backend (API key included) is
+// PutBackend implements store.Backends. The backend (API key included) is
 // stored as JSON; the database file is the node's secret store, like its
 // key file next to it.
 func (db *DB) PutBackend(ctx context.Context, agentID string, b agent.Backend) error {
@@ -24,7 +24,7 @@ ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config, updated_at = excl
 	return dbErr("put backend of agent "+agentID, err)
 }
 
-// GetBackend implements store.Store.
+// GetBackend implements store.Backends.
 func (db *DB) GetBackend(ctx context.Context, agentID string) (agent.Backend, error) {
 	var config string
 	err := db.r.QueryRowContext(ctx, `-- name: get_backend
@@ -39,7 +39,7 @@ SELECT config FROM agent_backends WHERE agent_id = ?`, agentID).Scan(&config)
 	return b, nil
 }
 
-// DeleteBackend implements store.Store; deleting a missing backend is not an
+// DeleteBackend implements store.Backends; deleting a missing backend is not an
 // error.
 func (db *DB) DeleteBackend(ctx context.Context, agentID string) error {
 	_, err := db.w.ExecContext(ctx, `-- name: delete_backend

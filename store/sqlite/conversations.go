@@ -31,7 +31,7 @@ func scanConversation(row scanner) (store.Conversation, error) {
 	return c, nil
 }
 
-// CreateConversation implements store.Store. The caller chooses the id;
+// CreateConversation implements store.Conversations. The caller chooses the id;
 // CreatedAt defaults to now and UpdatedAt to CreatedAt.
 func (db *DB) CreateConversation(ctx context.Context, c store.Conversation) (store.Conversation, error) {
 	if c.ID == "" {
@@ -54,7 +54,7 @@ RETURNING `+conversationColumns,
 	return out, nil
 }
 
-// GetConversation implements store.Store.
+// GetConversation implements store.Conversations.
 func (db *DB) GetConversation(ctx context.Context, id string) (store.Conversation, error) {
 	c, err := scanConversation(db.r.QueryRowContext(ctx,
 		`-- name: get_conversation
@@ -65,7 +65,7 @@ SELECT `+conversationColumns+` FROM conversations WHERE id = ?`, id))
 	return c, nil
 }
 
-// ListConversations implements store.Store: a backward walk of
+// ListConversations implements store.Conversations: a backward walk of
 // conversations_owner.
 func (db *DB) ListConversations(ctx context.Context, ownerKey string, limit int) ([]store.Conversation, error) {
 	rows, err := db.r.QueryContext(ctx, `-- name: list_conversations
@@ -91,7 +91,7 @@ LIMIT ?`, ownerKey, store.NormalizeLimit(limit))
 	return out, nil
 }
 
-// AppendMessage implements store.Store: ErrNotFound if the conversation does
+// AppendMessage implements store.Conversations: ErrNotFound if the conversation does
 // not exist. updated_at never moves backwards.
 func (db *DB) AppendMessage(ctx context.Context, m store.Message) (store.Message, error) {
 	if m.CreatedAt.IsZero() {
@@ -118,7 +118,7 @@ func (db *DB) AppendMessage(ctx context.Context, m store.Message) (store.Message
 	return m, nil
 }
 
-// ListMessages implements store.Store: the last limit messages (at most
+// ListMessages implements store.Conversations: the last limit messages (at most
 // store.MaxLimit), oldest first.
 func (db *DB) ListMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error) {
 	op := "list messages of conversation " + conversationID

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// SetHostStatus implements store.Store. The count is of the listings
+// SetHostStatus implements store.Catalogue. The count is of the listings
 // matched (every non-offline listing of the host), as in store/postgres.
 func (db *DB) SetHostStatus(ctx context.Context, hostPeerID, status string, lastSeen time.Time) (int, error) {
 	res, err := db.w.ExecContext(ctx, `-- name: set_host_status
@@ -19,7 +19,7 @@ WHERE host_peer_id = ?3 AND status <> 'offline'`, status, nanos(lastSeen), hostP
 	return rowsAffected(res, "set status of host "+hostPeerID)
 }
 
-// ExpireListings implements store.Store; the partial index agents_expires
+// ExpireListings implements store.Catalogue; the partial index agents_expires
 // holds only the candidates.
 func (db *DB) ExpireListings(ctx context.Context, now time.Time) (int, error) {
 	res, err := db.w.ExecContext(ctx,

@@ -7,7 +7,7 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-// UpsertNode implements store.Store.
+// UpsertNode implements store.Nodes.
 func (db *DB) UpsertNode(ctx context.Context, n store.Node) error {
 	addrs, err := jsonOrNull(n.Addrs)
 	if err != nil {
@@ -24,7 +24,7 @@ ON CONFLICT (peer_id) DO UPDATE SET
 	return dbErr("upsert node "+n.PeerID, err)
 }
 
-// ListNodes implements store.Store: most recently heard from first.
+// ListNodes implements store.Nodes: most recently heard from first.
 func (db *DB) ListNodes(ctx context.Context) ([]store.Node, error) {
 	rows, err := db.r.QueryContext(ctx, `-- name: list_nodes
 SELECT peer_id, addrs, version, agents_hosted, load, last_heartbeat, status

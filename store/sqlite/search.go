@@ -41,7 +41,7 @@ const (
 	titleTagCols = `{name display_name tags}`
 )
 
-// SearchAgents implements store.Store. The SQL text is assembled only from
+// SearchAgents implements store.Catalogue. The SQL text is assembled only from
 // constant fragments; every value is a bind parameter.
 //
 // Plans (pinned by plan_test.go; timings in bench_test.go): without

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// SessionFind implements store.Store: an expired session is not found.
+// SessionFind implements store.Sessions: an expired session is not found.
 func (db *DB) SessionFind(ctx context.Context, token string) ([]byte, bool, error) {
 	var data []byte
 	err := db.r.QueryRowContext(ctx,
@@ -22,7 +22,7 @@ SELECT data FROM sessions WHERE token = ? AND expiry > ?`, token, time.Now().Uni
 	return data, true, nil
 }
 
-// SessionCommit implements store.Store.
+// SessionCommit implements store.Sessions.
 func (db *DB) SessionCommit(ctx context.Context, token string, data []byte, expiry time.Time) error {
 	if data == nil {
 		data = []byte{}
@@ -34,14 +34,14 @@ ON CONFLICT (token) DO UPDATE SET data = excluded.data, expiry = excluded.expiry
 	return dbErr("commit session", err)
 }
 
-// SessionDelete implements store.Store.
+// SessionDelete implements store.Sessions.
 func (db *DB) SessionDelete(ctx context.Context, token string) error {
 	_, err := db.w.ExecContext(ctx, `-- name: session_delete
 DELETE FROM sessions WHERE token = ?`, token)
 	return dbErr("delete session", err)
 }
 
-// SessionDeleteExpired implements store.Store.
+// SessionDeleteExpired implements store.Sessions.
 func (db *DB) SessionDeleteExpired(ctx context.Context, now time.Time) error {
 	_, err := db.w.ExecContext(ctx, `-- name: session_delete_expired
 DELETE FROM sessions WHERE expiry <= ?`, now.UnixNano())

@@ -6,7 +6,7 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-// Stats implements store.Store from the counters the triggers keep
+// Stats implements store.Catalogue from the counters the triggers keep
 // (status_counts, tag_counts): constant time however many listings. Nodes
 // counts every known node, whatever its status (as store/postgres does).
 func (db *DB) Stats(ctx context.Context) (store.Stats, error) {
@@ -23,7 +23,7 @@ SELECT
 	return s, nil
 }
 
-// CountByStatus implements store.Store; statuses without listings are
+// CountByStatus implements store.Catalogue; statuses without listings are
 // absent from the map.
 func (db *DB) CountByStatus(ctx context.Context) (map[string]int, error) {
 	rows, err := db.r.QueryContext(ctx, `-- name: count_by_status
@@ -49,7 +49,7 @@ SELECT status, n FROM status_counts WHERE n > 0`)
 	return out, nil
 }
 
-// ListTags implements store.Store: most used first, then by name, from
+// ListTags implements store.Catalogue: most used first, then by name, from
 // the counts the triggers keep (a few thousand rows at most, however many
 // listings).
 func (db *DB) ListTags(ctx context.Context, limit int) ([]store.TagCount, error) {

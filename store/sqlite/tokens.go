@@ -27,7 +27,7 @@ func scanToken(row scanner) (store.APIToken, error) {
 	return k, nil
 }
 
-// CreateAPIToken implements store.Store: ErrConflict for a hash already
+// CreateAPIToken implements store.Accounts: ErrConflict for a hash already
 // stored, ErrNotFound for an unknown user.
 func (db *DB) CreateAPIToken(ctx context.Context, userID int64, name string, hash []byte) (store.APIToken, error) {
 	k, err := scanToken(db.w.QueryRowContext(ctx, `-- name: create_api_token
@@ -39,7 +39,7 @@ RETURNING `+tokenColumns, userID, name, hash, time.Now().UnixNano()))
 	return k, nil
 }
 
-// ListAPITokens implements store.Store, oldest first.
+// ListAPITokens implements store.Accounts, oldest first.
 func (db *DB) ListAPITokens(ctx context.Context, userID int64) ([]store.APIToken, error) {
 	op := fmt.Sprintf("list API tokens of user %d", userID)
 	rows, err := db.r.QueryContext(ctx,
@@ -63,7 +63,7 @@ SELECT `+tokenColumns+` FROM api_tokens WHERE user_id = ? ORDER BY id`, userID)
 	return out, nil
 }
 
-// UseAPIToken implements store.Store: the stamp and the user lookup share
+// UseAPIToken implements store.Accounts: the stamp and the user lookup share
 // one transaction.
 func (db *DB) UseAPIToken(ctx context.Context, hash []byte, now time.Time) (store.APIToken, store.User, error) {
 	var (
@@ -85,7 +85,7 @@ func (db *DB) UseAPIToken(ctx context.Context, hash []byte, now time.Time) (stor
 	return k, u, nil
 }
 
-// DeleteAPIToken implements store.Store.
+// DeleteAPIToken implements store.Accounts.
 func (db *DB) DeleteAPIToken(ctx context.Context, userID, tokenID int64) error {
 	op := fmt.Sprintf("delete API token %d of user %d", tokenID, userID)
 	res, err := db.w.ExecContext(ctx, `-- name: delete_api_token

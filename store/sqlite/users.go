@@ -27,7 +27,7 @@ func scanUser(row scanner, extra ...any) (store.User, error) {
 	return u, nil
 }
 
-// CreateUser implements store.Store; the handle column is COLLATE NOCASE and
+// CreateUser implements store.Accounts; the handle column is COLLATE NOCASE and
 // unique, so "Alice" and "alice" conflict.
 func (db *DB) CreateUser(ctx context.Context, handle, passwordHash string) (store.User, error) {
 	u, err := scanUser(db.w.QueryRowContext(ctx, `-- name: create_user
@@ -39,7 +39,7 @@ RETURNING id, handle, password_hash, created_at`, handle, passwordHash, time.Now
 	return u, nil
 }
 
-// GetUserByHandle implements store.Store, case-insensitively.
+// GetUserByHandle implements store.Accounts, case-insensitively.
 func (db *DB) GetUserByHandle(ctx context.Context, handle string) (store.User, error) {
 	u, err := scanUser(db.r.QueryRowContext(ctx,
 		`-- name: get_user_by_handle
@@ -50,7 +50,7 @@ SELECT `+userColumns+` FROM users u WHERE u.handle = ?`, handle))
 	return u, nil
 }
 
-// GetUserByID implements store.Store.
+// GetUserByID implements store.Accounts.
 func (db *DB) GetUserByID(ctx context.Context, id int64) (store.User, error) {
 	u, err := scanUser(db.r.QueryRowContext(ctx, userByIDSQL, id))
 	if err != nil {
