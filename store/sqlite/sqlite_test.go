@@ -170,8 +170,11 @@ func TestLockedFileIsUnavailable(t *testing.T) {
 		return db.UpsertNode(ctx, store.Node{PeerID: "p", Status: store.StatusOnline, LastHeartbeat: time.Now()})
 	}
 	for name, write := range map[string]func(ctx context.Context) error{
-		"statement":   upsertNode,
-		"transaction": func(ctx context.Context) error { _, _, err := db.UseAPIToken(ctx, []byte("hash"), time.Now()); return err },
+		"statement": upsertNode,
+		"transaction": func(ctx context.Context) error {
+			_, _, err := db.UseAPIToken(ctx, []byte("hash"), time.Now())
+			return err
+		},
 	} {
 		start := time.Now()
 		if err := write(t.Context()); !errors.Is(err, store.ErrUnavailable) {
