@@ -49,9 +49,10 @@ const (
 
 // DB is the Postgres store.Store.
 type DB struct {
-	pool *pgxpool.Pool
 	// q is the pool under the store deadline: every statement outside a
-	// transaction goes through it (InTransaction bounds the others).
+	// transaction goes through it (InTransaction bounds the others). The
+	// pool itself is only reached through q, so that no statement can
+	// forget the deadline by accident.
 	q      bounded
 	opts   store.Options
 	logger *slog.Logger
@@ -121,7 +122,7 @@ func OpenWith(ctx context.Context, url string, logger *slog.Logger, opts store.O
 	if err != nil {
 		return nil, fmt.Errorf("postgres: create pool: %w", err)
 	}
-	db := &DB{pool: pool, q: bounded{pool: pool, opts: opts}, opts: opts, logger: logger}
+	db := &DB{q: bounded{pool: pool, opts: opts}, opts: opts, logger: logger}
 	if err := db.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -140,19 +141,20 @@ func setDefault(m map[string]string, k, v string) {
 func (db *DB) Ping(ctx context.Context) error {
 	start := time.Now()
 	ctx, end := db.opts.Bound(ctx)
-	err := end(dbErr("ping", db.pool.Ping(ctx)))
+	err := end(dbErr("ping", db.q.pool.Ping(ctx)))
 	db.opts.Metrics.Observe("ping", time.Since(start), err)
 	return err
 }
 
 // Close waits for the connections in use to be released and closes the pool.
 func (db *DB) Close() error {
-	db.pool.Close()
+	db.q.pool.Close()
 	return nil
 }
 
-// querier is what the query helpers need; both *pgxpool.Pool and pgx.Tx
-// have it, so a helper runs the same inside or outside a transaction.
+// querier is what the query helpers need; the bounded pool (DB.q) and
+// pgx.Tx both have it, so a helper runs the same inside or outside a
+// transaction.
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
@@ -183,7 +185,7 @@ func (db *DB) InTransaction(ctx context.Context, fn func(ctx context.Context, tx
 }
 
 func (db *DB) inTransaction(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
-	tx, err := db.pool.BeginTx(ctx, txOptions(ctx))
+	tx, err := db.q.pool.BeginTx(ctx, txOptions(ctx))
 	if err != nil {
 		return dbErr("begin", err)
 	}
