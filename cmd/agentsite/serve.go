@@ -156,7 +156,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Peers = peermcp.NewClient(node, peermcp.ClientConfig{Logger: m.Logger, Version: buildVersion()})
 	srv.Chat.Remote = m.Peers
 	if err := node.ServeMCP(peermcp.NewHandler(peermcp.HandlerConfig{
-		Agents:   hostedAgents{st: ist},
+		Agents:   hostedAgents{st: network},
 		Answerer: m.Runtime,
 		Detail:   runtime.PublicMessage,
 		Allow:    peerTurnLimit(m.Config.ChatRateLimit),
@@ -298,7 +298,7 @@ func backendLookup(st store.Backends) func(ctx context.Context, agentID string) 
 
 // hostedAgents is peermcp.Agents on the store: the agents this node hosts
 // and has not deleted.
-type hostedAgents struct{ st store.Store }
+type hostedAgents struct{ st store.Catalogue }
 
 // HostedAgent implements peermcp.Agents.
 func (h hostedAgents) HostedAgent(ctx context.Context, id string) (agent.Record, error) {
