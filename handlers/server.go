@@ -18,6 +18,7 @@ import (
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/a2a"
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
@@ -91,6 +92,8 @@ type Server struct {
 	Registry *registry.Registry
 	Chat     *chat.Chat
 	Accounts *httpkit.Accounts
+	// A2A serves the A2A protocol: agent cards and JSON-RPC endpoints.
+	A2A *a2a.Server
 
 	sessions    *httpkit.Sessions
 	metrics     *metrics
@@ -155,6 +158,11 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	s.sockets = connlimit.NewCounter(cfg.MaxSocketsPerClient)
 	s.mcpLimits = mcpLimits{maxSessions: maxMCPSessions, initsPerMinute: mcpInitsPerMinute}
 	s.lifetime, s.endLifetime = context.WithCancel(context.Background())
+	s.A2A = a2a.New(s.lifetime, s.Chat, st, s.chatLimits, logger, a2a.Config{
+		NodeID: node.PeerID(), Version: cfg.Version, PublicURL: s.publicURL(),
+		TurnTimeout: cfg.StreamWriteTimeout - cfg.StreamWriteTimeout/10, // the answer is written before the deadline
+	})
+	s.A2A.Now = now
 	m, err := newMetrics(reg, st)
 	if err != nil {
 		return nil, err
