@@ -90,7 +90,7 @@ type a2aJSResult struct {
 		History                         int
 	}
 	Stream struct {
-		Kinds                   []string
+		Kinds                  []string
 		ContextID, State, Text string
 	}
 	Get struct {
