@@ -47,9 +47,12 @@ func (s *Server) Handler() http.Handler {
 	// on the planet at /a2a/{id}. Bodies are capped and turns rate-limited
 	// by the surface itself, which answers in JSON-RPC.
 	r.Get("/.well-known/agent-card.json", s.A2A.NodeCard)
-	r.Post("/a2a", s.A2A.Concierge)
-	r.Get("/a2a/{id}/agent-card.json", s.A2A.AgentCard)
-	r.Post("/a2a/{id}", s.A2A.Agent)
+	r.Route("/a2a", func(r chi.Router) {
+		r.Post("/", s.A2A.Concierge)
+		r.Get("/{id}/agent-card.json", s.A2A.AgentCard)
+		r.Post("/{id}", s.A2A.Agent)
+		r.MethodNotAllowed(s.apiMethodNotAllowed)
+	})
 
 	// MCP for people's MCP clients (Streamable HTTP). Not under the API's
 	// body limit: it caps bodies itself. The Origin rule stays in front:

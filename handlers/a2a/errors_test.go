@@ -105,24 +105,31 @@ func TestMessagesAreRateLimited(t *testing.T) {
 }
 
 // A turn may take longer than an ordinary response: /a2a has the stream
-// write deadline, not the short one.
-func TestLongTurnOutlivesTheWriteTimeout(t *testing.T) {
-	const write = 300 * time.Millisecond
-	e, _ := newEnv(t, func(c *handlers.Config) { c.WriteTimeout = write; c.StreamWriteTimeout = time.Minute })
-	id := e.SeedEcho("slow-bot", "Slow Bot")
-	slow := "slow:" + (3 * write).String()
-	task := resultOf[a2a.Task](t, call(e, "/a2a/"+id, "message/send", send(message(slow, ""))))
-	if task.Status.State != a2a.TaskStateCompleted {
-		t.Errorf("task = %+v", task.Status)
-	}
-	events := streamEvents(e, "/a2a/"+id, send(message(slow, "")))
-	if last := resultOf[a2a.TaskStatusUpdateEvent](t, events[len(events)-1]); last.Status.State != a2a.TaskStateCompleted {
-		t.Errorf("last event = %+v", last)
+// write deadline, not the short one; and once the request is read, the
+// body read deadline must not end it.
+func TestLongTurnOutlivesShortDeadlines(t *testing.T) {
+	const short = 300 * time.Millisecond
+	for name, edit := range map[string]func(*handlers.Config){
+		"write timeout": func(c *handlers.Config) { c.WriteTimeout = short; c.StreamWriteTimeout = time.Minute },
+		"body timeout":  func(c *handlers.Config) { c.BodyTimeout = short },
+	} {
+		t.Run(name, func(t *testing.T) {
+			e, _ := newEnv(t, edit)
+			id := e.SeedEcho("slow-bot", "Slow Bot")
+			slow := "slow:" + (3 * short).String()
+			task := resultOf[a2a.Task](t, call(e, "/a2a/"+id, "message/send", send(message(slow, ""))))
+			if task.Status.State != a2a.TaskStateCompleted {
+				t.Errorf("task = %+v", task.Status)
+			}
+			if last := finalStatus(t, streamEvents(e, "/a2a/"+id, send(message(slow, "")))); last.Status.State != a2a.TaskStateCompleted {
+				t.Errorf("last event = %+v", last)
+			}
+		})
 	}
 }
 
 // What the node refuses before the A2A surface sees a request (a browser
-// page of another site, a path that does not exist) is JSON too.
+// page of another site, a path or method that does not exist) is JSON too.
 func TestRefusalsBeforeTheSurfaceAreJSON(t *testing.T) {
 	e, _ := newEnv(t, nil)
 	id := e.SeedEcho("json-bot", "JSON Bot")
@@ -130,6 +137,7 @@ func TestRefusalsBeforeTheSurfaceAreJSON(t *testing.T) {
 		"cross-origin": e.Do(http.MethodPost, "/a2a/"+id, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"x"}}`,
 			"Origin", "https://elsewhere.example", "Sec-Fetch-Site", "cross-site"),
 		"no such path": e.Do(http.MethodGet, "/a2a/"+id+"/nothing-here", nil),
+		"wrong method": e.Do(http.MethodGet, "/a2a/"+id, nil),
 	} {
 		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") || resp.StatusCode < 400 {
 			t.Errorf("%s: status %d, Content-Type %q", name, resp.StatusCode, ct)

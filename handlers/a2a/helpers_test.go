@@ -184,3 +184,16 @@ func text(parts a2a.ContentParts) string {
 	}
 	return b.String()
 }
+
+// finalStatus is the last event of a stream: the task's final status.
+func finalStatus(t *testing.T, events []srv.Response) a2a.TaskStatusUpdateEvent {
+	t.Helper()
+	if len(events) == 0 {
+		t.Fatal("no events")
+	}
+	last := resultOf[a2a.TaskStatusUpdateEvent](t, events[len(events)-1])
+	if !last.Final {
+		t.Errorf("last event %+v is not final", last)
+	}
+	return last
+}

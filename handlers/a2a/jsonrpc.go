@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -78,8 +79,8 @@ var (
 	errNoResubscribe     = &RPCError{Code: CodeUnsupportedOperation, Message: "tasks/resubscribe is not supported; poll tasks/get instead."}
 	errOnlyText          = &RPCError{Code: CodeContentTypeNotSupp, Message: "Only text parts are understood; send the message as text."}
 	errNoExtendedCard    = &RPCError{Code: CodeNoExtendedCard, Message: "There is no extended card: every card here is public."}
-	errTaskFinishedInput = &RPCError{Code: CodeInvalidParams, Message: "That task has ended and takes no more input; " +
-		"to continue the conversation, send a new message (without taskId) with the same contextId."}
+	errTaskFinishedInput = &RPCError{Code: CodeInvalidParams, Message: "Each message here is a task of its own, which takes no " +
+		"further input: to continue the conversation, send a new message without taskId, with the same contextId."}
 )
 
 func invalidParams(message string) *RPCError {
@@ -131,6 +132,9 @@ func readRequest(w http.ResponseWriter, r *http.Request) (Request, bool) {
 		writeResponse(w, http.StatusOK, Response{Error: errParse})
 		return req, false
 	}
+	// Read to the end: the node lifts the body read deadline there, and a
+	// turn may run longer than that deadline.
+	_, _ = io.Copy(io.Discard, r.Body)
 	if req.JSONRPC != "2.0" || req.Method == "" || !validID(req.ID) {
 		writeResponse(w, http.StatusOK, Response{Error: errInvalidRequest})
 		return req, false

@@ -143,9 +143,8 @@ func TestStreamEventOrder(t *testing.T) {
 func TestStreamOfAFailedTurn(t *testing.T) {
 	e, _ := newEnv(t, nil)
 	id := e.SeedEcho("broken-bot", "Broken Bot")
-	events := streamEvents(e, "/a2a/"+id, send(message("fail", "")))
-	last := resultOf[a2a.TaskStatusUpdateEvent](t, events[len(events)-1])
-	if last.Status.State != a2a.TaskStateFailed || !last.Final || text(last.Status.Message.Parts) == "" {
+	last := finalStatus(t, streamEvents(e, "/a2a/"+id, send(message("fail", ""))))
+	if last.Status.State != a2a.TaskStateFailed || text(last.Status.Message.Parts) == "" {
 		t.Errorf("last event = %+v", last)
 	}
 }

@@ -150,31 +150,17 @@ func metadataAgentID(p a2a.MessageSendParams) string {
 
 // getTask is tasks/get.
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request, scope string, req Request) {
-	var q a2a.TaskQueryParams
-	if err := decodeParams(req.Params, &q); err != nil {
-		answer(w, false, Response{ID: req.ID, Error: err})
-		return
+	if t, q := s.requestedTask(w, scope, req); t != nil {
+		answer(w, false, result(req.ID, t.snapshot(q.HistoryLength)))
 	}
-	t := s.tasks.get(q.ID, scope, s.now())
-	if t == nil {
-		answer(w, false, Response{ID: req.ID, Error: errTaskNotFound})
-		return
-	}
-	answer(w, false, result(req.ID, t.snapshot(q.HistoryLength)))
 }
 
 // cancelTask is tasks/cancel: it cancels the turn's context, end to end
 // (a remote agent's host sees its stream close), and answers once the
 // turn has stopped.
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, scope string, req Request) {
-	var q a2a.TaskIDParams
-	if err := decodeParams(req.Params, &q); err != nil {
-		answer(w, false, Response{ID: req.ID, Error: err})
-		return
-	}
-	t := s.tasks.get(q.ID, scope, s.now())
+	t, _ := s.requestedTask(w, scope, req)
 	if t == nil {
-		answer(w, false, Response{ID: req.ID, Error: errTaskNotFound})
 		return
 	}
 	t.requestCancel()
@@ -188,4 +174,20 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, scope string
 		return
 	}
 	answer(w, false, result(req.ID, t.snapshot(nil)))
+}
+
+// requestedTask is the task a tasks/* request names (tasks/cancel's
+// params are a subset of tasks/get's); when there is none it answers and
+// returns nil.
+func (s *Server) requestedTask(w http.ResponseWriter, scope string, req Request) (*task, a2a.TaskQueryParams) {
+	var q a2a.TaskQueryParams
+	if err := decodeParams(req.Params, &q); err != nil {
+		answer(w, false, Response{ID: req.ID, Error: err})
+		return nil, q
+	}
+	t := s.tasks.get(q.ID, scope, s.now())
+	if t == nil {
+		answer(w, false, Response{ID: req.ID, Error: errTaskNotFound})
+	}
+	return t, q
 }
