@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 
+	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/handlers"
 	srv "github.com/agentsite/agentsite/handlers/a2a"
 	. "github.com/agentsite/agentsite/handlers/handlertest"
@@ -48,6 +49,10 @@ func TestJSONRPCErrors(t *testing.T) {
 	big := call(e, path, "message/send", send(message(strings.Repeat("x", 9<<10), "")))
 	wantError(t, big, -32602, "message_too_large")
 	wantError(t, call(e, "/a2a/no-such-agent", "message/send", send(message("hi", ""))), -32000, "unknown_agent")
+	// A refused message starts no conversation.
+	if convs, err := e.Store.ListConversations(t.Context(), string(chat.A2AAnonymous), 10); err != nil || len(convs) != 0 {
+		t.Errorf("conversations after refusals = %+v, %v", convs, err)
+	}
 
 	// A message naming a task: every turn here is its own task.
 	done := resultOf[a2a.Task](t, call(e, path, "message/send", send(message("hi", ""))))

@@ -70,9 +70,14 @@ func (f *fakeAgent) Answer(ctx context.Context, t agent.Turn, emit func(string) 
 func newEnv(t *testing.T, edit func(*handlers.Config)) (*Env, *fakeAgent) {
 	t.Helper()
 	e := NewConfig(t, OpenSQLite(t), edit)
+	return e, installFake(e)
+}
+
+// installFake makes a fakeAgent answer env's local agents.
+func installFake(e *Env) *fakeAgent {
 	f := &fakeAgent{blocked: make(chan struct{}, 4), ended: make(chan error, 4)}
 	e.Server.Chat.Local = f
-	return e, f
+	return f
 }
 
 // message is a user message with text, continuing contextID if set.

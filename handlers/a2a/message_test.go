@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
+	. "github.com/agentsite/agentsite/handlers/handlertest"
 )
 
 func TestMessageSendCompletesATask(t *testing.T) {
@@ -43,21 +44,24 @@ func TestMessageSendCompletesATask(t *testing.T) {
 }
 
 // A second turn with the same contextId continues the conversation: the
-// agent sees the first turn.
+// agent sees the first turn. On both store engines: the conversation is
+// stored.
 func TestSecondTurnSeesTheFirst(t *testing.T) {
-	e, _ := newEnv(t, nil)
-	id := e.SeedEcho("memory-bot", "Memory Bot")
-	first := resultOf[a2a.Task](t, call(e, "/a2a/"+id, "message/send", send(message("history", ""))))
-	if got := text(first.Artifacts[0].Parts); got != "0 earlier messages" {
-		t.Fatalf("first turn = %q", got)
-	}
-	second := resultOf[a2a.Task](t, call(e, "/a2a/"+id, "message/send", send(message("history", first.ContextID))))
-	if second.ContextID != first.ContextID || second.ID == first.ID {
-		t.Fatalf("second task %s in %s, first %s in %s", second.ID, second.ContextID, first.ID, first.ContextID)
-	}
-	if got := text(second.Artifacts[0].Parts); got != "2 earlier messages" {
-		t.Errorf("second turn = %q", got)
-	}
+	Engines(t, func(t *testing.T, e *Env) {
+		installFake(e)
+		id := e.SeedEcho("memory-bot", "Memory Bot")
+		first := resultOf[a2a.Task](t, call(e, "/a2a/"+id, "message/send", send(message("history", ""))))
+		if got := text(first.Artifacts[0].Parts); got != "0 earlier messages" {
+			t.Fatalf("first turn = %q", got)
+		}
+		second := resultOf[a2a.Task](t, call(e, "/a2a/"+id, "message/send", send(message("history", first.ContextID))))
+		if second.ContextID != first.ContextID || second.ID == first.ID {
+			t.Fatalf("second task %s in %s, first %s in %s", second.ID, second.ContextID, first.ID, first.ContextID)
+		}
+		if got := text(second.Artifacts[0].Parts); got != "2 earlier messages" {
+			t.Errorf("second turn = %q", got)
+		}
+	})
 }
 
 // A contextId we do not know (or another agent's) starts a new
