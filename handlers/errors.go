@@ -16,9 +16,10 @@ func (s *Server) logIfServer(r *http.Request, e *httpkit.Error, err error) {
 }
 
 // isAPI reports whether the request wants JSON errors: the API, and /mcp
-// for what is refused before mcp-go sees it.
+// and A2A for what is refused before their surfaces see it.
 func isAPI(r *http.Request) bool {
-	return strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/mcp"
+	p := r.URL.Path
+	return strings.HasPrefix(p, "/api/") || p == "/mcp" || p == "/a2a" || strings.HasPrefix(p, "/a2a/")
 }
 
 // renderError is the one error renderer: JSON for the API (and /mcp), the

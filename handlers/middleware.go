@@ -124,12 +124,13 @@ func (s *Server) refuseOverLimit(next http.Handler) http.Handler {
 }
 
 // streamingRoute reports whether a route's response may legitimately take
-// as long as a chat turn: MCP tool calls and the message API run a whole
-// turn before (or while) they answer. The WebSocket sets its own deadlines.
+// as long as a chat turn: MCP tool calls, the message API and A2A's
+// message/send and message/stream run a whole turn before (or while) they
+// answer. The WebSocket sets its own deadlines.
 func streamingRoute(r *http.Request) bool {
 	p := r.URL.Path
 	return p == "/mcp" || p == "/api/v1/chat" || (r.Method == http.MethodPost && strings.HasSuffix(p, "/messages")) ||
-		(r.Method == http.MethodPost && strings.HasPrefix(p, "/chat/"))
+		(r.Method == http.MethodPost && (strings.HasPrefix(p, "/chat/") || p == "/a2a" || strings.HasPrefix(p, "/a2a/")))
 }
 
 // deadlines bounds how long a client may take to send a request body and

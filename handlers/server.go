@@ -24,6 +24,7 @@ import (
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/api"
 	"github.com/agentsite/agentsite/handlers/chatws"
+	"github.com/agentsite/agentsite/handlers/a2a"
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/handlers/portal"
@@ -102,6 +103,8 @@ type Server struct {
 	// both from the fields above.
 	API        *api.API
 	ChatSocket *chatws.Handler
+	// A2A serves the A2A protocol: agent cards and JSON-RPC endpoints.
+	A2A *a2a.Server
 
 	sessions    *httpkit.Sessions
 	pages       *portal.Pages
@@ -173,6 +176,11 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	s.ChatSocket = &chatws.Handler{Chat: s.Chat, Sessions: s.sessions,
 		Sockets: connlimit.NewCounter(cfg.MaxSocketsPerClient), Rates: s.chatLimits,
 		AllowOrigin: s.originRule().admits, Lifetime: s.lifetime, Fail: s.renderError, Logger: logger, Now: now}
+	s.A2A = a2a.New(s.lifetime, s.Chat, st, s.chatLimits, logger, a2a.Config{
+		NodeID: node.PeerID(), Version: cfg.Version, PublicURL: s.publicURL(),
+		TurnTimeout: cfg.StreamWriteTimeout - cfg.StreamWriteTimeout/10, // the answer is written before the deadline
+	})
+	s.A2A.Now = now
 	m, err := newMetrics(reg, st)
 	if err != nil {
 		return nil, err

@@ -82,6 +82,10 @@ const (
 	APIAnonymous Owner = "api:anonymous"
 	// MCPAnonymous owns the turns of MCP clients without a session.
 	MCPAnonymous Owner = "mcp:anonymous"
+	// A2AAnonymous owns the turns of A2A clients, which carry no
+	// credentials: the contextId (the conversation id) itself is the
+	// capability to continue one, as with APIAnonymous.
+	A2AAnonymous Owner = "a2a:anonymous"
 )
 
 // UserOwner owns a portal account's conversations.
@@ -150,24 +154,9 @@ func (c *Chat) logger() *slog.Logger {
 // and stores it. A failure after the message was stored is stored too, so
 // the conversation keeps what was said and shows what went wrong.
 func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(string) error) (Result, error) {
-	text := strings.TrimSpace(req.Text)
-	switch {
-	case text == "":
-		return Result{}, ErrEmptyMessage
-	case len(text) > MaxMessageBytes:
-		return Result{}, ErrMessageTooLarge
-	case !utf8.ValidString(text):
-		return Result{}, ErrBadMessage
-	}
-	l, err := c.Agent(ctx, req.AgentID)
+	l, text, err := c.admit(ctx, req.AgentID, req.Text)
 	if err != nil {
 		return Result{}, err
-	}
-	if l.Status == store.StatusOffline && !l.Local {
-		return Result{}, ErrAgentOffline
-	}
-	if (l.Local && c.Local == nil) || (!l.Local && c.Remote == nil) {
-		return Result{}, ErrUnavailable
 	}
 	conv, err := c.conversationFor(ctx, owner, l, req.ConversationID, text)
 	if err != nil {
@@ -198,6 +187,32 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 		return Result{Conversation: conv, Sent: true}, fmt.Errorf("store reply: %w", err)
 	}
 	return Result{Conversation: conv, Reply: m, Sent: true}, nil
+}
+
+// admit checks a message and the agent it is for: what a turn (or Open)
+// refuses before anything is stored. It returns the listing and the
+// trimmed text.
+func (c *Chat) admit(ctx context.Context, agentID, text string) (store.Listing, string, error) {
+	text = strings.TrimSpace(text)
+	switch {
+	case text == "":
+		return store.Listing{}, "", ErrEmptyMessage
+	case len(text) > MaxMessageBytes:
+		return store.Listing{}, "", ErrMessageTooLarge
+	case !utf8.ValidString(text):
+		return store.Listing{}, "", ErrBadMessage
+	}
+	l, err := c.Agent(ctx, agentID)
+	if err != nil {
+		return store.Listing{}, "", err
+	}
+	if l.Status == store.StatusOffline && !l.Local {
+		return store.Listing{}, "", ErrAgentOffline
+	}
+	if (l.Local && c.Local == nil) || (!l.Local && c.Remote == nil) {
+		return store.Listing{}, "", ErrUnavailable
+	}
+	return l, text, nil
 }
 
 // delivered reports whether a turn that failed with e reached the agent:

@@ -112,7 +112,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", 30*time.Second, "time a response may take to reach the client (chat turns: 2m)")
 	fs.Var(&stringList{vals: &c.TrustedProxies}, "trusted-proxy", "CIDR of a reverse proxy in front of this node (repeatable): clients are read from its X-Forwarded-For, and it is exempt from --max-conns-per-ip")
 	fs.StringVar(&c.MetricsToken, "metrics-token", "", "bearer token /metrics wants (empty: /metrics is open)")
-	fs.StringVar(&c.PublicURL, "public-url", "", "the node's public address behind a reverse proxy, e.g. https://agents.example.org (its host is accepted on /mcp; empty: none)")
+	fs.StringVar(&c.PublicURL, "public-url", "", "the node's public address behind a reverse proxy, e.g. https://agents.example.org (its host is accepted on /mcp; A2A card URLs use it; empty: the request's host)")
 	fs.DurationVar(&c.StoreTimeout, "store-timeout", 5*time.Second, "deadline of every database call; past it the call fails and the request gets 503 with Retry-After")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")

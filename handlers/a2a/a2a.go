@@ -1,0 +1,120 @@
+// Package a2a is the node's A2A surface (protocol 0.3, JSON-RPC binding;
+// cards carry A2A 1.0's supportedInterfaces too). Every agent on the
+// planet, hosted here or on another node, is an A2A agent at /a2a/{id},
+// and the node itself is a concierge agent at /a2a that finds agents and
+// forwards messages to them.
+//
+// A contextId is an AgentChat conversation and each turn is a task. Turns
+// go through agent/chat, which routes them to this node's runtime or over
+// libp2p to the agent's host, exactly as the other surfaces' turns do.
+// Tasks live in memory, bounded in number and age; the conversation is
+// what lasts. Wire types are the official a2a-go module's.
+package a2a
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/store"
+)
+
+// Catalog finds agents for the concierge (store.Store.SearchAgents).
+type Catalog interface {
+	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
+}
+
+// Config holds the A2A settings.
+type Config struct {
+	// NodeID is this node's peer id: it names the node's card.
+	NodeID string
+	// Version is the software version, shown on the node's card.
+	Version string
+	// PublicURL, when set, is the base of every URL in cards (the node
+	// behind a TLS reverse proxy); nil: the request's scheme and host.
+	PublicURL *url.URL
+	// TurnTimeout bounds one turn. A turn runs detached from its request
+	// (a task outlives a client that goes away), so it needs its own
+	// bound; keep it below the stream write deadline so a blocking
+	// message/send can still write the answer. 0: 100 s.
+	TurnTimeout time.Duration
+	// MaxTasks is how many tasks are kept for tasks/get; the least
+	// recently used go first. 0: 1,000 (a task holds at most one 8 KiB
+	// message and one reply, 64 KiB by default).
+	MaxTasks int
+	// TaskTTL is how long a finished task is kept. 0: 1 h.
+	TaskTTL time.Duration
+	// MaxRunning caps the turns running at once over A2A; more are
+	// refused as busy. 0: 256.
+	MaxRunning int
+}
+
+// Server serves the A2A surface.
+type Server struct {
+	Chat    *chat.Chat
+	Catalog Catalog
+	// Rates is the per-client chat budget, shared with the other chat
+	// surfaces: message/send and message/stream spend from it.
+	Rates  *httpkit.Rates
+	Logger *slog.Logger
+	Now    func() time.Time
+	Config Config
+
+	lifetime context.Context // ends at shutdown, and with it every turn
+	tasks    *taskStore
+}
+
+// New builds the A2A surface. Turns run on lifetime: they end when it does.
+func New(lifetime context.Context, ch *chat.Chat, cat Catalog, rates *httpkit.Rates, logger *slog.Logger, cfg Config) *Server {
+	if cfg.TurnTimeout <= 0 {
+		cfg.TurnTimeout = 100 * time.Second
+	}
+	if cfg.MaxTasks <= 0 {
+		cfg.MaxTasks = 1000
+	}
+	if cfg.TaskTTL <= 0 {
+		cfg.TaskTTL = time.Hour
+	}
+	if cfg.MaxRunning <= 0 {
+		cfg.MaxRunning = 256
+	}
+	return &Server{
+		Chat: ch, Catalog: cat, Rates: rates, Logger: logger, Now: time.Now, Config: cfg,
+		lifetime: lifetime,
+		tasks:    newTaskStore(cfg.MaxTasks, cfg.MaxRunning, cfg.TaskTTL),
+	}
+}
+
+func (s *Server) now() time.Time { return s.Now().UTC() }
+
+// base is the origin every URL in a card starts with.
+func (s *Server) base(r *http.Request) string {
+	if u := s.Config.PublicURL; u != nil {
+		return u.Scheme + "://" + u.Host
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// logFailure logs what went wrong on our side (5xx); a client's mistake
+// or an agent's refusal is not worth a log line.
+func (s *Server) logFailure(ctx context.Context, what string, e *httpkit.Error, err error) {
+	if e.Status >= 500 && e.Status != httpkit.StatusClientClosed {
+		s.Logger.WarnContext(ctx, what, "status", e.Status, "code", e.Code, "err", err)
+	}
+}
+
+// shortID is the tail of a peer id, enough to tell nodes apart.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[len(id)-8:]
+	}
+	return id
+}

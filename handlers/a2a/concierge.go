@@ -1,0 +1,119 @@
+package a2a
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/a2aproject/a2a-go/a2a"
+
+	"github.com/agentsite/agentsite/store"
+)
+
+// Limits of a concierge search.
+const (
+	maxFound       = 5   // agents in one answer
+	maxQueryRunes  = 200 // of the text searched for
+	maxQueryWords  = 8   // searched one by one when the whole text finds nothing
+	minSearchRunes = 3   // shorter words are not searched alone
+)
+
+// FoundAgent is one agent in a concierge answer (its data part).
+type FoundAgent struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Status      string `json:"status"`
+	CardURL     string `json:"card_url"`
+}
+
+// findAgents answers a concierge message with the agents that match its
+// text, as one agent Message: the list as text for people and as a data
+// part for programs.
+func (s *Server) findAgents(w http.ResponseWriter, r *http.Request, req Request, in *a2a.Message, text string, stream bool) {
+	q := strings.Join(strings.Fields(text), " ")
+	if q == "" {
+		answer(w, stream, Response{ID: req.ID, Error: invalidParams(`Say what you are looking for, e.g. "weather"; ` +
+			`or set metadata "agent_id" to talk to one agent.`)})
+		return
+	}
+	if utf8.RuneCountInString(q) > maxQueryRunes {
+		q = string([]rune(q)[:maxQueryRunes])
+	}
+	found, err := s.search(r.Context(), q)
+	if err != nil {
+		re, e := rpcError(err)
+		s.logFailure(r.Context(), "A2A agent search failed", e, err)
+		answer(w, stream, Response{ID: req.ID, Error: re})
+		return
+	}
+	base := s.base(r)
+	agents := make([]FoundAgent, 0, len(found))
+	for _, l := range found {
+		agents = append(agents, FoundAgent{ID: l.Record.ID, Name: l.Record.DisplayName, Description: l.Record.Description,
+			Status: l.Status, CardURL: base + "/a2a/" + l.Record.ID + "/agent-card.json"})
+	}
+	contextID := in.ContextID
+	if contextID == "" {
+		contextID = newID()
+	}
+	out := &a2a.Message{ID: newID(), Role: a2a.MessageRoleAgent, ContextID: contextID, Parts: a2a.ContentParts{
+		a2a.TextPart{Text: foundText(q, agents, base)},
+		a2a.DataPart{Data: map[string]any{"agents": agents}},
+	}}
+	answer(w, stream, result(req.ID, out))
+}
+
+// search finds up to maxFound agents for q: all its words first (the
+// catalogue ANDs them); when that finds none, its longer words one by one,
+// so a sentence still finds the agents named in it.
+func (s *Server) search(ctx context.Context, q string) ([]store.Listing, error) {
+	page, err := s.Catalog.SearchAgents(ctx, store.SearchQuery{Q: q, Limit: maxFound})
+	if err != nil || len(page.Listings) > 0 {
+		return page.Listings, err
+	}
+	var out []store.Listing
+	seen := map[string]bool{}
+	words := strings.Fields(q)
+	if len(words) < 2 {
+		return nil, nil
+	}
+	tried := 0
+	for _, word := range words {
+		if tried == maxQueryWords || len(out) == maxFound {
+			break
+		}
+		word = strings.ToLower(strings.Trim(word, ".,;:!?\"'()"))
+		if utf8.RuneCountInString(word) < minSearchRunes || seen["word:"+word] {
+			continue
+		}
+		seen["word:"+word] = true
+		tried++
+		page, err := s.Catalog.SearchAgents(ctx, store.SearchQuery{Q: word, Limit: maxFound})
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range page.Listings {
+			if !seen[l.Record.ID] && len(out) < maxFound {
+				seen[l.Record.ID] = true
+				out = append(out, l)
+			}
+		}
+	}
+	return out, nil
+}
+
+func foundText(q string, agents []FoundAgent, base string) string {
+	if len(agents) == 0 {
+		return fmt.Sprintf("No agent matches %q. Try other words, or browse %s/agents.", q, base)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Agents for %q:\n", q)
+	for i, a := range agents {
+		fmt.Fprintf(&b, "%d. %s (id %s, %s): %s\n", i+1, a.Name, a.ID, a.Status, a.CardURL)
+	}
+	b.WriteString(`Talk to one at its card's url, or send your message here with metadata {"agent_id": "<id>"}.`)
+	return b.String()
+}

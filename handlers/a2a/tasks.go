@@ -1,0 +1,246 @@
+package a2a
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/agentsite/agentsite/handlers/httpkit"
+)
+
+// errBusy refuses a turn when MaxRunning turns are running already.
+var errBusy = &httpkit.Error{Status: http.StatusServiceUnavailable, Code: "a2a_busy",
+	Message: "This node is running as many A2A tasks as it can; try again in a few seconds.", RetryAfter: 5}
+
+// errCancelRequested is the cause of a turn canceled by tasks/cancel.
+var errCancelRequested = errors.New("a2a: task canceled by the client")
+
+// task is one turn as an A2A task. Its identity is fixed at creation; its
+// state changes under mu while the turn runs, and snapshots are built from
+// it (messages, once made, are never changed, so snapshots share them).
+type task struct {
+	id         a2a.TaskID
+	scope      string // the endpoint it was created on: an agent id, or "" for /a2a
+	agentID    string
+	contextID  string
+	artifactID a2a.ArtifactID
+	created    time.Time
+	done       chan struct{} // closed when the turn has ended
+
+	mu       sync.Mutex
+	state    a2a.TaskState
+	stamp    time.Time
+	status   *a2a.Message // the status message (why it failed)
+	history  []*a2a.Message
+	streamed strings.Builder // the reply as it streams
+	reply    *string         // the whole reply, once the turn is over
+	cancel   context.CancelCauseFunc
+}
+
+// newID is a random identifier for a task or an artifact: 130 bits, since
+// a task id is what lets anyone read or cancel it.
+func newID() string { return rand.Text() }
+
+func newTask(scope, agentID, contextID string, msg *a2a.Message, now time.Time) *task {
+	t := &task{
+		id: a2a.TaskID(newID()), scope: scope, agentID: agentID, contextID: contextID,
+		artifactID: a2a.ArtifactID(newID()), created: now, done: make(chan struct{}),
+		state: a2a.TaskStateSubmitted, stamp: now,
+	}
+	m := *msg
+	m.TaskID, m.ContextID = t.id, contextID
+	if m.ID == "" {
+		m.ID = newID()
+	}
+	m.Role = a2a.MessageRoleUser
+	t.history = []*a2a.Message{&m}
+	return t
+}
+
+func (t *task) TaskInfo() a2a.TaskInfo { return a2a.TaskInfo{TaskID: t.id, ContextID: t.contextID} }
+
+// snapshot is the task as the protocol shows it, with at most
+// historyLength messages of its history (nil: all).
+func (t *task) snapshot(historyLength *int) *a2a.Task {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	stamp := t.stamp
+	out := &a2a.Task{
+		ID: t.id, ContextID: t.contextID,
+		Status:   a2a.TaskStatus{State: t.state, Message: t.status, Timestamp: &stamp},
+		History:  slices.Clone(t.history),
+		Metadata: map[string]any{"agent_id": t.agentID},
+	}
+	if historyLength != nil {
+		out.History = out.History[len(out.History)-min(max(*historyLength, 0), len(out.History)):]
+	}
+	text := t.streamed.String()
+	if t.reply != nil {
+		text = *t.reply
+	}
+	if text != "" {
+		out.Artifacts = []*a2a.Artifact{{ID: t.artifactID, Name: "reply", Parts: a2a.ContentParts{a2a.TextPart{Text: text}}}}
+	}
+	return out
+}
+
+// begin marks the task working, cancelable through cancel.
+func (t *task) begin(cancel context.CancelCauseFunc, now time.Time) *a2a.TaskStatusUpdateEvent {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cancel = cancel
+	t.state, t.stamp = a2a.TaskStateWorking, now
+	return t.statusEvent(false)
+}
+
+// chunk records streamed text and returns its event: the first chunk
+// creates the reply artifact, the others append to it.
+func (t *task) chunk(text string) *a2a.TaskArtifactUpdateEvent {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	first := t.streamed.Len() == 0
+	t.streamed.WriteString(text)
+	return t.artifactEvent(text, !first)
+}
+
+func (t *task) artifactEvent(text string, appendIt bool) *a2a.TaskArtifactUpdateEvent {
+	return &a2a.TaskArtifactUpdateEvent{
+		TaskID: t.id, ContextID: t.contextID, Append: appendIt,
+		Artifact: &a2a.Artifact{ID: t.artifactID, Name: "reply", Parts: a2a.ContentParts{a2a.TextPart{Text: text}}},
+	}
+}
+
+// complete ends the task with the agent's reply, which joins the history.
+// When nothing streamed (a backend that answers in one piece) it also
+// returns the artifact event carrying the reply.
+func (t *task) complete(reply string, now time.Time) (*a2a.TaskArtifactUpdateEvent, *a2a.TaskStatusUpdateEvent) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var art *a2a.TaskArtifactUpdateEvent
+	if t.streamed.Len() == 0 && reply != "" {
+		art = t.artifactEvent(reply, false)
+	}
+	t.reply = &reply
+	t.history = append(t.history, &a2a.Message{ID: newID(), Role: a2a.MessageRoleAgent, TaskID: t.id, ContextID: t.contextID,
+		Parts: a2a.ContentParts{a2a.TextPart{Text: reply}}})
+	t.finish(a2a.TaskStateCompleted, nil, now)
+	return art, t.statusEvent(true)
+}
+
+// fail ends the task in state (failed or canceled) with why, for people.
+func (t *task) fail(state a2a.TaskState, why string, now time.Time) *a2a.TaskStatusUpdateEvent {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.finish(state, &a2a.Message{ID: newID(), Role: a2a.MessageRoleAgent, TaskID: t.id, ContextID: t.contextID,
+		Parts: a2a.ContentParts{a2a.TextPart{Text: why}}}, now)
+	return t.statusEvent(true)
+}
+
+func (t *task) finish(state a2a.TaskState, status *a2a.Message, now time.Time) {
+	t.state, t.status, t.stamp, t.cancel = state, status, now, nil
+}
+
+func (t *task) statusEvent(final bool) *a2a.TaskStatusUpdateEvent {
+	stamp := t.stamp
+	return &a2a.TaskStatusUpdateEvent{TaskID: t.id, ContextID: t.contextID, Final: final,
+		Status: a2a.TaskStatus{State: t.state, Message: t.status, Timestamp: &stamp}}
+}
+
+// requestCancel cancels the running turn; false when it has ended.
+func (t *task) requestCancel() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cancel == nil {
+		return false
+	}
+	t.cancel(errCancelRequested)
+	return true
+}
+
+func (t *task) currentState() a2a.TaskState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.state
+}
+
+// taskStore keeps tasks for tasks/get and tasks/cancel: at most max, the
+// least recently used dropped first, none older than ttl once ended. It is
+// golang-lru's simplelru under one mutex, with the age checked when a task
+// is read or the oldest is pruned: a2a-go's in-memory store cannot be
+// bounded, and expirable's cleaner goroutine never stops.
+type taskStore struct {
+	mu         sync.Mutex
+	lru        *simplelru.LRU[a2a.TaskID, *task]
+	ttl        time.Duration
+	running    int
+	maxRunning int
+}
+
+func newTaskStore(maxTasks, maxRunning int, ttl time.Duration) *taskStore {
+	lru, err := simplelru.NewLRU[a2a.TaskID, *task](maxTasks, nil)
+	if err != nil { // only for a size below 1, which New rules out
+		panic(err)
+	}
+	return &taskStore{lru: lru, ttl: ttl, maxRunning: maxRunning}
+}
+
+// add keeps a task that is about to run, or refuses it (errBusy).
+func (ts *taskStore) add(t *task, now time.Time) error {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.running >= ts.maxRunning {
+		return errBusy
+	}
+	for {
+		_, old, ok := ts.lru.GetOldest()
+		if !ok || !ts.expired(old, now) {
+			break
+		}
+		ts.lru.RemoveOldest()
+	}
+	ts.running++
+	ts.lru.Add(t.id, t)
+	return nil
+}
+
+// ended counts a turn out of the running ones.
+func (ts *taskStore) ended() {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.running--
+}
+
+// get finds task id created on scope; nil when there is none (or it is
+// another endpoint's: tasks of one agent are not reachable through another).
+func (ts *taskStore) get(id a2a.TaskID, scope string, now time.Time) *task {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t, ok := ts.lru.Get(id)
+	switch {
+	case !ok:
+		return nil
+	case ts.expired(t, now):
+		ts.lru.Remove(id)
+		return nil
+	case t.scope != scope:
+		return nil
+	}
+	return t
+}
+
+func (ts *taskStore) expired(t *task, now time.Time) bool {
+	select {
+	case <-t.done:
+		return now.Sub(t.created) > ts.ttl
+	default:
+		return false // a running turn is bounded by its own timeout
+	}
+}

@@ -1,0 +1,169 @@
+package a2a
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/a2a"
+
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+)
+
+// turnSpec is one message to one agent.
+type turnSpec struct {
+	scope   string // the endpoint: the agent's id, or "" for the concierge
+	agentID string
+	msg     *a2a.Message
+	text    string
+	config  *a2a.MessageSendConfig
+}
+
+// turn runs a message as a task. The contextId names the conversation:
+// one of A2A's with this agent is continued, anything else starts a new
+// one whose id the task carries. The turn runs detached from the request
+// (a client that goes away can still read the task), on the server's
+// lifetime and within TurnTimeout.
+func (s *Server) turn(w http.ResponseWriter, r *http.Request, req Request, spec turnSpec, stream bool) {
+	conv, err := s.Chat.Open(r.Context(), chat.A2AAnonymous, spec.agentID, spec.msg.ContextID, spec.text)
+	if err != nil {
+		re, e := rpcError(err)
+		if e != nil {
+			s.logFailure(r.Context(), "A2A message refused", e, err)
+		}
+		answer(w, stream, Response{ID: req.ID, Error: re})
+		return
+	}
+	t := newTask(spec.scope, spec.agentID, conv.ID, spec.msg, s.now())
+	if err := s.tasks.add(t, s.now()); err != nil {
+		re, _ := rpcError(err)
+		answer(w, stream, Response{ID: req.ID, Error: re})
+		return
+	}
+	var events *events
+	if stream {
+		events = newEvents()
+	}
+	first := t.snapshot(nil) // taken before the turn can change it
+	go s.run(t, spec.text, events)
+	if stream {
+		s.pipe(w, r, req.ID, first, events)
+		return
+	}
+	blocking := spec.config == nil || spec.config.Blocking == nil || *spec.config.Blocking
+	if blocking {
+		select {
+		case <-t.done:
+		case <-r.Context().Done():
+			return // the task goes on; tasks/get shows how it ended
+		}
+	}
+	var historyLength *int
+	if spec.config != nil {
+		historyLength = spec.config.HistoryLength
+	}
+	answer(w, false, result(req.ID, t.snapshot(historyLength)))
+}
+
+// run runs the turn of t and records how it went: completed with the
+// reply, canceled (tasks/cancel), or failed with a message for people (a
+// failure of the agent is a failed task, not a JSON-RPC error).
+func (s *Server) run(t *task, text string, ev *events) {
+	defer ev.close()
+	defer close(t.done)
+	defer s.tasks.ended()
+	cctx, cancel := context.WithCancelCause(s.lifetime)
+	defer cancel(nil)
+	ctx, stop := context.WithTimeout(cctx, s.Config.TurnTimeout)
+	defer stop()
+
+	ev.send(t.begin(cancel, s.now()))
+	res, err := s.Chat.Turn(ctx, chat.A2AAnonymous, chat.Request{AgentID: t.agentID, ConversationID: t.contextID, Text: text},
+		func(chunk string) error {
+			if chunk != "" {
+				ev.send(t.chunk(chunk))
+			}
+			return nil // a client that stopped reading does not stop the turn
+		})
+	switch {
+	case err == nil:
+		art, final := t.complete(res.Reply.Text, s.now())
+		if art != nil {
+			ev.send(art)
+		}
+		ev.send(final)
+	case errors.Is(context.Cause(cctx), errCancelRequested):
+		ev.send(t.fail(a2a.TaskStateCanceled, "The task was canceled.", s.now()))
+	default:
+		e := httpkit.Classify(err)
+		s.logFailure(ctx, "A2A turn failed", e, err)
+		ev.send(t.fail(a2a.TaskStateFailed, e.Message, s.now()))
+	}
+}
+
+// pipe writes a message/stream answer: the task as it was submitted, then
+// each event of the turn as it happens, until the final one. A client that
+// stops reading is left behind; the turn goes on.
+func (s *Server) pipe(w http.ResponseWriter, r *http.Request, id []byte, first *a2a.Task, ev *events) {
+	defer ev.leave()
+	out := startSSE(w)
+	if out.send(result(id, first)) != nil {
+		return
+	}
+	tick := time.NewTicker(keepAliveEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case e, ok := <-ev.ch:
+			if !ok {
+				return
+			}
+			if out.send(result(id, e)) != nil {
+				return
+			}
+			tick.Reset(keepAliveEvery)
+		case <-tick.C:
+			if out.keepAlive() != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// events carries a turn's events to the stream that started it. Sending
+// waits for the reader (a slow client slows the turn down, up to the
+// write deadline), but never once the reader has left.
+type events struct {
+	ch       chan a2a.Event
+	gone     chan struct{}
+	goneOnce sync.Once
+}
+
+func newEvents() *events {
+	return &events{ch: make(chan a2a.Event, 64), gone: make(chan struct{})}
+}
+
+func (e *events) send(ev a2a.Event) {
+	if e == nil {
+		return
+	}
+	select {
+	case e.ch <- ev:
+	case <-e.gone:
+	}
+}
+
+// close ends the stream after the final event.
+func (e *events) close() {
+	if e != nil {
+		close(e.ch)
+	}
+}
+
+// leave tells the turn the reader is gone.
+func (e *events) leave() { e.goneOnce.Do(func() { close(e.gone) }) }
