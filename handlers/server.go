@@ -20,6 +20,7 @@ import (
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/handlers/mcpserver"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -97,7 +98,6 @@ type Server struct {
 	chatLimits  *httpkit.Rates
 	sockets     *connlimit.Counter // chat WebSockets open per client
 	lifetime    context.Context    // ends at CloseChats
-	mcpLimits   mcpLimits
 	endLifetime context.CancelFunc
 }
 
@@ -153,7 +153,6 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	s.sessions.RenderError = s.renderError
 	s.chatLimits = httpkit.NewRates(cfg.ChatRateLimit)
 	s.sockets = connlimit.NewCounter(cfg.MaxSocketsPerClient)
-	s.mcpLimits = mcpLimits{maxSessions: maxMCPSessions, initsPerMinute: mcpInitsPerMinute}
 	s.lifetime, s.endLifetime = context.WithCancel(context.Background())
 	m, err := newMetrics(reg, st)
 	if err != nil {
@@ -164,6 +163,25 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 }
 
 func (s *Server) now() time.Time { return s.Now().UTC() }
+
+// publicMCP is the public /mcp surface on the Server's dependencies. It is
+// built with the routes (Handler), from the settings of that moment.
+func (s *Server) publicMCP() *mcpserver.Server {
+	m := &mcpserver.Server{
+		Catalog:     s.Store,
+		Registry:    s.Registry,
+		Chat:        s.Chat,
+		ChatRates:   s.chatLimits,
+		AdmitOrigin: s.originRule().admitAnyMethod,
+		Version:     s.Config.Version,
+		Logger:      s.Logger,
+		Now:         s.Now,
+	}
+	if u := s.publicURL(); u != nil {
+		m.PublicHost = u.Hostname()
+	}
+	return m
+}
 
 // statusRecorder remembers the status code written, for metrics and logs.
 type statusRecorder struct {

@@ -394,7 +394,14 @@ func SearchAll() store.SearchQuery {
 // agent runtime, their backends looked up in the store.
 func NewChat(t *testing.T) *Env {
 	t.Helper()
-	e := New(t)
+	return NewChatConfig(t, nil)
+}
+
+// NewChatConfig is NewChat with the test configuration changed by edit
+// if it is not nil (a lower chat rate limit, say).
+func NewChatConfig(t *testing.T, edit func(*handlers.Config)) *Env {
+	t.Helper()
+	e := NewConfig(t, OpenSQLite(t), edit)
 	rt := runtime.NewRuntime(func(ctx context.Context, id string) (agent.Backend, error) {
 		b, err := e.Store.GetBackend(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
