@@ -1,9 +1,7 @@
 package handlers
 
 import (
-	"context"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/agentsite/agentsite/handlers/httpkit"
@@ -23,27 +21,19 @@ func isAPI(r *http.Request) bool {
 	return strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/mcp"
 }
 
-// renderError is the one error renderer: JSON for the API, a page or an
-// HTMX fragment for the portal.
+// renderError is the one error renderer: JSON for the API (and /mcp), the
+// portal's page or HTMX fragment for everything else.
 func (s *Server) renderError(w http.ResponseWriter, r *http.Request, err error) {
+	if !isAPI(r) {
+		s.pages.RenderError(w, r, err)
+		return
+	}
 	e := httpkit.Classify(err)
 	s.logIfServer(r, e, err)
 	if e.Status == httpkit.StatusClientClosed {
 		return
 	}
-	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
-	if isAPI(r) {
-		httpkit.WriteJSONError(w, e)
-		return
-	}
-	if e.Status == http.StatusRequestTimeout {
-		// net/http has cancelled the request (its body read failed);
-		// the client may still be there to read why.
-		r = r.WithContext(context.WithoutCancel(r.Context()))
-	}
-	s.renderErrorPage(w, r, e)
+	httpkit.WriteJSONError(w, e)
 }
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
@@ -71,10 +61,9 @@ func (s *Server) apiMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) tooManyRequests(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Retry-After", "60")
-	s.renderError(w, r, httpkit.Errorf(http.StatusTooManyRequests, "rate_limited", "Too many attempts; wait a minute and try again."))
+	s.renderError(w, r, httpkit.ErrRateLimited)
 }
 
 func (s *Server) pageMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	s.renderErrorPage(w, r, httpkit.Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "This page does not accept that kind of request."))
+	s.pages.RenderError(w, r, httpkit.Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "This page does not accept that kind of request."))
 }

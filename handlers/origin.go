@@ -10,10 +10,12 @@ import (
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
-// originRule is the node's one Origin rule, for forms, the API and /mcp:
-// Go's CrossOriginProtection (Sec-Fetch-Site, else Origin against Host),
-// with the public URL's origin trusted as well, since a proxy may rewrite
-// Host. A refusal is the one error renderer's 403 cross_origin.
+// originRule is the node's one Origin rule, for forms, the API, /mcp and
+// the chat WebSocket's handshake: Go's CrossOriginProtection
+// (Sec-Fetch-Site, else Origin against Host), with the public URL's origin
+// trusted as well, since a proxy may rewrite Host. A refusal is the one
+// error renderer's 403 cross_origin (the WebSocket answers its own
+// bad_origin).
 type originRule struct {
 	c    *http.CrossOriginProtection
 	deny http.Handler
@@ -32,17 +34,23 @@ func (s *Server) originRule() originRule {
 // Handler refuses cross-origin requests with unsafe methods.
 func (o originRule) Handler(next http.Handler) http.Handler { return o.c.Handler(next) }
 
-// admitAnyMethod applies the rule to r whatever its method, and answers a
-// refusal. The MCP spec wants a foreign Origin refused on GET too, which
-// CrossOriginProtection lets through as a safe method.
-func (o originRule) admitAnyMethod(w http.ResponseWriter, r *http.Request) bool {
+// admits applies the rule to r whatever its method. The MCP spec wants a
+// foreign Origin refused on GET too, and so does the chat WebSocket's
+// handshake (a GET carrying the session cookie), which
+// CrossOriginProtection lets through as safe methods.
+func (o originRule) admits(r *http.Request) bool {
 	probe := r
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		probe = r.WithContext(r.Context())
 		probe.Method = http.MethodPost
 	}
-	if o.c.Check(probe) == nil {
+	return o.c.Check(probe) == nil
+}
+
+// admitAnyMethod is admits that answers a refusal.
+func (o originRule) admitAnyMethod(w http.ResponseWriter, r *http.Request) bool {
+	if o.admits(r) {
 		return true
 	}
 	o.deny.ServeHTTP(w, r)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/apiwire"
+	"github.com/agentsite/agentsite/handlers/chatws"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
@@ -27,13 +29,13 @@ func TestDeletedNameStaysReserved(t *testing.T) {
 		alice, bob := e.userToken("alice"), e.userToken("bob")
 		resp := e.do("POST", "/api/v1/agents", weatherInput("weather-bot"), bearer(alice)...)
 		wantStatus(t, resp, http.StatusCreated)
-		first := decode[AgentJSON](t, resp)
+		first := decode[apiwire.Agent](t, resp)
 		wantStatus(t, e.do("DELETE", "/api/v1/agents/"+first.ID, nil, bearer(alice)...), http.StatusNoContent)
 
 		// Another account: refused on the name, over the API and the form.
 		resp = e.do("POST", "/api/v1/agents", weatherInput("weather-bot"), bearer(bob)...)
 		wantStatus(t, resp, http.StatusUnprocessableEntity)
-		if got := decode[apiErr](t, resp).Error.Fields["name"]; got != registry.MsgNameReserved {
+		if got := decode[httpkit.ErrorBody](t, resp).Error.Fields["name"]; got != registry.MsgNameReserved {
 			t.Errorf("API: fields.name = %q, want %q", got, registry.MsgNameReserved)
 		}
 		form := e.visitor()
@@ -49,7 +51,7 @@ func TestDeletedNameStaysReserved(t *testing.T) {
 		// The owner may take it back, and so may the operator.
 		resp = e.do("POST", "/api/v1/agents", weatherInput("weather-bot"), bearer(alice)...)
 		wantStatus(t, resp, http.StatusCreated)
-		if again := decode[AgentJSON](t, resp); again.ID != first.ID || again.Owner != "alice" {
+		if again := decode[apiwire.Agent](t, resp); again.ID != first.ID || again.Owner != "alice" {
 			t.Errorf("alice re-registered %+v", again)
 		}
 		wantStatus(t, e.do("DELETE", "/api/v1/agents/"+first.ID, nil, bearer(alice)...), http.StatusNoContent)
@@ -102,9 +104,9 @@ func TestConversationRefusedAfterOwnerChange(t *testing.T) {
 
 	// One conversation per surface, each started with the secret.
 	carol := e.userToken("carol")
-	resp := e.do("POST", "/api/v1/agents/"+id+"/messages", messageIn{Text: secret}, bearer(carol)...)
+	resp := e.do("POST", "/api/v1/agents/"+id+"/messages", apiwire.MessageIn{Text: secret}, bearer(carol)...)
 	wantStatus(t, resp, http.StatusOK)
-	apiConv := decode[messageOut](t, resp).ConversationID
+	apiConv := decode[apiwire.MessageOut](t, resp).ConversationID
 
 	browser := e.visitor()
 	browser.page("/chat/"+id, http.StatusOK)
@@ -117,7 +119,7 @@ func TestConversationRefusedAfterOwnerChange(t *testing.T) {
 	formConv := u.Query().Get("c")
 
 	ws := browser.mustDial()
-	_, done := turn(t, ws, wsIn{AgentID: id, Text: secret})
+	_, done := turn(t, ws, chatws.In{AgentID: id, Text: secret})
 	if done.Type != "done" {
 		t.Fatalf("WebSocket turn: %+v", done)
 	}
@@ -161,9 +163,9 @@ func TestConversationRefusedAfterOwnerChange(t *testing.T) {
 	}
 
 	const next = "and what was my PIN?"
-	resp = e.do("POST", "/api/v1/agents/"+id+"/messages", messageIn{Text: next, ConversationID: apiConv}, bearer(carol)...)
+	resp = e.do("POST", "/api/v1/agents/"+id+"/messages", apiwire.MessageIn{Text: next, ConversationID: apiConv}, bearer(carol)...)
 	wantStatus(t, resp, http.StatusConflict)
-	if got := decode[apiErr](t, resp).Error.Code; got != "agent_changed_owner" {
+	if got := decode[httpkit.ErrorBody](t, resp).Error.Code; got != "agent_changed_owner" {
 		t.Errorf("API: code %q, want agent_changed_owner", got)
 	}
 
@@ -172,7 +174,7 @@ func TestConversationRefusedAfterOwnerChange(t *testing.T) {
 		t.Errorf("form: composer error = %q", got)
 	}
 
-	if _, f := turn(t, ws, wsIn{AgentID: id, ConversationID: wsConv, Text: next}); f.Type != "error" || f.Code != "agent_changed_owner" {
+	if _, f := turn(t, ws, chatws.In{AgentID: id, ConversationID: wsConv, Text: next}); f.Type != "error" || f.Code != "agent_changed_owner" {
 		t.Errorf("WebSocket: frame %+v, want error agent_changed_owner", f)
 	}
 
@@ -191,7 +193,7 @@ func TestConversationRefusedAfterOwnerChange(t *testing.T) {
 	}
 
 	// A new conversation goes to the new backend, without the old history.
-	resp = e.do("POST", "/api/v1/agents/"+id+"/messages", messageIn{Text: "hello"}, bearer(carol)...)
+	resp = e.do("POST", "/api/v1/agents/"+id+"/messages", apiwire.MessageIn{Text: "hello"}, bearer(carol)...)
 	wantStatus(t, resp, http.StatusOK)
 	got := newHook.received()
 	if len(got) != 1 || strings.Contains(got[0], "4921") {

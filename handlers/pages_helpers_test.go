@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -8,11 +10,13 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
@@ -88,24 +92,12 @@ func mustTestid(t testing.TB, doc *goquery.Document, id string) *goquery.Selecti
 
 func text(s *goquery.Selection) string { return strings.TrimSpace(s.Text()) }
 
-// inputValue is the value attribute of the form control with this name.
-func inputValue(doc *goquery.Document, name string) (string, bool) {
-	return doc.Find(fmt.Sprintf("[name=%q]", name)).First().Attr("value")
-}
-
 // visitor returns the env with a fresh cookie jar: another browser.
 func (e *testEnv) visitor() *testEnv {
 	jar, _ := cookiejar.New(nil)
 	c := *e
 	c.client = &http.Client{Jar: jar, CheckRedirect: e.client.CheckRedirect}
 	return &c
-}
-
-// login logs the env's client in through the form.
-func (e *testEnv) login(handle, password string) {
-	e.t.Helper()
-	resp := e.postForm("/login", url.Values{"handle": {handle}, "password": {password}})
-	wantStatus(e.t, resp, http.StatusSeeOther)
 }
 
 // seedAgent registers in directly through saveAgent, as owner (a new or
@@ -172,10 +164,36 @@ func location(t testing.TB, resp *http.Response) string {
 	return loc
 }
 
-// isFragment reports whether a parsed response was a fragment, not a page
-// (goquery wraps fragments in html/body, so look for our layout).
-func isFragment(doc *goquery.Document) bool {
-	return testid(doc, "nav").Length() == 0 && doc.Find("head title").Length() == 0
+// newChatServer is a test server whose local agents answer with the real
+// agent runtime, their backends looked up in the store.
+func newChatServer(t *testing.T) *testEnv {
+	t.Helper()
+	e := newTestServer(t)
+	rt := runtime.NewRuntime(func(ctx context.Context, id string) (agent.Backend, error) {
+		b, err := e.st.GetBackend(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return agent.Backend{}, fmt.Errorf("%w: %s", agent.ErrUnknownAgent, id)
+		}
+		return b, err
+	}, runtime.RuntimeOptions{AllowPrivate: true, Timeout: 10 * time.Second})
+	t.Cleanup(func() { _ = rt.Close() })
+	e.s.Chat.Local = rt
+	return e
+}
+
+// seedEcho registers a local agent with the echo builtin and returns its id.
+func (e *testEnv) seedEcho(name, display string) string {
+	e.t.Helper()
+	return e.seedAgent("", simpleInput(name, display, "demo")).Record.ID
+}
+
+// chatMessages are the rendered messages of a chat page: role and text.
+func chatMessages(doc *goquery.Document) [][2]string {
+	var out [][2]string
+	testid(doc, "message").Each(func(_ int, s *goquery.Selection) {
+		out = append(out, [2]string{s.AttrOr("data-role", ""), s.Find(".msg-text").Text()})
+	})
+	return out
 }
 
 // searchAll matches every listing of any status.

@@ -18,9 +18,12 @@ import (
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/api"
+	"github.com/agentsite/agentsite/handlers/chatws"
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/handlers/mcpserver"
+	"github.com/agentsite/agentsite/handlers/portal"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -92,12 +95,16 @@ type Server struct {
 	Registry *registry.Registry
 	Chat     *chat.Chat
 	Accounts *httpkit.Accounts
+	// API serves /api/v1 and ChatSocket the chat WebSocket; New builds
+	// both from the fields above.
+	API        *api.API
+	ChatSocket *chatws.Handler
 
 	sessions    *httpkit.Sessions
+	pages       *portal.Pages
 	metrics     *metrics
 	chatLimits  *httpkit.Rates
-	sockets     *connlimit.Counter // chat WebSockets open per client
-	lifetime    context.Context    // ends at CloseChats
+	lifetime    context.Context // ends at CloseChats
 	endLifetime context.CancelFunc
 }
 
@@ -152,8 +159,15 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	s.sessions = httpkit.NewSessions(st, cfg.SecureCookies)
 	s.sessions.RenderError = s.renderError
 	s.chatLimits = httpkit.NewRates(cfg.ChatRateLimit)
-	s.sockets = connlimit.NewCounter(cfg.MaxSocketsPerClient)
+	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,
+		Registry: s.Registry, Chat: s.Chat, Accounts: accounts, Sessions: s.sessions,
+		ChatLimits: s.chatLimits, Logger: logger, Version: cfg.Version, Now: now}
 	s.lifetime, s.endLifetime = context.WithCancel(context.Background())
+	s.API = &api.API{Catalog: st, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
+		ChatRates: s.chatLimits, Version: cfg.Version, Now: now, Fail: s.renderError}
+	s.ChatSocket = &chatws.Handler{Chat: s.Chat, Sessions: s.sessions,
+		Sockets: connlimit.NewCounter(cfg.MaxSocketsPerClient), Rates: s.chatLimits,
+		AllowOrigin: s.originRule().admits, Lifetime: s.lifetime, Fail: s.renderError, Logger: logger, Now: now}
 	m, err := newMetrics(reg, st)
 	if err != nil {
 		return nil, err
@@ -165,7 +179,8 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 func (s *Server) now() time.Time { return s.Now().UTC() }
 
 // publicMCP is the public /mcp surface on the Server's dependencies. It is
-// built with the routes (Handler), from the settings of that moment.
+// built with the routes (Handler), from the settings of that moment: tests
+// change Now and the public URL between two Handlers.
 func (s *Server) publicMCP() *mcpserver.Server {
 	m := &mcpserver.Server{
 		Catalog:     s.Store,
@@ -182,6 +197,10 @@ func (s *Server) publicMCP() *mcpserver.Server {
 	}
 	return m
 }
+
+// CloseChats ends every chat socket with a close frame; http.Server's
+// Shutdown does not touch hijacked connections, so Main calls this first.
+func (s *Server) CloseChats() { s.endLifetime() }
 
 // statusRecorder remembers the status code written, for metrics and logs.
 type statusRecorder struct {

@@ -15,6 +15,8 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentsite/agentsite/handlers/apiwire"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/store/postgres"
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
@@ -143,7 +145,7 @@ func TestStoreStallRefusesAndRecovers(t *testing.T) {
 
 			resp, took := e.send("POST", "/api/v1/agents", weatherInput("refused-bot"), op...)
 			wantUnavailable(t, resp, took)
-			if got := decode[apiErr](t, resp).Error.Code; got != "store_unavailable" {
+			if got := decode[httpkit.ErrorBody](t, resp).Error.Code; got != "store_unavailable" {
 				t.Errorf("API error code = %q, want store_unavailable", got)
 			}
 			if mode != "commit" { // the portal reads nothing that commits
@@ -160,7 +162,7 @@ func TestStoreStallRefusesAndRecovers(t *testing.T) {
 			}
 
 			e.proxy.Restore()
-			e.proxy.WaitHeldClosed(t, 10*time.Second)
+			e.proxy.WaitHeldClosed(t, 30*time.Second) // pgx closes a cancelled connection in the background; slow on a loaded machine
 			if _, err := e.direct.GetAgent(t.Context(), e.agentID("refused-bot")); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("the refused registration: GetAgent = %v, want not found (refused, yet stored)", err)
 			}
@@ -226,7 +228,7 @@ func TestStoredRegistrationIsAcknowledged(t *testing.T) {
 	e := newTestServerWith(t, &failReadBack{Store: openTestSQLite(t)})
 	resp := e.do("POST", "/api/v1/agents", weatherInput("kept-bot"), bearer(testOperatorToken)...)
 	wantStatus(t, resp, http.StatusCreated)
-	if got := decode[AgentJSON](t, resp); got.Name != "kept-bot" || got.Status != store.StatusOnline || !got.Local {
+	if got := decode[apiwire.Agent](t, resp); got.Name != "kept-bot" || got.Status != store.StatusOnline || !got.Local {
 		t.Errorf("acknowledged agent = %+v", got)
 	}
 }

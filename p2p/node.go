@@ -85,7 +85,7 @@ type Node struct {
 	strikes *strikes
 	syncs   *syncTracker
 	scores  peerScores
-	mcp     mcpState // MCP over libp2p: the served handler, cached clients (mcp.go)
+	mcp     mcpState // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
 	now     func() time.Time
 
 	ctx    context.Context

@@ -5,7 +5,7 @@
 // {"type":"message","agent_id","conversation_id"?,"text"}; the server sends
 // {"type":"chunk","text"}…, then {"type":"done","conversation_id","text" (the whole reply),
 // "message_id"} or {"type":"error","code","message","conversation_id"?,
-// "stored","sent"} (what became of the message: handlers/chat_ws.go wsOut).
+// "stored","sent"} (what became of the message: handlers/chatws Out).
 //
 // Everything comes from data- attributes on [data-chat] (the CSP allows no
 // inline script). The markup comes from the page too: the script clones its

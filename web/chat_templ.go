@@ -79,7 +79,7 @@ type ChatMessage struct {
 }
 
 // chatErrorLines are the ways a live turn fails, told apart by the error
-// frame's stored and sent fields (handlers/chat_ws.go wsOut): the words
+// frame's stored and sent fields (handlers/chatws Out): the words
 // say what became of the message, so the person knows whether to send it
 // again. "unknown" is a turn cut off with its fate unknown (the socket
 // dropped).

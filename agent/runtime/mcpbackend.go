@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime/mcppool"
 )
 
 // answerMCP sends the turn as a tools/call of b.Tool on a remote MCP server
@@ -34,12 +35,12 @@ func (r *Runtime) answerMCP(ctx context.Context, b agent.Backend, t agent.Turn, 
 
 // callMCP makes one attempt on a (possibly cached) client.
 func (r *Runtime) callMCP(ctx context.Context, b agent.Backend, t agent.Turn) (string, error) {
-	c, err := r.mcp.acquire(ctx, b)
+	c, release, err := r.mcp.acquire(ctx, b)
 	if err != nil {
 		return "", err
 	}
 	broken := true
-	defer func() { r.mcp.release(c, broken) }()
+	defer func() { release(broken) }()
 
 	tool, ok, err := c.tool(ctx, b.Tool)
 	if err != nil {
@@ -144,10 +145,10 @@ func explainMCP(err error, st *mcpCallState) error {
 	var authErr *transport.AuthorizationRequiredError
 	var te *transport.Error
 	switch {
+	case errors.Is(err, agent.ErrReplyTooLarge): // classified already (dialError)
+		return err
 	case tooLarge:
 		return fmt.Errorf("%w: an MCP response exceeded the limit", agent.ErrReplyTooLarge)
-	case errors.Is(err, agent.ErrReplyTooLarge):
-		return err
 	case badType:
 		return &BackendError{Kind: agent.ErrBadBackendReply, Backend: agent.BackendMCP, Public: "the server did not answer like an MCP server", Err: err}
 	case errors.As(err, &be):
@@ -158,7 +159,7 @@ func explainMCP(err error, st *mcpCallState) error {
 		return &BackendError{Kind: agent.ErrBackendRejected, Backend: agent.BackendMCP, Status: status, Public: "the server does not speak MCP over Streamable HTTP"}
 	case errors.As(err, &te) && status >= 400 && status < 500 && !errors.Is(err, transport.ErrSessionTerminated):
 		return &BackendError{Kind: agent.ErrBackendRejected, Backend: agent.BackendMCP, Status: status, Public: fmt.Sprintf("HTTP %d %s", status, http.StatusText(status)), Err: err}
-	case errors.As(err, &te), errors.Is(err, errRuntimeClosed), errors.Is(err, transport.ErrSessionTerminated):
+	case errors.As(err, &te), errors.Is(err, mcppool.ErrClosed), errors.Is(err, transport.ErrSessionTerminated):
 		return err // network trouble: Runtime.classify decides
 	case errors.Is(err, mcp.ErrInternalError):
 		return &BackendError{Kind: agent.ErrBackendUnavailable, Backend: agent.BackendMCP, Public: "the MCP server failed", Upstream: sanitize(err.Error(), st.key)}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -15,9 +14,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime/mcppool"
 )
 
-// Tuning of the MCP client cache.
+// Tuning of the MCP clients.
 const (
 	// mcpIdleTimeout is how long an unused MCP session is kept.
 	mcpIdleTimeout = 5 * time.Minute
@@ -31,48 +31,34 @@ const (
 	mcpBodyFactor = 8
 )
 
-// errRuntimeClosed is returned by MCP calls after Runtime.Close.
-var errRuntimeClosed = errors.New("agent runtime closed")
-
-// mcpPool keeps one initialized MCP client per server URL (and API key),
-// so a conversation does not pay the handshake on every message. Unused
-// clients are closed after idle; Close closes all.
-type mcpPool struct {
+// mcpClients are the mcp backend's clients: one initialized session per
+// server URL and API key (the pool), dialled through the guarded client.
+type mcpClients struct {
+	pool  *mcppool.Pool[string, *mcpConn]
 	httpc *http.Client // the guarded client behind mcpTransport
 	ua    string
 	log   *slog.Logger
-	idle  time.Duration
-
-	mu      sync.Mutex
-	conns   map[string]*mcpConn
-	closed  bool
-	stop    chan struct{}
-	janitor bool
-	wg      sync.WaitGroup
 }
 
-// mcpConn is one cached client.
+// mcpConn is one pooled client and what it knows of the server's tools.
 type mcpConn struct {
-	key    string
 	client *client.Client
-
-	// guarded by mcpPool.mu
-	users   int
-	used    time.Time
-	evicted bool
 
 	toolsMu  sync.Mutex
 	tools    map[string]mcp.Tool
 	listedAt time.Time
 }
 
-func newMCPPool(guarded *http.Client, opts RuntimeOptions) *mcpPool {
+// Close ends the session.
+func (c *mcpConn) Close() error { return c.client.Close() }
+
+func newMCPClients(guarded *http.Client, opts RuntimeOptions) *mcpClients {
 	httpc := &http.Client{
 		Transport:     &mcpTransport{base: guarded.Transport, maxBody: int64(opts.MaxReplyBytes)*mcpBodyFactor + 64<<10},
 		CheckRedirect: guarded.CheckRedirect,
 		Timeout:       guarded.Timeout,
 	}
-	return &mcpPool{httpc: httpc, ua: opts.UserAgent, log: opts.Logger, idle: mcpIdleTimeout, conns: map[string]*mcpConn{}, stop: make(chan struct{})}
+	return &mcpClients{pool: mcppool.New[string, *mcpConn](mcpIdleTimeout), httpc: httpc, ua: opts.UserAgent, log: opts.Logger}
 }
 
 // poolKey identifies a client: URL and a digest of the key, so backends
@@ -82,142 +68,48 @@ func poolKey(b agent.Backend) string {
 	return b.URL + "\x00" + hex.EncodeToString(sum[:8])
 }
 
-// acquire returns an initialized client for b; release it when done.
-func (p *mcpPool) acquire(ctx context.Context, b agent.Backend) (*mcpConn, error) {
-	key := poolKey(b)
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, errRuntimeClosed
-	}
-	if c := p.conns[key]; c != nil {
-		c.users++
-		p.mu.Unlock()
-		return c, nil
-	}
-	p.mu.Unlock()
-
-	c, err := p.dial(ctx, b, key)
-	if err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		go c.client.Close()
-		return nil, errRuntimeClosed
-	}
-	if old := p.conns[key]; old != nil { // another turn got there first
-		old.users++
-		p.closeLocked(c)
-		return old, nil
-	}
-	c.users = 1
-	p.conns[key] = c
-	if !p.janitor {
-		p.janitor = true
-		p.wg.Add(1)
-		go p.sweep()
-	}
-	return c, nil
-}
-
-// release returns c; a broken client is dropped so the next turn starts a
-// fresh session.
-func (p *mcpPool) release(c *mcpConn, broken bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	c.users--
-	c.used = time.Now()
-	if broken && p.conns[c.key] == c {
-		delete(p.conns, c.key)
-		c.evicted = true
-	}
-	if c.evicted && c.users == 0 {
-		p.closeLocked(c)
-	}
-}
-
-// closeLocked closes c in the background (mcp-go sends a DELETE for the
-// session); Close waits for it.
-func (p *mcpPool) closeLocked(c *mcpConn) {
-	if p.closed {
-		return // Close closes everything itself
-	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		c.client.Close()
-	}()
-}
-
-// sweep closes clients idle for longer than p.idle.
-func (p *mcpPool) sweep() {
-	defer p.wg.Done()
-	t := time.NewTicker(p.idle / 2)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case now := <-t.C:
-			p.mu.Lock()
-			for k, c := range p.conns {
-				if c.users == 0 && now.Sub(c.used) > p.idle {
-					delete(p.conns, k)
-					c.evicted = true
-					p.closeLocked(c)
-				}
-			}
-			p.mu.Unlock()
-		}
-	}
-}
-
-// close ends every session, in use or not.
-func (p *mcpPool) close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil
-	}
-	p.closed = true
-	conns := p.conns
-	p.conns = nil
-	close(p.stop)
-	p.mu.Unlock()
-	for _, c := range conns {
-		c.client.Close()
-	}
-	p.wg.Wait()
-	return nil
+// acquire returns an initialized client for b; call release when done,
+// with broken true after a failure that may have left it unusable.
+func (m *mcpClients) acquire(ctx context.Context, b agent.Backend) (*mcpConn, func(broken bool), error) {
+	return m.pool.Acquire(ctx, poolKey(b), func(ctx context.Context) (*mcpConn, error) { return m.dial(ctx, b) })
 }
 
 // dial starts and initializes a client for b.
-func (p *mcpPool) dial(ctx context.Context, b agent.Backend, key string) (*mcpConn, error) {
-	headers := map[string]string{"User-Agent": p.ua}
+func (m *mcpClients) dial(ctx context.Context, b agent.Backend) (*mcpConn, error) {
+	headers := map[string]string{"User-Agent": m.ua}
 	if b.APIKey != "" {
 		headers["Authorization"] = "Bearer " + b.APIKey
 	}
 	tr, err := transport.NewStreamableHTTP(b.URL,
-		transport.WithHTTPBasicClient(p.httpc),
+		transport.WithHTTPBasicClient(m.httpc),
 		transport.WithHTTPHeaders(headers),
-		transport.WithHTTPLogger(p.log))
+		transport.WithHTTPLogger(m.log))
 	if err != nil {
 		return nil, errBadBackendURL
 	}
 	c := client.NewClient(tr)
 	if err := c.Start(ctx); err != nil {
 		c.Close()
-		return nil, err
+		return nil, dialError(ctx, err)
 	}
 	var init mcp.InitializeRequest
 	init.Params.ClientInfo = mcp.Implementation{Name: "agentsite", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		c.Close()
-		return nil, err
+		return nil, dialError(ctx, err)
 	}
-	return &mcpConn{key: key, client: c, used: time.Now()}, nil
+	return &mcpConn{client: c}, nil
+}
+
+// dialError classifies a failed handshake with what the HTTP layer saw of
+// it (the dialling turn's mcpCallState): turns waiting on the same dial
+// get its error but not that state, and must reach the same verdict.
+func dialError(ctx context.Context, err error) error {
+	st, _ := ctx.Value(mcpStateKey{}).(*mcpCallState)
+	if st == nil {
+		st = &mcpCallState{}
+	}
+	return explainMCP(err, st)
 }
 
 // tool returns the definition of the named tool from tools/list, listing

@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime/mcppool"
 )
 
 // mcpTestServer is an mcp-go Streamable HTTP server with a few tools; it
@@ -199,6 +200,25 @@ func TestMCPServerErrors(t *testing.T) {
 	}
 }
 
+// TestMCPDialErrorIsClassified: a failed handshake carries its verdict,
+// so turns that waited on another turn's dial (without its HTTP state)
+// fail the same way it does.
+func TestMCPDialErrorIsClassified(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "go away", http.StatusForbidden)
+	}))
+	defer srv.Close()
+	b := agent.Backend{Kind: agent.BackendMCP, URL: srv.URL + "/mcp", Tool: "shout"}
+	rt := newTestRuntime(t, b, RuntimeOptions{Timeout: 10 * time.Second})
+	_, err := rt.mcp.dial(withMCPState(t.Context(), &mcpCallState{}), b)
+	if !errors.Is(err, agent.ErrBackendRejected) {
+		t.Fatalf("dial: %v, want ErrBackendRejected", err)
+	}
+	if err := explainMCP(err, &mcpCallState{}); !errors.Is(err, agent.ErrBackendRejected) {
+		t.Errorf("a waiter's verdict: %v, want ErrBackendRejected", err)
+	}
+}
+
 func TestMCPNotAnMCPServer(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "<html>hello</html>")
@@ -236,16 +256,13 @@ func TestMCPPoolIdleExpiry(t *testing.T) {
 	ts := newMCPTestServer(t)
 	b := agent.Backend{Kind: agent.BackendMCP, URL: ts.url, Tool: "shout"}
 	rt := newTestRuntime(t, b, RuntimeOptions{Timeout: 10 * time.Second})
-	rt.mcp.idle = 50 * time.Millisecond
+	rt.mcp.pool = mcppool.New[string, *mcpConn](50 * time.Millisecond)
 	if _, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: "x"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		rt.mcp.mu.Lock()
-		n := len(rt.mcp.conns)
-		rt.mcp.mu.Unlock()
-		if n == 0 {
+		if rt.mcp.pool.Len() == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -279,6 +296,29 @@ func TestMCPConcurrentTurns(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestMCPConcurrentFirstTurnsShareOneHandshake: turns that find no
+// session start one, not one each (the pool dials once per key).
+func TestMCPConcurrentFirstTurnsShareOneHandshake(t *testing.T) {
+	ts := newMCPTestServer(t)
+	b := agent.Backend{Kind: agent.BackendMCP, URL: ts.url, Tool: "shout"}
+	rt := newTestRuntime(t, b, RuntimeOptions{Timeout: 10 * time.Second})
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			<-start
+			if _, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: "x"}, nil); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if n := ts.handshakes.Load(); n != 1 {
+		t.Errorf("%d handshakes for 8 concurrent first turns, want 1", n)
+	}
 }
 
 func TestMCPTimeout(t *testing.T) {

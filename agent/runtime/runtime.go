@@ -1,6 +1,7 @@
 // Package runtime answers turns for this node's own agents: Runtime.Answer
 // and the backends (builtin, llm, mcp, webhook), the one guarded outbound
-// HTTP client with its SSRF guard, and the pool of MCP clients.
+// HTTP client with its SSRF guard, and (in mcppool) the one pool of MCP
+// clients, which p2p/peermcp uses too.
 package runtime
 
 import (
@@ -44,7 +45,7 @@ type Runtime struct {
 	opts   RuntimeOptions
 	log    *slog.Logger
 	client *http.Client // the guarded client: every outbound call
-	mcp    *mcpPool
+	mcp    *mcpClients
 }
 
 // NewRuntime returns a Runtime that finds an agent's backend with lookup.
@@ -70,12 +71,12 @@ func NewRuntime(lookup func(ctx context.Context, agentID string) (agent.Backend,
 		opts:   opts,
 		log:    opts.Logger,
 		client: client,
-		mcp:    newMCPPool(client, opts),
+		mcp:    newMCPClients(client, opts),
 	}
 }
 
 // Close ends the cached MCP sessions. Answer must not be called after.
-func (r *Runtime) Close() error { return r.mcp.close() }
+func (r *Runtime) Close() error { return r.mcp.pool.Close() }
 
 // Answer runs one turn: it streams partial text through emit (each call a
 // chunk, in order) and returns the full reply. On failure the text emitted

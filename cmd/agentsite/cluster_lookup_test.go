@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
 )
 
 // A node that lacks a listing finds it through the DHT (GET by id), and a tag
@@ -14,6 +16,7 @@ func TestLookupBeyondTheCache(t *testing.T) {
 	b := startClusterNode(t, nodeOpts{bootstrap: []string{a.addr()}})
 	x := a.register("weather-bot", "weather")
 	y := a.register("tide-bot", "tides")
+	registered := time.Now()
 	eventually(t, 15*time.Second, "B to learn both agents", func() bool {
 		ids := b.agentIDs("all")
 		_, okx := ids[x.ID]
@@ -27,7 +30,12 @@ func TestLookupBeyondTheCache(t *testing.T) {
 		return err == nil
 	})
 
-	// D joins late, without catalogue sync and after the gossip went by.
+	// D joins late, without catalogue sync and after the gossip went by:
+	// GossipSub still offers a message to new peers (IHAVE) while it is in
+	// the message cache, HistoryLength heartbeats. No event marks the end
+	// of that window, so the test waits it out.
+	gossipWindow := time.Duration(pubsub.GossipSubHistoryLength+1) * pubsub.GossipSubHeartbeatInterval
+	<-time.After(time.Until(registered.Add(gossipWindow)))
 	d := startClusterNode(t, nodeOpts{bootstrap: []string{b.addr()}, extra: []string{"--sync-on-connect=false"}})
 	eventually(t, 10*time.Second, "D to connect", func() bool { return d.m.Node.PeerCount() > 0 })
 	if _, ok := d.agentIDs("all")[x.ID]; ok {

@@ -22,7 +22,6 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
-	"github.com/agentsite/agentsite/p2p"
 )
 
 // remotePair is node A (the portal people use) and node B, which hosts an
@@ -119,20 +118,25 @@ func TestRemoteAgentOverLibp2p(t *testing.T) {
 		}
 	})
 
-	t.Run("SendTurn streams in order", func(t *testing.T) {
+	t.Run("peermcp.Client.Send streams in order", func(t *testing.T) {
 		var got collect
 		const text = "one two three four five"
-		reply, err := a.m.Node.SendTurn(ctx, b.peerID(), agent.Turn{AgentID: onB.ID, Text: text,
+		reply, err := a.m.Peers.Send(ctx, b.peerID(), agent.Turn{AgentID: onB.ID, Text: text,
 			History: []agent.ChatMessage{{Role: "user", Text: "before"}, {Role: "agent", Text: "before"}}}, got.emit)
 		if err != nil || reply != text {
-			t.Fatalf("SendTurn = %q, %v", reply, err)
+			t.Fatalf("Send = %q, %v", reply, err)
 		}
 		if parts := got.get(); len(parts) != 5 || strings.Join(parts, "") != text {
 			t.Errorf("chunks %q", parts)
 		}
-		_, err = a.m.Node.SendTurn(ctx, b.peerID(), agent.Turn{AgentID: a.register("only-on-a").ID, Text: "hi"}, nil)
+		_, err = a.m.Peers.Send(ctx, b.peerID(), agent.Turn{AgentID: a.register("only-on-a").ID, Text: "hi"}, nil)
 		if !errors.Is(err, agent.ErrUnknownAgent) {
 			t.Errorf("turn for an agent B does not host: %v", err)
+		}
+		// A conversation bound to another owner than B's record names.
+		_, err = a.m.Peers.Send(ctx, b.peerID(), agent.Turn{AgentID: onB.ID, Text: "hi", Owner: "someone-else"}, nil)
+		if !errors.Is(err, agent.ErrOwnerChanged) {
+			t.Errorf("turn bound to another owner: %v", err)
 		}
 	})
 
@@ -236,10 +240,10 @@ func TestRemoteAgentOverLibp2p(t *testing.T) {
 	if !slices.Equal(roles, []string{"user", "agent", "user", "error"}) {
 		t.Errorf("conversation after the failure: %v", roles)
 	}
-	if _, err := a.m.Node.SendTurn(ctx, bPeer, agent.Turn{AgentID: onB.ID, Text: "x"}, nil); !errors.Is(err, p2p.ErrHostUnreachable) {
-		t.Errorf("SendTurn to a stopped node: %v", err)
+	if _, err := a.m.Peers.Send(ctx, bPeer, agent.Turn{AgentID: onB.ID, Text: "x"}, nil); !errors.Is(err, agent.ErrHostUnreachable) {
+		t.Errorf("Send to a stopped node: %v", err)
 	} else {
-		t.Logf("SendTurn to a stopped node: %v", err)
+		t.Logf("Send to a stopped node: %v", err)
 	}
 
 	// B is back (same data dir, same peer id): the conversation goes on.
@@ -251,7 +255,7 @@ func TestRemoteAgentOverLibp2p(t *testing.T) {
 }
 
 // BenchmarkRemoteTurn measures one send_message over libp2p between two
-// whole nodes on loopback (A's p2p.Node.SendTurn to B's echo agent: MCP
+// whole nodes on loopback (A's peermcp.Client.Send to B's echo agent: MCP
 // over go-libp2p's HTTP over streams, a three-word reply streamed as three
 // progress notifications), and the same turn as A's portal runs it
 // (chat.Chat.Turn: conversation and messages stored, then libp2p;
@@ -263,14 +267,14 @@ func BenchmarkRemoteTurn(b *testing.B) {
 	ctx := context.Background()
 	turn := agent.Turn{AgentID: onB.ID, Text: "hello remote agent"}
 	// Warm-up: the connection and the cached MCP client.
-	if _, err := a.m.Node.SendTurn(ctx, host.peerID(), turn, nil); err != nil {
+	if _, err := a.m.Peers.Send(ctx, host.peerID(), turn, nil); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("libp2p", func(b *testing.B) {
 		var ds []time.Duration
 		for b.Loop() {
 			start := time.Now()
-			if _, err := a.m.Node.SendTurn(ctx, host.peerID(), turn, func(string) error { return nil }); err != nil {
+			if _, err := a.m.Peers.Send(ctx, host.peerID(), turn, func(string) error { return nil }); err != nil {
 				b.Fatal(err)
 			}
 			ds = append(ds, time.Since(start))

@@ -21,7 +21,9 @@ import (
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/handlers/connlimit"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/p2p"
+	"github.com/agentsite/agentsite/p2p/peermcp"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/store/storeopen"
 )
@@ -44,6 +46,7 @@ type Main struct {
 	Publisher *p2p.Publisher
 	Server    *handlers.Server
 	Runtime   *runtime.Runtime
+	Peers     *peermcp.Client // turns to agents other nodes host
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -150,8 +153,16 @@ func (m *Main) Run(ctx context.Context) error {
 		Logger:       m.Logger,
 	})
 	srv.Chat.Local = m.Runtime
-	srv.Chat.Remote = remoteAgents{node: node}
-	if err := node.ServeMCP(srv.PeerMCPHandler()); err != nil {
+	m.Peers = peermcp.NewClient(node, peermcp.ClientConfig{Logger: m.Logger, Version: buildVersion()})
+	srv.Chat.Remote = m.Peers
+	if err := node.ServeMCP(peermcp.NewHandler(peermcp.HandlerConfig{
+		Agents:   hostedAgents{st: ist},
+		Answerer: m.Runtime,
+		Detail:   runtime.PublicMessage,
+		Allow:    peerTurnLimit(m.Config.ChatRateLimit),
+		Logger:   m.Logger,
+		Version:  buildVersion(),
+	})); err != nil {
 		return fmt.Errorf("serve MCP over libp2p: %w", err)
 	}
 
@@ -215,6 +226,12 @@ func (m *Main) Close() error {
 		m.cancel()
 	}
 	m.wg.Wait()
+	if m.Peers != nil { // before p2p: turns to other nodes end here
+		if err := m.Peers.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("peer MCP clients close: %w", err))
+		}
+		m.Peers = nil
+	}
 	if m.Node != nil {
 		if err := m.Node.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("p2p shutdown: %w", err))
@@ -266,21 +283,27 @@ func backendLookup(st store.Store) func(ctx context.Context, agentID string) (ag
 	}
 }
 
-// remoteAgents is chat.Remote on p2p.Node.SendTurn. It turns the
-// host's refusals that have no agent.Err* kind into messages for people
-// (handlers' turnError would call them "unreachable"; the host answered).
-type remoteAgents struct{ node *p2p.Node }
+// hostedAgents is peermcp.Agents on the store: the agents this node hosts
+// and has not deleted.
+type hostedAgents struct{ st store.Store }
 
-// Send implements chat.Remote.
-func (r remoteAgents) Send(ctx context.Context, hostPeerID string, t agent.Turn, emit func(string) error) (string, error) {
-	reply, err := r.node.SendTurn(ctx, hostPeerID, t, emit)
+// HostedAgent implements peermcp.Agents.
+func (h hostedAgents) HostedAgent(ctx context.Context, id string) (agent.Record, error) {
+	l, err := h.st.GetAgent(ctx, id)
 	switch {
-	case err == nil:
-		return reply, nil
-	case errors.Is(err, p2p.ErrRemoteBusy):
-		return "", agent.ErrAgentBusy.Wrap(err)
-	case errors.Is(err, agent.ErrBackendUnavailable), errors.Is(err, p2p.ErrRemoteFailed):
-		return "", agent.ErrBackendUnavailable.Wrap(err)
+	case errors.Is(err, store.ErrNotFound) || (err == nil && (!l.Local || l.Record.Tombstone)):
+		return agent.Record{}, fmt.Errorf("%w: %s", agent.ErrUnknownAgent, id)
+	case err != nil:
+		return agent.Record{}, err
 	}
-	return "", err
+	return l.Record, nil
+}
+
+// peerTurnLimit is the budget of turns each other node may send this one,
+// keyed by the calling peer. A portal forwards many people's turns, so a
+// peer's budget is 100 people's chat rate: a safety valve against one
+// misbehaving node, not a quota.
+func peerTurnLimit(chatRate int) func(caller string) bool {
+	rates := httpkit.NewRates(100 * chatRate)
+	return func(caller string) bool { return rates.Allow(caller, time.Now()) }
 }

@@ -2,6 +2,8 @@
 // sends and accepts, field for field. It is its own small package, with no
 // HTTP in it, so that the API handlers and the API's clients (`agentsite
 // demo`, the load tool, tests) share one definition and cannot drift apart.
+// FromListing and FromPage turn the store's listings into these shapes for
+// every surface that sends them (the API, MCP).
 package apiwire
 
 import (
@@ -42,7 +44,9 @@ type AgentList struct {
 }
 
 // AgentInput is the body of POST /api/v1/agents (register) and PUT
-// /api/v1/agents/{id} (update). The node rejects unknown fields.
+// /api/v1/agents/{id} (update). The node rejects unknown fields. Its
+// fields are registry.Input's, one for one: the API converts one into the
+// other, so the compiler keeps the wire and the use case in step.
 type AgentInput struct {
 	Name        string        `json:"name"`
 	DisplayName string        `json:"display_name"`

@@ -46,3 +46,7 @@ func (c *Counter) Held(key string) int {
 	defer c.mu.Unlock()
 	return c.held[key]
 }
+
+// Max is how many one key may hold (0 or less: any number), for messages
+// that tell a refused client its cap.
+func (c *Counter) Max() int { return c.max }

@@ -29,9 +29,9 @@ import (
 func ChromiumPath(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("Browser test: skipped in -short mode")
+		t.Skip("browser test: skipped in -short mode")
 	}
-	for _, name := range []string{"chromium", "/usr/bin/chromium", "chromium-Browser"} {
+	for _, name := range []string{"chromium", "/usr/bin/chromium", "chromium-browser"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
@@ -39,15 +39,15 @@ func ChromiumPath(t *testing.T) string {
 	if os.Getenv("CI") == "true" {
 		t.Fatal("chromium not found: .ci/run installs it (apt-get install chromium)")
 	}
-	t.Skip("CHROMIUM NOT FOUND: skipping the Browser test; install it with apt-get install chromium — in CI this is a failure")
+	t.Skip("CHROMIUM NOT FOUND: skipping the browser test; install it with apt-get install chromium — in CI this is a failure")
 	return ""
 }
 
 // Browser is one headless chromium tab. Everything the page reports that
 // means it is broken is collected while the test runs: uncaught exceptions,
-// Content-Security-Policy violations (from the Browser log and from the
+// Content-Security-Policy violations (from the browser log and from the
 // Audits domain) and console.error calls. AssertClean fails the test on any
-// of them; other Browser log entries are only logged.
+// of them; other browser log entries are only logged.
 type Browser struct {
 	T   *testing.T
 	Ctx context.Context // the tab, bounded by the test's overall deadline
@@ -60,7 +60,7 @@ type Browser struct {
 
 // NewBrowser starts chromium (path from ChromiumPath) with one tab. The
 // whole test must finish within timeout. On failure the cleanup saves a
-// screenshot of the current page; then the tab and the Browser are closed.
+// screenshot of the current page; then the tab and the browser are closed.
 func NewBrowser(t *testing.T, path string, timeout time.Duration) *Browser {
 	t.Helper()
 	b := &Browser{T: t}
@@ -77,7 +77,7 @@ func NewBrowser(t *testing.T, path string, timeout time.Duration) *Browser {
 		chromedp.UserDataDir(filepath.Join(t.TempDir(), "chromium-profile")),
 		chromedp.WindowSize(1280, 900),
 	}
-	// The allocator's deadline is a backstop: it kills the Browser if
+	// The allocator's deadline is a backstop: it kills the browser if
 	// anything hangs past the test's own deadline.
 	guard, cancelGuard := context.WithTimeout(context.Background(), timeout+30*time.Second)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(guard, opts...)
@@ -86,12 +86,12 @@ func NewBrowser(t *testing.T, path string, timeout time.Duration) *Browser {
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancelTab()
-		cancelAlloc() // waits for the Browser process to exit
+		cancelAlloc() // waits for the browser process to exit
 		cancelGuard()
 	})
 	b.Ctx, b.tab = ctx, tabCtx
 
-	// The first Do starts the Browser; its context (no deadline) owns it.
+	// The first Do starts the browser; its context (no deadline) owns it.
 	start := time.Now()
 	if err := chromedp.Do(tabCtx); err != nil {
 		t.Fatalf("start chromium (%s): %v", path, err)
@@ -110,7 +110,7 @@ func NewBrowser(t *testing.T, path string, timeout time.Duration) *Browser {
 		notes := b.notes
 		b.mu.Unlock()
 		for _, n := range notes {
-			t.Logf("Browser log: %s", n)
+			t.Logf("browser log: %s", n)
 		}
 		if t.Failed() {
 			b.failureScreenshot()

@@ -276,10 +276,10 @@ func CheckCSPClean(t testing.TB, doc *goquery.Document) {
 	})
 }
 
-// Testid selects elements by data-Testid, as a browser's querySelectorAll
+// Testid selects elements by data-testid, as a browser's querySelectorAll
 // does: not inside a <template> (its content is inert, not in the page).
 func Testid(doc *goquery.Document, id string) *goquery.Selection {
-	return doc.Find(fmt.Sprintf("[data-Testid=%q]", id)).Not("template *")
+	return doc.Find(fmt.Sprintf("[data-testid=%q]", id)).Not("template *")
 }
 
 // MustTestid is Testid that requires at least one match.
@@ -288,7 +288,7 @@ func MustTestid(t testing.TB, doc *goquery.Document, id string) *goquery.Selecti
 	s := Testid(doc, id)
 	if s.Length() == 0 {
 		h, _ := doc.Html()
-		t.Fatalf("no [data-Testid=%q] in page: %.2000s", id, h)
+		t.Fatalf("no [data-testid=%q] in page: %.2000s", id, h)
 	}
 	return s
 }
@@ -394,14 +394,16 @@ func SearchAll() store.SearchQuery {
 // agent runtime, their backends looked up in the store.
 func NewChat(t *testing.T) *Env {
 	t.Helper()
-	return NewChatConfig(t, nil)
+	e := New(t)
+	UseRuntime(e)
+	return e
 }
 
-// NewChatConfig is NewChat with the test configuration changed by edit
-// if it is not nil (a lower chat rate limit, say).
-func NewChatConfig(t *testing.T, edit func(*handlers.Config)) *Env {
-	t.Helper()
-	e := NewConfig(t, OpenSQLite(t), edit)
+// UseRuntime makes e's local agents answer with the real agent runtime,
+// their backends looked up in the store (NewChat for a server built
+// otherwise).
+func UseRuntime(e *Env) {
+	t := e.T
 	rt := runtime.NewRuntime(func(ctx context.Context, id string) (agent.Backend, error) {
 		b, err := e.Store.GetBackend(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -411,7 +413,6 @@ func NewChatConfig(t *testing.T, edit func(*handlers.Config)) *Env {
 	}, runtime.RuntimeOptions{AllowPrivate: true, Timeout: 10 * time.Second})
 	t.Cleanup(func() { _ = rt.Close() })
 	e.Server.Chat.Local = rt
-	return e
 }
 
 // seedEcho registers a local agent with the echo builtin and returns its id.

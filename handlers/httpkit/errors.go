@@ -48,6 +48,10 @@ var (
 		Message: "The database is not answering right now. Try again in a few seconds.", RetryAfter: storeRetryAfter}
 	ErrTooLarge = Errorf(http.StatusRequestEntityTooLarge, "too_large", "The request body is too large.")
 	ErrInternal = Errorf(http.StatusInternalServerError, string(agent.CodeInternal), "Something went wrong on our side; try again later.")
+	// ErrRateLimited answers a client over one of its per-minute budgets
+	// (logins, writes, chat turns over the API).
+	ErrRateLimited = &Error{Status: http.StatusTooManyRequests, Code: string(agent.CodeRateLimited),
+		Message: "Too many attempts; wait a minute and try again.", RetryAfter: 60}
 )
 
 // kindStatus is the HTTP status of each kind of domain error.

@@ -7,20 +7,17 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/agentsite/agentsite/handlers/apiwire"
 )
 
 // ErrorBody is the JSON of every API error:
-// {"error": {"code": "...", "message": "...", "fields": {...}}}.
-type ErrorBody struct {
-	Error ErrorJSON `json:"error"`
-}
+// {"error": {"code": "...", "message": "...", "fields": {...}}}; the shape
+// is apiwire's, which the API's clients decode.
+type ErrorBody = apiwire.ErrorBody
 
 // ErrorJSON is the inside of ErrorBody.
-type ErrorJSON struct {
-	Code    string            `json:"code"`
-	Message string            `json:"message"`
-	Fields  map[string]string `json:"fields,omitempty"`
-}
+type ErrorJSON = apiwire.Error
 
 // WriteJSONError writes e as the API's JSON error, with its Retry-After.
 func WriteJSONError(w http.ResponseWriter, e *Error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
@@ -63,7 +64,7 @@ func (p *public) searchAgents(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if err != nil {
 		return nil, err
 	}
-	return jsonResult(httpkit.AgentListWire(page))
+	return jsonResult(apiwire.FromPage(page))
 }
 
 func (p *public) getAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -75,7 +76,7 @@ func (p *public) getAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if err != nil {
 		return nil, err
 	}
-	return jsonResult(httpkit.AgentWire(l))
+	return jsonResult(apiwire.FromListing(l))
 }
 
 // TagJSON is one entry of list_tags' {"tags": [...]}.
@@ -115,7 +116,7 @@ func (p *public) readAgent(ctx context.Context, req mcp.ReadResourceRequest) ([]
 		p.s.Logger.ErrorContext(ctx, "MCP resource read failed", "uri", uri, "err", err)
 		return nil, errors.New("the agent could not be read; try again later")
 	}
-	b, err := json.Marshal(httpkit.AgentWire(l))
+	b, err := json.Marshal(apiwire.FromListing(l))
 	if err != nil {
 		return nil, err
 	}

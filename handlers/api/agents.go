@@ -1,0 +1,131 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/apiwire"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+)
+
+// maxNetworkProviders bounds how many providers of a tag one network
+// search pulls listings from.
+const maxNetworkProviders = 20
+
+// ListAgents is GET /api/v1/agents: one page of the catalogue search.
+func (a *API) ListAgents(w http.ResponseWriter, r *http.Request) {
+	q, err := httpkit.ParseSearchQuery(r.URL.Query())
+	if err != nil {
+		a.Fail(w, r, httpkit.BadQuery(err))
+		return
+	}
+	page, err := a.Catalog.SearchAgents(r.Context(), q)
+	if err != nil {
+		a.Fail(w, r, err)
+		return
+	}
+	httpkit.WriteJSON(w, http.StatusOK, apiwire.FromPage(page))
+}
+
+// GetAgent is GET /api/v1/agents/{id}, asking the network when the cache
+// lacks the listing.
+func (a *API) GetAgent(w http.ResponseWriter, r *http.Request) {
+	l, err := a.Registry.Find(r.Context(), chi.URLParam(r, "id"))
+	if err != nil {
+		a.Fail(w, r, err)
+		return
+	}
+	httpkit.WriteJSON(w, http.StatusOK, apiwire.FromListing(l))
+}
+
+// CreateAgent is POST /api/v1/agents: register an agent on this node as
+// the token's account.
+func (a *API) CreateAgent(w http.ResponseWriter, r *http.Request) {
+	p, err := a.Accounts.Bearer(r)
+	if err != nil {
+		a.Fail(w, r, err)
+		return
+	}
+	var in apiwire.AgentInput
+	if err := httpkit.DecodeJSON(r, &in); err != nil {
+		a.Fail(w, r, err)
+		return
+	}
+	l, err := a.Registry.Create(r.Context(), p.Actor(), registry.Input(in))
+	if err != nil {
+		a.Fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/agents/"+l.Record.ID)
+	httpkit.WriteJSON(w, http.StatusCreated, apiwire.FromListing(l))
+}
+
+// ownedAgentRequest authenticates a write to /api/v1/agents/{id} and checks
+// the id's shape; ok is false when it has already answered.
+func (a *API) ownedAgentRequest(w http.ResponseWriter, r *http.Request) (p httpkit.Principal, id string, ok bool) {
+	p, err := a.Accounts.Bearer(r)
+	if err != nil {
+		a.Fail(w, r, err)
+		return p, "", false
+	}
+	id = chi.URLParam(r, "id")
+	if !agent.ValidID(id) {
+		a.Fail(w, r, registry.ErrNoAgent)
+		return p, "", false
+	}
+	return p, id, true
+}
+
+// UpdateAgent is PUT /api/v1/agents/{id}: its owner (or the operator)
+// publishes a new version.
+func (a *API) UpdateAgent(w http.ResponseWriter, r *http.Request) {
+	p, id, ok := a.ownedAgentRequest(w, r)
+	if !ok {
+		return
+	}
+	var in apiwire.AgentInput
+	if err := httpkit.DecodeJSON(r, &in); err != nil {
+		a.Fail(w, r, err)
+		return
+	}
+	l, err := a.Registry.Update(r.Context(), p.Actor(), id, registry.Input(in))
+	if err != nil {
+		a.Fail(w, r, err)
+		return
+	}
+	httpkit.WriteJSON(w, http.StatusOK, apiwire.FromListing(l))
+}
+
+// DeleteAgent is DELETE /api/v1/agents/{id}: publishes a tombstone.
+func (a *API) DeleteAgent(w http.ResponseWriter, r *http.Request) {
+	p, id, ok := a.ownedAgentRequest(w, r)
+	if !ok {
+		return
+	}
+	if err := a.Registry.Delete(r.Context(), p.Actor(), id); err != nil {
+		a.Fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// NetworkSearch is POST /api/v1/network/search?tag=: it asks the DHT for
+// providers of a tag and pulls their listings; then GET
+// /api/v1/agents?tag= shows them.
+func (a *API) NetworkSearch(w http.ResponseWriter, r *http.Request) {
+	tag := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("tag")))
+	if !agent.IsSlug(tag, 1, agent.MaxTagLen) {
+		a.Fail(w, r, &httpkit.Error{Status: http.StatusBadRequest, Code: httpkit.CodeBadQuery, Message: "Give a tag to search the network for.", Fields: map[string]string{"tag": "must be a tag"}})
+		return
+	}
+	providers, changed, err := a.Node.SearchTag(r.Context(), tag, maxNetworkProviders)
+	if err != nil {
+		a.Fail(w, r, httpkit.Errorf(http.StatusServiceUnavailable, string(agent.CodeNetworkUnavailable), "The network search failed; try again in a moment."))
+		return
+	}
+	httpkit.WriteJSON(w, http.StatusOK, apiwire.NetworkSearch{Tag: tag, Providers: providers, Records: changed})
+}

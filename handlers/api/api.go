@@ -1,0 +1,54 @@
+// Package api serves the JSON API under /api/v1 (except the chat
+// WebSocket, package chatws): the catalogue, registering and editing
+// agents with a bearer token, synchronous chat turns for scripts, and who
+// this node is. Its answers are apiwire's shapes. Registrations go
+// through agent/registry and turns through agent/chat; this package only
+// speaks HTTP and JSON.
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/store"
+)
+
+// Catalog is what the API reads from the store.
+type Catalog interface {
+	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
+	ListLocal(ctx context.Context) ([]store.Listing, error)
+}
+
+// Node is what the API tells about this node's network side, and the
+// network search it starts.
+type Node interface {
+	PeerID() string
+	// Addrs are full multiaddrs ending in /p2p/<id>.
+	Addrs() []string
+	PeerCount() int
+	// SearchTag asks the DHT who provides tag and pulls those providers'
+	// listings into the cache.
+	SearchTag(ctx context.Context, tag string, maxProviders int) (providers, changed int, err error)
+}
+
+// API holds the dependencies of the /api/v1 handlers.
+type API struct {
+	Catalog  Catalog
+	Node     Node
+	Registry *registry.Registry
+	Chat     *chat.Chat
+	Accounts *httpkit.Accounts
+	// ChatRates is the per-client budget of chat turns, shared with the
+	// other ways to chat so a client cannot spend it once per surface.
+	ChatRates *httpkit.Rates
+	// Version is the node's, as GET /api/v1/node reports it.
+	Version string
+	Now     func() time.Time
+	// Fail answers an error: the node's one error renderer (JSON on
+	// these routes), which logs server faults and never leaks them.
+	Fail func(w http.ResponseWriter, r *http.Request, err error)
+}

@@ -1,0 +1,52 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/handlers/apiwire"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+)
+
+// SendMessage is POST /api/v1/agents/{id}/messages: one synchronous turn
+// for scripts. With a bearer token the conversation belongs to its account;
+// without one the conversation id itself is the capability to continue it.
+func (a *API) SendMessage(w http.ResponseWriter, r *http.Request) {
+	owner := chat.APIAnonymous
+	if r.Header.Get("Authorization") != "" {
+		p, err := a.Accounts.Bearer(r)
+		if err != nil {
+			a.Fail(w, r, err)
+			return
+		}
+		owner = p.Owner()
+	}
+	if !a.ChatRates.Allow("ip:"+httpkit.ClientKey(r), a.Now().UTC()) {
+		a.Fail(w, r, httpkit.ErrRateLimited)
+		return
+	}
+	var in apiwire.MessageIn
+	if err := httpkit.DecodeJSON(r, &in); err != nil {
+		a.Fail(w, r, err)
+		return
+	}
+	res, err := a.Chat.Turn(r.Context(), owner, chat.Request{AgentID: chi.URLParam(r, "id"), ConversationID: in.ConversationID, Text: in.Text}, func(string) error { return nil })
+	if err != nil {
+		a.Fail(w, r, turnError(err, res))
+		return
+	}
+	httpkit.WriteJSON(w, http.StatusOK, apiwire.MessageOut{ConversationID: res.Conversation.ID, MessageID: res.Reply.ID, Reply: res.Reply.Text})
+}
+
+// turnError is the answer to a failed turn: when the message was stored,
+// it names the conversation (fields.conversation_id), so a script can
+// continue it.
+func turnError(err error, res chat.Result) error {
+	e := httpkit.Classify(err)
+	if e.Fields != nil || res.Conversation.ID == "" {
+		return e
+	}
+	return &httpkit.Error{Status: e.Status, Code: e.Code, Message: e.Message, Fields: map[string]string{"conversation_id": res.Conversation.ID}, RetryAfter: e.RetryAfter}
+}

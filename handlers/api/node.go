@@ -1,0 +1,29 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/agentsite/agentsite/handlers/apiwire"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+)
+
+// NodeInfo is GET /api/v1/node: who this node is, and its addresses for
+// others to bootstrap from.
+func (a *API) NodeInfo(w http.ResponseWriter, r *http.Request) {
+	local, err := a.Catalog.ListLocal(r.Context())
+	if err != nil {
+		a.Fail(w, r, err)
+		return
+	}
+	addrs := a.Node.Addrs()
+	if addrs == nil {
+		addrs = []string{}
+	}
+	httpkit.WriteJSON(w, http.StatusOK, apiwire.Node{
+		PeerID:       a.Node.PeerID(),
+		Addrs:        addrs,
+		Version:      a.Version,
+		AgentsHosted: len(local),
+		Peers:        a.Node.PeerCount(),
+	})
+}

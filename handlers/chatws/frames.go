@@ -1,0 +1,77 @@
+package chatws
+
+import (
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+)
+
+// Frame types (DESIGN.md: the browser sends message; the node answers
+// with chunks, then done or error).
+const (
+	TypeMessage = "message"
+	TypeChunk   = "chunk"
+	TypeDone    = "done"
+	TypeError   = "error"
+)
+
+// In is a frame from the browser: a message to an agent, in a new
+// conversation or the one named.
+type In struct {
+	Type           string `json:"type"`
+	AgentID        string `json:"agent_id"`
+	ConversationID string `json:"conversation_id,omitempty"`
+	Text           string `json:"text"`
+}
+
+// Out is a frame to the browser: a chunk of the reply, done (with the
+// whole stored reply) or error.
+//
+// An error frame says what became of the message it answers, so the page
+// can tell the person whether to send it again (build it with errorFrame):
+//   - stored: the message is saved in its conversation (conversation_id)
+//     and shows after a reload. False for a refused frame, rate limiting, a
+//     full queue and every check before the message is saved.
+//   - sent: the message was handed to the agent's backend or hosting node,
+//     so the agent may have seen it. False when it surely did not (nothing
+//     stored, chat not available on this node, the host unreachable or
+//     refusing the turn, a disallowed backend address) and no reply chunk
+//     came.
+//
+// Both are absent only when a turn crashed (a panic) and neither is known.
+type Out struct {
+	Type           string `json:"type"`
+	Text           string `json:"text,omitempty"`
+	ConversationID string `json:"conversation_id,omitempty"`
+	MessageID      int64  `json:"message_id,omitempty"`
+	Code           string `json:"code,omitempty"`
+	Message        string `json:"message,omitempty"`
+	Stored         *bool  `json:"stored,omitempty"`
+	Sent           *bool  `json:"sent,omitempty"`
+}
+
+// Codes of this transport's own refusals, before a turn starts.
+const (
+	CodeBadFrame       = "bad_frame"
+	CodeBusy           = "busy"
+	CodeBadOrigin      = "bad_origin"
+	CodeNoSession      = "no_session"
+	CodeTooManySockets = "too_many_sockets"
+	CodeBadHandshake   = "bad_handshake"
+)
+
+// errorFrame is an error frame about a message: stored and sent as Out
+// says.
+func errorFrame(code, message, conversationID string, stored, sent bool) Out {
+	return Out{Type: TypeError, Code: code, Message: message, ConversationID: conversationID, Stored: &stored, Sent: &sent}
+}
+
+// turnErrorFrame is the error frame for a failed turn: Turn returns the
+// conversation exactly when it stored the message before failing, and
+// whether the agent got it (a streamed chunk proves it did).
+func turnErrorFrame(e *httpkit.Error, res chat.Result, conversationID string, streamed bool) Out {
+	stored := res.Conversation.ID != ""
+	if stored {
+		conversationID = res.Conversation.ID
+	}
+	return errorFrame(e.Code, e.Message, conversationID, stored, stored && (streamed || res.Sent))
+}

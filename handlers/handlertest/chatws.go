@@ -1,0 +1,57 @@
+package handlertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/handlers/chatws"
+)
+
+// ReadFrame reads the next frame of a chat socket, failing t after 10 s.
+func ReadFrame(t testing.TB, c *websocket.Conn) chatws.Out {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var f chatws.Out
+	if err := c.ReadJSON(&f); err != nil {
+		t.Fatalf("read frame: %v", err)
+	}
+	return f
+}
+
+// Turn sends a message frame and collects the streamed reply up to the
+// final done or error frame.
+func Turn(t testing.TB, c *websocket.Conn, in chatws.In) (chunks []string, last chatws.Out) {
+	t.Helper()
+	in.Type = chatws.TypeMessage
+	if err := c.WriteJSON(in); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		f := ReadFrame(t, c)
+		if f.Type != chatws.TypeChunk {
+			return chunks, f
+		}
+		chunks = append(chunks, f.Text)
+	}
+}
+
+// FailingAnswerer is a chat.Answerer that streams Chunk (if any), then
+// fails with Err: a backend that breaks down mid-turn.
+type FailingAnswerer struct {
+	Chunk string
+	Err   error
+}
+
+// Answer implements chat.Answerer.
+func (f FailingAnswerer) Answer(_ context.Context, _ agent.Turn, emit func(string) error) (string, error) {
+	if f.Chunk != "" {
+		if err := emit(f.Chunk); err != nil {
+			return "", err
+		}
+	}
+	return f.Chunk, f.Err
+}

@@ -1,0 +1,32 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/agentsite/agentsite/handlers/httpkit"
+)
+
+// healthz says the process answers; it touches nothing else.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	httpkit.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz reports ready only when the store answers and the network side is
+// up, so an orchestrator does not route traffic to a half-started node.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	checks := map[string]string{"store": "ok", "p2p": "ok"}
+	status := http.StatusOK
+	if err := s.Store.Ping(ctx); err != nil {
+		checks["store"] = "unreachable"
+		status = http.StatusServiceUnavailable
+	}
+	if !s.Node.Ready() {
+		checks["p2p"] = "not ready"
+		status = http.StatusServiceUnavailable
+	}
+	httpkit.WriteJSON(w, status, map[string]any{"ready": status == http.StatusOK, "checks": checks})
+}

@@ -1,0 +1,152 @@
+package portal
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/web"
+)
+
+// minSkillRows is how many skill blocks the form always offers.
+const minSkillRows = 3
+
+// parseAgentForm reads the register/edit form into the input saveAgent
+// takes and the view that re-renders it after an error. Blank skill blocks
+// are dropped and the rest closed up, so the index in an error key
+// ("skills[1].id") is the index of the block shown. Only the settings of
+// the chosen backend kind are kept in the input.
+func parseAgentForm(f url.Values) (registry.Input, web.AgentFormView) {
+	in := registry.Input{
+		Name:        f.Get("name"),
+		DisplayName: f.Get("display_name"),
+		Description: f.Get("description"),
+		Tags:        strings.Split(f.Get("tags"), ","),
+		Version:     f.Get("version"),
+	}
+	v := web.AgentFormView{
+		Name:        in.Name,
+		DisplayName: in.DisplayName,
+		Description: in.Description,
+		Tags:        f.Get("tags"),
+		Version:     in.Version,
+	}
+	ids, names, descs, exs := f["skill_id"], f["skill_name"], f["skill_description"], f["skill_examples"]
+	rows := min(max(len(ids), len(names), len(descs), len(exs)), 2*agent.MaxSkills)
+	for i := range rows {
+		row := web.SkillRow{ID: at(ids, i), Name: at(names, i), Description: at(descs, i), Examples: at(exs, i)}
+		if strings.TrimSpace(row.ID+row.Name+row.Description+row.Examples) == "" {
+			continue
+		}
+		v.Skills = append(v.Skills, row)
+		in.Skills = append(in.Skills, agent.Skill{
+			ID:          strings.ToLower(strings.TrimSpace(row.ID)),
+			Name:        strings.TrimSpace(row.Name),
+			Description: strings.TrimSpace(row.Description),
+			Examples:    lines(row.Examples),
+		})
+	}
+	v.Skills = padSkillRows(v.Skills)
+
+	v.Backend = web.BackendForm{
+		Kind:         f.Get("backend_kind"),
+		Builtin:      f.Get("backend_builtin"),
+		URL:          f.Get("backend_url"),
+		Model:        f.Get("backend_model"),
+		SystemPrompt: f.Get("backend_system_prompt"),
+		Tool:         f.Get("backend_tool"),
+		KeyDropped:   f.Get("backend_api_key") != "",
+	}
+	b := agent.Backend{Kind: v.Backend.Kind}
+	switch b.Kind {
+	case agent.BackendBuiltin:
+		b.Builtin = v.Backend.Builtin
+	case agent.BackendLLM:
+		b.URL = v.Backend.URL
+		b.Model = strings.TrimSpace(v.Backend.Model)
+		b.SystemPrompt = strings.TrimSpace(strings.ReplaceAll(v.Backend.SystemPrompt, "\r\n", "\n"))
+		b.APIKey = strings.TrimSpace(f.Get("backend_api_key"))
+	case agent.BackendMCP:
+		b.URL = v.Backend.URL
+		b.Tool = strings.TrimSpace(v.Backend.Tool)
+	case agent.BackendWebhook:
+		b.URL = v.Backend.URL
+	}
+	in.Backend = b
+	return in, v
+}
+
+// agentFormFromListing prefills the edit form. The API key is never put in
+// the form; the view only says whether one is stored.
+func agentFormFromListing(l store.Listing, b agent.Backend) web.AgentFormView {
+	r := l.Record
+	v := web.AgentFormView{
+		Edit:        true,
+		ID:          r.ID,
+		Action:      editAgentPath(r.ID),
+		Name:        r.Name,
+		DisplayName: r.DisplayName,
+		Description: r.Description,
+		Tags:        strings.Join(r.Tags, ", "),
+		Version:     r.Version,
+		Backend: web.BackendForm{
+			Kind:         b.Kind,
+			Builtin:      b.Builtin,
+			URL:          b.URL,
+			Model:        b.Model,
+			SystemPrompt: b.SystemPrompt,
+			Tool:         b.Tool,
+			HasStoredKey: b.APIKey != "",
+		},
+	}
+	for _, s := range r.Skills {
+		v.Skills = append(v.Skills, web.SkillRow{
+			ID: s.ID, Name: s.Name, Description: s.Description, Examples: strings.Join(s.Examples, "\n"),
+		})
+	}
+	v.Skills = padSkillRows(v.Skills)
+	return v
+}
+
+// newAgentForm is the empty register form: a builtin echo agent, the
+// quickest thing that works.
+func newAgentForm() web.AgentFormView {
+	return web.AgentFormView{
+		Action:  "/register",
+		Skills:  padSkillRows(nil),
+		Backend: web.BackendForm{Kind: agent.BackendBuiltin, Builtin: "echo"},
+	}
+}
+
+// padSkillRows adds blank blocks: at least minSkillRows, and one spare
+// below the filled ones, up to the record's limit.
+func padSkillRows(rows []web.SkillRow) []web.SkillRow {
+	want := max(minSkillRows, len(rows)+1)
+	want = max(min(want, agent.MaxSkills), len(rows))
+	for len(rows) < want {
+		rows = append(rows, web.SkillRow{})
+	}
+	return rows
+}
+
+func editAgentPath(id string) string { return "/account/agents/" + id + "/edit" }
+
+func at(ss []string, i int) string {
+	if i < len(ss) {
+		return ss[i]
+	}
+	return ""
+}
+
+// lines splits a textarea into its non-blank, trimmed lines.
+func lines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}

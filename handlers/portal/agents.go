@@ -1,0 +1,255 @@
+package portal
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/web"
+)
+
+// searchTagChips is how many of the most used tags the search page offers
+// as filters.
+const searchTagChips = 24
+
+// statusChoices are the status filter's options; "" is the default
+// (online and stale).
+var statusChoices = []web.Option{
+	{Value: "", Label: "Online & stale"},
+	{Value: store.StatusOnline, Label: "Online only"},
+	{Value: store.StatusStale, Label: "Stale only"},
+	{Value: store.StatusOffline, Label: "Offline only"},
+	{Value: "all", Label: "All, incl. offline"},
+}
+
+// searchState is the search as the visitor typed it, for the form and for
+// the links (tag chips, next page) that change one part of it.
+type searchState struct {
+	q      string
+	tags   []string
+	status string
+	limit  string
+}
+
+func (st searchState) href(tags []string, cursor string) string {
+	v := url.Values{}
+	if st.q != "" {
+		v.Set("q", st.q)
+	}
+	for _, t := range tags {
+		v.Add("tag", t)
+	}
+	if st.status != "" {
+		v.Set("status", st.status)
+	}
+	if st.limit != "" {
+		v.Set("limit", st.limit)
+	}
+	if cursor != "" {
+		v.Set("cursor", cursor)
+	}
+	if len(v) == 0 {
+		return "/agents"
+	}
+	return "/agents?" + v.Encode()
+}
+
+// toggled returns the selected tags with tag added or removed.
+func (st searchState) toggled(tag string) []string {
+	out := make([]string, 0, len(st.tags)+1)
+	found := false
+	for _, t := range st.tags {
+		if t == tag {
+			found = true
+			continue
+		}
+		out = append(out, t)
+	}
+	if !found {
+		out = append(out, tag)
+	}
+	return out
+}
+
+// PageAgents is the search page. Under htmx it answers with only the part
+// being swapped: the results (HX-Target: results) or the next page of cards
+// (HX-Target: pager).
+func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	vals := r.URL.Query()
+	q, qerr := httpkit.ParseSearchQuery(vals)
+	st := searchState{
+		q:      vals.Get("q"),
+		tags:   q.Tags,
+		status: strings.Join(nonEmpty(vals["status"]), ","),
+		limit:  vals.Get("limit"),
+	}
+	res := web.ResultsView{Filtered: st.q != "" || len(st.tags) > 0 || st.status != ""}
+	status := http.StatusOK
+	if qerr != nil {
+		res.Error, status = searchErrorText(qerr), http.StatusBadRequest
+	} else {
+		page, err := p.Catalog.SearchAgents(ctx, q)
+		switch {
+		case errors.Is(err, store.ErrBadCursor):
+			res.Error, status = "The page link is no longer valid; start the search again.", http.StatusBadRequest
+		case err != nil:
+			p.RenderError(w, r, err)
+			return
+		default:
+			res.Agents = p.cards(page.Listings)
+			if page.NextCursor != "" {
+				res.NextHref = st.href(st.tags, page.NextCursor)
+			}
+		}
+	}
+	w.Header().Add("Vary", "HX-Request, HX-Target")
+	target := hxTarget(r)
+	if target == "pager" {
+		p.render(w, r, http.StatusOK, web.MoreResults(res))
+		return
+	}
+	tags, err := p.Catalog.ListTags(ctx, searchTagChips)
+	if err != nil {
+		p.RenderError(w, r, err)
+		return
+	}
+	v := web.AgentsView{
+		Q:             st.q,
+		Tags:          st.tags,
+		StatusOptions: statusOptions(st.status),
+		Chips:         tagChips(st, tagCounts(tags)),
+		Results:       res,
+	}
+	if res.Filtered {
+		v.ClearHref = "/agents"
+	}
+	if target == "results" {
+		// htmx swaps only what 2xx responses carry by default; the message
+		// of an invalid query must still show.
+		p.render(w, r, http.StatusOK, web.ResultsPartial(v))
+		return
+	}
+	v.Page = p.page(r, p.viewer(r), "Agents", "agents")
+	p.render(w, r, status, web.AgentsPage(v))
+}
+
+func nonEmpty(ss []string) []string {
+	out := ss[:0:0]
+	for _, s := range ss {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func statusOptions(selected string) []web.Option {
+	out := make([]web.Option, 0, len(statusChoices)+1)
+	found := false
+	for _, o := range statusChoices {
+		o.Selected = o.Value == selected
+		found = found || o.Selected
+		out = append(out, o)
+	}
+	if !found {
+		// A combination from a hand-written URL ("online,offline"): keep it.
+		out = append(out, web.Option{Value: selected, Label: selected, Selected: true})
+	}
+	return out
+}
+
+// tagChips offers the most used tags, plus any selected tag that is not
+// among them, selected ones first.
+func tagChips(st searchState, top []web.TagCount) []web.TagChip {
+	selected := map[string]bool{}
+	for _, t := range st.tags {
+		selected[t] = true
+	}
+	chips := make([]web.TagChip, 0, len(top)+len(st.tags))
+	seen := map[string]bool{}
+	for _, t := range top {
+		seen[t.Tag] = true
+		chips = append(chips, web.TagChip{Tag: t.Tag, Count: t.Count, Selected: selected[t.Tag]})
+	}
+	for _, t := range st.tags {
+		if !seen[t] {
+			chips = append(chips, web.TagChip{Tag: t, Selected: true})
+		}
+	}
+	sort.SliceStable(chips, func(i, j int) bool { return chips[i].Selected && !chips[j].Selected })
+	for i := range chips {
+		chips[i].Href = st.href(st.toggled(chips[i].Tag), "")
+	}
+	return chips
+}
+
+// searchQueryNames are the names people know the query parameters by.
+var searchQueryNames = map[string]string{
+	"q": "Search text", "tag": "Tag", "status": "Status", "limit": "Page size", "cursor": "Page link",
+}
+
+// searchErrorText turns query validation errors into one sentence per
+// parameter, for the results area.
+func searchErrorText(err error) string {
+	var ve *agent.ValidationError
+	if !errors.As(err, &ve) {
+		return "The search could not be understood."
+	}
+	keys := make([]string, 0, len(ve.Fields))
+	for k := range ve.Fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		name := searchQueryNames[k]
+		if name == "" {
+			name = k
+		}
+		parts = append(parts, name+": "+ve.Fields[k]+".")
+	}
+	return strings.Join(parts, " ")
+}
+
+// maxNetworkSearchTags bounds the DHT work one click can cause.
+const maxNetworkSearchTags = 3
+
+// SubmitNetworkSearch asks the network for providers of the selected tags,
+// pulls their listings into the cache (verified), and goes back to the
+// filtered list with a summary.
+func (p *Pages) SubmitNetworkSearch(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		p.RenderError(w, r, err)
+		return
+	}
+	var tags []string
+	for _, t := range r.PostForm["tag"] {
+		t = strings.ToLower(strings.TrimSpace(t))
+		if agent.IsSlug(t, 1, agent.MaxTagLen) && len(tags) < maxNetworkSearchTags {
+			tags = append(tags, t)
+		}
+	}
+	if len(tags) == 0 {
+		p.RenderError(w, r, httpkit.Errorf(http.StatusBadRequest, httpkit.CodeBadQuery, "Choose a tag to search the network for."))
+		return
+	}
+	providers, changed := 0, 0
+	for _, t := range tags {
+		found, c, err := p.Node.SearchTag(r.Context(), t, 20)
+		if err != nil {
+			p.RenderError(w, r, httpkit.Errorf(http.StatusServiceUnavailable, string(agent.CodeNetworkUnavailable), "The network search failed; try again in a moment."))
+			return
+		}
+		providers, changed = providers+found, changed+c
+	}
+	p.Sessions.Flash(r.Context(), fmt.Sprintf("Network search: %d node(s) answered, %d new or updated listing(s).", providers, changed))
+	v := url.Values{"tag": tags}
+	http.Redirect(w, r, "/agents?"+v.Encode(), http.StatusSeeOther)
+}

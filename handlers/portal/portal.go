@@ -1,0 +1,91 @@
+// Package portal is AgentHub and AgentChat as people see them: the pages,
+// their forms and HTMX partials, the no-JS chat form, logging in and out,
+// and the error page every non-API failure ends on. It turns requests into
+// calls on the use cases (agent/registry, agent/chat) and reads the store
+// through the small interfaces below; the handlers root wires it into the
+// URL space and sends it every page request's errors.
+package portal
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/store"
+)
+
+// Catalog is the part of the store the pages list and show agents from.
+type Catalog interface {
+	GetAgent(ctx context.Context, id string) (store.Listing, error)
+	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
+	RecentAgents(ctx context.Context, limit int) ([]store.Listing, error)
+	ListTags(ctx context.Context, limit int) ([]store.TagCount, error)
+	Stats(ctx context.Context) (store.Stats, error)
+	ListLocal(ctx context.Context) ([]store.Listing, error)
+	ListNodes(ctx context.Context) ([]store.Node, error)
+	// GetBackend prefills the edit form (all but the API key, which the
+	// form only says is stored).
+	GetBackend(ctx context.Context, agentID string) (agent.Backend, error)
+}
+
+// Users is the part of the store that knows accounts and their API tokens.
+type Users interface {
+	GetUserByID(ctx context.Context, id int64) (store.User, error)
+	CreateAPIToken(ctx context.Context, userID int64, name string, hash []byte) (store.APIToken, error)
+	ListAPITokens(ctx context.Context, userID int64) ([]store.APIToken, error)
+	DeleteAPIToken(ctx context.Context, userID, tokenID int64) error
+}
+
+// Conversations is what AgentChat reads back: the side list and the
+// messages of the open conversation (turns themselves go through Chat).
+type Conversations interface {
+	ListConversations(ctx context.Context, ownerKey string, limit int) ([]store.Conversation, error)
+	ListMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error)
+}
+
+// Node is what the pages show of this node's network side, and the DHT
+// tag search the agents page offers.
+type Node interface {
+	PeerID() string
+	// Addrs are full multiaddrs ending in /p2p/<id>, for bootstrapping.
+	Addrs() []string
+	PeerCount() int
+	// SearchTag asks the DHT who provides tag and pulls those providers'
+	// listings into the cache.
+	SearchTag(ctx context.Context, tag string, maxProviders int) (providers, changed int, err error)
+}
+
+// Pages holds what the portal's handlers need. Every field is required;
+// the handlers root builds it once.
+type Pages struct {
+	Catalog       Catalog
+	Users         Users
+	Conversations Conversations
+	Node          Node
+	Registry      *registry.Registry
+	Chat          *chat.Chat
+	Accounts      *httpkit.Accounts
+	Sessions      *httpkit.Sessions
+	// ChatLimits is the per-owner and per-IP budget of chat turns, shared
+	// with the WebSocket and the message API so that switching surfaces
+	// does not buy more turns.
+	ChatLimits *httpkit.Rates
+	Logger     *slog.Logger
+	Version    string // shown on the network page
+	Now        func() time.Time
+}
+
+func (p *Pages) now() time.Time { return p.Now().UTC() }
+
+// logIfServer logs 5xx errors with the original (internal) text; client
+// errors and cancellations are not worth a log line.
+func (p *Pages) logIfServer(r *http.Request, e *httpkit.Error, err error) {
+	if e.Status >= 500 {
+		p.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", e.Status, "err", err)
+	}
+}

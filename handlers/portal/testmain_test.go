@@ -1,0 +1,9 @@
+package portal_test
+
+import (
+	"testing"
+
+	"github.com/agentsite/agentsite/store/postgres/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -1,0 +1,187 @@
+package peermcp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+
+	libp2phttp "github.com/libp2p/go-libp2p/p2p/http"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime/mcpstream"
+)
+
+// Agents finds the agents this node hosts.
+type Agents interface {
+	// HostedAgent returns the record of agent id if this node hosts it and
+	// has not deleted it, else an error wrapping agent.ErrUnknownAgent.
+	HostedAgent(ctx context.Context, id string) (agent.Record, error)
+}
+
+// Answerer answers turns for this node's own agents (agent/runtime's
+// Runtime).
+type Answerer interface {
+	Answer(ctx context.Context, t agent.Turn, emit func(chunk string) error) (string, error)
+}
+
+// HandlerConfig is what NewHandler serves with.
+type HandlerConfig struct {
+	Agents Agents // required
+	// Answerer answers the turns; nil refuses them (agent_unavailable).
+	Answerer Answerer
+	// Detail is the part of an Answer error that is safe to send to the
+	// calling node (runtime.PublicMessage); nil sends none.
+	Detail func(error) string
+	// Allow reports whether a caller ("peer:<id>") may send one more turn
+	// now; nil allows every turn.
+	Allow   func(caller string) bool
+	Logger  *slog.Logger // nil: discard
+	Version string       // of this node, told to callers
+}
+
+// handler is the host's side of the contract.
+type handler struct {
+	cfg HandlerConfig
+	srv *server.MCPServer
+}
+
+// NewHandler is the MCP server other nodes call over libp2p
+// (p2p.Node.ServeMCP): the one tool send_message, for this node's own
+// agents. It is stateless: the calling node keeps the conversation and
+// sends its history along, and the reply streams back as progress
+// notifications. Bodies over MaxBodyBytes get a 413.
+func NewHandler(cfg HandlerConfig) http.Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &handler{cfg: cfg}
+	h.srv = server.NewMCPServer("agentsite-peer", cfg.Version,
+		server.WithToolCapabilities(false),
+		server.WithRecovery(),
+	)
+	h.srv.AddTool(mcp.NewToolWithRawSchema(ToolName, toolDescription, toolSchema), h.sendMessage)
+	streamable := server.NewStreamableHTTPServer(h.srv,
+		server.WithStateLess(true),
+		server.WithDisableStreaming(true),
+		// Streams carry no Host a browser could rebind; the caller is
+		// authenticated by its peer ID.
+		server.WithDisableLocalhostProtection(true),
+		server.WithHTTPContextFunc(withCaller),
+		server.WithStreamableHTTPLogger(cfg.Logger),
+	)
+	return guard{next: streamable}
+}
+
+// guard caps the body and counts flushes for mcpstream.
+type guard struct{ next http.Handler }
+
+func (g guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		body, ok := mcpstream.ReadBody(w, r, MaxBodyBytes)
+		if !ok {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	g.next.ServeHTTP(mcpstream.CountFlushes(w, r))
+}
+
+// callerKey carries who is calling: "peer:<id>" over libp2p.
+type callerKey struct{}
+
+// withCaller puts the caller's rate-limit key into the tool's context.
+func withCaller(ctx context.Context, r *http.Request) context.Context {
+	caller := "addr:" + r.RemoteAddr // plain HTTP: tests only
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		caller = "addr:" + host
+	}
+	if id := libp2phttp.ClientPeerID(r); id != "" {
+		caller = "peer:" + id.String()
+	}
+	return context.WithValue(ctx, callerKey{}, caller)
+}
+
+func callerFrom(ctx context.Context) string {
+	if k, ok := ctx.Value(callerKey{}).(string); ok {
+		return k
+	}
+	return "unknown"
+}
+
+// Refusals of the host.
+var (
+	errRateLimited = agent.NewError(agent.KindRateLimited, agent.CodeRateLimited,
+		"This node is answering too many messages from yours; try again in a minute.")
+	errNotHosted = agent.ErrUnknownAgent.With("This agent is not hosted here any more.")
+	errHostFault = agent.NewError(agent.KindInternal, agent.CodeInternal, "The agent's node failed; try again later.")
+	errCanceled  = agent.NewError(agent.KindCanceled, agent.CodeCanceled, "The message was canceled.")
+)
+
+// sendMessage answers statelessly with the Answerer: nothing is stored
+// here, the calling node stores the conversation.
+func (h *handler) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in turnArgs
+	if err := req.BindArguments(&in); err != nil {
+		return badArgs("arguments", "do not match the tool's schema"), nil
+	}
+	if res := validate(&in); res != nil {
+		return res, nil
+	}
+	if h.cfg.Allow != nil && !h.cfg.Allow(callerFrom(ctx)) {
+		return toolError(errRateLimited, ""), nil
+	}
+	rec, err := h.cfg.Agents.HostedAgent(ctx, in.AgentID)
+	switch {
+	case errors.Is(err, agent.ErrUnknownAgent):
+		return toolError(errNotHosted, ""), nil
+	case err != nil:
+		h.cfg.Logger.ErrorContext(ctx, "peer MCP: reading an agent failed", "agent", in.AgentID, "err", err)
+		return toolError(errHostFault, ""), nil
+	case in.Owner != nil && *in.Owner != rec.Owner:
+		return toolError(agent.ErrOwnerChanged, ""), nil
+	case h.cfg.Answerer == nil:
+		return toolError(agent.ErrBackendUnavailable, ""), nil
+	}
+	turn := agent.Turn{AgentID: in.AgentID, ConversationID: in.ConversationID, History: fromWire(in.History), Text: in.Text}
+	stream := mcpstream.New(ctx, h.srv, req)
+	reply, err := h.cfg.Answerer.Answer(ctx, turn, stream.Emit)
+	stream.Drain()
+	if err != nil {
+		detail := ""
+		if h.cfg.Detail != nil {
+			detail = h.cfg.Detail(err)
+		}
+		return toolError(answerError(err), detail), nil
+	}
+	return mcp.NewToolResultText(reply), nil
+}
+
+// answerError is the code a failed answer goes back with: the domain
+// error it carries, else what its context says.
+func answerError(err error) *agent.Error {
+	if e := agent.AsError(err); e != nil {
+		return e
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return agent.ErrBackendTimeout
+	case errors.Is(err, context.Canceled):
+		return errCanceled
+	}
+	return agent.ErrBackendUnavailable
+}
+
+// toolError is a tool error for the calling node: the code and message of
+// e, and the backend's public detail, so the caller can show the same
+// words it would for a local agent.
+func toolError(e *agent.Error, detail string) *mcp.CallToolResult {
+	res := mcp.NewToolResultStructured(map[string]any{"error": wireError{Code: e.Code, Message: e.Message, Detail: detail}}, e.Message)
+	res.IsError = true
+	return res
+}
