@@ -3,6 +3,8 @@ package agent
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"net/url"
 	"strings"
 )
 
@@ -12,10 +14,12 @@ const (
 	BackendLLM     = "llm"
 	BackendMCP     = "mcp"
 	BackendWebhook = "webhook"
+	// BackendA2A is a remote A2A agent, registered by its agent card's URL.
+	BackendA2A = "a2a"
 )
 
 // Builtins are the dependency-free agents every node can host.
-var Builtins = []string{"echo", "calculator"}
+var Builtins = []string{"echo", "calculator", "haiku"}
 
 // Backend is how this node answers a local agent. It is local configuration,
 // never part of the public Record; APIKey is a secret: stored server-side,
@@ -28,6 +32,10 @@ type Backend struct {
 	SystemPrompt string `json:"system_prompt,omitempty"`
 	APIKey       string `json:"api_key,omitempty"`
 	Tool         string `json:"tool,omitempty"`
+	// Delegate lets an llm agent call other agents (find_agents and
+	// ask_agent tools), within the limits of agent.MaxDelegations and
+	// agent.MaxHops.
+	Delegate bool `json:"delegate,omitempty"`
 }
 
 // String keeps the API key out of every log line and %v.
@@ -36,7 +44,7 @@ func (b Backend) String() string {
 	if b.APIKey != "" {
 		key = "[redacted]"
 	}
-	return fmt.Sprintf("Backend{kind=%s builtin=%s url=%s model=%s tool=%s api_key=%s}", b.Kind, b.Builtin, b.URL, b.Model, b.Tool, key)
+	return fmt.Sprintf("Backend{kind=%s builtin=%s url=%s model=%s tool=%s delegate=%t api_key=%s}", b.Kind, b.Builtin, b.URL, b.Model, b.Tool, b.Delegate, key)
 }
 
 // GoString keeps the API key out of %#v too.
@@ -76,10 +84,55 @@ func (b Backend) Validate() error {
 		if err := CheckHTTPURL(b.URL); err != nil {
 			ve.add("backend.url", "%v", err)
 		}
+	case BackendA2A:
+		validateA2A(&ve, b)
 	default:
-		ve.add("backend.kind", "must be one of builtin, llm, mcp, webhook")
+		ve.add("backend.kind", "must be one of builtin, llm, mcp, webhook, a2a")
+	}
+	if b.Delegate && b.Kind != BackendLLM {
+		ve.add("backend.delegate", "only an llm agent can call other agents")
 	}
 	return ve.orNil()
+}
+
+// validateA2A checks an a2a backend: only the card URL, over https. Plain
+// http is for an agent on the operator's own machine or network, whose
+// address the registration's SSRF check then refuses unless the operator
+// passed --allow-private-endpoints; anywhere else it would carry the
+// conversation in clear text.
+func validateA2A(ve *ValidationError, b Backend) {
+	if err := CheckHTTPURL(b.URL); err != nil {
+		ve.add("backend.url", "%v", err)
+	} else if u, _ := url.Parse(b.URL); u.Scheme == "http" && !localHost(u.Hostname()) {
+		ve.add("backend.url", "must start with https:// (http:// only for a loopback or private address)")
+	}
+	for field, v := range map[string]string{
+		"backend.builtin": b.Builtin, "backend.model": b.Model, "backend.system_prompt": b.SystemPrompt,
+		"backend.api_key": b.APIKey, "backend.tool": b.Tool,
+	} {
+		if v != "" {
+			ve.add(field, "is not used by an a2a backend")
+		}
+	}
+}
+
+// localHost reports a host on the operator's own machine or network: a
+// localhost or internal name, or a loopback, private or link-local address.
+func localHost(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ip = ip.Unmap()
+		return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast()
+	}
+	if host == "localhost" {
+		return true
+	}
+	for _, suffix := range []string{".localhost", ".local", ".internal"} {
+		if strings.HasSuffix(host, suffix) {
+			return true
+		}
+	}
+	return false
 }
 
 // Redacted returns a copy safe to show or return in an API: the key is

@@ -16,6 +16,7 @@ func TestBackendValidate(t *testing.T) {
 	llm := Backend{Kind: BackendLLM, URL: "https://api.openai.com/v1", Model: "gpt-4o-mini", SystemPrompt: "You are helpful.\nBe brief.", APIKey: testAPIKey}
 	mcp := Backend{Kind: BackendMCP, URL: "https://tools.example.com/mcp", Tool: "search"}
 	hook := Backend{Kind: BackendWebhook, URL: "https://hooks.example.com/agent"}
+	a2a := Backend{Kind: BackendA2A, URL: "https://agents.example.com/.well-known/agent-card.json"}
 	with := func(b Backend, f func(*Backend)) Backend { f(&b); return b }
 
 	valid := map[string]Backend{
@@ -26,6 +27,12 @@ func TestBackendValidate(t *testing.T) {
 		"llm local http":     with(llm, func(b *Backend) { b.URL = "http://localhost:11434/v1" }), // syntax only; SSRF is CheckHost's job
 		"mcp":                mcp,
 		"webhook":            hook,
+		"a2a":                a2a,
+		"a2a http localhost": with(a2a, func(b *Backend) { b.URL = "http://localhost:9001/.well-known/agent-card.json" }),
+		"a2a http loopback":  with(a2a, func(b *Backend) { b.URL = "http://127.0.0.1:9001/card.json" }),
+		"a2a http ipv6":      with(a2a, func(b *Backend) { b.URL = "http://[::1]:9001/card.json" }),
+		"a2a http private":   with(a2a, func(b *Backend) { b.URL = "http://10.1.2.3/card.json" }),
+		"a2a http internal":  with(a2a, func(b *Backend) { b.URL = "http://agents.corp.internal/card.json" }),
 	}
 	for name, b := range valid {
 		if err := b.Validate(); err != nil {
@@ -58,6 +65,15 @@ func TestBackendValidate(t *testing.T) {
 		{"webhook no url", Backend{Kind: BackendWebhook}, "backend.url"},
 		{"webhook credentials", with(hook, func(b *Backend) { b.URL = "https://u:p@hooks.example.com/" }), "backend.url"},
 		{"webhook ftp", with(hook, func(b *Backend) { b.URL = "ftp://hooks.example.com/" }), "backend.url"},
+		{"a2a no url", Backend{Kind: BackendA2A}, "backend.url"},
+		{"a2a http public", with(a2a, func(b *Backend) { b.URL = "http://agents.example.com/card.json" }), "backend.url"},
+		{"a2a http public ip", with(a2a, func(b *Backend) { b.URL = "http://93.184.216.34/card.json" }), "backend.url"},
+		{"a2a ftp", with(a2a, func(b *Backend) { b.URL = "ftp://agents.example.com/card.json" }), "backend.url"},
+		{"a2a with model", with(a2a, func(b *Backend) { b.Model = "gpt-4o" }), "backend.model"},
+		{"a2a with api key", with(a2a, func(b *Backend) { b.APIKey = testAPIKey }), "backend.api_key"},
+		{"a2a with system prompt", with(a2a, func(b *Backend) { b.SystemPrompt = "Be nice." }), "backend.system_prompt"},
+		{"a2a with tool", with(a2a, func(b *Backend) { b.Tool = "ask" }), "backend.tool"},
+		{"a2a with builtin", with(a2a, func(b *Backend) { b.Builtin = "echo" }), "backend.builtin"},
 	}
 	for _, c := range invalid {
 		t.Run(c.name, func(t *testing.T) {

@@ -61,6 +61,9 @@ const (
 	CodeAgentBadReply      Code = "agent_bad_reply"
 	CodeAgentBusy          Code = "agent_busy"
 	CodeHostUnreachable    Code = "host_unreachable"
+	CodeDelegationLoop     Code = "delegation_loop"
+	CodeDelegationDepth    Code = "delegation_depth"
+	CodeDelegationBudget   Code = "delegation_budget"
 )
 
 // Error is a domain error: a kind, a stable code, and a message that is
@@ -170,6 +173,20 @@ var (
 		"The node hosting this agent could not be reached. It may be offline; try again later.")
 )
 
+// Refused delegations: what a model that asked another agent is told.
+var (
+	// ErrDelegationLoop: the agent asked is already in the message's trace
+	// (asking itself, or A→B→A).
+	ErrDelegationLoop = sentinel(KindConflict, CodeDelegationLoop, "delegation loop",
+		"That agent is already part of this exchange; asking it again would loop. Answer with what you have.")
+	// ErrDelegationDepth: the message has passed MaxHops agents already.
+	ErrDelegationDepth = sentinel(KindConflict, CodeDelegationDepth, "delegation too deep",
+		"This message has already passed through the most agents allowed; answer with what you have.")
+	// ErrDelegationBudget: the turn has made MaxDelegations tool calls.
+	ErrDelegationBudget = sentinel(KindRateLimited, CodeDelegationBudget, "delegation budget spent",
+		"This turn has used all its tool calls; answer with what you have.")
+)
+
 // turnErrors are the errors a host may answer a turn with, by code: the
 // node-to-node contract carries codes, and the caller gets the same error a
 // local turn would have had.
@@ -177,7 +194,8 @@ var turnErrors = map[Code]*Error{}
 
 func init() {
 	for _, e := range []*Error{ErrUnknownAgent, ErrBackendTimeout, ErrBackendUnavailable, ErrBackendRejected,
-		ErrBlockedAddress, ErrOwnerChanged, ErrBadBackendReply, ErrAgentBusy, ErrHostUnreachable} {
+		ErrBlockedAddress, ErrOwnerChanged, ErrBadBackendReply, ErrAgentBusy, ErrHostUnreachable,
+		ErrDelegationLoop, ErrDelegationDepth} {
 		turnErrors[e.Code] = e
 	}
 	turnErrors[CodeRateLimited] = ErrAgentBusy // what hosts before codes were shared sent

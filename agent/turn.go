@@ -1,5 +1,11 @@
 package agent
 
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"slices"
+)
+
 // ChatMessage is one earlier message of a conversation.
 type ChatMessage struct {
 	Role string // "user" or "agent"; others are skipped
@@ -12,6 +18,9 @@ const (
 	RoleAgent = "agent"
 	// RoleError marks a stored failure of a turn (never sent to agents).
 	RoleError = "error"
+	// RoleStep marks a stored delegation step: one agent asking another
+	// during a turn (its text is the Step as JSON; never sent to agents).
+	RoleStep = "step"
 )
 
 // Turn is a message to an agent plus the conversation so far (oldest first).
@@ -24,4 +33,76 @@ type Turn struct {
 	// the agent has another owner, so a caller with a stale cache never
 	// sends history to a new owner's backend.
 	Owner string
+	// Trace follows the message through agents that call agents.
+	Trace Trace
+	// OnStep, if set, hears of each delegation the agent makes while it
+	// answers, as it starts and as it ends. It is never serialized.
+	OnStep func(Step)
+}
+
+// Delegation limits: what one turn may set going across the planet.
+const (
+	// MaxDelegations is how many tool calls (find_agents, ask_agent) an
+	// agent may make in one turn.
+	MaxDelegations = 8
+	// MaxHops is how many agents deep a message may be passed on: the
+	// user's agent asking a second is one hop.
+	MaxHops = 3
+)
+
+// Trace is what travels with a delegated message: an id for the whole
+// exchange and the agents that passed it on, the first caller first. Its
+// length is the message's hop count; no agent may appear in it twice.
+type Trace struct {
+	ID     string   `json:"id"`
+	Agents []string `json:"agents,omitempty"`
+}
+
+// NewTrace starts a trace for a message from a person.
+func NewTrace() Trace {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return Trace{ID: hex.EncodeToString(b)}
+}
+
+// Hops is how many agents have passed the message on.
+func (t Trace) Hops() int { return len(t.Agents) }
+
+// Pass is the trace of a message agent caller passes on to agent callee,
+// or an error the calling model can read when that would exceed MaxHops
+// or bring an agent back into the trace (a loop).
+func (t Trace) Pass(caller, callee string) (Trace, error) {
+	if callee == caller || slices.Contains(t.Agents, callee) {
+		return Trace{}, ErrDelegationLoop
+	}
+	if len(t.Agents)+1 > MaxHops {
+		return Trace{}, ErrDelegationDepth
+	}
+	return Trace{ID: t.ID, Agents: append(slices.Clip(t.Agents), caller)}, nil
+}
+
+// Valid reports whether a trace from another node keeps to the limits.
+func (t Trace) Valid() bool {
+	if len(t.ID) > 64 || len(t.Agents) > MaxHops {
+		return false
+	}
+	for i, a := range t.Agents {
+		if !ValidID(a) || slices.Contains(t.Agents[:i], a) {
+			return false
+		}
+	}
+	return true
+}
+
+// Step is one delegation an agent made during a turn: asking another agent
+// (AgentID, Text → Reply) or searching the catalogue (Tool find_agents).
+type Step struct {
+	Tool      string `json:"tool"`                 // ask_agent or find_agents
+	AgentID   string `json:"agent_id,omitempty"`   // ask_agent: who was asked
+	AgentName string `json:"agent_name,omitempty"` // its display name, for people
+	Host      string `json:"host,omitempty"`       // the node hosting it (short), for people
+	Text      string `json:"text"`                 // the question, or the search
+	Reply     string `json:"reply,omitempty"`      // the answer, once done
+	Error     string `json:"error,omitempty"`      // why it failed, once done
+	Done      bool   `json:"done"`
 }

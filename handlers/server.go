@@ -1,6 +1,10 @@
-// Package handlers is AgentSite's HTTP surface: the AgentHub portal pages,
-// the JSON API under /api/v1, health and metrics. Handlers depend on small
-// interfaces declared here and receive them through Server; no globals.
+// Package handlers is the HTTP shell of a node: routes.go (the whole URL
+// space on one screen), the middleware every request passes (client caps,
+// deadlines, security headers, the Origin rule, metrics), the one error
+// dispatch (JSON for the API and /mcp, the portal's page elsewhere),
+// health, metrics and static files. Server builds each protocol surface
+// (portal, api, chatws, mcpserver) from the use cases and the store roles
+// it needs; no globals.
 package handlers
 
 import (
@@ -150,7 +154,7 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	now := func() time.Time { return s.Now() }
 	s.Registry = &registry.Registry{Store: st, Publisher: pub, Network: node, PeerID: node.PeerID(),
 		TTL: cfg.RecordTTL, AllowPrivate: cfg.AllowPrivateEndpoints, Logger: logger, Now: now}
-	s.Chat = &chat.Chat{Store: st, Listings: s.Registry, Logger: logger, Now: now}
+	s.Chat = &chat.Chat{Store: st, Listings: s.Registry, Search: st, Logger: logger, Now: now}
 	accounts, err := httpkit.NewAccounts(st, cfg.OperatorToken, cfg.BcryptCost, now)
 	if err != nil {
 		return nil, err

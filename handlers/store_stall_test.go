@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/httpkit"
@@ -43,7 +42,7 @@ func newStallEnv(t *testing.T) *stallEnv {
 	u := pgtest.NewDatabase(t)
 	proxy := pgtest.NewProxy(t, u)
 	discard := slog.New(slog.DiscardHandler)
-	viaProxy, err := postgres.Open(t.Context(), proxy.URL(), discard)
+	viaProxy, err := postgres.OpenWith(t.Context(), proxy.URL(), discard, store.Options{Timeout: stallTimeout})
 	if err != nil {
 		t.Fatalf("open store through the proxy: %v", err)
 	}
@@ -53,7 +52,7 @@ func newStallEnv(t *testing.T) *stallEnv {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { direct.Close() })
-	env := newTestServerWith(t, store.Instrument(viaProxy, prometheus.NewRegistry(), stallTimeout))
+	env := newTestServerWith(t, viaProxy)
 	return &stallEnv{testEnv: env, proxy: proxy, direct: direct}
 }
 

@@ -15,7 +15,9 @@ import (
 // cache: DESIGN.md's "one code path for a listing became known"), serves the
 // catalogue to syncing peers, and records heartbeats. It satisfies p2p.Cache.
 type Sink struct {
-	Store  Store
+	// Store is where listings and nodes go: in a node, the read cache, so
+	// that every write through the Sink invalidates it.
+	Store  Network
 	SelfID string           // this node's peer ID: records hosted by it are Local
 	Now    func() time.Time // nil: time.Now
 
@@ -132,7 +134,7 @@ func (s *Sink) LocalCount(ctx context.Context) (int, error) {
 // stale; listings past expires_at turn offline. Local listings are left to
 // the node itself (it re-signs them before they expire). A node silent for
 // offlineAfter is shown offline in the nodes table.
-func Sweep(ctx context.Context, st Store, selfID string, now time.Time, staleAfter, offlineAfter time.Duration) error {
+func Sweep(ctx context.Context, st Network, selfID string, now time.Time, staleAfter, offlineAfter time.Duration) error {
 	nodes, err := st.ListNodes(ctx)
 	if err != nil {
 		return fmt.Errorf("list nodes: %w", err)

@@ -1,7 +1,10 @@
 // Package store is the SQL cache of every listing this node has heard of,
 // plus the portal's own data (users, sessions, API tokens, conversations).
-// One Store interface, two engines: store/postgres and store/sqlite, held to
-// the same behaviour by the store/storetest conformance suite.
+// The contract is a few role interfaces (Catalogue, Nodes, Backends,
+// Accounts, Sessions, Conversations; Store is all of them) and two engines,
+// store/postgres and store/sqlite, held to the same behaviour by the
+// store/storetest conformance suite. Each engine bounds every call by the
+// store deadline and records its statements' metrics itself (Options).
 package store
 
 import (
@@ -25,7 +28,7 @@ var (
 	// ErrSchemaTooNew: the database was migrated by a newer binary.
 	ErrSchemaTooNew = errors.New("database schema is newer than this binary")
 	// ErrUnavailable: the database could not be reached or did not answer
-	// within the store deadline (Instrument's timeout). The call did not
+	// within the store deadline (Options.Timeout). The call did not
 	// take effect; the same call may succeed once the database is back, so
 	// callers answer "try again later" (503), not "internal error".
 	ErrUnavailable = errors.New("store unavailable")
@@ -140,8 +143,13 @@ type Message struct {
 	CreatedAt      time.Time
 }
 
-// Store is the whole persistence contract. Both engines implement all of it.
-type Store interface {
+// The store's contract is split by role, so a consumer takes only what it
+// uses and a wrapper of one role (the read cache of Network) cannot miss a
+// method of another. Store is all of them: what the engines implement.
+
+// Catalogue is the listings: every agent record this node has heard of,
+// with what it knows about each.
+type Catalogue interface {
 	// UpsertRecord is the Sink: a verified record becomes (or updates) a
 	// listing. A record whose seq is ≤ the stored one changes nothing and
 	// returns ErrStale. A tombstone replaces the listing's fields and hides it
@@ -157,6 +165,8 @@ type Store interface {
 	RecentAgents(ctx context.Context, limit int) ([]Listing, error)
 	// ListTags returns tags of visible listings, most used first.
 	ListTags(ctx context.Context, limit int) ([]TagCount, error)
+	// Stats counts visible listings, their tags and the known nodes (the
+	// overview page).
 	Stats(ctx context.Context) (Stats, error)
 	// CountByStatus counts non-tombstoned listings per status (for metrics).
 	CountByStatus(ctx context.Context) (map[string]int, error)
@@ -174,36 +184,77 @@ type Store interface {
 	CatalogueEnvelopes(ctx context.Context, after int64, tag string, limit int, now time.Time) (envs [][]byte, next int64, err error)
 	// ExpireListings marks listings past expires_at offline.
 	ExpireListings(ctx context.Context, now time.Time) (int, error)
+}
 
+// Nodes is the peers this node has heard from (heartbeats).
+type Nodes interface {
+	// UpsertNode creates or replaces the row of n.PeerID.
+	UpsertNode(ctx context.Context, n Node) error
+	// ListNodes returns every known node.
+	ListNodes(ctx context.Context) ([]Node, error)
+}
+
+// Network is this node's view of the network: the listings and the nodes
+// that host them. It is what the Sink and Sweep keep up to date, and what
+// the read cache wraps: Stats counts nodes, so a node write must invalidate
+// it like a listing write.
+type Network interface {
+	Catalogue
+	Nodes
+}
+
+// Backends holds the backends of the agents this node hosts, secrets
+// included; only the agent runtime and registration read them.
+type Backends interface {
 	// PutBackend stores the backend of a local agent (secrets included).
 	PutBackend(ctx context.Context, agentID string, b agent.Backend) error
+	// GetBackend returns the backend of a local agent (ErrNotFound if it
+	// has none: the agent is not hosted here).
 	GetBackend(ctx context.Context, agentID string) (agent.Backend, error)
+	// DeleteBackend removes the backend of a local agent.
 	DeleteBackend(ctx context.Context, agentID string) error
+}
 
-	UpsertNode(ctx context.Context, n Node) error
-	ListNodes(ctx context.Context) ([]Node, error)
-
+// Accounts is the portal's users and their personal API tokens.
+type Accounts interface {
 	// CreateUser returns ErrConflict if the handle is taken (case-insensitive).
 	CreateUser(ctx context.Context, handle, passwordHash string) (User, error)
+	// GetUserByHandle looks a user up by handle, case-insensitively.
 	GetUserByHandle(ctx context.Context, handle string) (User, error)
+	// GetUserByID looks a user up by id.
 	GetUserByID(ctx context.Context, id int64) (User, error)
 
+	// CreateAPIToken stores a token's hash for userID: ErrNotFound if the
+	// user does not exist, ErrConflict if the hash is already stored.
 	CreateAPIToken(ctx context.Context, userID int64, name string, hash []byte) (APIToken, error)
+	// ListAPITokens returns userID's tokens, oldest first.
 	ListAPITokens(ctx context.Context, userID int64) ([]APIToken, error)
 	// UseAPIToken looks a token up by hash, stamps last_used_at and returns
 	// its user.
 	UseAPIToken(ctx context.Context, hash []byte, now time.Time) (APIToken, User, error)
 	// DeleteAPIToken deletes a token of userID (ErrNotFound otherwise).
 	DeleteAPIToken(ctx context.Context, userID, tokenID int64) error
+}
 
-	// Sessions back the web session manager (scs.CtxStore semantics).
+// Sessions back the web session manager (scs.CtxStore semantics).
+type Sessions interface {
+	// SessionFind returns a session's data; found is false for a missing or
+	// expired one.
 	SessionFind(ctx context.Context, token string) (data []byte, found bool, err error)
+	// SessionCommit creates or replaces a session.
 	SessionCommit(ctx context.Context, token string, data []byte, expiry time.Time) error
+	// SessionDelete removes a session (none: no error).
 	SessionDelete(ctx context.Context, token string) error
 	// SessionDeleteExpired removes expired sessions.
 	SessionDeleteExpired(ctx context.Context, now time.Time) error
+}
 
+// Conversations is the chat history: threads with one agent each, and
+// their messages.
+type Conversations interface {
+	// CreateConversation stores c and returns it with its timestamps.
 	CreateConversation(ctx context.Context, c Conversation) (Conversation, error)
+	// GetConversation returns a conversation by id.
 	GetConversation(ctx context.Context, id string) (Conversation, error)
 	// ListConversations returns ownerKey's conversations, latest first.
 	ListConversations(ctx context.Context, ownerKey string, limit int) ([]Conversation, error)
@@ -211,8 +262,38 @@ type Store interface {
 	AppendMessage(ctx context.Context, m Message) (Message, error)
 	// ListMessages returns the last limit messages in chronological order.
 	ListMessages(ctx context.Context, conversationID string, limit int) ([]Message, error)
+}
 
+// Conn is the database connection itself, apart from what is stored.
+type Conn interface {
 	// Ping checks the database is reachable (readiness).
 	Ping(ctx context.Context) error
+	// Close releases the connections; the store is unusable afterwards.
 	Close() error
 }
+
+// Store is the whole persistence contract, every role: what both engines
+// implement and cmd/agentsite wires. Code that needs one role takes that
+// role instead.
+type Store interface {
+	Network
+	Backends
+	Accounts
+	Sessions
+	Conversations
+	Conn
+}
+
+// Composed is a Store put together from one implementation per role, so
+// that one role can be wrapped while the others go straight to the engine:
+// cmd/agentsite puts the read cache in Network. Every field must be set.
+type Composed struct {
+	Network
+	Backends
+	Accounts
+	Sessions
+	Conversations
+	Conn
+}
+
+var _ Store = Composed{}

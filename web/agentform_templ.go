@@ -413,11 +413,11 @@ func AgentFormPage(v AgentFormView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "</div></fieldset><fieldset class=\"backend-settings\" data-kinds=\"llm mcp webhook\"><legend>Endpoint</legend>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "</div></fieldset><fieldset class=\"backend-settings\" data-kinds=\"llm mcp webhook a2a\"><legend>Endpoint</legend>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = textField(v, "backend-url", "backend.url", "URL", v.Backend.URL, "https://api.example.com/v1", "LLM: the API base URL. MCP: the server's Streamable HTTP URL. Webhook: the URL messages are POSTed to.", false).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = textField(v, "backend-url", "backend.url", "URL", v.Backend.URL, "https://api.example.com/v1", "LLM: the API base URL. MCP: the server's Streamable HTTP URL. Webhook: the URL messages are POSTed to. A2A: the agent card's URL (https://…/.well-known/agent-card.json).", false).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

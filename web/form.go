@@ -14,6 +14,7 @@ var backendKinds = []Option{
 	{Value: agent.BackendLLM, Label: "LLM (OpenAI-compatible API)"},
 	{Value: agent.BackendMCP, Label: "MCP server tool"},
 	{Value: agent.BackendWebhook, Label: "Webhook (POST JSON)"},
+	{Value: agent.BackendA2A, Label: "A2A agent (by its agent card)"},
 }
 
 var backendFields = map[string]bool{

@@ -63,8 +63,11 @@ type Chat struct {
 	Listings Listings
 	Local    Answerer
 	Remote   Remote
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// Search serves find_agents for agents that call agents; nil: they
+	// cannot search.
+	Search Searcher
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Owner is a conversation owner key: whose conversations these are.
@@ -97,6 +100,10 @@ type Request struct {
 	AgentID        string
 	ConversationID string // empty: start a new conversation
 	Text           string
+	// OnStep, if set, hears of each delegation the agent makes while it
+	// answers (agent.Step, as it starts and as it ends). Finished steps
+	// are stored in the conversation either way.
+	OnStep func(agent.Step)
 }
 
 // Result is what a turn produced. Conversation is set once the message is
@@ -173,7 +180,8 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 	if _, err := c.Store.AppendMessage(ctx, store.Message{ConversationID: conv.ID, Role: agent.RoleUser, Text: text, CreatedAt: c.now()}); err != nil {
 		return Result{}, fmt.Errorf("store message: %w", err)
 	}
-	turn := agent.Turn{AgentID: l.Record.ID, ConversationID: conv.ID, History: toHistory(past), Text: text, Owner: conv.AgentOwner}
+	turn := agent.Turn{AgentID: l.Record.ID, ConversationID: conv.ID, History: toHistory(past), Text: text, Owner: conv.AgentOwner,
+		Trace: agent.NewTrace(), OnStep: c.stepRecorder(ctx, conv.ID, req.OnStep)}
 	var reply string
 	if l.Local {
 		reply, err = c.Local.Answer(ctx, turn, emit)

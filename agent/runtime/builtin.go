@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/agentsite/agentsite/agent"
 )
@@ -15,6 +16,7 @@ type builtinFunc func(ctx context.Context, t agent.Turn, emit func(string) error
 var builtins = map[string]builtinFunc{
 	"echo":       answerEcho,
 	"calculator": answerCalculator,
+	"haiku":      answerHaiku,
 }
 
 func (r *Runtime) answerBuiltin(ctx context.Context, b agent.Backend, t agent.Turn, emit func(string) error) (string, error) {
@@ -55,4 +57,32 @@ func answerCalculator(ctx context.Context, t agent.Turn, emit func(string) error
 		return "", err
 	}
 	return reply, nil
+}
+
+// answerHaiku writes three short lines about the message's longest word,
+// line by line: a dependency-free poet for the demo planet (it counts no
+// syllables; it is a demo).
+func answerHaiku(ctx context.Context, t agent.Turn, emit func(string) error) (string, error) {
+	topic := "silence"
+	for _, w := range strings.FieldsFunc(t.Text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if len([]rune(w)) > len([]rune(topic)) || topic == "silence" {
+			topic = strings.ToLower(w)
+		}
+	}
+	lines := []string{
+		topic + " in the dusk —\n",
+		"a quiet answer settles\n",
+		"like snow on the pond",
+	}
+	var out strings.Builder
+	for _, l := range lines {
+		if err := ctx.Err(); err != nil {
+			return out.String(), err
+		}
+		out.WriteString(l)
+		if err := emit(l); err != nil {
+			return out.String(), err
+		}
+	}
+	return out.String(), nil
 }

@@ -120,3 +120,10 @@ func TestCanceledTurn(t *testing.T) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 }
+
+func TestHaiku(t *testing.T) {
+	reply, chunks, err := answer(t, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "haiku"}, RuntimeOptions{}, agent.Turn{Text: "a poem about 42, please"})
+	if err != nil || len(chunks) != 3 || !strings.HasPrefix(reply, "please in the dusk") || strings.Count(reply, "\n") != 2 {
+		t.Errorf("haiku = %q in %d chunks (%v)", reply, len(chunks), err)
+	}
+}

@@ -38,7 +38,7 @@ const (
 )
 
 // NewGuardedClient returns the one HTTP client for calls to URLs that agent
-// owners registered (llm, mcp, webhook backends). It refuses to connect to
+// owners registered (llm, mcp, webhook, a2a backends). It refuses to connect to
 // non-public addresses (CheckAddr; allowPrivate admits the operator's own
 // networks), checked on the resolved IP right before connect(2), so neither
 // DNS names that resolve to private space nor redirects get around it. timeout bounds each request, body

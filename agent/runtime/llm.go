@@ -16,15 +16,48 @@ import (
 
 // llmMessage is one message of an OpenAI-compatible chat completion.
 type llmMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role       string        `json:"role"`
+	Content    string        `json:"content"`
+	ToolCalls  []llmToolCall `json:"tool_calls,omitempty"`   // assistant: the tools it called
+	ToolCallID string        `json:"tool_call_id,omitempty"` // tool: which call this answers
+}
+
+// llmToolCall is one function call a model asked for.
+type llmToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// llmTool is a function the model may call.
+type llmTool struct {
+	Type     string      `json:"type"`
+	Function llmFunction `json:"function"`
+}
+
+type llmFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
 }
 
 // llmRequest is the body of POST {base}/chat/completions.
 type llmRequest struct {
-	Model    string       `json:"model"`
-	Stream   bool         `json:"stream"`
-	Messages []llmMessage `json:"messages"`
+	Model      string       `json:"model"`
+	Stream     bool         `json:"stream"`
+	Messages   []llmMessage `json:"messages"`
+	Tools      []llmTool    `json:"tools,omitempty"`
+	ToolChoice string       `json:"tool_choice,omitempty"`
+}
+
+// llmRound is what one completion request produced: text, and the tools
+// the model called (none: it has answered).
+type llmRound struct {
+	Text  string
+	Calls []llmToolCall
 }
 
 // chatCompletionsURL joins the backend's base URL (https://host/v1) and
@@ -64,18 +97,55 @@ func llmMessages(b agent.Backend, t agent.Turn) []llmMessage {
 // delta of a few characters travels in ~150 bytes of JSON and SSE framing.
 const llmRawFactor = 128
 
+// answerLLM runs the completion, and for a delegate agent the tool calls
+// it asks for, feeding their results back until the model answers. The
+// reply is all the text the model wrote, in every round.
 func (r *Runtime) answerLLM(ctx context.Context, b agent.Backend, t agent.Turn, emit func(string) error) (string, error) {
 	endpoint, err := chatCompletionsURL(b.URL)
 	if err != nil {
 		return "", err
 	}
-	body, err := json.Marshal(llmRequest{Model: b.Model, Stream: true, Messages: llmMessages(b, t)})
+	req := llmRequest{Model: b.Model, Stream: true, Messages: llmMessages(b, t)}
+	var dl *delegation
+	if b.Delegate && r.Delegator != nil {
+		dl = &delegation{d: r.Delegator, turn: t}
+		req.Tools = delegationTools
+	}
+	var reply strings.Builder
+	for rounds := 0; ; rounds++ {
+		round, err := r.llmRound(ctx, endpoint, b, req, emit)
+		reply.WriteString(round.Text)
+		if err != nil || len(round.Calls) == 0 || dl == nil {
+			return reply.String(), err
+		}
+		if rounds > agent.MaxDelegations {
+			// Told to answer (tool_choice none), it still calls tools.
+			return reply.String(), kindError(agent.ErrBadBackendReply, agent.BackendLLM, "the model kept calling tools after its budget was spent")
+		}
+		req.Messages = append(req.Messages, llmMessage{Role: "assistant", Content: round.Text, ToolCalls: round.Calls})
+		for _, c := range round.Calls {
+			result, err := dl.run(ctx, c)
+			if err != nil {
+				return reply.String(), err
+			}
+			req.Messages = append(req.Messages, llmMessage{Role: "tool", ToolCallID: c.ID, Content: result})
+		}
+		if !dl.budgetLeft() {
+			// The budget is spent: the model must answer now.
+			req.ToolChoice = "none"
+		}
+	}
+}
+
+// llmRound sends one completion request and reads its answer.
+func (r *Runtime) llmRound(ctx context.Context, endpoint string, b agent.Backend, in llmRequest, emit func(string) error) (llmRound, error) {
+	body, err := json.Marshal(in)
 	if err != nil {
-		return "", fmt.Errorf("encode request: %w", err)
+		return llmRound{}, fmt.Errorf("encode request: %w", err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
-		return "", errBadBackendURL
+		return llmRound{}, errBadBackendURL
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream, application/json")
@@ -85,11 +155,11 @@ func (r *Runtime) answerLLM(ctx context.Context, b agent.Backend, t agent.Turn, 
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return "", err
+		return llmRound{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", statusError(agent.BackendLLM, resp, b.APIKey)
+		return llmRound{}, statusError(agent.BackendLLM, resp, b.APIKey)
 	}
 	raw := newCapReader(resp.Body, int64(r.opts.MaxReplyBytes)*llmRawFactor, nil)
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
@@ -100,11 +170,12 @@ func (r *Runtime) answerLLM(ctx context.Context, b agent.Backend, t agent.Turn, 
 }
 
 // llmWhole reads a non-streamed completion and emits it as one chunk.
-func (r *Runtime) llmWhole(body io.Reader, key string, emit func(string) error) (string, error) {
+func (r *Runtime) llmWhole(body io.Reader, key string, emit func(string) error) (llmRound, error) {
 	var c struct {
 		Choices []struct {
 			Message struct {
-				Content string `json:"content"`
+				Content   string        `json:"content"`
+				ToolCalls []llmToolCall `json:"tool_calls"`
 			} `json:"message"`
 		} `json:"choices"`
 		Error *struct {
@@ -112,19 +183,19 @@ func (r *Runtime) llmWhole(body io.Reader, key string, emit func(string) error) 
 		} `json:"error"`
 	}
 	if err := json.NewDecoder(body).Decode(&c); err != nil {
-		return "", fmt.Errorf("%w: completion is not JSON: %w", agent.ErrBadBackendReply, err)
+		return llmRound{}, fmt.Errorf("%w: completion is not JSON: %w", agent.ErrBadBackendReply, err)
 	}
 	if c.Error != nil {
 		e := kindError(agent.ErrBackendUnavailable, agent.BackendLLM, "the model reported an error")
 		e.Upstream = sanitize(c.Error.Message, key)
-		return "", e
+		return llmRound{}, e
 	}
 	if len(c.Choices) == 0 {
-		return "", kindError(agent.ErrBadBackendReply, agent.BackendLLM, "the completion has no choices")
+		return llmRound{}, kindError(agent.ErrBadBackendReply, agent.BackendLLM, "the completion has no choices")
 	}
-	text := c.Choices[0].Message.Content
-	if len(text) > r.opts.MaxReplyBytes {
-		return "", r.tooLarge(agent.BackendLLM)
+	m := c.Choices[0].Message
+	if len(m.Content) > r.opts.MaxReplyBytes {
+		return llmRound{}, r.tooLarge(agent.BackendLLM)
 	}
-	return text, emit(text)
+	return llmRound{Text: m.Content, Calls: m.ToolCalls}, emit(m.Content)
 }

@@ -20,7 +20,16 @@ const maxSSELine = 1 << 20
 type llmChunk struct {
 	Choices []struct {
 		Delta struct {
-			Content string `json:"content"`
+			Content   string `json:"content"`
+			ToolCalls []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
@@ -29,14 +38,21 @@ type llmChunk struct {
 	} `json:"error"`
 }
 
+// maxToolCalls bounds the tool calls one streamed completion may assemble
+// (the turn's budget is smaller; the rest are answered with a refusal).
+const maxToolCalls = 32
+
 // readLLMStream reads server-sent events until "data: [DONE]", emitting
-// choices[0].delta.content as it comes. Comments, keep-alives, other fields
-// and empty lines are skipped. A stream that breaks off fails after the
-// text so far has been emitted, and that text is returned with the error.
-func readLLMStream(body io.Reader, maxReply int, key string, emit func(string) error) (string, error) {
+// choices[0].delta.content as it comes and assembling the tool calls the
+// deltas carry. Comments, keep-alives, other fields and empty lines are
+// skipped. A stream that breaks off fails after the text so far has been
+// emitted, and that text is returned with the error.
+func readLLMStream(body io.Reader, maxReply int, key string, emit func(string) error) (llmRound, error) {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 64<<10), maxSSELine)
 	var out strings.Builder
+	var calls []llmToolCall
+	round := func() llmRound { return llmRound{Text: out.String(), Calls: calls} }
 	finished := false
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -46,19 +62,19 @@ func readLLMStream(body io.Reader, maxReply int, key string, emit func(string) e
 		}
 		data = bytes.TrimSpace(data)
 		if string(data) == "[DONE]" {
-			return out.String(), nil
+			return round(), nil
 		}
 		if len(data) == 0 {
 			continue
 		}
 		var c llmChunk
 		if err := json.Unmarshal(data, &c); err != nil {
-			return out.String(), fmt.Errorf("%w: stream event is not JSON: %w", agent.ErrBadBackendReply, err)
+			return round(), fmt.Errorf("%w: stream event is not JSON: %w", agent.ErrBadBackendReply, err)
 		}
 		if c.Error != nil {
 			e := kindError(agent.ErrBackendUnavailable, agent.BackendLLM, "the model reported an error mid-stream")
 			e.Upstream = sanitize(c.Error.Message, key)
-			return out.String(), e
+			return round(), e
 		}
 		if len(c.Choices) == 0 {
 			continue // e.g. a final usage chunk
@@ -67,27 +83,43 @@ func readLLMStream(body io.Reader, maxReply int, key string, emit func(string) e
 		if ch.FinishReason != nil && *ch.FinishReason != "" {
 			finished = true
 		}
+		for _, tc := range ch.Delta.ToolCalls {
+			if tc.Index < 0 || tc.Index >= maxToolCalls {
+				return round(), fmt.Errorf("%w: tool call index %d", agent.ErrBadBackendReply, tc.Index)
+			}
+			for len(calls) <= tc.Index {
+				calls = append(calls, llmToolCall{Type: "function"})
+			}
+			c := &calls[tc.Index]
+			if tc.ID != "" {
+				c.ID = tc.ID
+			}
+			c.Function.Name += tc.Function.Name
+			if c.Function.Arguments += tc.Function.Arguments; len(c.Function.Arguments) > maxReply {
+				return round(), fmt.Errorf("%w: tool call arguments over %d bytes", agent.ErrReplyTooLarge, maxReply)
+			}
+		}
 		if s := ch.Delta.Content; s != "" {
 			if out.Len()+len(s) > maxReply {
-				return out.String(), fmt.Errorf("%w: more than %d bytes", agent.ErrReplyTooLarge, maxReply)
+				return round(), fmt.Errorf("%w: more than %d bytes", agent.ErrReplyTooLarge, maxReply)
 			}
 			out.WriteString(s)
 			if err := emit(s); err != nil {
-				return out.String(), err
+				return round(), err
 			}
 		}
 	}
 	switch err := sc.Err(); {
 	case errors.Is(err, bufio.ErrTooLong):
-		return out.String(), fmt.Errorf("%w: a stream line exceeds %d bytes", agent.ErrReplyTooLarge, maxSSELine)
+		return round(), fmt.Errorf("%w: a stream line exceeds %d bytes", agent.ErrReplyTooLarge, maxSSELine)
 	case errors.Is(err, agent.ErrReplyTooLarge):
-		return out.String(), err
+		return round(), err
 	case err != nil:
 		e := kindError(agent.ErrBackendUnavailable, agent.BackendLLM, "the stream broke off")
 		e.Err = err
-		return out.String(), e
+		return round(), e
 	case finished:
-		return out.String(), nil // some servers end without [DONE]
+		return round(), nil // some servers end without [DONE]
 	}
-	return out.String(), kindError(agent.ErrBadBackendReply, agent.BackendLLM, "the stream ended before [DONE]")
+	return round(), kindError(agent.ErrBadBackendReply, agent.BackendLLM, "the stream ended before [DONE]")
 }

@@ -172,7 +172,7 @@ func TestLLMNoKeyNoSystemPrompt(t *testing.T) {
 	if err != nil || reply != "ok" {
 		t.Fatalf("%q, %v", reply, err)
 	}
-	if len(auth) != 0 || len(got.Messages) != 1 || got.Messages[0] != (llmMessage{Role: "user", Content: "x"}) {
+	if len(auth) != 0 || len(got.Messages) != 1 || !reflect.DeepEqual(got.Messages[0], llmMessage{Role: "user", Content: "x"}) {
 		t.Fatalf("auth %q, messages %+v", auth, got.Messages)
 	}
 }

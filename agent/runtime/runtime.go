@@ -1,5 +1,5 @@
 // Package runtime answers turns for this node's own agents: Runtime.Answer
-// and the backends (builtin, llm, mcp, webhook), the one guarded outbound
+// and the backends (builtin, llm, mcp, webhook, a2a), the one guarded outbound
 // HTTP client with its SSRF guard, and (in mcppool) the one pool of MCP
 // clients, which p2p/peermcp uses too.
 package runtime
@@ -41,11 +41,17 @@ const (
 // Runtime answers turns for this node's own agents with their backends.
 // It is safe for concurrent use; Close releases its MCP clients.
 type Runtime struct {
+	// Delegator lets delegate agents call other agents; set it before
+	// serving (the chat use case, which itself answers local turns through
+	// this Runtime).
+	Delegator Delegator
+
 	lookup func(ctx context.Context, agentID string) (agent.Backend, error)
 	opts   RuntimeOptions
 	log    *slog.Logger
 	client *http.Client // the guarded client: every outbound call
 	mcp    *mcpClients
+	a2a    *a2aState
 }
 
 // NewRuntime returns a Runtime that finds an agent's backend with lookup.
@@ -72,6 +78,7 @@ func NewRuntime(lookup func(ctx context.Context, agentID string) (agent.Backend,
 		log:    opts.Logger,
 		client: client,
 		mcp:    newMCPClients(client, opts),
+		a2a:    newA2AState(),
 	}
 }
 
@@ -111,6 +118,8 @@ func (r *Runtime) Answer(ctx context.Context, t agent.Turn, emit func(chunk stri
 		reply, err = r.answerMCP(tctx, b, t, out)
 	case agent.BackendWebhook:
 		reply, err = r.answerWebhook(tctx, b, t, out)
+	case agent.BackendA2A:
+		reply, err = r.answerA2A(tctx, b, t, out)
 	default:
 		err = fmt.Errorf("%w: backend kind %q is not supported", agent.ErrUnknownAgent, b.Kind)
 	}
@@ -149,7 +158,7 @@ func (r *Runtime) classify(parent, turn context.Context, b agent.Backend, err er
 		return &BackendError{Kind: agent.ErrBlockedAddress, Backend: b.Kind, Public: "the backend URL is not usable", Err: err}
 	case errors.Is(err, agent.ErrBlockedAddress):
 		return &BackendError{Kind: agent.ErrBlockedAddress, Backend: b.Kind, Public: "the backend address is not a public one", Err: err}
-	case errors.Is(err, agent.ErrReplyTooLarge):
+	case isSentinel(err, agent.ErrReplyTooLarge):
 		return &BackendError{Kind: agent.ErrReplyTooLarge, Backend: b.Kind, Public: "the reply exceeds " + sizeText(r.opts.MaxReplyBytes), Err: err}
 	case errors.Is(err, agent.ErrBadBackendReply):
 		return &BackendError{Kind: agent.ErrBadBackendReply, Backend: b.Kind, Public: "the backend's reply could not be read", Err: err}

@@ -22,7 +22,7 @@ import (
 // the last segment shows a safe summary.
 type BackendError struct {
 	Kind       error         // one of the Err* sentinels
-	Backend    string        // backend kind: builtin, llm, mcp, webhook
+	Backend    string        // backend kind: builtin, llm, mcp, webhook, a2a
 	Status     int           // upstream HTTP status, if any
 	RetryAfter time.Duration // from a 429's Retry-After, if any
 	Upstream   string        // what the upstream said, sanitized, for logs
@@ -198,3 +198,26 @@ type emitError struct{ err error }
 
 func (e *emitError) Error() string { return "emit: " + e.err.Error() }
 func (e *emitError) Unwrap() error { return e.err }
+
+// isSentinel reports whether target itself is in err's chain. errors.Is
+// matches any agent.Error with target's code, and ErrReplyTooLarge shares
+// its code with ErrBadBackendReply, so it cannot tell them apart.
+func isSentinel(err, target error) bool {
+	if err == nil {
+		return false
+	}
+	if err == target {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return isSentinel(u.Unwrap(), target)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if isSentinel(e, target) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -90,23 +90,22 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st, engine, err := storeopen.Open(ctx, m.Config.DatabaseURL, m.Config.DataDir, m.Logger)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The engine gives every call the store deadline and records every
+	// statement in the store metrics.
+	st, engine, err := storeopen.OpenWith(ctx, m.Config.DatabaseURL, m.Config.DataDir, m.Logger,
+		store.Options{Timeout: m.Config.StoreTimeout, Metrics: store.NewMetrics(reg)})
 	if err != nil {
 		return err
 	}
 	m.Store = st
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	// Reads the portal repeats (search, counts, tags) are served from a
-	// short-lived cache that every write invalidates; see store.Cache.
-	// Every call below it has the store deadline.
-	ist := store.NewCache(store.Instrument(st, reg, m.Config.StoreTimeout), time.Second, 10_000)
+	network, full := cachedStore(st)
 	selfID, err := peer.IDFromPrivateKey(key)
 	if err != nil {
 		return fmt.Errorf("peer id: %w", err)
 	}
-	sink := &store.Sink{Store: ist, SelfID: selfID.String()}
+	sink := &store.Sink{Store: network, SelfID: selfID.String()}
 	node, err := p2p.New(ctx, key, p2p.Config{
 		ListenAddrs:       m.Config.P2PListen,
 		Bootstrap:         m.Config.Bootstrap,
@@ -125,7 +124,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Publisher = p2p.NewPublisher(key, sink)
 	m.Publisher.AnnounceWith(node)
 
-	srv, err := handlers.New(ist, node, m.Publisher, m.Logger, handlers.Config{
+	srv, err := handlers.New(full, node, m.Publisher, m.Logger, handlers.Config{
 		Version:               buildVersion(),
 		OperatorToken:         m.Config.OperatorToken,
 		AllowPrivateEndpoints: m.Config.AllowPrivateEndpoints,
@@ -147,16 +146,17 @@ func (m *Main) Run(ctx context.Context) error {
 
 	// Chat: local agents answer through the runtime; remote ones through
 	// their hosts, over MCP on libp2p. Other nodes reach ours the same way.
-	m.Runtime = runtime.NewRuntime(backendLookup(ist), runtime.RuntimeOptions{
+	m.Runtime = runtime.NewRuntime(backendLookup(st), runtime.RuntimeOptions{
 		AllowPrivate: m.Config.AllowPrivateEndpoints,
 		UserAgent:    "AgentSite/" + buildVersion(),
 		Logger:       m.Logger,
 	})
 	srv.Chat.Local = m.Runtime
+	m.Runtime.Delegator = srv.Chat // agents that call agents go through the same chat path
 	m.Peers = peermcp.NewClient(node, peermcp.ClientConfig{Logger: m.Logger, Version: buildVersion()})
 	srv.Chat.Remote = m.Peers
 	if err := node.ServeMCP(peermcp.NewHandler(peermcp.HandlerConfig{
-		Agents:   hostedAgents{st: ist},
+		Agents:   hostedAgents{st: network},
 		Answerer: m.Runtime,
 		Detail:   runtime.PublicMessage,
 		Allow:    peerTurnLimit(m.Config.ChatRateLimit),
@@ -172,7 +172,7 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 	}
 	m.goLoop(ctx, func(ctx context.Context) { m.refreshLoop(ctx) })
-	m.goLoop(ctx, func(ctx context.Context) { m.sweepLoop(ctx, ist) })
+	m.goLoop(ctx, func(ctx context.Context) { m.sweepLoop(ctx, network) })
 
 	ln, err := net.Listen("tcp", m.Config.HTTPAddr)
 	if err != nil {
@@ -198,6 +198,19 @@ func (m *Main) Run(ctx context.Context) error {
 	}()
 	m.Logger.Info("AgentSite is up", "portal", m.HTTPURL(), "addrs", node.Addrs())
 	return nil
+}
+
+// cachedStore puts the read cache in front of st's network view (listings
+// and nodes), the reads the portal repeats (search, counts, tags): every
+// write of the Sink, the sweep and registration goes through it and
+// invalidates it (store.Cache). full is st with that cache in place, for
+// the HTTP surfaces; accounts, sessions, conversations and backends go
+// straight to the engine, which bounds and records every call.
+func cachedStore(st store.Store) (network store.Network, full store.Store) {
+	network = store.NewCache(st, time.Second, 10_000)
+	return network, store.Composed{
+		Network: network, Backends: st, Accounts: st, Sessions: st, Conversations: st, Conn: st,
+	}
 }
 
 func (m *Main) goLoop(ctx context.Context, f func(context.Context)) {
@@ -256,7 +269,7 @@ func (m *Main) Close() error {
 
 // sweepLoop applies the liveness rules every heartbeat interval: silent
 // nodes' listings turn stale, expired listings offline.
-func (m *Main) sweepLoop(ctx context.Context, st store.Store) {
+func (m *Main) sweepLoop(ctx context.Context, st store.Network) {
 	t := time.NewTicker(m.Config.HeartbeatInterval)
 	defer t.Stop()
 	for {
@@ -273,7 +286,7 @@ func (m *Main) sweepLoop(ctx context.Context, st store.Store) {
 
 // backendLookup finds a local agent's backend for the runtime; an agent
 // without one is not hosted here.
-func backendLookup(st store.Store) func(ctx context.Context, agentID string) (agent.Backend, error) {
+func backendLookup(st store.Backends) func(ctx context.Context, agentID string) (agent.Backend, error) {
 	return func(ctx context.Context, agentID string) (agent.Backend, error) {
 		b, err := st.GetBackend(ctx, agentID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -285,7 +298,7 @@ func backendLookup(st store.Store) func(ctx context.Context, agentID string) (ag
 
 // hostedAgents is peermcp.Agents on the store: the agents this node hosts
 // and has not deleted.
-type hostedAgents struct{ st store.Store }
+type hostedAgents struct{ st store.Catalogue }
 
 // HostedAgent implements peermcp.Agents.
 func (h hostedAgents) HostedAgent(ctx context.Context, id string) (agent.Record, error) {

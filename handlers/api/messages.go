@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/httpkit"
@@ -32,12 +33,18 @@ func (a *API) SendMessage(w http.ResponseWriter, r *http.Request) {
 		a.Fail(w, r, err)
 		return
 	}
-	res, err := a.Chat.Turn(r.Context(), owner, chat.Request{AgentID: chi.URLParam(r, "id"), ConversationID: in.ConversationID, Text: in.Text}, func(string) error { return nil })
+	var steps []agent.Step
+	onStep := func(s agent.Step) {
+		if s.Done {
+			steps = append(steps, s)
+		}
+	}
+	res, err := a.Chat.Turn(r.Context(), owner, chat.Request{AgentID: chi.URLParam(r, "id"), ConversationID: in.ConversationID, Text: in.Text, OnStep: onStep}, func(string) error { return nil })
 	if err != nil {
 		a.Fail(w, r, turnError(err, res))
 		return
 	}
-	httpkit.WriteJSON(w, http.StatusOK, apiwire.MessageOut{ConversationID: res.Conversation.ID, MessageID: res.Reply.ID, Reply: res.Reply.Text})
+	httpkit.WriteJSON(w, http.StatusOK, apiwire.MessageOut{ConversationID: res.Conversation.ID, MessageID: res.Reply.ID, Reply: res.Reply.Text, Steps: steps})
 }
 
 // turnError is the answer to a failed turn: when the message was stored,

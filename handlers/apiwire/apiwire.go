@@ -80,6 +80,9 @@ type MessageOut struct {
 	ConversationID string `json:"conversation_id"`
 	MessageID      int64  `json:"message_id"`
 	Reply          string `json:"reply"`
+	// Steps are the delegations the agent made for this reply (agents
+	// that call agents), in order; absent when it made none.
+	Steps []agent.Step `json:"steps,omitempty"`
 }
 
 // NetworkSearch is the answer to POST /api/v1/network/search?tag=: how

@@ -1,6 +1,7 @@
 package chatws
 
 import (
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
@@ -12,6 +13,10 @@ const (
 	TypeChunk   = "chunk"
 	TypeDone    = "done"
 	TypeError   = "error"
+	// TypeStep reports a delegation the agent makes while it answers:
+	// asking another agent, or searching the catalogue (Step), once as it
+	// starts and once as it ends (step.done).
+	TypeStep = "step"
 )
 
 // In is a frame from the browser: a message to an agent, in a new
@@ -47,6 +52,8 @@ type Out struct {
 	Message        string `json:"message,omitempty"`
 	Stored         *bool  `json:"stored,omitempty"`
 	Sent           *bool  `json:"sent,omitempty"`
+	// Step is the delegation of a step frame.
+	Step *agent.Step `json:"step,omitempty"`
 }
 
 // Codes of this transport's own refusals, before a turn starts.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
@@ -106,7 +107,10 @@ func (h *Handler) runTurn(ctx context.Context, owner chat.Owner, in In, out chan
 		streamed.Store(true)
 		return send(ctx, out, Out{Type: TypeChunk, Text: chunk, ConversationID: in.ConversationID})
 	}
-	res, err := h.Chat.Turn(ctx, owner, chat.Request{AgentID: in.AgentID, ConversationID: in.ConversationID, Text: in.Text}, emit)
+	onStep := func(st agent.Step) {
+		_ = send(ctx, out, Out{Type: TypeStep, ConversationID: in.ConversationID, Step: &st})
+	}
+	res, err := h.Chat.Turn(ctx, owner, chat.Request{AgentID: in.AgentID, ConversationID: in.ConversationID, Text: in.Text, OnStep: onStep}, emit)
 	if err != nil {
 		e := httpkit.Classify(err)
 		if e.Status >= 500 {

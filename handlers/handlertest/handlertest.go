@@ -413,6 +413,7 @@ func UseRuntime(e *Env) {
 	}, runtime.RuntimeOptions{AllowPrivate: true, Timeout: 10 * time.Second})
 	t.Cleanup(func() { _ = rt.Close() })
 	e.Server.Chat.Local = rt
+	rt.Delegator = e.Server.Chat
 }
 
 // seedEcho registers a local agent with the echo builtin and returns its id.

@@ -71,7 +71,7 @@ func parseAgentForm(f url.Values) (registry.Input, web.AgentFormView) {
 	case agent.BackendMCP:
 		b.URL = v.Backend.URL
 		b.Tool = strings.TrimSpace(v.Backend.Tool)
-	case agent.BackendWebhook:
+	case agent.BackendWebhook, agent.BackendA2A:
 		b.URL = v.Backend.URL
 	}
 	in.Backend = b

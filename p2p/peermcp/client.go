@@ -103,6 +103,9 @@ func (c *Client) Send(ctx context.Context, hostPeerID string, t agent.Turn, emit
 	req.Params.Name = ToolName
 	req.Params.Arguments = turnArguments(t)
 	req.Params.Meta = &mcp.Meta{ProgressToken: token}
+	if t.Trace.ID != "" {
+		req.Params.Meta.AdditionalFields = map[string]any{MetaTrace: t.Trace}
+	}
 	res, err := cn.c.CallTool(tctx, req)
 	if serr := sink.finish(); serr != nil {
 		return "", serr

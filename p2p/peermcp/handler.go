@@ -3,6 +3,7 @@ package peermcp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -148,7 +149,11 @@ func (h *handler) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mc
 	case h.cfg.Answerer == nil:
 		return toolError(agent.ErrBackendUnavailable, ""), nil
 	}
-	turn := agent.Turn{AgentID: in.AgentID, ConversationID: in.ConversationID, History: fromWire(in.History), Text: in.Text}
+	trace, ok := traceOf(req)
+	if !ok {
+		return badArgs("_meta", "the delegation trace is malformed or over the hop limit"), nil
+	}
+	turn := agent.Turn{AgentID: in.AgentID, ConversationID: in.ConversationID, History: fromWire(in.History), Text: in.Text, Trace: trace}
 	stream := mcpstream.New(ctx, h.srv, req)
 	reply, err := h.cfg.Answerer.Answer(ctx, turn, stream.Emit)
 	stream.Drain()
@@ -184,4 +189,21 @@ func toolError(e *agent.Error, detail string) *mcp.CallToolResult {
 	res := mcp.NewToolResultStructured(map[string]any{"error": wireError{Code: e.Code, Message: e.Message, Detail: detail}}, e.Message)
 	res.IsError = true
 	return res
+}
+
+// traceOf reads the delegation trace from the call's _meta: a new one when
+// the message comes from a person, false when it breaks the limits.
+func traceOf(req mcp.CallToolRequest) (agent.Trace, bool) {
+	if req.Params.Meta == nil || req.Params.Meta.AdditionalFields[MetaTrace] == nil {
+		return agent.NewTrace(), true
+	}
+	raw, err := json.Marshal(req.Params.Meta.AdditionalFields[MetaTrace])
+	if err != nil {
+		return agent.Trace{}, false
+	}
+	var t agent.Trace
+	if json.Unmarshal(raw, &t) != nil || t.ID == "" || !t.Valid() {
+		return agent.Trace{}, false
+	}
+	return t, true
 }

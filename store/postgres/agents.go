@@ -31,7 +31,7 @@ const listingFrom = `agents a JOIN agent_records r ON r.id = a.id`
 // stale record changes no row and the statement returns nothing; otherwise
 // agent_records follows in the same statement. pos is never updated: it is
 // first-seen order. Returns the listing's visibility for agent_tags.
-const upsertAgentSQL = `
+const upsertAgentSQL = `-- name: upsert_record
 WITH up AS (
 	INSERT INTO agents AS a (id, seq, tombstone, status, local, owner, host_peer_id, tags,
 		expires_at, last_seen, updated_at, search)
@@ -61,7 +61,7 @@ SELECT visible FROM up`
 // listing's visibility $3: the CTE drops the tags that went, the insert adds
 // the new ones and refreshes visible on the kept ones. The two touch
 // disjoint rows, so one statement suffices.
-const rewriteTagsSQL = `
+const rewriteTagsSQL = `-- name: rewrite_tags
 WITH dropped AS (
 	DELETE FROM agent_tags WHERE agent_id = $1 AND tag <> ALL ($2::text[])
 )
@@ -81,7 +81,7 @@ const syncTagVisibility = `
 )
 SELECT count(*) FROM changed`
 
-// UpsertRecord implements store.Store.
+// UpsertRecord implements store.Catalogue.
 func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
 	r := &l.Record
 	if r.Seq > math.MaxInt64 {
@@ -95,7 +95,7 @@ func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
 	if err != nil {
 		return fmt.Errorf("postgres: upsert agent %s: encode endpoints: %w", r.ID, err)
 	}
-	return db.InTransaction(ctx, func(tx pgx.Tx) error {
+	return db.InTransaction(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var visible bool
 		err := tx.QueryRow(ctx, upsertAgentSQL,
 			r.ID, int64(r.Seq), r.Tombstone, l.Status, l.Local, r.Owner, l.HostPeerID, r.Tags,
@@ -120,9 +120,10 @@ func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
 	})
 }
 
-// GetAgent implements store.Store.
+// GetAgent implements store.Catalogue.
 func (db *DB) GetAgent(ctx context.Context, id string) (store.Listing, error) {
-	row := db.pool.QueryRow(ctx, `SELECT `+listingColumns+` FROM `+listingFrom+` WHERE a.id = $1`, id)
+	row := db.q.QueryRow(ctx, `-- name: get_agent
+SELECT `+listingColumns+` FROM `+listingFrom+` WHERE a.id = $1`, id)
 	l, _, err := scanListing(row)
 	if err != nil {
 		return store.Listing{}, dbErr("get agent "+id, err)
@@ -130,22 +131,25 @@ func (db *DB) GetAgent(ctx context.Context, id string) (store.Listing, error) {
 	return l, nil
 }
 
-// RecentAgents implements store.Store.
+// RecentAgents implements store.Catalogue.
 func (db *DB) RecentAgents(ctx context.Context, limit int) ([]store.Listing, error) {
-	return queryListings(ctx, db.pool, "recent agents",
-		`SELECT `+listingColumns+` FROM `+listingFrom+` WHERE a.visible ORDER BY a.pos DESC LIMIT $1`,
+	return queryListings(ctx, db.q, "recent agents",
+		`-- name: recent_agents
+SELECT `+listingColumns+` FROM `+listingFrom+` WHERE a.visible ORDER BY a.pos DESC LIMIT $1`,
 		store.NormalizeLimit(limit))
 }
 
-// ListLocal implements store.Store.
+// ListLocal implements store.Catalogue.
 func (db *DB) ListLocal(ctx context.Context) ([]store.Listing, error) {
-	return queryListings(ctx, db.pool, "list local agents",
-		`SELECT `+listingColumns+` FROM `+listingFrom+` WHERE a.local AND NOT a.tombstone ORDER BY a.pos`)
+	return queryListings(ctx, db.q, "list local agents",
+		`-- name: list_local
+SELECT `+listingColumns+` FROM `+listingFrom+` WHERE a.local AND NOT a.tombstone ORDER BY a.pos`)
 }
 
-// CountByStatus implements store.Store.
+// CountByStatus implements store.Catalogue.
 func (db *DB) CountByStatus(ctx context.Context) (map[string]int, error) {
-	rows, err := db.pool.Query(ctx, `SELECT status, count(*) FROM agents WHERE NOT tombstone GROUP BY status`)
+	rows, err := db.q.Query(ctx, `-- name: count_by_status
+SELECT status, count(*) FROM agents WHERE NOT tombstone GROUP BY status`)
 	if err != nil {
 		return nil, dbErr("count by status", err)
 	}
@@ -164,10 +168,10 @@ func (db *DB) CountByStatus(ctx context.Context) (map[string]int, error) {
 	return out, nil
 }
 
-// SetHostStatus implements store.Store.
+// SetHostStatus implements store.Catalogue.
 func (db *DB) SetHostStatus(ctx context.Context, hostPeerID, status string, lastSeen time.Time) (int, error) {
 	var n int
-	err := db.pool.QueryRow(ctx, `
+	err := db.q.QueryRow(ctx, `-- name: set_host_status
 WITH changed AS (
 	UPDATE agents SET status = $2,
 		last_seen = CASE WHEN $2 = 'online' THEN $3 ELSE last_seen END
@@ -179,10 +183,10 @@ WITH changed AS (
 	return n, nil
 }
 
-// ExpireListings implements store.Store.
+// ExpireListings implements store.Catalogue.
 func (db *DB) ExpireListings(ctx context.Context, now time.Time) (int, error) {
 	var n int
-	err := db.pool.QueryRow(ctx, `
+	err := db.q.QueryRow(ctx, `-- name: expire_listings
 WITH changed AS (
 	UPDATE agents SET status = 'offline'
 	WHERE expires_at <= $1 AND status <> 'offline'

@@ -8,23 +8,24 @@ import (
 	"github.com/agentsite/agentsite/agent"
 )
 
-// PutBackend implements store.Store.
+// PutBackend implements store.Backends.
 func (db *DB) PutBackend(ctx context.Context, agentID string, b agent.Backend) error {
 	config, err := json.Marshal(b)
 	if err != nil {
 		return fmt.Errorf("postgres: put backend of agent %s: encode: %w", agentID, err)
 	}
-	_, err = db.pool.Exec(ctx, `
+	_, err = db.q.Exec(ctx, `-- name: put_backend
 INSERT INTO agent_backends (agent_id, config, updated_at) VALUES ($1, $2, now())
 ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at`,
 		agentID, config)
 	return dbErr("put backend of agent "+agentID, err)
 }
 
-// GetBackend implements store.Store.
+// GetBackend implements store.Backends.
 func (db *DB) GetBackend(ctx context.Context, agentID string) (agent.Backend, error) {
 	var config []byte
-	err := db.pool.QueryRow(ctx, `SELECT config FROM agent_backends WHERE agent_id = $1`, agentID).Scan(&config)
+	err := db.q.QueryRow(ctx, `-- name: get_backend
+SELECT config FROM agent_backends WHERE agent_id = $1`, agentID).Scan(&config)
 	if err != nil {
 		return agent.Backend{}, dbErr("get backend of agent "+agentID, err)
 	}
@@ -35,8 +36,9 @@ func (db *DB) GetBackend(ctx context.Context, agentID string) (agent.Backend, er
 	return b, nil
 }
 
-// DeleteBackend implements store.Store.
+// DeleteBackend implements store.Backends.
 func (db *DB) DeleteBackend(ctx context.Context, agentID string) error {
-	_, err := db.pool.Exec(ctx, `DELETE FROM agent_backends WHERE agent_id = $1`, agentID)
+	_, err := db.q.Exec(ctx, `-- name: delete_backend
+DELETE FROM agent_backends WHERE agent_id = $1`, agentID)
 	return dbErr("delete backend of agent "+agentID, err)
 }

@@ -28,7 +28,7 @@ func (db *DB) CatalogueEnvelopes(ctx context.Context, after int64, tag string, l
 	if tag != "" {
 		where += " AND a.tags @> " + b.arg([]string{tag}) + "::text[]"
 	}
-	rows, err := db.pool.Query(ctx, `
+	rows, err := db.q.Query(ctx, `-- name: catalogue_envelopes
 SELECT a.pos, r.envelope
 FROM `+listingFrom+`
 WHERE `+where+` AND r.envelope IS NOT NULL

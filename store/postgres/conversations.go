@@ -25,7 +25,7 @@ func scanConversation(row pgx.Row) (store.Conversation, error) {
 	return c, nil
 }
 
-// CreateConversation implements store.Store. A zero CreatedAt means now; a
+// CreateConversation implements store.Conversations. A zero CreatedAt means now; a
 // zero UpdatedAt means CreatedAt. A taken id is store.ErrConflict.
 func (db *DB) CreateConversation(ctx context.Context, c store.Conversation) (store.Conversation, error) {
 	if c.CreatedAt.IsZero() {
@@ -34,7 +34,7 @@ func (db *DB) CreateConversation(ctx context.Context, c store.Conversation) (sto
 	if c.UpdatedAt.IsZero() {
 		c.UpdatedAt = c.CreatedAt
 	}
-	out, err := scanConversation(db.pool.QueryRow(ctx, `
+	out, err := scanConversation(db.q.QueryRow(ctx, `-- name: create_conversation
 INSERT INTO conversations AS c (id, agent_id, owner_key, agent_owner, agent_publisher, title, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 RETURNING `+conversationColumns, c.ID, c.AgentID, c.OwnerKey, c.AgentOwner, c.AgentPublisher, c.Title, c.CreatedAt, c.UpdatedAt))
@@ -44,19 +44,20 @@ RETURNING `+conversationColumns, c.ID, c.AgentID, c.OwnerKey, c.AgentOwner, c.Ag
 	return out, nil
 }
 
-// GetConversation implements store.Store.
+// GetConversation implements store.Conversations.
 func (db *DB) GetConversation(ctx context.Context, id string) (store.Conversation, error) {
-	c, err := scanConversation(db.pool.QueryRow(ctx,
-		`SELECT `+conversationColumns+` FROM conversations c WHERE c.id = $1`, id))
+	c, err := scanConversation(db.q.QueryRow(ctx,
+		`-- name: get_conversation
+SELECT `+conversationColumns+` FROM conversations c WHERE c.id = $1`, id))
 	if err != nil {
 		return store.Conversation{}, dbErr("get conversation "+id, err)
 	}
 	return c, nil
 }
 
-// ListConversations implements store.Store.
+// ListConversations implements store.Conversations.
 func (db *DB) ListConversations(ctx context.Context, ownerKey string, limit int) ([]store.Conversation, error) {
-	rows, err := db.pool.Query(ctx, `
+	rows, err := db.q.Query(ctx, `-- name: list_conversations
 SELECT `+conversationColumns+` FROM conversations c
 WHERE c.owner_key = $1
 ORDER BY c.updated_at DESC, c.id DESC
@@ -79,7 +80,7 @@ LIMIT $2`, ownerKey, store.NormalizeLimit(limit))
 	return out, nil
 }
 
-// AppendMessage implements store.Store: the insert and the bump of the
+// AppendMessage implements store.Conversations: the insert and the bump of the
 // conversation's updated_at are one statement. A zero CreatedAt means now;
 // a missing conversation is store.ErrNotFound.
 func (db *DB) AppendMessage(ctx context.Context, m store.Message) (store.Message, error) {
@@ -87,7 +88,7 @@ func (db *DB) AppendMessage(ctx context.Context, m store.Message) (store.Message
 		m.CreatedAt = time.Now().UTC()
 	}
 	var created time.Time
-	err := db.pool.QueryRow(ctx, `
+	err := db.q.QueryRow(ctx, `-- name: append_message
 WITH bumped AS (
 	UPDATE conversations SET updated_at = greatest(updated_at, $4) WHERE id = $1 RETURNING id
 )
@@ -101,10 +102,10 @@ RETURNING id, created_at`, m.ConversationID, m.Role, m.Text, m.CreatedAt).Scan(&
 	return m, nil
 }
 
-// ListMessages implements store.Store.
+// ListMessages implements store.Conversations.
 func (db *DB) ListMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error) {
 	op := fmt.Sprintf("list messages of conversation %s", conversationID)
-	rows, err := db.pool.Query(ctx, `
+	rows, err := db.q.Query(ctx, `-- name: list_messages
 SELECT id, conversation_id, role, text, created_at FROM messages
 WHERE conversation_id = $1
 ORDER BY id DESC

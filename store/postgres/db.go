@@ -49,16 +49,29 @@ const (
 
 // DB is the Postgres store.Store.
 type DB struct {
-	pool   *pgxpool.Pool
+	// q is the pool under the store deadline: every statement outside a
+	// transaction goes through it (InTransaction bounds the others). The
+	// pool itself is only reached through q, so that no statement can
+	// forget the deadline by accident.
+	q      bounded
+	opts   store.Options
 	logger *slog.Logger
 }
 
 var _ store.Store = (*DB)(nil)
 
-// Open connects to url, migrates the schema and returns the store. It fails
-// with an error wrapping store.ErrSchemaTooNew if the database was migrated
-// by a newer binary, and with a clear error if a migration was left dirty.
+// Open connects to url, migrates the schema and returns the store, with no
+// store deadline and no metrics (OpenWith sets them). It fails with an
+// error wrapping store.ErrSchemaTooNew if the database was migrated by a
+// newer binary, and with a clear error if a migration was left dirty.
 func Open(ctx context.Context, url string, logger *slog.Logger) (*DB, error) {
+	return OpenWith(ctx, url, logger, store.Options{})
+}
+
+// OpenWith is Open with opts: every call of the store gets opts.Timeout as
+// its deadline (see bounded and InTransaction), and every statement is
+// recorded in opts.Metrics by a pgx QueryTracer (tracer).
+func OpenWith(ctx context.Context, url string, logger *slog.Logger, opts store.Options) (*DB, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -97,6 +110,9 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*DB, error) {
 	setDefault(rp, "application_name", "agentsite")
 	setDefault(migCfg.RuntimeParams, "application_name", "agentsite-migrate")
 	migCfg.RuntimeParams["statement_timeout"] = "0"
+	if opts.Metrics != nil {
+		cfg.ConnConfig.Tracer = tracer{metrics: opts.Metrics}
+	}
 
 	if err := migrateUp(ctx, migCfg, logger); err != nil {
 		return nil, err
@@ -106,7 +122,7 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: create pool: %w", err)
 	}
-	db := &DB{pool: pool, logger: logger}
+	db := &DB{q: bounded{pool: pool, opts: opts}, opts: opts, logger: logger}
 	if err := db.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -120,19 +136,25 @@ func setDefault(m map[string]string, k, v string) {
 	}
 }
 
-// Ping checks the database is reachable (readiness).
+// Ping checks the database is reachable (readiness). pgx sends the ping
+// past the QueryTracer, so it is recorded here.
 func (db *DB) Ping(ctx context.Context) error {
-	return dbErr("ping", db.pool.Ping(ctx))
+	start := time.Now()
+	ctx, end := db.opts.Bound(ctx)
+	err := end(dbErr("ping", db.q.pool.Ping(ctx)))
+	db.opts.Metrics.Observe("ping", time.Since(start), err)
+	return err
 }
 
 // Close waits for the connections in use to be released and closes the pool.
 func (db *DB) Close() error {
-	db.pool.Close()
+	db.q.pool.Close()
 	return nil
 }
 
-// querier is what the query helpers need; both *pgxpool.Pool and pgx.Tx
-// have it, so a helper runs the same inside or outside a transaction.
+// querier is what the query helpers need; the bounded pool (DB.q) and
+// pgx.Tx both have it, so a helper runs the same inside or outside a
+// transaction.
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
@@ -148,14 +170,22 @@ var (
 // rolled back otherwise (and on panic). The rollback runs on a fresh, short
 // context so a cancelled request still releases its locks promptly.
 //
+// The whole transaction is one store call under the store deadline: fn
+// gets the bounded context and must run its statements with it.
+//
 // If ctx has a deadline, the server is told to end the transaction when
 // the client stays silent for longer than the time left
 // (idle_in_transaction_session_timeout). A caller that gave up at its
 // deadline has reported the write as failed; without that bound, a COMMIT
 // held up by a stalled network could still reach the server later and
 // store the write after all.
-func (db *DB) InTransaction(ctx context.Context, fn func(tx pgx.Tx) error) (err error) {
-	tx, err := db.pool.BeginTx(ctx, txOptions(ctx))
+func (db *DB) InTransaction(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	ctx, end := db.opts.Bound(ctx)
+	return end(db.inTransaction(ctx, fn))
+}
+
+func (db *DB) inTransaction(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
+	tx, err := db.q.pool.BeginTx(ctx, txOptions(ctx))
 	if err != nil {
 		return dbErr("begin", err)
 	}
@@ -168,7 +198,7 @@ func (db *DB) InTransaction(ctx context.Context, fn func(tx pgx.Tx) error) (err 
 			rollback(ctx, tx, db.logger)
 		}
 	}()
-	if err := fn(tx); err != nil {
+	if err := fn(ctx, tx); err != nil {
 		return err
 	}
 	return dbErr("commit", tx.Commit(ctx))
@@ -222,7 +252,7 @@ func dbErr(op string, err error) error {
 // unavailable reports whether err means the server could not be reached or
 // went away: a failed connect, a dropped connection, or a server that is
 // shutting down, starting up or out of connections. Timeouts and
-// cancellations are left to the caller: store.Instrument tells its own
+// cancellations are left to store.Options.Bound, which tells the store
 // deadline from the caller's.
 func unavailable(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || pgconn.Timeout(err) {

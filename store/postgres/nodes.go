@@ -7,9 +7,9 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-// UpsertNode implements store.Store.
+// UpsertNode implements store.Nodes.
 func (db *DB) UpsertNode(ctx context.Context, n store.Node) error {
-	_, err := db.pool.Exec(ctx, `
+	_, err := db.q.Exec(ctx, `-- name: upsert_node
 INSERT INTO nodes (peer_id, addrs, version, agents_hosted, load, last_heartbeat, status)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (peer_id) DO UPDATE SET
@@ -20,9 +20,9 @@ ON CONFLICT (peer_id) DO UPDATE SET
 	return dbErr("upsert node "+n.PeerID, err)
 }
 
-// ListNodes implements store.Store: most recently heard first.
+// ListNodes implements store.Nodes: most recently heard first.
 func (db *DB) ListNodes(ctx context.Context) ([]store.Node, error) {
-	rows, err := db.pool.Query(ctx, `
+	rows, err := db.q.Query(ctx, `-- name: list_nodes
 SELECT peer_id, addrs, version, agents_hosted, load, last_heartbeat, status
 FROM nodes ORDER BY last_heartbeat DESC, peer_id`)
 	if err != nil {

@@ -9,7 +9,14 @@ import (
 )
 
 // TestConformance holds the Postgres engine to the behaviour both engines
-// share.
+// share, opened as a node opens it: with a store deadline and metrics.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return pgtest.Open(t) })
+	storetest.RunObserved(t, openWith)
 }
+
+// TestMetrics: the QueryTracer records every statement by name.
+func TestMetrics(t *testing.T) {
+	storetest.Metrics(t, openWith)
+}
+
+func openWith(t *testing.T, opts store.Options) store.Store { return pgtest.OpenWith(t, opts) }

@@ -11,7 +11,7 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-// SearchAgents implements store.Store. The SQL text is assembled only from
+// SearchAgents implements store.Catalogue. The SQL text is assembled only from
 // constant fragments; every value (terms, tags, statuses, owner, cursor) is a
 // bind parameter.
 //
@@ -77,12 +77,13 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	ORDER BY a.pos DESC
 	LIMIT ` + b.arg(limit+1)
 	}
-	sql := `SELECT ` + listingColumns + `, a.rank
+	sql := `-- name: search_agents
+SELECT ` + listingColumns + `, a.rank
 FROM (` + inner + `) AS a
 	JOIN agent_records r ON r.id = a.id
 ORDER BY a.rank DESC, a.pos DESC`
 
-	rows, err := db.pool.Query(ctx, sql, b.args...)
+	rows, err := db.q.Query(ctx, sql, b.args...)
 	if err != nil {
 		return store.SearchPage{}, dbErr("search agents", err)
 	}
@@ -157,10 +158,10 @@ func (b *sqlBuilder) arg(v any) string {
 	return "$" + strconv.Itoa(len(b.args))
 }
 
-// ListTags implements store.Store: an index-only scan of
+// ListTags implements store.Catalogue: an index-only scan of
 // agent_tags_visible.
 func (db *DB) ListTags(ctx context.Context, limit int) ([]store.TagCount, error) {
-	rows, err := db.pool.Query(ctx, `
+	rows, err := db.q.Query(ctx, `-- name: list_tags
 SELECT tag, count(*) AS n FROM agent_tags
 WHERE visible
 GROUP BY tag
@@ -184,13 +185,13 @@ LIMIT $1`, store.NormalizeLimit(limit))
 	return out, nil
 }
 
-// Stats implements store.Store. Listings are counted in one index-only scan
+// Stats implements store.Catalogue. Listings are counted in one index-only scan
 // of agents_status_pos; distinct tags with a skip scan of
 // agent_tags_visible (one index descent per distinct tag, not one row per
 // listing and tag).
 func (db *DB) Stats(ctx context.Context) (store.Stats, error) {
 	var s store.Stats
-	err := db.pool.QueryRow(ctx, `
+	err := db.q.QueryRow(ctx, `-- name: stats
 WITH RECURSIVE tags AS (
 	(SELECT tag FROM agent_tags WHERE visible ORDER BY tag LIMIT 1)
 	UNION ALL

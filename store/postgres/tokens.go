@@ -26,10 +26,10 @@ func scanToken(row pgx.Row, extra ...any) (store.APIToken, error) {
 	return k, nil
 }
 
-// CreateAPIToken implements store.Store: store.ErrNotFound if the user does
+// CreateAPIToken implements store.Accounts: store.ErrNotFound if the user does
 // not exist, store.ErrConflict if the hash is already stored.
 func (db *DB) CreateAPIToken(ctx context.Context, userID int64, name string, hash []byte) (store.APIToken, error) {
-	k, err := scanToken(db.pool.QueryRow(ctx, `
+	k, err := scanToken(db.q.QueryRow(ctx, `-- name: create_api_token
 INSERT INTO api_tokens AS k (user_id, name, hash) VALUES ($1, $2, $3)
 RETURNING `+tokenColumns, userID, name, hash))
 	if err != nil {
@@ -38,11 +38,12 @@ RETURNING `+tokenColumns, userID, name, hash))
 	return k, nil
 }
 
-// ListAPITokens implements store.Store, oldest first.
+// ListAPITokens implements store.Accounts, oldest first.
 func (db *DB) ListAPITokens(ctx context.Context, userID int64) ([]store.APIToken, error) {
 	op := fmt.Sprintf("list API tokens of user %d", userID)
-	rows, err := db.pool.Query(ctx,
-		`SELECT `+tokenColumns+` FROM api_tokens k WHERE k.user_id = $1 ORDER BY k.id`, userID)
+	rows, err := db.q.Query(ctx,
+		`-- name: list_api_tokens
+SELECT `+tokenColumns+` FROM api_tokens k WHERE k.user_id = $1 ORDER BY k.id`, userID)
 	if err != nil {
 		return nil, dbErr(op, err)
 	}
@@ -61,14 +62,14 @@ func (db *DB) ListAPITokens(ctx context.Context, userID int64) ([]store.APIToken
 	return out, nil
 }
 
-// UseAPIToken implements store.Store: one statement stamps the token and
+// UseAPIToken implements store.Accounts: one statement stamps the token and
 // returns it with its user.
 func (db *DB) UseAPIToken(ctx context.Context, hash []byte, now time.Time) (store.APIToken, store.User, error) {
 	var (
 		u       store.User
 		created time.Time
 	)
-	k, err := scanToken(db.pool.QueryRow(ctx, `
+	k, err := scanToken(db.q.QueryRow(ctx, `-- name: use_api_token
 UPDATE api_tokens AS k SET last_used_at = $2
 FROM users u
 WHERE k.hash = $1 AND u.id = k.user_id
@@ -81,10 +82,11 @@ RETURNING `+tokenColumns+`, `+userColumns, hash, now),
 	return k, u, nil
 }
 
-// DeleteAPIToken implements store.Store.
+// DeleteAPIToken implements store.Accounts.
 func (db *DB) DeleteAPIToken(ctx context.Context, userID, tokenID int64) error {
 	op := fmt.Sprintf("delete API token %d of user %d", tokenID, userID)
-	tag, err := db.pool.Exec(ctx, `DELETE FROM api_tokens WHERE id = $1 AND user_id = $2`, tokenID, userID)
+	tag, err := db.q.Exec(ctx, `-- name: delete_api_token
+DELETE FROM api_tokens WHERE id = $1 AND user_id = $2`, tokenID, userID)
 	if err != nil {
 		return dbErr(op, err)
 	}

@@ -24,10 +24,10 @@ func scanUser(row pgx.Row) (store.User, error) {
 	return u, nil
 }
 
-// CreateUser implements store.Store; the unique index on lower(handle)
+// CreateUser implements store.Accounts; the unique index on lower(handle)
 // turns a taken handle, in any case, into store.ErrConflict.
 func (db *DB) CreateUser(ctx context.Context, handle, passwordHash string) (store.User, error) {
-	u, err := scanUser(db.pool.QueryRow(ctx, `
+	u, err := scanUser(db.q.QueryRow(ctx, `-- name: create_user
 INSERT INTO users AS u (handle, password_hash) VALUES ($1, $2)
 RETURNING `+userColumns, handle, passwordHash))
 	if err != nil {
@@ -36,20 +36,22 @@ RETURNING `+userColumns, handle, passwordHash))
 	return u, nil
 }
 
-// GetUserByHandle implements store.Store (case-insensitive, served by the
+// GetUserByHandle implements store.Accounts (case-insensitive, served by the
 // users_handle_lower index).
 func (db *DB) GetUserByHandle(ctx context.Context, handle string) (store.User, error) {
-	u, err := scanUser(db.pool.QueryRow(ctx,
-		`SELECT `+userColumns+` FROM users u WHERE lower(u.handle) = lower($1)`, handle))
+	u, err := scanUser(db.q.QueryRow(ctx,
+		`-- name: get_user_by_handle
+SELECT `+userColumns+` FROM users u WHERE lower(u.handle) = lower($1)`, handle))
 	if err != nil {
 		return store.User{}, dbErr("get user "+handle, err)
 	}
 	return u, nil
 }
 
-// GetUserByID implements store.Store.
+// GetUserByID implements store.Accounts.
 func (db *DB) GetUserByID(ctx context.Context, id int64) (store.User, error) {
-	u, err := scanUser(db.pool.QueryRow(ctx, `SELECT `+userColumns+` FROM users u WHERE u.id = $1`, id))
+	u, err := scanUser(db.q.QueryRow(ctx, `-- name: get_user_by_id
+SELECT `+userColumns+` FROM users u WHERE u.id = $1`, id))
 	if err != nil {
 		return store.User{}, dbErr("get user "+strconv.FormatInt(id, 10), err)
 	}

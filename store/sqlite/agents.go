@@ -23,7 +23,7 @@ const listingColumns = `a.id, a.name, a.display_name, a.description, a.tags, a.s
 // newer. The WHERE of DO UPDATE makes the seq rule atomic: a stale record
 // updates nothing and RETURNING yields no row. pos is never updated, so a
 // listing keeps its first-seen place.
-const upsertAgentSQL = `
+const upsertAgentSQL = `-- name: upsert_record
 INSERT INTO agents (id, name, display_name, description, tags, skills, skills_text, endpoints,
 	version, publisher, owner, seq, issued_at, expires_at, tombstone,
 	envelope, status, last_seen, host_peer_id, local, updated_at)
@@ -43,11 +43,13 @@ WHERE excluded.seq > agents.seq
 RETURNING pos`
 
 const (
-	deleteTagsSQL = `DELETE FROM agent_tags WHERE agent_pos = ?`
-	insertTagsSQL = `INSERT OR IGNORE INTO agent_tags (tag, agent_pos) SELECT value, ? FROM json_each(?)`
+	deleteTagsSQL = `-- name: delete_tags
+DELETE FROM agent_tags WHERE agent_pos = ?`
+	insertTagsSQL = `-- name: insert_tags
+INSERT OR IGNORE INTO agent_tags (tag, agent_pos) SELECT value, ? FROM json_each(?)`
 )
 
-// UpsertRecord implements store.Store: the listing row (whose triggers
+// UpsertRecord implements store.Catalogue: the listing row (whose triggers
 // update the full-text index and the tag counts) and its tag rows change in
 // one write transaction, or not at all. A tombstone keeps its tag rows (they
 // count for nothing, tag_counts only counts visible listings), so a sync by
@@ -72,7 +74,7 @@ func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: upsert agent %s: encode endpoints: %w", r.ID, err)
 	}
-	return db.inTx(ctx, func(tx execer) error {
+	return db.inTx(ctx, func(ctx context.Context, tx execer) error {
 		var pos int64
 		err := tx.QueryRowContext(ctx, upsertAgentSQL,
 			r.ID, r.Name, r.DisplayName, r.Description, tags, skills, skillsText(r.Skills), endpoints,
@@ -127,9 +129,10 @@ func skillsText(skills []agent.Skill) string {
 	return b.String()
 }
 
-// GetAgent implements store.Store.
+// GetAgent implements store.Catalogue.
 func (db *DB) GetAgent(ctx context.Context, id string) (store.Listing, error) {
-	row := db.r.QueryRowContext(ctx, `SELECT `+listingColumns+` FROM agents a WHERE a.id = ?`, id)
+	row := db.r.QueryRowContext(ctx, `-- name: get_agent
+SELECT `+listingColumns+` FROM agents a WHERE a.id = ?`, id)
 	l, _, err := scanListing(row)
 	if err != nil {
 		return store.Listing{}, dbErr("get agent "+id, err)
@@ -137,17 +140,17 @@ func (db *DB) GetAgent(ctx context.Context, id string) (store.Listing, error) {
 	return l, nil
 }
 
-// RecentAgents implements store.Store: a backward walk of the rowid.
+// RecentAgents implements store.Catalogue: a backward walk of the rowid.
 func (db *DB) RecentAgents(ctx context.Context, limit int) ([]store.Listing, error) {
-	return queryListings(ctx, db.r, "recent agents", `
+	return queryListings(ctx, db.r, "recent agents", `-- name: recent_agents
 SELECT `+listingColumns+` FROM agents a
 WHERE a.tombstone = 0 AND a.status IN ('online', 'stale')
 ORDER BY a.pos DESC LIMIT ?`, store.NormalizeLimit(limit))
 }
 
-// ListLocal implements store.Store, in first-seen order.
+// ListLocal implements store.Catalogue, in first-seen order.
 func (db *DB) ListLocal(ctx context.Context) ([]store.Listing, error) {
-	return queryListings(ctx, db.r, "list local agents", `
+	return queryListings(ctx, db.r, "list local agents", `-- name: list_local
 SELECT `+listingColumns+` FROM agents a
 WHERE a.local = 1 AND a.tombstone = 0
 ORDER BY a.pos`)

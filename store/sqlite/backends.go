@@ -9,7 +9,7 @@ import (
 	"github.com/agentsite/agentsite/agent"
 )
 
-// PutBackend implements store.Store. The backend (API key included) is
+// PutBackend implements store.Backends. The backend (API key included) is
 // stored as JSON; the database file is the node's secret store, like its
 // key file next to it.
 func (db *DB) PutBackend(ctx context.Context, agentID string, b agent.Backend) error {
@@ -17,17 +17,18 @@ func (db *DB) PutBackend(ctx context.Context, agentID string, b agent.Backend) e
 	if err != nil {
 		return fmt.Errorf("sqlite: put backend of agent %s: encode: %w", agentID, err)
 	}
-	_, err = db.w.ExecContext(ctx, `
+	_, err = db.w.ExecContext(ctx, `-- name: put_backend
 INSERT INTO agent_backends (agent_id, config, updated_at) VALUES (?, ?, ?)
 ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at`,
 		agentID, string(config), time.Now().UnixNano())
 	return dbErr("put backend of agent "+agentID, err)
 }
 
-// GetBackend implements store.Store.
+// GetBackend implements store.Backends.
 func (db *DB) GetBackend(ctx context.Context, agentID string) (agent.Backend, error) {
 	var config string
-	err := db.r.QueryRowContext(ctx, `SELECT config FROM agent_backends WHERE agent_id = ?`, agentID).Scan(&config)
+	err := db.r.QueryRowContext(ctx, `-- name: get_backend
+SELECT config FROM agent_backends WHERE agent_id = ?`, agentID).Scan(&config)
 	if err != nil {
 		return agent.Backend{}, dbErr("get backend of agent "+agentID, err)
 	}
@@ -38,9 +39,10 @@ func (db *DB) GetBackend(ctx context.Context, agentID string) (agent.Backend, er
 	return b, nil
 }
 
-// DeleteBackend implements store.Store; deleting a missing backend is not an
+// DeleteBackend implements store.Backends; deleting a missing backend is not an
 // error.
 func (db *DB) DeleteBackend(ctx context.Context, agentID string) error {
-	_, err := db.w.ExecContext(ctx, `DELETE FROM agent_backends WHERE agent_id = ?`, agentID)
+	_, err := db.w.ExecContext(ctx, `-- name: delete_backend
+DELETE FROM agent_backends WHERE agent_id = ?`, agentID)
 	return dbErr("delete backend of agent "+agentID, err)
 }

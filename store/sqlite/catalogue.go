@@ -19,12 +19,14 @@ import (
 // key for a tag) that stops at limit+1.
 func (db *DB) CatalogueEnvelopes(ctx context.Context, after int64, tag string, limit int, now time.Time) (envelopes [][]byte, next int64, err error) {
 	limit = store.NormalizeLimit(limit)
-	query := `SELECT a.pos, a.envelope FROM agents a
+	query := `-- name: catalogue_envelopes
+SELECT a.pos, a.envelope FROM agents a
 WHERE a.pos > ?1 AND a.expires_at > ?2 AND a.envelope IS NOT NULL
 ORDER BY a.pos LIMIT ?3`
 	args := []any{after, now.UnixNano(), limit + 1}
 	if tag != "" {
-		query = `SELECT a.pos, a.envelope FROM agent_tags t JOIN agents a ON a.pos = t.agent_pos
+		query = `-- name: catalogue_envelopes
+SELECT a.pos, a.envelope FROM agent_tags t JOIN agents a ON a.pos = t.agent_pos
 WHERE t.tag = ?4 AND t.agent_pos > ?1 AND a.expires_at > ?2 AND a.envelope IS NOT NULL
 ORDER BY t.agent_pos LIMIT ?3`
 		args = append(args, tag)

@@ -13,8 +13,10 @@ import (
 
 const (
 	conversationColumns = `id, agent_id, owner_key, agent_owner, agent_publisher, title, created_at, updated_at`
-	bumpConversationSQL = `UPDATE conversations SET updated_at = max(updated_at, ?1) WHERE id = ?2`
-	insertMessageSQL    = `INSERT INTO messages (conversation_id, role, text, created_at) VALUES (?, ?, ?, ?) RETURNING id`
+	bumpConversationSQL = `-- name: bump_conversation
+UPDATE conversations SET updated_at = max(updated_at, ?1) WHERE id = ?2`
+	insertMessageSQL = `-- name: append_message
+INSERT INTO messages (conversation_id, role, text, created_at) VALUES (?, ?, ?, ?) RETURNING id`
 )
 
 func scanConversation(row scanner) (store.Conversation, error) {
@@ -29,7 +31,7 @@ func scanConversation(row scanner) (store.Conversation, error) {
 	return c, nil
 }
 
-// CreateConversation implements store.Store. The caller chooses the id;
+// CreateConversation implements store.Conversations. The caller chooses the id;
 // CreatedAt defaults to now and UpdatedAt to CreatedAt.
 func (db *DB) CreateConversation(ctx context.Context, c store.Conversation) (store.Conversation, error) {
 	if c.ID == "" {
@@ -41,7 +43,7 @@ func (db *DB) CreateConversation(ctx context.Context, c store.Conversation) (sto
 	if c.UpdatedAt.IsZero() {
 		c.UpdatedAt = c.CreatedAt
 	}
-	out, err := scanConversation(db.w.QueryRowContext(ctx, `
+	out, err := scanConversation(db.w.QueryRowContext(ctx, `-- name: create_conversation
 INSERT INTO conversations (id, agent_id, owner_key, agent_owner, agent_publisher, title, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 RETURNING `+conversationColumns,
@@ -52,20 +54,21 @@ RETURNING `+conversationColumns,
 	return out, nil
 }
 
-// GetConversation implements store.Store.
+// GetConversation implements store.Conversations.
 func (db *DB) GetConversation(ctx context.Context, id string) (store.Conversation, error) {
 	c, err := scanConversation(db.r.QueryRowContext(ctx,
-		`SELECT `+conversationColumns+` FROM conversations WHERE id = ?`, id))
+		`-- name: get_conversation
+SELECT `+conversationColumns+` FROM conversations WHERE id = ?`, id))
 	if err != nil {
 		return store.Conversation{}, dbErr("get conversation "+id, err)
 	}
 	return c, nil
 }
 
-// ListConversations implements store.Store: a backward walk of
+// ListConversations implements store.Conversations: a backward walk of
 // conversations_owner.
 func (db *DB) ListConversations(ctx context.Context, ownerKey string, limit int) ([]store.Conversation, error) {
-	rows, err := db.r.QueryContext(ctx, `
+	rows, err := db.r.QueryContext(ctx, `-- name: list_conversations
 SELECT `+conversationColumns+` FROM conversations
 WHERE owner_key = ?
 ORDER BY updated_at DESC, id DESC
@@ -88,14 +91,14 @@ LIMIT ?`, ownerKey, store.NormalizeLimit(limit))
 	return out, nil
 }
 
-// AppendMessage implements store.Store: ErrNotFound if the conversation does
+// AppendMessage implements store.Conversations: ErrNotFound if the conversation does
 // not exist. updated_at never moves backwards.
 func (db *DB) AppendMessage(ctx context.Context, m store.Message) (store.Message, error) {
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = time.Now().UTC()
 	}
 	op := "append message to conversation " + m.ConversationID
-	err := db.inTx(ctx, func(tx execer) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx execer) error {
 		res, err := tx.ExecContext(ctx, bumpConversationSQL, nanos(m.CreatedAt), m.ConversationID)
 		if err != nil {
 			return dbErr(op, err)
@@ -115,11 +118,11 @@ func (db *DB) AppendMessage(ctx context.Context, m store.Message) (store.Message
 	return m, nil
 }
 
-// ListMessages implements store.Store: the last limit messages (at most
+// ListMessages implements store.Conversations: the last limit messages (at most
 // store.MaxLimit), oldest first.
 func (db *DB) ListMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error) {
 	op := "list messages of conversation " + conversationID
-	rows, err := db.r.QueryContext(ctx, `
+	rows, err := db.r.QueryContext(ctx, `-- name: list_messages
 SELECT id, conversation_id, role, text, created_at FROM messages
 WHERE conversation_id = ?
 ORDER BY id DESC

@@ -39,8 +39,12 @@ type DB struct {
 	write *sql.DB
 	// read is the reader pool, opened query_only.
 	read *sql.DB
-	// w and r run queries on write and read with prepared statements.
-	w, r   *stmtCache
+	// wc and rc prepare the statements run on write and read.
+	wc, rc *stmtCache
+	// w and r run statements on write and read: named, timed and under the
+	// store deadline (stmts).
+	w, r   stmts
+	opts   store.Options
 	logger *slog.Logger
 }
 
@@ -51,7 +55,14 @@ var _ store.Store = (*DB)(nil)
 // store.ErrSchemaTooNew if the file was migrated by a newer binary, and with
 // a clear error if a migration was left half-applied. The directory of path
 // must exist. The file and its -wal/-shm files are made 0600 (secureFiles).
+// The store has no deadline and no metrics (OpenWith sets them).
 func Open(ctx context.Context, path string, logger *slog.Logger) (*DB, error) {
+	return OpenWith(ctx, path, logger, store.Options{})
+}
+
+// OpenWith is Open with opts: every call of the store gets opts.Timeout as
+// its deadline and every statement is recorded in opts.Metrics (stmts).
+func OpenWith(ctx context.Context, path string, logger *slog.Logger, opts store.Options) (*DB, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -85,7 +96,8 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*DB, error) {
 	read.SetConnMaxIdleTime(0)
 	read.SetConnMaxLifetime(0)
 
-	db := &DB{write: write, read: read, w: newStmtCache(write), r: newStmtCache(read), logger: logger}
+	db := &DB{write: write, read: read, wc: newStmtCache(write), rc: newStmtCache(read), opts: opts, logger: logger}
+	db.w, db.r = stmts{run: db.wc, opts: opts}, stmts{run: db.rc, opts: opts}
 	if err := write.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -117,7 +129,7 @@ func dsn(path string, readOnly bool) string {
 // Ping checks the database is reachable (readiness).
 func (db *DB) Ping(ctx context.Context) error {
 	var one int
-	return dbErr("ping", db.read.QueryRowContext(ctx, `SELECT 1`).Scan(&one))
+	return dbErr("ping", db.r.QueryRowContext(ctx, "-- name: ping\nSELECT 1").Scan(&one))
 }
 
 // Close lets SQLite refresh its planner statistics (PRAGMA optimize, cheap:
@@ -128,40 +140,35 @@ func (db *DB) Close() error {
 	if _, err := db.write.ExecContext(ctx, `PRAGMA optimize`); err != nil {
 		db.logger.Warn("sqlite: optimize on close failed", "err", err)
 	}
-	return errors.Join(db.r.Close(), db.w.Close(), db.read.Close(), db.write.Close())
+	return errors.Join(db.rc.Close(), db.wc.Close(), db.read.Close(), db.write.Close())
 }
-
-// execer is what the query helpers need: a pool's statement cache or a
-// transaction.
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-var (
-	_ execer = (*stmtCache)(nil)
-	_ execer = txStmts{}
-)
 
 // inTx runs fn in a write transaction (BEGIN IMMEDIATE on the single writer
 // connection): committed if fn returns nil, rolled back otherwise and on
 // panic. The queries fn runs should be listed in warm so they are prepared
 // before the transaction takes the connection.
-func (db *DB) inTx(ctx context.Context, fn func(tx execer) error, warm ...string) error {
-	db.w.warm(ctx, warm...)
-	return db.runTx(ctx, db.write, db.w, nil, fn)
+func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx execer) error, warm ...string) error {
+	return db.runTx(ctx, db.write, db.wc, nil, warm, fn)
 }
 
 // inReadTx runs fn in a read transaction on a reader connection: every query
 // of fn sees the same snapshot.
-func (db *DB) inReadTx(ctx context.Context, fn func(tx execer) error, warm ...string) error {
-	db.r.warm(ctx, warm...)
-	return db.runTx(ctx, db.read, db.r, &sql.TxOptions{ReadOnly: true}, fn)
+func (db *DB) inReadTx(ctx context.Context, fn func(ctx context.Context, tx execer) error, warm ...string) error {
+	return db.runTx(ctx, db.read, db.rc, &sql.TxOptions{ReadOnly: true}, warm, fn)
 }
 
-func (db *DB) runTx(ctx context.Context, pool *sql.DB, cache *stmtCache, opts *sql.TxOptions, fn func(tx execer) error) (err error) {
+// runTx is one store call under the store deadline, warming included: fn
+// gets the bounded context and must run its statements with it.
+func (db *DB) runTx(ctx context.Context, pool *sql.DB, cache *stmtCache, opts *sql.TxOptions, warm []string, fn func(ctx context.Context, tx execer) error) error {
+	ctx, end := db.opts.Bound(ctx)
+	cache.warm(ctx, warm...)
+	return end(db.tx(ctx, pool, cache, opts, fn))
+}
+
+func (db *DB) tx(ctx context.Context, pool *sql.DB, cache *stmtCache, opts *sql.TxOptions, fn func(ctx context.Context, tx execer) error) (err error) {
+	start := time.Now()
 	tx, err := pool.BeginTx(ctx, opts)
+	db.opts.Metrics.Observe("begin", time.Since(start), err)
 	if err != nil {
 		return dbErr("begin", err)
 	}
@@ -174,10 +181,13 @@ func (db *DB) runTx(ctx context.Context, pool *sql.DB, cache *stmtCache, opts *s
 			db.rollback(tx)
 		}
 	}()
-	if err := fn(txStmts{tx: tx, cache: cache}); err != nil {
+	if err := fn(ctx, stmts{run: txStmts{tx: tx, cache: cache}, opts: store.Options{Metrics: db.opts.Metrics}}); err != nil {
 		return err
 	}
-	return dbErr("commit", tx.Commit())
+	start = time.Now()
+	err = dbErr("commit", tx.Commit())
+	db.opts.Metrics.Observe("commit", time.Since(start), err)
+	return err
 }
 
 func (db *DB) rollback(tx *sql.Tx) {

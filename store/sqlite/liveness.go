@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// SetHostStatus implements store.Store. The count is of the listings
+// SetHostStatus implements store.Catalogue. The count is of the listings
 // matched (every non-offline listing of the host), as in store/postgres.
 func (db *DB) SetHostStatus(ctx context.Context, hostPeerID, status string, lastSeen time.Time) (int, error) {
-	res, err := db.w.ExecContext(ctx, `
+	res, err := db.w.ExecContext(ctx, `-- name: set_host_status
 UPDATE agents SET status = ?1,
 	last_seen = CASE WHEN ?1 = 'online' THEN ?2 ELSE last_seen END
 WHERE host_peer_id = ?3 AND status <> 'offline'`, status, nanos(lastSeen), hostPeerID)
@@ -19,11 +19,12 @@ WHERE host_peer_id = ?3 AND status <> 'offline'`, status, nanos(lastSeen), hostP
 	return rowsAffected(res, "set status of host "+hostPeerID)
 }
 
-// ExpireListings implements store.Store; the partial index agents_expires
+// ExpireListings implements store.Catalogue; the partial index agents_expires
 // holds only the candidates.
 func (db *DB) ExpireListings(ctx context.Context, now time.Time) (int, error) {
 	res, err := db.w.ExecContext(ctx,
-		`UPDATE agents SET status = 'offline' WHERE status <> 'offline' AND expires_at <= ?`, nanos(now))
+		`-- name: expire_listings
+UPDATE agents SET status = 'offline' WHERE status <> 'offline' AND expires_at <= ?`, nanos(now))
 	if err != nil {
 		return 0, dbErr("expire listings", err)
 	}

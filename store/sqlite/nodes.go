@@ -7,13 +7,13 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-// UpsertNode implements store.Store.
+// UpsertNode implements store.Nodes.
 func (db *DB) UpsertNode(ctx context.Context, n store.Node) error {
 	addrs, err := jsonOrNull(n.Addrs)
 	if err != nil {
 		return dbErr("upsert node "+n.PeerID, err)
 	}
-	_, err = db.w.ExecContext(ctx, `
+	_, err = db.w.ExecContext(ctx, `-- name: upsert_node
 INSERT INTO nodes (peer_id, addrs, version, agents_hosted, load, last_heartbeat, status)
 VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (peer_id) DO UPDATE SET
@@ -24,9 +24,9 @@ ON CONFLICT (peer_id) DO UPDATE SET
 	return dbErr("upsert node "+n.PeerID, err)
 }
 
-// ListNodes implements store.Store: most recently heard from first.
+// ListNodes implements store.Nodes: most recently heard from first.
 func (db *DB) ListNodes(ctx context.Context) ([]store.Node, error) {
-	rows, err := db.r.QueryContext(ctx, `
+	rows, err := db.r.QueryContext(ctx, `-- name: list_nodes
 SELECT peer_id, addrs, version, agents_hosted, load, last_heartbeat, status
 FROM nodes ORDER BY last_heartbeat DESC, peer_id`)
 	if err != nil {

@@ -30,7 +30,7 @@ func queryListings(ctx context.Context, q execer, op, query string, args ...any)
 	return out, nil
 }
 
-// scanner is a *sql.Row or *sql.Rows.
+// scanner is one row: a rowSet or QueryRowContext's result.
 type scanner interface {
 	Scan(dest ...any) error
 }

@@ -41,7 +41,7 @@ const (
 	titleTagCols = `{name display_name tags}`
 )
 
-// SearchAgents implements store.Store. The SQL text is assembled only from
+// SearchAgents implements store.Catalogue. The SQL text is assembled only from
 // constant fragments; every value is a bind parameter.
 //
 // Plans (pinned by plan_test.go; timings in bench_test.go): without
@@ -88,7 +88,8 @@ func newestQuery(q store.SearchQuery, cur store.Cursor, hasCursor bool, limit in
 	if hasCursor {
 		where = append(where, posCol+" < "+b.arg(cur.Pos))
 	}
-	query := `SELECT ` + listingColumns + ` FROM ` + from + `
+	query := `-- name: search_agents
+SELECT ` + listingColumns + ` FROM ` + from + `
 WHERE ` + strings.Join(where, " AND ") + `
 ORDER BY ` + posCol + ` DESC LIMIT ` + b.arg(limit+1)
 	return query, b.args
@@ -110,7 +111,7 @@ func (db *DB) searchText(ctx context.Context, q store.SearchQuery, terms []strin
 		queries[i] = p.query
 	}
 	pb := pageBuilder{limit: limit}
-	err := db.inReadTx(ctx, func(tx execer) error {
+	err := db.inReadTx(ctx, func(ctx context.Context, tx execer) error {
 		for _, p := range plan {
 			// Only as many rows as the page still needs, plus one to know
 			// whether there is more.
@@ -147,7 +148,8 @@ func tierQueries(q store.SearchQuery, terms []string, cur store.Cursor, hasCurso
 		}
 		// CROSS JOIN keeps FTS5 the driver: without statistics SQLite may
 		// otherwise walk agents_owner and sort (seen with owner + cursor).
-		query := `SELECT ` + listingColumns + `
+		query := `-- name: search_agents
+SELECT ` + listingColumns + `
 FROM agents_fts CROSS JOIN agents a ON a.pos = agents_fts.rowid
 WHERE ` + strings.Join(where, " AND ") + `
 ORDER BY agents_fts.rowid DESC LIMIT ` + b.arg(0)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	_ "modernc.org/sqlite"
 
 	"github.com/agentsite/agentsite/store"
@@ -22,7 +21,13 @@ import (
 // closes it when tb ends.
 func mustOpen(tb testing.TB) *sqlite.DB {
 	tb.Helper()
-	db, err := sqlite.Open(tb.Context(), filepath.Join(tb.TempDir(), "agentsite.db"), nil)
+	return mustOpenWith(tb, store.Options{})
+}
+
+// mustOpenWith is mustOpen with a store deadline and metrics.
+func mustOpenWith(tb testing.TB, opts store.Options) *sqlite.DB {
+	tb.Helper()
+	db, err := sqlite.OpenWith(tb.Context(), filepath.Join(tb.TempDir(), "agentsite.db"), nil, opts)
 	if err != nil {
 		tb.Fatalf("open: %v", err)
 	}
@@ -34,9 +39,18 @@ func mustOpen(tb testing.TB) *sqlite.DB {
 	return db
 }
 
+// TestConformance holds the SQLite engine to the behaviour both engines
+// share, opened as a node opens it: with a store deadline and metrics.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return mustOpen(t) })
+	storetest.RunObserved(t, openWith)
 }
+
+// TestMetrics: the statement wrapper records every statement by name.
+func TestMetrics(t *testing.T) {
+	storetest.Metrics(t, openWith)
+}
+
+func openWith(t *testing.T, opts store.Options) store.Store { return mustOpenWith(t, opts) }
 
 // setVersion rewrites golang-migrate's bookkeeping behind the engine's back.
 func setVersion(t *testing.T, path string, version int, dirty bool) {
@@ -126,10 +140,13 @@ func TestOpenBadPath(t *testing.T) {
 }
 
 // TestLockedFileIsUnavailable: another process holding the write lock past
-// the store deadline makes writes fail with ErrUnavailable, in time.
+// the store deadline makes writes fail with ErrUnavailable, in time, be
+// they one statement or a transaction; a caller's own earlier deadline
+// keeps its error.
 func TestLockedFileIsUnavailable(t *testing.T) {
+	const timeout = 200 * time.Millisecond
 	path := filepath.Join(t.TempDir(), "agentsite.db")
-	db, err := sqlite.Open(t.Context(), path, nil)
+	db, err := sqlite.OpenWith(t.Context(), path, nil, store.Options{Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,14 +166,28 @@ func TestLockedFileIsUnavailable(t *testing.T) {
 	}
 	defer conn.ExecContext(context.Background(), `ROLLBACK`)
 
-	st := store.Instrument(db, prometheus.NewRegistry(), 200*time.Millisecond)
-	start := time.Now()
-	err = st.UpsertNode(t.Context(), store.Node{PeerID: "p", Status: store.StatusOnline, LastHeartbeat: time.Now()})
-	if !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("write to a locked file: %v, want ErrUnavailable", err)
+	upsertNode := func(ctx context.Context) error {
+		return db.UpsertNode(ctx, store.Node{PeerID: "p", Status: store.StatusOnline, LastHeartbeat: time.Now()})
 	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("write to a locked file took %v, want about the 200ms deadline", took)
+	for name, write := range map[string]func(ctx context.Context) error{
+		"statement": upsertNode,
+		"transaction": func(ctx context.Context) error {
+			_, _, err := db.UseAPIToken(ctx, []byte("hash"), time.Now())
+			return err
+		},
+	} {
+		start := time.Now()
+		if err := write(t.Context()); !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("%s on a locked file: %v, want ErrUnavailable", name, err)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%s on a locked file took %v, want about the %v deadline", name, took, timeout)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), timeout/4)
+	defer cancel()
+	if err := upsertNode(ctx); errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("caller's own earlier deadline: %v, want not ErrUnavailable", err)
 	}
 }
 

@@ -6,12 +6,12 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-// Stats implements store.Store from the counters the triggers keep
+// Stats implements store.Catalogue from the counters the triggers keep
 // (status_counts, tag_counts): constant time however many listings. Nodes
 // counts every known node, whatever its status (as store/postgres does).
 func (db *DB) Stats(ctx context.Context) (store.Stats, error) {
 	var s store.Stats
-	err := db.r.QueryRowContext(ctx, `
+	err := db.r.QueryRowContext(ctx, `-- name: stats
 SELECT
 	(SELECT coalesce(sum(n), 0) FROM status_counts WHERE status IN ('online', 'stale')),
 	(SELECT coalesce(sum(n), 0) FROM status_counts WHERE status = 'online'),
@@ -23,10 +23,11 @@ SELECT
 	return s, nil
 }
 
-// CountByStatus implements store.Store; statuses without listings are
+// CountByStatus implements store.Catalogue; statuses without listings are
 // absent from the map.
 func (db *DB) CountByStatus(ctx context.Context) (map[string]int, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT status, n FROM status_counts WHERE n > 0`)
+	rows, err := db.r.QueryContext(ctx, `-- name: count_by_status
+SELECT status, n FROM status_counts WHERE n > 0`)
 	if err != nil {
 		return nil, dbErr("count by status", err)
 	}
@@ -48,11 +49,11 @@ func (db *DB) CountByStatus(ctx context.Context) (map[string]int, error) {
 	return out, nil
 }
 
-// ListTags implements store.Store: most used first, then by name, from
+// ListTags implements store.Catalogue: most used first, then by name, from
 // the counts the triggers keep (a few thousand rows at most, however many
 // listings).
 func (db *DB) ListTags(ctx context.Context, limit int) ([]store.TagCount, error) {
-	rows, err := db.r.QueryContext(ctx, `
+	rows, err := db.r.QueryContext(ctx, `-- name: list_tags
 SELECT tag, n FROM tag_counts WHERE n > 0
 ORDER BY n DESC, tag
 LIMIT ?`, store.NormalizeLimit(limit))

@@ -72,28 +72,20 @@ func (c *stmtCache) warm(ctx context.Context, queries ...string) {
 	}
 }
 
-// ExecContext implements execer.
-func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+// exec implements runner, with the prepared statement when there is one.
+func (c *stmtCache) exec(ctx context.Context, query string, args []any) (sql.Result, error) {
 	if s := c.lookup(ctx, query); s != nil {
 		return s.ExecContext(ctx, args...)
 	}
 	return c.pool.ExecContext(ctx, query, args...)
 }
 
-// QueryContext implements execer.
-func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+// query implements runner, with the prepared statement when there is one.
+func (c *stmtCache) query(ctx context.Context, query string, args []any) (*sql.Rows, error) {
 	if s := c.lookup(ctx, query); s != nil {
 		return s.QueryContext(ctx, args...)
 	}
 	return c.pool.QueryContext(ctx, query, args...)
-}
-
-// QueryRowContext implements execer.
-func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if s := c.lookup(ctx, query); s != nil {
-		return s.QueryRowContext(ctx, args...)
-	}
-	return c.pool.QueryRowContext(ctx, query, args...)
 }
 
 // Close closes every cached statement.
@@ -116,26 +108,18 @@ type txStmts struct {
 	cache *stmtCache
 }
 
-// ExecContext implements execer.
-func (t txStmts) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+// exec implements runner.
+func (t txStmts) exec(ctx context.Context, query string, args []any) (sql.Result, error) {
 	if s := t.cache.peek(query); s != nil {
 		return t.tx.StmtContext(ctx, s).ExecContext(ctx, args...)
 	}
 	return t.tx.ExecContext(ctx, query, args...)
 }
 
-// QueryContext implements execer.
-func (t txStmts) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+// query implements runner.
+func (t txStmts) query(ctx context.Context, query string, args []any) (*sql.Rows, error) {
 	if s := t.cache.peek(query); s != nil {
 		return t.tx.StmtContext(ctx, s).QueryContext(ctx, args...)
 	}
 	return t.tx.QueryContext(ctx, query, args...)
-}
-
-// QueryRowContext implements execer.
-func (t txStmts) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if s := t.cache.peek(query); s != nil {
-		return t.tx.StmtContext(ctx, s).QueryRowContext(ctx, args...)
-	}
-	return t.tx.QueryRowContext(ctx, query, args...)
 }

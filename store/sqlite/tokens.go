@@ -11,7 +11,8 @@ import (
 
 const (
 	tokenColumns = `id, user_id, name, hash, created_at, last_used_at`
-	useTokenSQL  = `UPDATE api_tokens SET last_used_at = ? WHERE hash = ? RETURNING ` + tokenColumns
+	useTokenSQL  = `-- name: use_api_token
+UPDATE api_tokens SET last_used_at = ? WHERE hash = ? RETURNING ` + tokenColumns
 )
 
 func scanToken(row scanner) (store.APIToken, error) {
@@ -26,10 +27,10 @@ func scanToken(row scanner) (store.APIToken, error) {
 	return k, nil
 }
 
-// CreateAPIToken implements store.Store: ErrConflict for a hash already
+// CreateAPIToken implements store.Accounts: ErrConflict for a hash already
 // stored, ErrNotFound for an unknown user.
 func (db *DB) CreateAPIToken(ctx context.Context, userID int64, name string, hash []byte) (store.APIToken, error) {
-	k, err := scanToken(db.w.QueryRowContext(ctx, `
+	k, err := scanToken(db.w.QueryRowContext(ctx, `-- name: create_api_token
 INSERT INTO api_tokens (user_id, name, hash, created_at) VALUES (?, ?, ?, ?)
 RETURNING `+tokenColumns, userID, name, hash, time.Now().UnixNano()))
 	if err != nil {
@@ -38,11 +39,12 @@ RETURNING `+tokenColumns, userID, name, hash, time.Now().UnixNano()))
 	return k, nil
 }
 
-// ListAPITokens implements store.Store, oldest first.
+// ListAPITokens implements store.Accounts, oldest first.
 func (db *DB) ListAPITokens(ctx context.Context, userID int64) ([]store.APIToken, error) {
 	op := fmt.Sprintf("list API tokens of user %d", userID)
 	rows, err := db.r.QueryContext(ctx,
-		`SELECT `+tokenColumns+` FROM api_tokens WHERE user_id = ? ORDER BY id`, userID)
+		`-- name: list_api_tokens
+SELECT `+tokenColumns+` FROM api_tokens WHERE user_id = ? ORDER BY id`, userID)
 	if err != nil {
 		return nil, dbErr(op, err)
 	}
@@ -61,7 +63,7 @@ func (db *DB) ListAPITokens(ctx context.Context, userID int64) ([]store.APIToken
 	return out, nil
 }
 
-// UseAPIToken implements store.Store: the stamp and the user lookup share
+// UseAPIToken implements store.Accounts: the stamp and the user lookup share
 // one transaction.
 func (db *DB) UseAPIToken(ctx context.Context, hash []byte, now time.Time) (store.APIToken, store.User, error) {
 	var (
@@ -69,7 +71,7 @@ func (db *DB) UseAPIToken(ctx context.Context, hash []byte, now time.Time) (stor
 		u   store.User
 		err error
 	)
-	err = db.inTx(ctx, func(tx execer) error {
+	err = db.inTx(ctx, func(ctx context.Context, tx execer) error {
 		k, err = scanToken(tx.QueryRowContext(ctx, useTokenSQL, nanos(now), hash))
 		if err != nil {
 			return dbErr("use API token", err)
@@ -83,10 +85,11 @@ func (db *DB) UseAPIToken(ctx context.Context, hash []byte, now time.Time) (stor
 	return k, u, nil
 }
 
-// DeleteAPIToken implements store.Store.
+// DeleteAPIToken implements store.Accounts.
 func (db *DB) DeleteAPIToken(ctx context.Context, userID, tokenID int64) error {
 	op := fmt.Sprintf("delete API token %d of user %d", tokenID, userID)
-	res, err := db.w.ExecContext(ctx, `DELETE FROM api_tokens WHERE id = ? AND user_id = ?`, tokenID, userID)
+	res, err := db.w.ExecContext(ctx, `-- name: delete_api_token
+DELETE FROM api_tokens WHERE id = ? AND user_id = ?`, tokenID, userID)
 	if err != nil {
 		return dbErr(op, err)
 	}

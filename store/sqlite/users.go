@@ -11,7 +11,8 @@ import (
 
 const (
 	userColumns = `u.id, u.handle, u.password_hash, u.created_at`
-	userByIDSQL = `SELECT ` + userColumns + ` FROM users u WHERE u.id = ?`
+	userByIDSQL = `-- name: get_user_by_id
+SELECT ` + userColumns + ` FROM users u WHERE u.id = ?`
 )
 
 func scanUser(row scanner, extra ...any) (store.User, error) {
@@ -26,10 +27,10 @@ func scanUser(row scanner, extra ...any) (store.User, error) {
 	return u, nil
 }
 
-// CreateUser implements store.Store; the handle column is COLLATE NOCASE and
+// CreateUser implements store.Accounts; the handle column is COLLATE NOCASE and
 // unique, so "Alice" and "alice" conflict.
 func (db *DB) CreateUser(ctx context.Context, handle, passwordHash string) (store.User, error) {
-	u, err := scanUser(db.w.QueryRowContext(ctx, `
+	u, err := scanUser(db.w.QueryRowContext(ctx, `-- name: create_user
 INSERT INTO users (handle, password_hash, created_at) VALUES (?, ?, ?)
 RETURNING id, handle, password_hash, created_at`, handle, passwordHash, time.Now().UnixNano()))
 	if err != nil {
@@ -38,17 +39,18 @@ RETURNING id, handle, password_hash, created_at`, handle, passwordHash, time.Now
 	return u, nil
 }
 
-// GetUserByHandle implements store.Store, case-insensitively.
+// GetUserByHandle implements store.Accounts, case-insensitively.
 func (db *DB) GetUserByHandle(ctx context.Context, handle string) (store.User, error) {
 	u, err := scanUser(db.r.QueryRowContext(ctx,
-		`SELECT `+userColumns+` FROM users u WHERE u.handle = ?`, handle))
+		`-- name: get_user_by_handle
+SELECT `+userColumns+` FROM users u WHERE u.handle = ?`, handle))
 	if err != nil {
 		return store.User{}, dbErr("get user "+handle, err)
 	}
 	return u, nil
 }
 
-// GetUserByID implements store.Store.
+// GetUserByID implements store.Accounts.
 func (db *DB) GetUserByID(ctx context.Context, id int64) (store.User, error) {
 	u, err := scanUser(db.r.QueryRowContext(ctx, userByIDSQL, id))
 	if err != nil {

@@ -20,28 +20,34 @@ const SQLiteFile = "agentsite.db"
 
 // Open opens and migrates the store named by url: postgres:// or
 // postgresql:// for Postgres, sqlite:PATH for a SQLite file, and "" for
-// embedded SQLite in dataDir.
+// embedded SQLite in dataDir. The store has no deadline and no metrics.
 func Open(ctx context.Context, url, dataDir string, logger *slog.Logger) (store.Store, string, error) {
+	return OpenWith(ctx, url, dataDir, logger, store.Options{})
+}
+
+// OpenWith is Open with opts, the store deadline and metrics the engine
+// applies to every call.
+func OpenWith(ctx context.Context, url, dataDir string, logger *slog.Logger, opts store.Options) (store.Store, string, error) {
 	switch {
 	case url == "":
 		if err := os.MkdirAll(dataDir, 0o700); err != nil {
 			return nil, "", fmt.Errorf("create data dir %s: %w", dataDir, err)
 		}
 		path := filepath.Join(dataDir, SQLiteFile)
-		db, err := sqlite.Open(ctx, path, logger)
+		db, err := sqlite.OpenWith(ctx, path, logger, opts)
 		if err != nil {
 			return nil, "", fmt.Errorf("open embedded SQLite %s: %w", path, err)
 		}
 		return db, "sqlite", nil
 	case strings.HasPrefix(url, "sqlite:"):
 		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
-		db, err := sqlite.Open(ctx, path, logger)
+		db, err := sqlite.OpenWith(ctx, path, logger, opts)
 		if err != nil {
 			return nil, "", fmt.Errorf("open SQLite %s: %w", path, err)
 		}
 		return db, "sqlite", nil
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		db, err := postgres.Open(ctx, url, logger)
+		db, err := postgres.OpenWith(ctx, url, logger, opts)
 		if err != nil {
 			return nil, "", fmt.Errorf("open Postgres (check --database-url and that the server is running): %w", err)
 		}

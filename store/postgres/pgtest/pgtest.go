@@ -32,6 +32,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/store/postgres"
 )
 
@@ -84,10 +85,16 @@ func Main(m *testing.M) {
 // dropped when tb ends.
 func Open(tb testing.TB) *postgres.DB {
 	tb.Helper()
+	return OpenWith(tb, store.Options{})
+}
+
+// OpenWith is Open with a store deadline and metrics.
+func OpenWith(tb testing.TB, opts store.Options) *postgres.DB {
+	tb.Helper()
 	u := NewDatabase(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
-	db, err := postgres.Open(ctx, u, slog.New(slog.DiscardHandler))
+	db, err := postgres.OpenWith(ctx, u, slog.New(slog.DiscardHandler), opts)
 	if err != nil {
 		tb.Fatalf("pgtest: open store: %v", err)
 	}

@@ -1,0 +1,134 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime"
+	"github.com/agentsite/agentsite/store"
+)
+
+// Searcher finds listings in the catalogue (find_agents).
+type Searcher interface {
+	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
+}
+
+// maxFound is how many agents find_agents returns.
+const maxFound = 8
+
+var _ runtime.Delegator = (*Chat)(nil)
+
+// FindAgents searches the catalogue for a delegating agent: all the words
+// first, then each word, so a model's wordy query still finds something.
+func (c *Chat) FindAgents(ctx context.Context, query, tag string) ([]runtime.FoundAgent, error) {
+	if c.Search == nil {
+		return nil, ErrUnavailable
+	}
+	var tags []string
+	if tag = strings.ToLower(strings.TrimSpace(tag)); tag != "" {
+		tags = []string{tag}
+	}
+	queries := append([]string{query}, strings.Fields(query)...)
+	seen := map[string]bool{}
+	var out []runtime.FoundAgent
+	for _, q := range queries {
+		page, err := c.Search.SearchAgents(ctx, store.SearchQuery{Q: q, Tags: tags, Limit: maxFound})
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range page.Listings {
+			if seen[l.Record.ID] || len(out) == maxFound {
+				continue
+			}
+			seen[l.Record.ID] = true
+			out = append(out, runtime.FoundAgent{
+				ID: l.Record.ID, Name: l.Record.DisplayName, Description: firstLine(l.Record.Description, 200),
+				Tags: l.Record.Tags, Host: hostName(l), Status: l.Status,
+			})
+		}
+		if len(out) == maxFound || (q == query && len(out) > 0) {
+			break
+		}
+	}
+	return out, nil
+}
+
+// AskAgent runs one turn of a delegated message with agent agentID: no
+// conversation is kept for it (the steps are kept in the asking one), the
+// trace travels with it, and it is routed like any turn.
+func (c *Chat) AskAgent(ctx context.Context, trace agent.Trace, agentID, text string) (string, error) {
+	text = strings.TrimSpace(text)
+	switch {
+	case text == "":
+		return "", ErrEmptyMessage
+	case len(text) > MaxMessageBytes:
+		return "", ErrMessageTooLarge
+	}
+	l, err := c.Agent(ctx, agentID)
+	if err != nil {
+		return "", err
+	}
+	if l.Status == store.StatusOffline && !l.Local {
+		return "", ErrAgentOffline
+	}
+	turn := agent.Turn{AgentID: l.Record.ID, Text: text, Owner: l.Record.Owner, Trace: trace}
+	var reply string
+	switch {
+	case l.Local && c.Local != nil:
+		reply, err = c.Local.Answer(ctx, turn, nil)
+	case !l.Local && c.Remote != nil:
+		reply, err = c.Remote.Send(ctx, l.HostPeerID, turn, nil)
+	default:
+		return "", ErrUnavailable
+	}
+	if err != nil {
+		return reply, TurnError(err, l)
+	}
+	return reply, nil
+}
+
+// Describe names an agent for the steps people see.
+func (c *Chat) Describe(ctx context.Context, agentID string) (name, host string) {
+	l, err := c.Listings.Find(ctx, agentID)
+	if err != nil {
+		return "", ""
+	}
+	return l.Record.DisplayName, hostName(l)
+}
+
+// hostName is the short name people see for the node hosting l.
+func hostName(l store.Listing) string {
+	if l.Local {
+		return "this node"
+	}
+	if id := l.HostPeerID; len(id) > 8 {
+		return "node " + id[len(id)-6:]
+	}
+	return "node " + l.HostPeerID
+}
+
+func firstLine(s string, max int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+// stepRecorder keeps a turn's finished steps in its conversation and
+// passes every step on to the surface (onStep may be nil).
+func (c *Chat) stepRecorder(ctx context.Context, convID string, onStep func(agent.Step)) func(agent.Step) {
+	return func(s agent.Step) {
+		if s.Done {
+			b, _ := json.Marshal(s)
+			if _, err := c.Store.AppendMessage(ctx, store.Message{ConversationID: convID, Role: agent.RoleStep, Text: string(b), CreatedAt: c.now()}); err != nil {
+				c.logger().Warn("storing a delegation step failed", "conversation", convID, "err", err)
+			}
+		}
+		if onStep != nil {
+			onStep(s)
+		}
+	}
+}
