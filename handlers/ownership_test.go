@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
@@ -122,13 +125,29 @@ func TestConversationRefusedAfterOwnerChange(t *testing.T) {
 	}
 	wsConv := done.ConversationID
 
-	cs, _ := connectMCP(t, e.ts.URL+"/mcp", "")
-	res := call(t, cs, "send_message", map[string]any{"agent_id": id, "text": secret}, "")
-	mcpConv := structured[struct {
-		ConversationID string `json:"conversation_id"`
-	}](t, res).ConversationID
-	if res.IsError || mcpConv == "" {
-		t.Fatalf("MCP send_message = %q", resultText(res))
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(),
+		&mcp.StreamableClientTransport{Endpoint: e.ts.URL + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	type mcpOut struct {
+		ConversationID string            `json:"conversation_id"`
+		Error          httpkit.ErrorJSON `json:"error"`
+	}
+	mcpSend := func(args map[string]any) (out mcpOut, isError bool) {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "send_message", Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(b, &out)
+		return out, res.IsError
+	}
+	out, isError := mcpSend(map[string]any{"agent_id": id, "text": secret})
+	mcpConv := out.ConversationID
+	if isError || mcpConv == "" {
+		t.Fatalf("MCP send_message = %+v", out)
 	}
 	if n := len(oldHook.received()); n != 4 {
 		t.Fatalf("alice's backend got %d turns, want 4", n)
@@ -159,9 +178,8 @@ func TestConversationRefusedAfterOwnerChange(t *testing.T) {
 		t.Errorf("WebSocket: frame %+v, want error agent_changed_owner", f)
 	}
 
-	res = call(t, cs, "send_message", map[string]any{"agent_id": id, "text": next, "conversation_id": mcpConv}, "")
-	if e := structured[struct{ Error httpkit.ErrorJSON }](t, res); !res.IsError || e.Error.Code != "agent_changed_owner" {
-		t.Errorf("MCP: isError %v, %+v; want agent_changed_owner", res.IsError, e)
+	if out, isError := mcpSend(map[string]any{"agent_id": id, "text": next, "conversation_id": mcpConv}); !isError || out.Error.Code != "agent_changed_owner" {
+		t.Errorf("MCP: isError %v, %+v; want agent_changed_owner", isError, out)
 	}
 
 	if got := newHook.received(); len(got) != 0 {

@@ -57,9 +57,9 @@ func (s *Server) Handler() http.Handler {
 	// MCP for people's MCP clients (Streamable HTTP). Not under the API's
 	// body limit: it caps bodies itself. The Origin rule stays in front:
 	// it refuses only cross-origin browser requests, which the MCP spec
-	// wants refused too (MCPHandler applies it to GET and DELETE as well);
+	// wants refused too (mcpserver applies it to GET and DELETE as well);
 	// MCP clients send no Origin.
-	r.Handle("/mcp", s.MCPHandler())
+	r.Handle("/mcp", s.publicMCP().Handler())
 
 	// JSON API.
 	r.Route("/api/v1", func(r chi.Router) {

@@ -27,6 +27,7 @@ import (
 	"github.com/agentsite/agentsite/handlers/a2a"
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/handlers/mcpserver"
 	"github.com/agentsite/agentsite/handlers/portal"
 	"github.com/agentsite/agentsite/store"
 )
@@ -111,7 +112,6 @@ type Server struct {
 	metrics     *metrics
 	chatLimits  *httpkit.Rates
 	lifetime    context.Context // ends at CloseChats
-	mcpLimits   mcpLimits
 	endLifetime context.CancelFunc
 }
 
@@ -169,7 +169,6 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,
 		Registry: s.Registry, Chat: s.Chat, Accounts: accounts, Sessions: s.sessions,
 		ChatLimits: s.chatLimits, Logger: logger, Version: cfg.Version, Now: now}
-	s.mcpLimits = mcpLimits{maxSessions: maxMCPSessions, initsPerMinute: mcpInitsPerMinute}
 	s.lifetime, s.endLifetime = context.WithCancel(context.Background())
 	s.API = &api.API{Catalog: st, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
 		ChatRates: s.chatLimits, Version: cfg.Version, Now: now, Fail: s.renderError}
@@ -190,6 +189,26 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 }
 
 func (s *Server) now() time.Time { return s.Now().UTC() }
+
+// publicMCP is the public /mcp surface on the Server's dependencies. It is
+// built with the routes (Handler), from the settings of that moment: tests
+// change Now and the public URL between two Handlers.
+func (s *Server) publicMCP() *mcpserver.Server {
+	m := &mcpserver.Server{
+		Catalog:     s.Store,
+		Registry:    s.Registry,
+		Chat:        s.Chat,
+		ChatRates:   s.chatLimits,
+		AdmitOrigin: s.originRule().admitAnyMethod,
+		Version:     s.Config.Version,
+		Logger:      s.Logger,
+		Now:         s.Now,
+	}
+	if u := s.publicURL(); u != nil {
+		m.PublicHost = u.Hostname()
+	}
+	return m
+}
 
 // CloseChats ends every chat socket with a close frame; http.Server's
 // Shutdown does not touch hijacked connections, so Main calls this first.

@@ -1,4 +1,4 @@
-package handlers
+package mcpserver
 
 import (
 	"bytes"
@@ -18,45 +18,36 @@ import (
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
-// mcpGuard wraps mcp-go's Streamable HTTP server with what it does not do
-// by default: a body cap, and (front) the checks and session bookkeeping
-// below.
-type mcpGuard struct {
-	next    http.Handler
-	maxBody int64
-	front   *mcpFront
-}
-
-// mcpFront is what the public /mcp endpoint checks before mcp-go sees a
-// request.
-type mcpFront struct {
-	origins    originRule
-	publicHost string // the host of --public-url; "" when unset
-	sessions   *mcpSessions
+// guard wraps mcp-go's Streamable HTTP server with what it does not do by
+// default: the Origin and Host checks, a body cap, the session rules below
+// and the release of ended sessions.
+type guard struct {
+	next       http.Handler
+	admitOrig  func(http.ResponseWriter, *http.Request) bool // Server.AdmitOrigin
+	publicHost string                                        // the host of --public-url; "" when unset
+	sessions   *sessionTable
 	// inits limits new sessions per client IP (IPv6: per /64), so one
 	// client cannot cycle the whole session table.
 	inits *httprate.RateLimiter
 }
 
-func (g *mcpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if g.front != nil && !g.front.admit(w, r) {
+func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !g.admit(w, r) {
 		return
 	}
-	if r.Method == http.MethodPost {
-		body, ok := mcpstream.ReadBody(w, r, g.maxBody)
-		if !ok {
-			return
-		}
-		if g.front != nil && !g.front.admitMessage(w, r, body) {
+	switch r.Method {
+	case http.MethodPost:
+		body, ok := mcpstream.ReadBody(w, r, MaxBodyBytes)
+		if !ok || !g.admitMessage(w, r, body) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-	} else if g.front != nil && r.Method == http.MethodDelete && !g.front.admitDelete(w, r) {
-		return
+	case http.MethodDelete:
+		if !g.admitDelete(w, r) {
+			return
+		}
 	}
-	if g.front != nil {
-		defer g.releaseEnded(r.Context())
-	}
+	defer g.releaseEnded(r.Context())
 	g.next.ServeHTTP(mcpstream.CountFlushes(w, r))
 }
 
@@ -64,8 +55,8 @@ func (g *mcpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // request (evicted or expired): their registration and per-session state
 // go the way a client's DELETE would take them. It runs after the request,
 // so an initialize that evicted a session releases it at once.
-func (g *mcpGuard) releaseEnded(ctx context.Context) {
-	for _, id := range g.front.sessions.release() {
+func (g *guard) releaseEnded(ctx context.Context) {
+	for _, id := range g.sessions.release() {
 		req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodDelete, "/mcp", nil)
 		if err != nil {
 			continue
@@ -77,11 +68,11 @@ func (g *mcpGuard) releaseEnded(ctx context.Context) {
 
 // admit applies the Origin rule (to every method, as the MCP spec wants)
 // and the DNS-rebinding rule.
-func (f *mcpFront) admit(w http.ResponseWriter, r *http.Request) bool {
-	if !f.origins.admitAnyMethod(w, r) {
+func (g *guard) admit(w http.ResponseWriter, r *http.Request) bool {
+	if !g.admitOrig(w, r) {
 		return false
 	}
-	if !f.hostAllowed(r) {
+	if !g.hostAllowed(r) {
 		mcpstream.WriteError(w, http.StatusForbidden, nil, mcp.INVALID_REQUEST, "Forbidden: this server does not answer to the host name "+r.Host+".")
 		return false
 	}
@@ -93,16 +84,16 @@ func (f *mcpFront) admit(w http.ResponseWriter, r *http.Request) bool {
 // 127.0.0.1) reaches a loopback listener with that name in Host, and is
 // refused; a reverse proxy on the same host that keeps Host sends the
 // public name, which mcp-go's rule (all or nothing) would refuse too.
-func (f *mcpFront) hostAllowed(r *http.Request) bool {
+func (g *guard) hostAllowed(r *http.Request) bool {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	if !ok || local == nil || !isLoopbackHost(local.String()) {
 		return true // rebinding only reaches servers on loopback
 	}
-	return isLoopbackHost(r.Host) || f.publicHost != "" && strings.EqualFold(hostOnly(r.Host), f.publicHost)
+	return isLoopbackHost(r.Host) || g.publicHost != "" && strings.EqualFold(hostOnly(r.Host), g.publicHost)
 }
 
-// mcpMessage is what the guard reads of a POSTed JSON-RPC message.
-type mcpMessage struct {
+// message is what the guard reads of a POSTed JSON-RPC message.
+type message struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params struct {
@@ -114,8 +105,8 @@ type mcpMessage struct {
 // 2026-07-28, whose requests carry no session): an initialize is counted
 // against its IP's budget, and any other request needs its session id
 // (400 without one, as the transport spec says; mcp-go would say 404).
-func (f *mcpFront) admitMessage(w http.ResponseWriter, r *http.Request, body []byte) bool {
-	var msg mcpMessage
+func (g *guard) admitMessage(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	var msg message
 	if json.Unmarshal(body, &msg) != nil || msg.Method == "" {
 		return true // a batch, a response or garbage: mcp-go answers it
 	}
@@ -125,7 +116,7 @@ func (f *mcpFront) admitMessage(w http.ResponseWriter, r *http.Request, body []b
 	var id any
 	_ = json.Unmarshal(msg.ID, &id)
 	if msg.Method == string(mcp.MethodInitialize) {
-		if f.inits.OnLimit(w, r, httpkit.ClientKey(r)) { // sets Retry-After
+		if g.inits.OnLimit(w, r, httpkit.ClientKey(r)) { // sets Retry-After
 			mcpstream.WriteError(w, http.StatusTooManyRequests, id, mcp.INVALID_REQUEST,
 				"Too many new MCP sessions from your address; wait a minute and try again, or keep using your session.")
 			return false
@@ -140,7 +131,7 @@ func (f *mcpFront) admitMessage(w http.ResponseWriter, r *http.Request, body []b
 }
 
 // admitDelete refuses a session-era DELETE without a session id.
-func (f *mcpFront) admitDelete(w http.ResponseWriter, r *http.Request) bool {
+func (g *guard) admitDelete(w http.ResponseWriter, r *http.Request) bool {
 	if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || r.Header.Get(server.HeaderKeySessionID) != "" {
 		return true
 	}

@@ -1,4 +1,4 @@
-package handlers
+package mcpserver
 
 import (
 	"container/list"
@@ -10,12 +10,12 @@ import (
 	"time"
 )
 
-// mcpSessionPrefix marks the session ids of the public /mcp endpoint.
-const mcpSessionPrefix = "mcp-"
+// sessionPrefix marks the session ids of the public /mcp endpoint.
+const sessionPrefix = "mcp-"
 
-var errUnknownMCPSession = errors.New("unknown MCP session")
+var errUnknownSession = errors.New("unknown MCP session")
 
-// mcpSessions issues and checks the Mcp-Session-Id of public MCP clients
+// sessionTable issues and checks the Mcp-Session-Id of public MCP clients
 // (mcp-go's server.SessionIdManager). Ids are 128 random bits: a session id
 // is what owns an MCP client's conversations ("mcp:<id>"). Mcp-go's own
 // stateful manager remembers every terminated id forever and never expires
@@ -24,37 +24,37 @@ var errUnknownMCPSession = errors.New("unknown MCP session")
 // session evicts the least recently used one. Each session costs about
 // 10 KB in mcp-go (measured), so the cap is what bounds the memory anonymous
 // clients can make the node hold.
-type mcpSessions struct {
+type sessionTable struct {
 	mu   sync.Mutex
 	ttl  time.Duration
 	max  int
 	now  func() time.Time
-	lru  *list.List               // of *mcpSession, most recently used first
+	lru  *list.List               // of *session, most recently used first
 	byID map[string]*list.Element // session id → its element in lru
 	// ended are sessions forgotten here (evicted or expired) whose state
 	// in mcp-go is still to be released (see release).
 	ended []string
 }
 
-type mcpSession struct {
+type session struct {
 	id   string
 	last time.Time
 }
 
-func newMCPSessions(ttl time.Duration, max int, now func() time.Time) *mcpSessions {
-	return &mcpSessions{ttl: ttl, max: max, now: now, lru: list.New(), byID: map[string]*list.Element{}}
+func newSessionTable(ttl time.Duration, max int, now func() time.Time) *sessionTable {
+	return &sessionTable{ttl: ttl, max: max, now: now, lru: list.New(), byID: map[string]*list.Element{}}
 }
 
 // Generate starts a session, evicting the least recently used ones beyond
 // max.
-func (m *mcpSessions) Generate() string {
+func (m *sessionTable) Generate() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
-	id := mcpSessionPrefix + hex.EncodeToString(b)
+	id := sessionPrefix + hex.EncodeToString(b)
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.byID[id] = m.lru.PushFront(&mcpSession{id: id, last: now})
+	m.byID[id] = m.lru.PushFront(&session{id: id, last: now})
 	for m.lru.Len() > m.max {
 		m.end(m.lru.Back())
 	}
@@ -63,18 +63,18 @@ func (m *mcpSessions) Generate() string {
 
 // Validate accepts a live session and records its use. An expired one is
 // reported terminated, an unknown (or evicted) one invalid: both get 404.
-func (m *mcpSessions) Validate(id string) (isTerminated bool, err error) {
-	if !strings.HasPrefix(id, mcpSessionPrefix) {
-		return false, errUnknownMCPSession
+func (m *sessionTable) Validate(id string) (isTerminated bool, err error) {
+	if !strings.HasPrefix(id, sessionPrefix) {
+		return false, errUnknownSession
 	}
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.byID[id]
 	if !ok {
-		return false, errUnknownMCPSession
+		return false, errUnknownSession
 	}
-	s := e.Value.(*mcpSession)
+	s := e.Value.(*session)
 	if now.Sub(s.last) > m.ttl {
 		m.end(e)
 		return true, nil
@@ -86,7 +86,7 @@ func (m *mcpSessions) Validate(id string) (isTerminated bool, err error) {
 
 // Terminate ends a session (a client's DELETE, or the release of one ended
 // here): mcp-go releases its state itself afterwards.
-func (m *mcpSessions) Terminate(id string) (isNotAllowed bool, err error) {
+func (m *sessionTable) Terminate(id string) (isNotAllowed bool, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if e, ok := m.byID[id]; ok {
@@ -97,8 +97,8 @@ func (m *mcpSessions) Terminate(id string) (isNotAllowed bool, err error) {
 }
 
 // end forgets a session and queues it for release. The caller holds mu.
-func (m *mcpSessions) end(e *list.Element) {
-	s := m.lru.Remove(e).(*mcpSession)
+func (m *sessionTable) end(e *list.Element) {
+	s := m.lru.Remove(e).(*session)
 	delete(m.byID, s.id)
 	m.ended = append(m.ended, s.id)
 }
@@ -107,11 +107,11 @@ func (m *mcpSessions) end(e *list.Element) {
 // ended since the last call, so that their state in mcp-go is released.
 // Idle sessions sit at the back of the list, so this costs one step per
 // session ended.
-func (m *mcpSessions) release() []string {
+func (m *sessionTable) release() []string {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for e := m.lru.Back(); e != nil && now.Sub(e.Value.(*mcpSession).last) > m.ttl; e = m.lru.Back() {
+	for e := m.lru.Back(); e != nil && now.Sub(e.Value.(*session).last) > m.ttl; e = m.lru.Back() {
 		m.end(e)
 	}
 	out := m.ended
@@ -122,8 +122,8 @@ func (m *mcpSessions) release() []string {
 // registered is called when mcp-go registers a session, at the end of its
 // initialize request. A session evicted while that request ran was
 // released before mcp-go held anything for it; queue it again.
-func (m *mcpSessions) registered(id string) {
-	if !strings.HasPrefix(id, mcpSessionPrefix) {
+func (m *sessionTable) registered(id string) {
+	if !strings.HasPrefix(id, sessionPrefix) {
 		return
 	}
 	m.mu.Lock()
@@ -134,7 +134,7 @@ func (m *mcpSessions) registered(id string) {
 }
 
 // count is the number of sessions held (tests, metrics).
-func (m *mcpSessions) count() int {
+func (m *sessionTable) count() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.lru.Len()

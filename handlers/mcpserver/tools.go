@@ -1,4 +1,4 @@
-package handlers
+package mcpserver
 
 import (
 	"context"
@@ -6,18 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/agentsite/agentsite/agent/chat"
-	"github.com/agentsite/agentsite/agent/runtime/mcpstream"
-	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
 // Per-agent tools.
@@ -64,9 +58,9 @@ var (
 		"required":["text"]}`)
 )
 
-// mcpPublic is the public MCP server's state: the tools, and which local
-// agents currently have a tool of their own.
-type mcpPublic struct {
+// public is one Handler's MCP server: the tools, and which local agents
+// currently have a tool of their own.
+type public struct {
 	s   *Server
 	srv *server.MCPServer
 
@@ -75,13 +69,13 @@ type mcpPublic struct {
 	agentTools map[string]string // tool name → agent id
 }
 
-func (p *mcpPublic) addTools() {
+func (p *public) addTools() {
 	p.srv.AddTools(
-		server.ServerTool{Tool: rawTool("search_agents", descSearchAgents, schemaSearchAgents, toolAnnotations("Search agents", true, false)...), Handler: p.searchAgents},
+		server.ServerTool{Tool: rawTool("search_agents", descSearchAgents, schemaSearchAgents, toolAnnotations("Search agents", true, false)...), Handler: p.handle(p.searchAgents)},
 		// get_agent may ask the network for a listing this node lacks.
-		server.ServerTool{Tool: rawTool("get_agent", descGetAgent, schemaGetAgent, toolAnnotations("Get an agent", true, true)...), Handler: p.getAgent},
-		server.ServerTool{Tool: rawTool("list_tags", descListTags, schemaListTags, toolAnnotations("List tags", true, false)...), Handler: p.listTags},
-		server.ServerTool{Tool: rawTool("send_message", descSendMessage, schemaSendMessage, toolAnnotations("Send a message to an agent", false, true)...), Handler: p.sendMessage},
+		server.ServerTool{Tool: rawTool("get_agent", descGetAgent, schemaGetAgent, toolAnnotations("Get an agent", true, true)...), Handler: p.handle(p.getAgent)},
+		server.ServerTool{Tool: rawTool("list_tags", descListTags, schemaListTags, toolAnnotations("List tags", true, false)...), Handler: p.handle(p.listTags)},
+		server.ServerTool{Tool: rawTool("send_message", descSendMessage, schemaSendMessage, toolAnnotations("Send a message to an agent", false, true)...), Handler: p.handle(p.sendMessage)},
 	)
 	p.srv.AddResourceTemplate(
 		mcp.NewResourceTemplate("agent://{id}", "agent",
@@ -108,7 +102,7 @@ func toolAnnotations(title string, readOnly, openWorld bool) []mcp.ToolOption {
 // refreshed before a tools/list (at most once a second) and before a call
 // to an agent tool. They also give an unknown agent:// resource its
 // resource-not-found error (unrouteMissingAgent).
-func (p *mcpPublic) hooks() *server.Hooks {
+func (p *public) hooks() *server.Hooks {
 	h := &server.Hooks{}
 	h.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { p.syncAgentTools(ctx) })
 	h.AddBeforeCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest) {
@@ -122,14 +116,14 @@ func (p *mcpPublic) hooks() *server.Hooks {
 
 // syncAgentTools adds a tool for each new local agent and removes those of
 // agents no longer hosted here.
-func (p *mcpPublic) syncAgentTools(ctx context.Context) {
+func (p *public) syncAgentTools(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
 	if now.Sub(p.synced) < agentToolsRefresh {
 		return
 	}
-	locals, err := p.s.Store.ListLocal(ctx)
+	locals, err := p.s.Catalog.ListLocal(ctx)
 	if err != nil {
 		p.s.Logger.Warn("MCP: listing local agents failed; keeping the previous agent tools", "err", err)
 		return
@@ -166,13 +160,13 @@ func (p *mcpPublic) syncAgentTools(ctx context.Context) {
 }
 
 // agentTool is the tool of one local agent.
-func (p *mcpPublic) agentTool(name, slug, agentID string) server.ServerTool {
+func (p *public) agentTool(name, slug, agentID string) server.ServerTool {
 	return server.ServerTool{
 		Tool: rawTool(name, fmt.Sprintf(descAgentTool, agentToolSlug(slug)), schemaAgentTool,
 			toolAnnotations("Message "+agentToolSlug(slug), false, true)...),
-		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return p.turn(ctx, req, agentID), nil
-		},
+		Handler: p.handle(func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return p.turn(ctx, req, agentID)
+		}),
 	}
 }
 
@@ -209,71 +203,4 @@ func agentToolSlug(name string) string {
 		}
 		return '_'
 	}, name)
-}
-
-func (p *mcpPublic) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	id, ok := argString(req.GetArguments(), "agent_id")
-	if !ok || id == "" {
-		return badArgs("agent_id", "is required: an agent id from search_agents"), nil
-	}
-	return p.turn(ctx, req, id), nil
-}
-
-// turn runs one chat turn for an MCP client, exactly as the web chat does
-// (stored, routed to the hosting node), streaming the reply as
-// notifications. The conversation belongs to the MCP session; clients of
-// the sessionless protocol (2026-07-28) share one owner, and their
-// conversation ids are the capability to continue, as for the anonymous
-// message API.
-func (p *mcpPublic) turn(ctx context.Context, req mcp.CallToolRequest, agentID string) *mcp.CallToolResult {
-	args := req.GetArguments()
-	text, ok := argString(args, "text")
-	if !ok {
-		return badArgs("text", "must be a string")
-	}
-	conv, ok := argString(args, "conversation_id")
-	if !ok {
-		return badArgs("conversation_id", "must be a string")
-	}
-	if !p.s.chatLimits.Allow(callerFrom(ctx), p.s.now()) {
-		return toolError(&httpkit.Error{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: "Too many messages; wait a minute and try again."}, "")
-	}
-	owner := chat.MCPAnonymous
-	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
-		owner = chat.MCPOwner(cs.SessionID())
-	}
-	stream := mcpstream.New(ctx, p.srv, req)
-	res, err := p.s.Chat.Turn(ctx, owner, chat.Request{AgentID: agentID, ConversationID: conv, Text: text}, stream.Emit)
-	stream.Drain()
-	if err != nil {
-		e := httpkit.Classify(err)
-		if e.Code == "internal" {
-			p.s.Logger.ErrorContext(ctx, "MCP send_message failed", "agent", agentID, "err", err)
-		}
-		return toolError(e, res.Conversation.ID)
-	}
-	cid := res.Conversation.ID
-	return &mcp.CallToolResult{
-		Content: []mcp.Content{
-			mcp.NewTextContent(res.Reply.Text),
-			mcp.NewTextContent("conversation_id: " + cid),
-		},
-		StructuredContent: map[string]any{
-			"agent_id": agentID, "conversation_id": cid, "message_id": res.Reply.ID, "reply": res.Reply.Text,
-		},
-	}
-}
-
-// fieldsText renders validation fields for a tool error, sorted.
-func fieldsText(fields map[string]string) string {
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "\n%s: %s", k, fields[k])
-	}
-	return b.String()
 }

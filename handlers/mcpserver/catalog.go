@@ -1,4 +1,4 @@
-package handlers
+package mcpserver
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/httpkit"
-	"github.com/agentsite/agentsite/store"
 )
 
 // The read-only side of the public MCP server: the catalogue as tools and
@@ -26,13 +25,16 @@ const (
 	maxTagsLimit     = 500
 )
 
-func (p *mcpPublic) searchAgents(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// searchAgents reads its arguments in the grammar of GET /api/v1/agents's
+// query string (tags are its tag, status its status) and validates them
+// the same way.
+func (p *public) searchAgents(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	args := req.GetArguments()
 	v := url.Values{}
 	for _, key := range []string{"q", "cursor"} {
 		s, ok := argString(args, key)
 		if !ok {
-			return badArgs(key, "must be a string"), nil
+			return nil, badArgs(key, "must be a string")
 		}
 		if s != "" {
 			v.Set(key, s)
@@ -41,7 +43,7 @@ func (p *mcpPublic) searchAgents(ctx context.Context, req mcp.CallToolRequest) (
 	for key, param := range map[string]string{"tags": "tag", "status": "status"} {
 		vals, ok := argStrings(args[key])
 		if !ok {
-			return badArgs(key, "must be a string or a list of strings"), nil
+			return nil, badArgs(key, "must be a string or a list of strings")
 		}
 		for _, s := range vals {
 			v.Add(param, s)
@@ -50,63 +52,63 @@ func (p *mcpPublic) searchAgents(ctx context.Context, req mcp.CallToolRequest) (
 	if raw, ok := args["limit"]; ok && raw != nil {
 		n, ok := argInt(raw)
 		if !ok {
-			return badArgs("limit", "must be a whole number"), nil
+			return nil, badArgs("limit", "must be a whole number")
 		}
 		v.Set("limit", strconv.Itoa(n))
 	}
-	// The same validation as GET /api/v1/agents.
 	q, err := httpkit.ParseSearchQuery(v)
 	if err != nil {
-		return toolError(httpkit.Classify(httpkit.BadQuery(err)), ""), nil
+		return nil, httpkit.BadQuery(err)
 	}
-	page, err := p.s.Store.SearchAgents(ctx, q)
+	page, err := p.s.Catalog.SearchAgents(ctx, q)
 	if err != nil {
-		return p.internal(ctx, "search_agents", err), nil
+		return nil, err
 	}
 	return jsonResult(apiwire.FromPage(page))
 }
 
-func (p *mcpPublic) getAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (p *public) getAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	id, ok := argString(req.GetArguments(), "id")
 	if !ok || id == "" {
-		return badArgs("id", "is required"), nil
+		return nil, badArgs("id", "is required")
 	}
-	l, err := p.listing(ctx, id)
+	l, err := p.s.Registry.Find(ctx, id)
 	if err != nil {
-		return p.internal(ctx, "get_agent", err), nil
+		return nil, err
 	}
 	return jsonResult(apiwire.FromListing(l))
 }
 
-type tagJSON struct {
+// TagJSON is one entry of list_tags' {"tags": [...]}.
+type TagJSON struct {
 	Tag   string `json:"tag"`
 	Count int    `json:"count"`
 }
 
-func (p *mcpPublic) listTags(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (p *public) listTags(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	limit := defaultTagsLimit
 	if raw, ok := req.GetArguments()["limit"]; ok && raw != nil {
 		n, ok := argInt(raw)
 		if !ok || n < 1 || n > maxTagsLimit {
-			return badArgs("limit", fmt.Sprintf("must be a number from 1 to %d", maxTagsLimit)), nil
+			return nil, badArgs("limit", fmt.Sprintf("must be a number from 1 to %d", maxTagsLimit))
 		}
 		limit = n
 	}
-	tags, err := p.s.Store.ListTags(ctx, limit)
+	tags, err := p.s.Catalog.ListTags(ctx, limit)
 	if err != nil {
-		return p.internal(ctx, "list_tags", err), nil
+		return nil, err
 	}
-	out := make([]tagJSON, 0, len(tags))
+	out := make([]TagJSON, 0, len(tags))
 	for _, t := range tags {
-		out = append(out, tagJSON{Tag: t.Tag, Count: t.Count})
+		out = append(out, TagJSON{Tag: t.Tag, Count: t.Count})
 	}
 	return jsonResult(map[string]any{"tags": out})
 }
 
 // readAgent serves agent://<id>.
-func (p *mcpPublic) readAgent(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+func (p *public) readAgent(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	uri := req.Params.URI
-	l, err := p.listing(ctx, strings.TrimPrefix(uri, "agent://"))
+	l, err := p.s.Registry.Find(ctx, strings.TrimPrefix(uri, "agent://"))
 	if err != nil {
 		if e := httpkit.Classify(err); e.Status < 500 {
 			return nil, errors.New(e.Message)
@@ -128,29 +130,14 @@ func (p *mcpPublic) readAgent(ctx context.Context, req mcp.ReadResourceRequest) 
 // agent is made one that agent://{id} cannot match (a space never does),
 // keeping the URI readable in the error message. An agent that is there
 // is loaded again by readAgent, from the store's cache.
-func (p *mcpPublic) unrouteMissingAgent(ctx context.Context, _ any, req *mcp.ReadResourceRequest) {
+func (p *public) unrouteMissingAgent(ctx context.Context, _ any, req *mcp.ReadResourceRequest) {
 	id, ok := strings.CutPrefix(req.Params.URI, "agent://")
 	if !ok {
 		return
 	}
-	if _, err := p.listing(ctx, id); errors.Is(err, registry.ErrNoAgent) || errors.Is(err, registry.ErrAgentGone) {
+	if _, err := p.s.Registry.Find(ctx, id); errors.Is(err, registry.ErrNoAgent) || errors.Is(err, registry.ErrAgentGone) {
 		req.Params.URI += " (no such agent)"
 	}
-}
-
-// listing finds an agent with the same outcomes as GET /api/v1/agents/{id}.
-func (p *mcpPublic) listing(ctx context.Context, id string) (store.Listing, error) {
-	return p.s.Registry.Find(ctx, id)
-}
-
-// internal returns the tool error of err, and logs it if it was
-// unexpected (its text is never shown).
-func (p *mcpPublic) internal(ctx context.Context, tool string, err error) *mcp.CallToolResult {
-	e := httpkit.Classify(err)
-	if e.Status >= 500 {
-		p.s.Logger.ErrorContext(ctx, "MCP tool failed", "tool", tool, "err", err)
-	}
-	return toolError(e, "")
 }
 
 // jsonResult returns v as structured content and as its JSON text.
@@ -160,6 +147,16 @@ func jsonResult(v any) (*mcp.CallToolResult, error) {
 		return nil, err
 	}
 	return mcp.NewToolResultStructured(v, string(b)), nil
+}
+
+// argString reads an optional string argument; a non-string is an error.
+func argString(args map[string]any, key string) (string, bool) {
+	v, ok := args[key]
+	if !ok || v == nil {
+		return "", true
+	}
+	s, ok := v.(string)
+	return strings.TrimSpace(s), ok
 }
 
 // argStrings reads a string or a list of strings.

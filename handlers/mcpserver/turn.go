@@ -1,0 +1,60 @@
+package mcpserver
+
+import (
+	"context"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/runtime/mcpstream"
+)
+
+func (p *public) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	id, ok := argString(req.GetArguments(), "agent_id")
+	if !ok || id == "" {
+		return nil, badArgs("agent_id", "is required: an agent id from search_agents")
+	}
+	return p.turn(ctx, req, id)
+}
+
+// turn runs one chat turn for an MCP client, exactly as the web chat does
+// (stored, routed to the hosting node), streaming the reply as
+// notifications. The conversation belongs to the MCP session; clients of
+// the sessionless protocol (2026-07-28) share one owner, and their
+// conversation ids are the capability to continue, as for the anonymous
+// message API.
+func (p *public) turn(ctx context.Context, req mcp.CallToolRequest, agentID string) (*mcp.CallToolResult, error) {
+	args := req.GetArguments()
+	text, ok := argString(args, "text")
+	if !ok {
+		return nil, badArgs("text", "must be a string")
+	}
+	conv, ok := argString(args, "conversation_id")
+	if !ok {
+		return nil, badArgs("conversation_id", "must be a string")
+	}
+	if !p.s.ChatRates.Allow(callerFrom(ctx), p.s.Now().UTC()) {
+		return nil, errRateLimited
+	}
+	owner := chat.MCPAnonymous
+	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
+		owner = chat.MCPOwner(cs.SessionID())
+	}
+	stream := mcpstream.New(ctx, p.srv, req)
+	res, err := p.s.Chat.Turn(ctx, owner, chat.Request{AgentID: agentID, ConversationID: conv, Text: text}, stream.Emit)
+	stream.Drain()
+	if err != nil {
+		return nil, &turnFailed{err: err, conversationID: res.Conversation.ID}
+	}
+	cid := res.Conversation.ID
+	return &mcp.CallToolResult{
+		Content: []mcp.Content{
+			mcp.NewTextContent(res.Reply.Text),
+			mcp.NewTextContent("conversation_id: " + cid),
+		},
+		StructuredContent: map[string]any{
+			"agent_id": agentID, "conversation_id": cid, "message_id": res.Reply.ID, "reply": res.Reply.Text,
+		},
+	}, nil
+}
