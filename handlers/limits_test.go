@@ -1,4 +1,4 @@
-package handlers
+package handlers_test
 
 import (
 	"bufio"
@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/handlers/connlimit"
+	. "github.com/agentsite/agentsite/handlers/handlertest"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store/sqlite"
 )
@@ -20,18 +22,18 @@ import (
 // and close the connection once the body deadline passes, instead of
 // holding the connection for as long as the client likes.
 func TestSlowBodyIsCut(t *testing.T) {
-	e := newTestServerConfig(t, openSQLite(t), func(c *Config) { c.BodyTimeout = 300 * time.Millisecond })
+	e := NewConfig(t, openSQLite(t), func(c *handlers.Config) { c.BodyTimeout = 300 * time.Millisecond })
 	for _, path := range []string{"/api/v1/agents", "/mcp", "/login"} {
 		ctype := "application/json"
 		if path == "/login" {
 			ctype = "application/x-www-form-urlencoded"
 		}
-		conn, err := net.Dial("tcp", e.ts.Listener.Addr().String())
+		conn, err := net.Dial("tcp", e.TS.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: 60000\r\n\r\n{", path, e.ts.Listener.Addr(), testOperatorToken, ctype)
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: 60000\r\n\r\n{", path, e.TS.Listener.Addr(), OperatorToken, ctype)
 		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 		start := time.Now()
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -57,8 +59,8 @@ func TestSlowBodyIsCut(t *testing.T) {
 // front of the handler: a client over its cap gets a JSON 429 on the API,
 // and health checks are still answered.
 func TestOverLimitConnectionsAnswered(t *testing.T) {
-	e := newTestServer(t)
-	ts := httptest.NewUnstartedServer(e.s.Handler())
+	e := New(t)
+	ts := httptest.NewUnstartedServer(e.Server.Handler())
 	ts.Listener = connlimit.NewListener(ts.Listener, connlimit.Limits{PerClient: 2, Total: 100})
 	ts.Config.ConnContext = connlimit.ConnContext
 	ts.Start()
@@ -88,7 +90,7 @@ func TestOverLimitConnectionsAnswered(t *testing.T) {
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("over the cap: %d (Retry-After %q), want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
-	if body := decode[httpkit.ErrorBody](t, resp); body.Error.Code != "too_many_connections" {
+	if body := Decode[httpkit.ErrorBody](t, resp); body.Error.Code != "too_many_connections" {
 		t.Errorf("code %q", body.Error.Code)
 	}
 	h, err := client.Get(ts.URL + "/healthz")
@@ -102,12 +104,12 @@ func TestOverLimitConnectionsAnswered(t *testing.T) {
 }
 
 func TestMetricsToken(t *testing.T) {
-	e := newTestServerConfig(t, openSQLite(t), func(c *Config) { c.MetricsToken = "metrics-secret-123456" })
-	wantStatus(t, e.do(http.MethodGet, "/metrics", nil), http.StatusUnauthorized)
-	wantStatus(t, e.do(http.MethodGet, "/metrics", nil, "Authorization", "Bearer wrong-token-0000000"), http.StatusUnauthorized)
-	wantStatus(t, e.do(http.MethodGet, "/metrics", nil, "Authorization", "Bearer metrics-secret-123456"), http.StatusOK)
-	open := newTestServer(t)
-	wantStatus(t, open.do(http.MethodGet, "/metrics", nil), http.StatusOK)
+	e := NewConfig(t, openSQLite(t), func(c *handlers.Config) { c.MetricsToken = "metrics-secret-123456" })
+	WantStatus(t, e.Do(http.MethodGet, "/metrics", nil), http.StatusUnauthorized)
+	WantStatus(t, e.Do(http.MethodGet, "/metrics", nil, "Authorization", "Bearer wrong-token-0000000"), http.StatusUnauthorized)
+	WantStatus(t, e.Do(http.MethodGet, "/metrics", nil, "Authorization", "Bearer metrics-secret-123456"), http.StatusOK)
+	open := New(t)
+	WantStatus(t, open.Do(http.MethodGet, "/metrics", nil), http.StatusOK)
 }
 
 func openSQLite(t testing.TB) *sqlite.DB {

@@ -1,4 +1,4 @@
-package handlers
+package handlers_test
 
 import (
 	"encoding/json"
@@ -17,6 +17,7 @@ import (
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/chatws"
+	. "github.com/agentsite/agentsite/handlers/handlertest"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
@@ -25,37 +26,37 @@ import (
 // conversation never reaches a backend of another owner than it began with.
 
 func TestDeletedNameStaysReserved(t *testing.T) {
-	engines(t, func(t *testing.T, e *testEnv) {
-		alice, bob := e.userToken("alice"), e.userToken("bob")
-		resp := e.do("POST", "/api/v1/agents", weatherInput("weather-bot"), bearer(alice)...)
-		wantStatus(t, resp, http.StatusCreated)
-		first := decode[apiwire.Agent](t, resp)
-		wantStatus(t, e.do("DELETE", "/api/v1/agents/"+first.ID, nil, bearer(alice)...), http.StatusNoContent)
+	Engines(t, func(t *testing.T, e *Env) {
+		alice, bob := e.UserToken("alice"), e.UserToken("bob")
+		resp := e.Do("POST", "/api/v1/agents", WeatherInput("weather-bot"), Bearer(alice)...)
+		WantStatus(t, resp, http.StatusCreated)
+		first := Decode[apiwire.Agent](t, resp)
+		WantStatus(t, e.Do("DELETE", "/api/v1/agents/"+first.ID, nil, Bearer(alice)...), http.StatusNoContent)
 
 		// Another account: refused on the name, over the API and the form.
-		resp = e.do("POST", "/api/v1/agents", weatherInput("weather-bot"), bearer(bob)...)
-		wantStatus(t, resp, http.StatusUnprocessableEntity)
-		if got := decode[httpkit.ErrorBody](t, resp).Error.Fields["name"]; got != registry.MsgNameReserved {
+		resp = e.Do("POST", "/api/v1/agents", WeatherInput("weather-bot"), Bearer(bob)...)
+		WantStatus(t, resp, http.StatusUnprocessableEntity)
+		if got := Decode[httpkit.ErrorBody](t, resp).Error.Fields["name"]; got != registry.MsgNameReserved {
 			t.Errorf("API: fields.name = %q, want %q", got, registry.MsgNameReserved)
 		}
-		form := e.visitor()
-		form.signup("carol", "password-carol")
-		doc := parsePage(t, form.postForm("/register", registerForm("name", "weather-bot")), http.StatusUnprocessableEntity)
-		if got := text(mustTestid(t, doc, "error-name")); !strings.Contains(got, registry.MsgNameReserved) {
+		form := e.Visitor()
+		form.Signup("carol", "password-carol")
+		doc := ParsePage(t, form.PostForm("/register", RegisterForm("name", "weather-bot")), http.StatusUnprocessableEntity)
+		if got := Text(MustTestid(t, doc, "error-name")); !strings.Contains(got, registry.MsgNameReserved) {
 			t.Errorf("form: name error = %q, want %q", got, registry.MsgNameReserved)
 		}
-		if l, err := e.st.GetAgent(t.Context(), first.ID); err != nil || !l.Record.Tombstone || l.Record.Owner != "alice" {
+		if l, err := e.Store.GetAgent(t.Context(), first.ID); err != nil || !l.Record.Tombstone || l.Record.Owner != "alice" {
 			t.Fatalf("after refused takeovers: %+v, %v; want alice's tombstone", l.Record, err)
 		}
 
 		// The owner may take it back, and so may the operator.
-		resp = e.do("POST", "/api/v1/agents", weatherInput("weather-bot"), bearer(alice)...)
-		wantStatus(t, resp, http.StatusCreated)
-		if again := decode[apiwire.Agent](t, resp); again.ID != first.ID || again.Owner != "alice" {
+		resp = e.Do("POST", "/api/v1/agents", WeatherInput("weather-bot"), Bearer(alice)...)
+		WantStatus(t, resp, http.StatusCreated)
+		if again := Decode[apiwire.Agent](t, resp); again.ID != first.ID || again.Owner != "alice" {
 			t.Errorf("alice re-registered %+v", again)
 		}
-		wantStatus(t, e.do("DELETE", "/api/v1/agents/"+first.ID, nil, bearer(alice)...), http.StatusNoContent)
-		wantStatus(t, e.do("POST", "/api/v1/agents", weatherInput("weather-bot"), bearer(testOperatorToken)...), http.StatusCreated)
+		WantStatus(t, e.Do("DELETE", "/api/v1/agents/"+first.ID, nil, Bearer(alice)...), http.StatusNoContent)
+		WantStatus(t, e.Do("POST", "/api/v1/agents", WeatherInput("weather-bot"), Bearer(OperatorToken)...), http.StatusCreated)
 	})
 }
 
@@ -88,45 +89,45 @@ func (h *recordingHook) received() []string {
 }
 
 func hookInput(name, hookURL string) registry.Input {
-	in := simpleInput(name, "Helper")
+	in := SimpleInput(name, "Helper")
 	in.Backend = agent.Backend{Kind: agent.BackendWebhook, URL: hookURL}
 	return in
 }
 
 func TestConversationRefusedAfterOwnerChange(t *testing.T) {
-	e := newChatServer(t)
-	e.s.Config.AllowPrivateEndpoints = true
-	e.s.Registry.AllowPrivate = true
+	e := NewChat(t)
+	e.Server.Config.AllowPrivateEndpoints = true
+	e.Server.Registry.AllowPrivate = true
 	oldHook, oldURL := newRecordingHook(t)
 	newHook, newURL := newRecordingHook(t)
-	id := e.seedAgent("alice", hookInput("helper", oldURL)).Record.ID
+	id := e.SeedAgent("alice", hookInput("helper", oldURL)).Record.ID
 	const secret = "my PIN is 4921"
 
 	// One conversation per surface, each started with the secret.
-	carol := e.userToken("carol")
-	resp := e.do("POST", "/api/v1/agents/"+id+"/messages", apiwire.MessageIn{Text: secret}, bearer(carol)...)
-	wantStatus(t, resp, http.StatusOK)
-	apiConv := decode[apiwire.MessageOut](t, resp).ConversationID
+	carol := e.UserToken("carol")
+	resp := e.Do("POST", "/api/v1/agents/"+id+"/messages", apiwire.MessageIn{Text: secret}, Bearer(carol)...)
+	WantStatus(t, resp, http.StatusOK)
+	apiConv := Decode[apiwire.MessageOut](t, resp).ConversationID
 
-	browser := e.visitor()
-	browser.page("/chat/"+id, http.StatusOK)
-	resp = browser.postForm("/chat/"+id, url.Values{"text": {secret}, "c": {""}})
-	wantStatus(t, resp, http.StatusSeeOther)
-	u, err := url.Parse(location(t, resp))
+	browser := e.Visitor()
+	browser.Page("/chat/"+id, http.StatusOK)
+	resp = browser.PostForm("/chat/"+id, url.Values{"text": {secret}, "c": {""}})
+	WantStatus(t, resp, http.StatusSeeOther)
+	u, err := url.Parse(Location(t, resp))
 	if err != nil {
 		t.Fatal(err)
 	}
 	formConv := u.Query().Get("c")
 
-	ws := browser.mustDial()
-	_, done := turn(t, ws, chatws.In{AgentID: id, Text: secret})
+	ws := browser.MustDial()
+	_, done := Turn(t, ws, chatws.In{AgentID: id, Text: secret})
 	if done.Type != "done" {
 		t.Fatalf("WebSocket turn: %+v", done)
 	}
 	wsConv := done.ConversationID
 
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(),
-		&mcp.StreamableClientTransport{Endpoint: e.ts.URL + "/mcp", MaxRetries: -1}, nil)
+		&mcp.StreamableClientTransport{Endpoint: e.TS.URL + "/mcp", MaxRetries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,26 +156,26 @@ func TestConversationRefusedAfterOwnerChange(t *testing.T) {
 
 	// Alice deletes the agent; the operator registers the name again, with
 	// another backend.
-	if err := e.s.Registry.Delete(t.Context(), registry.Operator, id); err != nil {
+	if err := e.Server.Registry.Delete(t.Context(), registry.Operator, id); err != nil {
 		t.Fatal(err)
 	}
-	if l := e.seedAgent("", hookInput("helper", newURL)); l.Record.ID != id || l.Record.Owner != "" {
+	if l := e.SeedAgent("", hookInput("helper", newURL)); l.Record.ID != id || l.Record.Owner != "" {
 		t.Fatalf("re-registered %+v", l.Record)
 	}
 
 	const next = "and what was my PIN?"
-	resp = e.do("POST", "/api/v1/agents/"+id+"/messages", apiwire.MessageIn{Text: next, ConversationID: apiConv}, bearer(carol)...)
-	wantStatus(t, resp, http.StatusConflict)
-	if got := decode[httpkit.ErrorBody](t, resp).Error.Code; got != "agent_changed_owner" {
+	resp = e.Do("POST", "/api/v1/agents/"+id+"/messages", apiwire.MessageIn{Text: next, ConversationID: apiConv}, Bearer(carol)...)
+	WantStatus(t, resp, http.StatusConflict)
+	if got := Decode[httpkit.ErrorBody](t, resp).Error.Code; got != "agent_changed_owner" {
 		t.Errorf("API: code %q, want agent_changed_owner", got)
 	}
 
-	doc := parsePage(t, browser.postForm("/chat/"+id, url.Values{"text": {next}, "c": {formConv}}), http.StatusConflict)
-	if got := text(mustTestid(t, doc, "composer-error")); !strings.Contains(got, "belongs to someone else") {
+	doc := ParsePage(t, browser.PostForm("/chat/"+id, url.Values{"text": {next}, "c": {formConv}}), http.StatusConflict)
+	if got := Text(MustTestid(t, doc, "composer-error")); !strings.Contains(got, "belongs to someone else") {
 		t.Errorf("form: composer error = %q", got)
 	}
 
-	if _, f := turn(t, ws, chatws.In{AgentID: id, ConversationID: wsConv, Text: next}); f.Type != "error" || f.Code != "agent_changed_owner" {
+	if _, f := Turn(t, ws, chatws.In{AgentID: id, ConversationID: wsConv, Text: next}); f.Type != "error" || f.Code != "agent_changed_owner" {
 		t.Errorf("WebSocket: frame %+v, want error agent_changed_owner", f)
 	}
 
@@ -186,15 +187,15 @@ func TestConversationRefusedAfterOwnerChange(t *testing.T) {
 		t.Fatalf("the new owner's backend received %d turns of old conversations: %q", len(got), got)
 	}
 	for _, c := range []string{apiConv, formConv, wsConv, mcpConv} {
-		msgs, err := e.st.ListMessages(t.Context(), c, 10)
+		msgs, err := e.Store.ListMessages(t.Context(), c, 10)
 		if err != nil || len(msgs) != 2 {
 			t.Errorf("conversation %s: %d messages (%v), want the first turn only", c, len(msgs), err)
 		}
 	}
 
 	// A new conversation goes to the new backend, without the old history.
-	resp = e.do("POST", "/api/v1/agents/"+id+"/messages", apiwire.MessageIn{Text: "hello"}, bearer(carol)...)
-	wantStatus(t, resp, http.StatusOK)
+	resp = e.Do("POST", "/api/v1/agents/"+id+"/messages", apiwire.MessageIn{Text: "hello"}, Bearer(carol)...)
+	WantStatus(t, resp, http.StatusOK)
 	got := newHook.received()
 	if len(got) != 1 || strings.Contains(got[0], "4921") {
 		t.Errorf("new backend received %q, want one turn without the PIN", got)
@@ -202,40 +203,40 @@ func TestConversationRefusedAfterOwnerChange(t *testing.T) {
 }
 
 func TestDemoAgentsDoNotTakeUsersName(t *testing.T) {
-	e := newTestServer(t)
-	e.s.Config.AllowPrivateEndpoints = true // bob's hook is not resolved
-	demo := simpleInput("echo", "Echo")
-	theirs := e.seedAgent("bob", hookInput("echo", "https://bob.example/hook"))
-	gone := e.seedAgent("carol", simpleInput("calculator", "Carol's"))
-	if err := e.s.Registry.Delete(t.Context(), registry.Operator, gone.Record.ID); err != nil {
+	e := New(t)
+	e.Server.Config.AllowPrivateEndpoints = true // bob's hook is not resolved
+	demo := SimpleInput("echo", "Echo")
+	theirs := e.SeedAgent("bob", hookInput("echo", "https://bob.example/hook"))
+	gone := e.SeedAgent("carol", SimpleInput("calculator", "Carol's"))
+	if err := e.Server.Registry.Delete(t.Context(), registry.Operator, gone.Record.ID); err != nil {
 		t.Fatal(err)
 	}
 
 	// Every start publishes the demo agents again.
 	for range 2 {
-		for _, in := range []registry.Input{demo, simpleInput("calculator", "Calculator")} {
-			if _, err := e.s.Registry.EnsureOperatorAgent(t.Context(), in); !errors.Is(err, registry.ErrNameTaken) {
+		for _, in := range []registry.Input{demo, SimpleInput("calculator", "Calculator")} {
+			if _, err := e.Server.Registry.EnsureOperatorAgent(t.Context(), in); !errors.Is(err, registry.ErrNameTaken) {
 				t.Errorf("EnsureOperatorAgent(%s) = %v, want registry.ErrNameTaken", in.Name, err)
 			}
 		}
 	}
-	l, err := e.st.GetAgent(t.Context(), theirs.Record.ID)
+	l, err := e.Store.GetAgent(t.Context(), theirs.Record.ID)
 	if err != nil || l.Record.Owner != "bob" || l.Record.Seq != theirs.Record.Seq || l.Record.DisplayName != "Helper" {
 		t.Errorf("bob's echo after the demo agents: %+v, %v", l.Record, err)
 	}
-	if b, err := e.st.GetBackend(t.Context(), theirs.Record.ID); err != nil || b.URL != "https://bob.example/hook" {
+	if b, err := e.Store.GetBackend(t.Context(), theirs.Record.ID); err != nil || b.URL != "https://bob.example/hook" {
 		t.Errorf("bob's backend after the demo agents: %+v, %v", b, err)
 	}
-	if l, _ := e.st.GetAgent(t.Context(), gone.Record.ID); !l.Record.Tombstone || l.Record.Owner != "carol" {
+	if l, _ := e.Store.GetAgent(t.Context(), gone.Record.ID); !l.Record.Tombstone || l.Record.Owner != "carol" {
 		t.Errorf("carol's deleted calculator was taken: %+v", l.Record)
 	}
 
 	// An operator's demo agent is still refreshed.
-	op, err := e.s.Registry.EnsureOperatorAgent(t.Context(), simpleInput("greeter", "Greeter"))
+	op, err := e.Server.Registry.EnsureOperatorAgent(t.Context(), SimpleInput("greeter", "Greeter"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.s.Registry.EnsureOperatorAgent(t.Context(), simpleInput("greeter", "Greeter"))
+	again, err := e.Server.Registry.EnsureOperatorAgent(t.Context(), SimpleInput("greeter", "Greeter"))
 	if err != nil || again.Record.ID != op.Record.ID || again.Record.Seq <= op.Record.Seq {
 		t.Errorf("refreshing the operator's agent: %+v, %v", again.Record, err)
 	}

@@ -14,8 +14,8 @@ import (
 // Body limits. Forms and API bodies are small; a record is at most 16 KiB and
 // a registration carries a little more (backend settings).
 const (
-	maxFormBytes = 64 << 10
-	maxAPIBytes  = 64 << 10
+	MaxFormBytes = 64 << 10
+	MaxAPIBytes  = 64 << 10
 )
 
 // Handler returns the whole URL space of the node.
@@ -63,7 +63,7 @@ func (s *Server) Handler() http.Handler {
 
 	// JSON API.
 	r.Route("/api/v1", func(r chi.Router) {
-		r.Use(s.limitBody(maxAPIBytes))
+		r.Use(s.limitBody(MaxAPIBytes))
 		r.Get("/node", s.API.NodeInfo)
 		r.Get("/agents", s.API.ListAgents)
 		r.Get("/agents/{id}", s.API.GetAgent)
@@ -82,7 +82,7 @@ func (s *Server) Handler() http.Handler {
 	// Portal pages: sessions, form body limits.
 	r.Group(func(r chi.Router) {
 		r.Use(s.sessions.Middleware)
-		r.Use(s.limitBody(maxFormBytes)) // after the session, so a 413 is a page
+		r.Use(s.limitBody(MaxFormBytes)) // after the session, so a 413 is a page
 		r.MethodNotAllowed(s.pageMethodNotAllowed)
 		r.Get("/", s.pages.PageHome)
 		r.Get("/agents", s.pages.PageAgents)

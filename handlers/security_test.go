@@ -1,4 +1,4 @@
-package handlers
+package handlers_test
 
 import (
 	"compress/gzip"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentsite/agentsite/handlers"
+	. "github.com/agentsite/agentsite/handlers/handlertest"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/static"
 )
@@ -15,19 +17,19 @@ import (
 // TestFormLimits: an oversized form is a 413, with or without a
 // Content-Length.
 func TestFormLimits(t *testing.T) {
-	e := newTestServer(t)
-	e.signup("alice", "password-alice")
-	big := registerForm("description", strings.Repeat("x", maxFormBytes+1)).Encode()
+	e := New(t)
+	e.Signup("alice", "password-alice")
+	big := RegisterForm("description", strings.Repeat("x", handlers.MaxFormBytes+1)).Encode()
 
 	for _, chunked := range []bool{false, true} {
 		var body io.Reader = strings.NewReader(big)
 		if chunked {
 			body = io.MultiReader(body) // hides the length: chunked encoding
 		}
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.ts.URL+"/register", body)
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.TS.URL+"/register", body)
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Sec-Fetch-Site", "same-origin")
-		resp, err := e.client.Do(req)
+		resp, err := e.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +38,7 @@ func TestFormLimits(t *testing.T) {
 			t.Errorf("chunked=%v: status %d, want 413", chunked, resp.StatusCode)
 		}
 	}
-	if n, _ := e.st.SearchAgents(t.Context(), searchAll()); len(n.Listings) != 0 {
+	if n, _ := e.Store.SearchAgents(t.Context(), SearchAll()); len(n.Listings) != 0 {
 		t.Error("an oversized form registered an agent")
 	}
 }
@@ -44,27 +46,27 @@ func TestFormLimits(t *testing.T) {
 // TestCrossOriginForms: a cross-site POST is refused before any handler,
 // with a page.
 func TestCrossOriginForms(t *testing.T) {
-	e := newTestServer(t)
-	e.signup("alice", "password-alice")
+	e := New(t)
+	e.Signup("alice", "password-alice")
 	for _, path := range []string{"/login", "/signup", "/logout", "/register", "/account/tokens"} {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.ts.URL+path, strings.NewReader(url.Values{"name": {"x"}}.Encode()))
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.TS.URL+path, strings.NewReader(url.Values{"name": {"x"}}.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Sec-Fetch-Site", "cross-site")
-		resp, err := e.client.Do(req)
+		resp, err := e.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The refusal is the site's error page, for the logged-in user.
-		doc := parsePage(t, resp, http.StatusForbidden)
-		mustTestid(t, doc, "error-page")
-		mustTestid(t, doc, "nav-logout")
+		doc := ParsePage(t, resp, http.StatusForbidden)
+		MustTestid(t, doc, "error-page")
+		MustTestid(t, doc, "nav-logout")
 	}
 	// Still logged in: the cross-site logout did nothing.
-	mustTestid(t, e.page("/", http.StatusOK), "nav-logout")
+	MustTestid(t, e.Page("/", http.StatusOK), "nav-logout")
 }
 
 func TestStaticAssets(t *testing.T) {
-	e := newTestServer(t)
+	e := New(t)
 	tests := []struct {
 		name, ctype string
 	}{
@@ -78,8 +80,8 @@ func TestStaticAssets(t *testing.T) {
 			if !strings.HasPrefix(p, "/static/") || !strings.Contains(p, ".") || strings.HasSuffix(p, "/"+tt.name) {
 				t.Fatalf("Path(%q) = %q, want a hashed name", tt.name, p)
 			}
-			resp := e.do(http.MethodGet, p, nil, "Accept-Encoding", "identity")
-			wantStatus(t, resp, http.StatusOK)
+			resp := e.Do(http.MethodGet, p, nil, "Accept-Encoding", "identity")
+			WantStatus(t, resp, http.StatusOK)
 			if got := resp.Header.Get("Content-Type"); got != tt.ctype {
 				t.Errorf("Content-Type = %q", got)
 			}
@@ -91,7 +93,7 @@ func TestStaticAssets(t *testing.T) {
 				t.Fatal("empty asset")
 			}
 			// gzip when asked, same bytes.
-			resp = e.do(http.MethodGet, p, nil, "Accept-Encoding", "gzip")
+			resp = e.Do(http.MethodGet, p, nil, "Accept-Encoding", "gzip")
 			if resp.Header.Get("Content-Encoding") == "gzip" {
 				zr, err := gzip.NewReader(resp.Body)
 				if err != nil {
@@ -104,16 +106,16 @@ func TestStaticAssets(t *testing.T) {
 			}
 			// Revalidation.
 			etag := resp.Header.Get("ETag")
-			wantStatus(t, e.do(http.MethodGet, p, nil, "If-None-Match", etag), http.StatusNotModified)
+			WantStatus(t, e.Do(http.MethodGet, p, nil, "If-None-Match", etag), http.StatusNotModified)
 		})
 	}
 	for _, p := range []string{"/static/app.css", "/static/app.00000000.css", "/static/", "/static/../go.mod"} {
-		if resp := e.do(http.MethodGet, p, nil); resp.StatusCode != http.StatusNotFound {
+		if resp := e.Do(http.MethodGet, p, nil); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s: status %d, want 404", p, resp.StatusCode)
 		}
 	}
 	// Pages link the hashed URLs.
-	doc := e.page("/", http.StatusOK)
+	doc := e.Page("/", http.StatusOK)
 	if href := doc.Find(`link[rel=stylesheet]`).AttrOr("href", ""); href != static.Path("app.css") {
 		t.Errorf("stylesheet href = %q", href)
 	}
@@ -129,31 +131,31 @@ func TestStaticAssets(t *testing.T) {
 // the portal's error page (for the logged-in user) and API requests with
 // JSON.
 func TestErrorDispatch(t *testing.T) {
-	e := newTestServerConfig(t, openTestSQLite(t), func(c *Config) { c.RateLimit = 1 })
-	e.signup("alice", "password-alice")
+	e := NewConfig(t, OpenSQLite(t), func(c *handlers.Config) { c.RateLimit = 1 })
+	e.Signup("alice", "password-alice")
 	pages := []struct {
 		name   string
 		resp   func() *http.Response
 		status int
 	}{
-		{"405", func() *http.Response { return e.do(http.MethodGet, "/logout", nil) }, http.StatusMethodNotAllowed},
-		{"404", func() *http.Response { return e.do(http.MethodGet, "/no/such/page", nil) }, http.StatusNotFound},
+		{"405", func() *http.Response { return e.Do(http.MethodGet, "/logout", nil) }, http.StatusMethodNotAllowed},
+		{"404", func() *http.Response { return e.Do(http.MethodGet, "/no/such/page", nil) }, http.StatusNotFound},
 		{"413", func() *http.Response {
-			return e.postForm("/register", registerForm("description", strings.Repeat("x", maxFormBytes+1)))
+			return e.PostForm("/register", RegisterForm("description", strings.Repeat("x", handlers.MaxFormBytes+1)))
 		}, http.StatusRequestEntityTooLarge},
 		{"429", func() *http.Response {
-			e.postForm("/login", url.Values{"handle": {"alice"}, "password": {"wrong-password"}})
-			return e.postForm("/login", url.Values{"handle": {"alice"}, "password": {"wrong-password"}})
+			e.PostForm("/login", url.Values{"handle": {"alice"}, "password": {"wrong-password"}})
+			return e.PostForm("/login", url.Values{"handle": {"alice"}, "password": {"wrong-password"}})
 		}, http.StatusTooManyRequests},
 	}
 	for _, tt := range pages {
 		t.Run("page "+tt.name, func(t *testing.T) {
 			resp := tt.resp()
-			doc := parsePage(t, resp, tt.status)
-			if got := mustTestid(t, doc, "error-page").AttrOr("data-status", ""); got != tt.name {
+			doc := ParsePage(t, resp, tt.status)
+			if got := MustTestid(t, doc, "error-page").AttrOr("data-status", ""); got != tt.name {
 				t.Errorf("error page data-status = %q", got)
 			}
-			mustTestid(t, doc, "nav-logout")
+			MustTestid(t, doc, "nav-logout")
 			if tt.status == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
 				t.Error("429 page without Retry-After")
 			}
@@ -167,12 +169,12 @@ func TestErrorDispatch(t *testing.T) {
 		{http.MethodGet, "/api/v1/nope", "not_found", http.StatusNotFound},
 	} {
 		t.Run("api "+tt.code, func(t *testing.T) {
-			resp := e.do(tt.method, tt.path, nil)
-			wantStatus(t, resp, tt.status)
+			resp := e.Do(tt.method, tt.path, nil)
+			WantStatus(t, resp, tt.status)
 			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 				t.Errorf("Content-Type = %q", ct)
 			}
-			if got := decode[httpkit.ErrorBody](t, resp); got.Error.Code != tt.code {
+			if got := Decode[httpkit.ErrorBody](t, resp); got.Error.Code != tt.code {
 				t.Errorf("code = %q, want %q", got.Error.Code, tt.code)
 			}
 		})

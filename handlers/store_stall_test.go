@@ -1,4 +1,4 @@
-package handlers
+package handlers_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/agentsite/agentsite/handlers/apiwire"
+	. "github.com/agentsite/agentsite/handlers/handlertest"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/store/postgres"
@@ -32,7 +33,7 @@ const (
 // stallEnv is a portal on Postgres reached through a proxy the test can
 // freeze and cut; direct reaches the same database around the proxy.
 type stallEnv struct {
-	*testEnv
+	*Env
 	proxy  *pgtest.Proxy
 	direct *postgres.DB
 }
@@ -52,32 +53,32 @@ func newStallEnv(t *testing.T) *stallEnv {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { direct.Close() })
-	env := newTestServerWith(t, viaProxy)
-	return &stallEnv{testEnv: env, proxy: proxy, direct: direct}
+	env := NewWith(t, viaProxy)
+	return &stallEnv{Env: env, proxy: proxy, direct: direct}
 }
 
 // send is do with a client deadline, so a hanging server fails the test
 // instead of stalling it; it reports how long the answer took.
 func (e *stallEnv) send(method, path string, body any, headers ...string) (*http.Response, time.Duration) {
-	e.t.Helper()
-	return e.sendWith(e.client, method, path, body, headers...)
+	e.T.Helper()
+	return e.sendWith(e.Client, method, path, body, headers...)
 }
 
 func (e *stallEnv) sendWith(c *http.Client, method, path string, body any, headers ...string) (*http.Response, time.Duration) {
-	e.t.Helper()
+	e.T.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			e.t.Fatal(err)
+			e.T.Fatal(err)
 		}
 		rd = strings.NewReader(string(b))
 	}
-	ctx, cancel := context.WithTimeout(e.t.Context(), 20*time.Second)
-	e.t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, method, e.ts.URL+path, rd)
+	ctx, cancel := context.WithTimeout(e.T.Context(), 20*time.Second)
+	e.T.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, method, e.TS.URL+path, rd)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -88,9 +89,9 @@ func (e *stallEnv) sendWith(c *http.Client, method, path string, body any, heade
 	start := time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
-		e.t.Fatalf("%s %s: no answer within 20s (the store call has no deadline?): %v", method, path, err)
+		e.T.Fatalf("%s %s: no answer within 20s (the store call has no deadline?): %v", method, path, err)
 	}
-	e.t.Cleanup(func() { resp.Body.Close() })
+	e.T.Cleanup(func() { resp.Body.Close() })
 	return resp, time.Since(start)
 }
 
@@ -112,10 +113,10 @@ func wantUnavailable(t *testing.T, resp *http.Response, took time.Duration) {
 
 // agentID is the id the node gives an agent named name.
 func (e *stallEnv) agentID(name string) string {
-	e.t.Helper()
-	id, err := e.s.Publisher.AgentID(name)
+	e.T.Helper()
+	id, err := e.Server.Publisher.AgentID(name)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return id
 }
@@ -131,8 +132,8 @@ func TestStoreStallRefusesAndRecovers(t *testing.T) {
 	for _, mode := range []string{"freeze", "cut", "commit"} {
 		t.Run(mode, func(t *testing.T) {
 			e := newStallEnv(t)
-			e.signup("carol", "correct horse battery")
-			op := bearer(testOperatorToken)
+			e.Signup("carol", "correct horse battery")
+			op := Bearer(OperatorToken)
 			switch mode {
 			case "freeze":
 				e.proxy.Freeze()
@@ -142,18 +143,18 @@ func TestStoreStallRefusesAndRecovers(t *testing.T) {
 				e.proxy.FreezeOn("commit\x00")
 			}
 
-			resp, took := e.send("POST", "/api/v1/agents", weatherInput("refused-bot"), op...)
+			resp, took := e.send("POST", "/api/v1/agents", WeatherInput("refused-bot"), op...)
 			wantUnavailable(t, resp, took)
-			if got := decode[httpkit.ErrorBody](t, resp).Error.Code; got != "store_unavailable" {
+			if got := Decode[httpkit.ErrorBody](t, resp).Error.Code; got != "store_unavailable" {
 				t.Errorf("API error code = %q, want store_unavailable", got)
 			}
 			if mode != "commit" { // the portal reads nothing that commits
 				// carol's session must be loaded from the store; a
 				// visitor's page needs the store for its content only.
-				for who, c := range map[string]*http.Client{"visitor": http.DefaultClient, "carol": e.client} {
+				for who, c := range map[string]*http.Client{"visitor": http.DefaultClient, "carol": e.Client} {
 					resp, took = e.sendWith(c, "GET", "/", nil)
 					wantUnavailable(t, resp, took)
-					doc := parsePage(t, resp, http.StatusServiceUnavailable)
+					doc := ParsePage(t, resp, http.StatusServiceUnavailable)
 					if doc.Find(`[data-testid="error-page"][data-status="503"]`).Length() != 1 {
 						t.Errorf("%s: GET / is not the 503 error page: %s", who, pageText(doc))
 					}
@@ -166,13 +167,13 @@ func TestStoreStallRefusesAndRecovers(t *testing.T) {
 				t.Fatalf("the refused registration: GetAgent = %v, want not found (refused, yet stored)", err)
 			}
 			// Back without a restart: a retry is stored and acknowledged.
-			resp, _ = e.send("POST", "/api/v1/agents", weatherInput("refused-bot"), op...)
-			wantStatus(t, resp, http.StatusCreated)
+			resp, _ = e.send("POST", "/api/v1/agents", WeatherInput("refused-bot"), op...)
+			WantStatus(t, resp, http.StatusCreated)
 			if _, err := e.direct.GetAgent(t.Context(), e.agentID("refused-bot")); err != nil {
 				t.Fatalf("the retried registration is not stored: %v", err)
 			}
 			resp, _ = e.send("GET", "/", nil)
-			wantStatus(t, resp, http.StatusOK)
+			WantStatus(t, resp, http.StatusOK)
 		})
 	}
 }
@@ -188,17 +189,17 @@ func pageText(doc *goquery.Document) string {
 // handler rendered.
 func TestSessionSaveStallRendersErrorPage(t *testing.T) {
 	e := newStallEnv(t)
-	e.signup("dave", "correct horse battery")
+	e.Signup("dave", "correct horse battery")
 	e.proxy.FreezeOn("user_id") // the session key of the logged-in account
 	resp, took := e.send("GET", "/", nil)
 	wantUnavailable(t, resp, took)
-	doc := parsePage(t, resp, http.StatusServiceUnavailable)
+	doc := ParsePage(t, resp, http.StatusServiceUnavailable)
 	if doc.Find(`[data-testid="error-page"][data-status="503"]`).Length() != 1 || doc.Find("main").Length() != 1 {
 		t.Errorf("GET / is not just the 503 error page: %s", pageText(doc))
 	}
 	e.proxy.Restore()
 	resp, _ = e.send("GET", "/", nil)
-	wantStatus(t, resp, http.StatusOK)
+	WantStatus(t, resp, http.StatusOK)
 }
 
 // failReadBack is a store whose GetAgent fails once a record was stored.
@@ -224,10 +225,10 @@ func (f *failReadBack) GetAgent(ctx context.Context, id string) (store.Listing, 
 // store failing on the read-back must not turn the registration into an
 // error (it would be refused and stored).
 func TestStoredRegistrationIsAcknowledged(t *testing.T) {
-	e := newTestServerWith(t, &failReadBack{Store: openTestSQLite(t)})
-	resp := e.do("POST", "/api/v1/agents", weatherInput("kept-bot"), bearer(testOperatorToken)...)
-	wantStatus(t, resp, http.StatusCreated)
-	if got := decode[apiwire.Agent](t, resp); got.Name != "kept-bot" || got.Status != store.StatusOnline || !got.Local {
+	e := NewWith(t, &failReadBack{Store: OpenSQLite(t)})
+	resp := e.Do("POST", "/api/v1/agents", WeatherInput("kept-bot"), Bearer(OperatorToken)...)
+	WantStatus(t, resp, http.StatusCreated)
+	if got := Decode[apiwire.Agent](t, resp); got.Name != "kept-bot" || got.Status != store.StatusOnline || !got.Local {
 		t.Errorf("acknowledged agent = %+v", got)
 	}
 }
