@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # they create and drop their own databases.
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: help run build test test-short bench bench-p2p bench-chat load generate lint fuzz demo clean
+.PHONY: help run build test a2a-sdk test-short bench bench-p2p bench-chat load generate lint fuzz demo clean
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -19,9 +19,16 @@ build: ## build bin/agentsite
 run: build ## start a node + portal on embedded SQLite at http://127.0.0.1:8080
 	$(BIN) serve --data-dir ./data --http-addr 127.0.0.1:8080
 
-test: ## run every test (race detector on; real SQLite, Postgres and Chromium)
+test: a2a-sdk ## run every test (race detector on; real SQLite, Postgres, Chromium and the A2A JS SDK)
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
+
+# The official A2A client (@a2a-js/sdk, pinned in testdata/a2a-js) that the
+# A2A tests drive; installed once, if npm is here (the test skips loudly
+# otherwise, and fails under CI=true).
+a2a-sdk:
+	@if [ ! -d testdata/a2a-js/node_modules ] && command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix testdata/a2a-js --no-audit --no-fund; fi
 
 test-short: ## the fast tests only
 	$(GO) test -short -count=1 ./...
