@@ -11,10 +11,10 @@ import templruntime "github.com/a-h/templ/runtime"
 
 import (
 	"net/url"
-
-	"github.com/agentsite/agentsite/agent"
 	"strconv"
 	"time"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // AgentChat test ids (handler tests with goquery, browser tests with
