@@ -6,6 +6,10 @@
 // {"type":"chunk","text"}…, then {"type":"done","conversation_id","text" (the whole reply),
 // "message_id"} or {"type":"error","code","message","conversation_id"?,
 // "stored","sent"} (what became of the message: handlers/chatws Out).
+// While the agent answers it may ask other agents: each delegation comes as
+// {"type":"step","step":{tool,agent_id,agent_name,host,text,reply,error,done}},
+// once as it starts (done false) and once as it ends, and shows as a line
+// above the reply, pending until its end replaces it.
 //
 // Everything comes from data- attributes on [data-chat] (the CSP allows no
 // inline script). The markup comes from the page too: the script clones its
@@ -46,7 +50,7 @@
   var attempt = 0;      // failed attempts since the last open, for the backoff
   var timer = 0;        // pending reconnect
   var leaving = false;  // the page is being unloaded: no reconnects, no errors
-  var pending = null;   // the turn in flight: {user, agent, textNode, text, raw, got}
+  var pending = null;   // the turn in flight: {user, agent, textNode, text, raw, got, steps}
 
   // ---------- Connection ----------
 
@@ -156,6 +160,9 @@
       case "chunk":
         if (pending && typeof f.text === "string") addChunk(f.text);
         break;
+      case "step":
+        if (pending && f.step && typeof f.step === "object") showStep(f.step);
+        break;
       case "done":
         if (pending) finishPending(f);
         break;
@@ -182,9 +189,61 @@
     if (stick) scrollToEnd();
   }
 
+  // showStep adds the line of a step frame above the reply, or replaces
+  // the pending line of the step it ends.
+  function showStep(s) {
+    var state = !s.done ? "pending" : (s.error ? "failed" : "done");
+    if (typeof s.tool !== "string" || !/^[a-z_]+$/.test(s.tool)) return;
+    var name = "step-" + s.tool + "-" + state;
+    if (!q("template[data-template=\"" + name + "\"]")) return; // a tool this page does not know
+    var li = clone(name);
+    fillStep(li, s);
+    var key = [s.tool, s.agent_id || "", s.text || ""].join("\n");
+    var stick = nearBottom();
+    var open = null;
+    for (var i = 0; i < pending.steps.length && state !== "pending"; i++) {
+      if (pending.steps[i].key === key) {
+        open = pending.steps.splice(i, 1)[0].li;
+        break;
+      }
+    }
+    if (open) {
+      q("details", li).open = q("details", open).open;
+      open.replaceWith(li);
+    } else {
+      list.insertBefore(li, pending.agent);
+    }
+    if (state === "pending") pending.steps.push({ key: key, li: li });
+    if (stick) scrollToEnd();
+  }
+
+  // fillStep puts step s's text into the slots of a cloned step line.
+  function fillStep(li, s) {
+    function set(sel, text) {
+      var el = q(sel, li);
+      if (el) el.textContent = typeof text === "string" ? text : "";
+    }
+    set(".step-agent", s.agent_name || s.agent_id);
+    set(".step-host", s.host);
+    var where = q(".step-where", li);
+    if (where) where.hidden = !s.host;
+    set(".step-text", s.text);
+    set(".step-question", s.text);
+    set(".step-result", s.error || s.reply);
+    set(".step-reply", s.error || s.reply);
+  }
+
+  // dropPendingSteps removes the lines of steps the turn never finished:
+  // the stored conversation does not have them either.
+  function dropPendingSteps(p) {
+    for (var i = 0; i < p.steps.length; i++) p.steps[i].li.remove();
+    p.steps = [];
+  }
+
   function finishPending(f) {
     var p = pending;
     pending = null;
+    dropPendingSteps(p);
     if (!p.got) {
       var typing = q("[data-testid=typing]", p.agent);
       if (typing) typing.remove();
@@ -204,6 +263,7 @@
   function failPending(f) {
     var p = pending;
     pending = null;
+    dropPendingSteps(p);
     if (p.got) {
       p.agent.classList.add("msg-incomplete");
     } else {
@@ -282,7 +342,8 @@
       textNode: textNode,
       text: text,
       raw: raw,
-      got: false
+      got: false,
+      steps: []
     };
     sendBtn.disabled = true;
     list.setAttribute("aria-busy", "true");

@@ -19,7 +19,14 @@ var backendKinds = []Option{
 
 var backendFields = map[string]bool{
 	"backend.kind": true, "backend.builtin": true, "backend.url": true, "backend.model": true,
-	"backend.system_prompt": true, "backend.api_key": true, "backend.tool": true,
+	"backend.system_prompt": true, "backend.api_key": true, "backend.tool": true, "backend.delegate": true,
+}
+
+// delegateHelp says what the "May call other agents" box allows, with the
+// limits the runtime keeps to.
+func delegateHelp() string {
+	return fmt.Sprintf("The model gets two tools: find_agents searches the catalogue and ask_agent sends a message to any agent on the network. "+
+		"Limits: %d calls a turn, %d hops deep, no agent twice in one chain.", agent.MaxDelegations, agent.MaxHops)
 }
 
 // shown reports whether the form displays the error of key next to a field.

@@ -191,6 +191,7 @@ type BackendForm struct {
 	Model        string
 	SystemPrompt string
 	Tool         string
+	Delegate     bool // llm: may call other agents
 	HasStoredKey bool
 	KeyDropped   bool
 }

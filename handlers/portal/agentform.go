@@ -57,6 +57,7 @@ func parseAgentForm(f url.Values) (registry.Input, web.AgentFormView) {
 		Model:        f.Get("backend_model"),
 		SystemPrompt: f.Get("backend_system_prompt"),
 		Tool:         f.Get("backend_tool"),
+		Delegate:     f.Get("backend_delegate") != "",
 		KeyDropped:   f.Get("backend_api_key") != "",
 	}
 	b := agent.Backend{Kind: v.Backend.Kind}
@@ -68,6 +69,7 @@ func parseAgentForm(f url.Values) (registry.Input, web.AgentFormView) {
 		b.Model = strings.TrimSpace(v.Backend.Model)
 		b.SystemPrompt = strings.TrimSpace(strings.ReplaceAll(v.Backend.SystemPrompt, "\r\n", "\n"))
 		b.APIKey = strings.TrimSpace(f.Get("backend_api_key"))
+		b.Delegate = v.Backend.Delegate
 	case agent.BackendMCP:
 		b.URL = v.Backend.URL
 		b.Tool = strings.TrimSpace(v.Backend.Tool)
@@ -98,6 +100,7 @@ func agentFormFromListing(l store.Listing, b agent.Backend) web.AgentFormView {
 			Model:        b.Model,
 			SystemPrompt: b.SystemPrompt,
 			Tool:         b.Tool,
+			Delegate:     b.Delegate,
 			HasStoredKey: b.APIKey != "",
 		},
 	}

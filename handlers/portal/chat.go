@@ -2,6 +2,7 @@ package portal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -122,7 +123,11 @@ func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, con
 		v.ConversationID = c.ID
 		v.Messages = make([]web.ChatMessage, 0, len(ms))
 		for _, m := range ms {
-			v.Messages = append(v.Messages, web.ChatMessage{ID: m.ID, Role: m.Role, Text: m.Text, CreatedAt: m.CreatedAt})
+			cm := web.ChatMessage{ID: m.ID, Role: m.Role, Text: m.Text, CreatedAt: m.CreatedAt}
+			if m.Role == agent.RoleStep {
+				cm.Text, cm.Step = "", storedStep(m.Text)
+			}
+			v.Messages = append(v.Messages, cm)
 		}
 	}
 	if v.Conversations, err = p.chatSideList(ctx, owner, l, v.ConversationID); err != nil {
@@ -131,6 +136,20 @@ func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, con
 	}
 	v.Page = p.page(r, p.viewer(r), "Chat with "+rec.DisplayName, "agents")
 	p.render(w, r, status, web.ChatPage(v))
+}
+
+// storedStep reads a step message (agent.Step as JSON), or nil when it is
+// not a finished step of a known tool: the page then shows a plain "step"
+// line rather than whatever the text holds.
+func storedStep(text string) *web.ChatStep {
+	var s agent.Step
+	if err := json.Unmarshal([]byte(text), &s); err != nil || !s.Done {
+		return nil
+	}
+	if v, ok := web.NewChatStep(s); ok {
+		return &v
+	}
+	return nil
 }
 
 // chatSideList is owner's conversations with any agent, each labelled
