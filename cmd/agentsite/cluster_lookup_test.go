@@ -12,8 +12,10 @@ import (
 // A node that lacks a listing finds it through the DHT (GET by id), and a tag
 // search reaches the providers of that tag; both verify before caching.
 func TestLookupBeyondTheCache(t *testing.T) {
-	a := startClusterNode(t, nodeOpts{})
-	b := startClusterNode(t, nodeOpts{bootstrap: []string{a.addr()}})
+	// A long TTL: A must not re-announce its records (at half the TTL)
+	// while D joins, or D would get them by gossip.
+	a := startClusterNode(t, nodeOpts{ttl: time.Hour})
+	b := startClusterNode(t, nodeOpts{bootstrap: []string{a.addr()}, ttl: time.Hour})
 	x := a.register("weather-bot", "weather")
 	y := a.register("tide-bot", "tides")
 	registered := time.Now()
@@ -36,7 +38,7 @@ func TestLookupBeyondTheCache(t *testing.T) {
 	// of that window, so the test waits it out.
 	gossipWindow := time.Duration(pubsub.GossipSubHistoryLength+1) * pubsub.GossipSubHeartbeatInterval
 	<-time.After(time.Until(registered.Add(gossipWindow)))
-	d := startClusterNode(t, nodeOpts{bootstrap: []string{b.addr()}, extra: []string{"--sync-on-connect=false"}})
+	d := startClusterNode(t, nodeOpts{bootstrap: []string{b.addr()}, ttl: time.Hour, extra: []string{"--sync-on-connect=false"}})
 	eventually(t, 10*time.Second, "D to connect", func() bool { return d.m.Node.PeerCount() > 0 })
 	if _, ok := d.agentIDs("all")[x.ID]; ok {
 		t.Fatal("D has the record before looking it up; the test proves nothing")
