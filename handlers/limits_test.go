@@ -3,11 +3,9 @@ package handlers_test
 import (
 	"bufio"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,14 +13,13 @@ import (
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	. "github.com/agentsite/agentsite/handlers/handlertest"
 	"github.com/agentsite/agentsite/handlers/httpkit"
-	"github.com/agentsite/agentsite/store/sqlite"
 )
 
 // TestSlowBodyIsCut sends a body at a trickle: the server must answer 408
 // and close the connection once the body deadline passes, instead of
 // holding the connection for as long as the client likes.
 func TestSlowBodyIsCut(t *testing.T) {
-	e := NewConfig(t, openSQLite(t), func(c *handlers.Config) { c.BodyTimeout = 300 * time.Millisecond })
+	e := NewConfig(t, OpenSQLite(t), func(c *handlers.Config) { c.BodyTimeout = 300 * time.Millisecond })
 	for _, path := range []string{"/api/v1/agents", "/mcp", "/login"} {
 		ctype := "application/json"
 		if path == "/login" {
@@ -104,20 +101,10 @@ func TestOverLimitConnectionsAnswered(t *testing.T) {
 }
 
 func TestMetricsToken(t *testing.T) {
-	e := NewConfig(t, openSQLite(t), func(c *handlers.Config) { c.MetricsToken = "metrics-secret-123456" })
+	e := NewConfig(t, OpenSQLite(t), func(c *handlers.Config) { c.MetricsToken = "metrics-secret-123456" })
 	WantStatus(t, e.Do(http.MethodGet, "/metrics", nil), http.StatusUnauthorized)
 	WantStatus(t, e.Do(http.MethodGet, "/metrics", nil, "Authorization", "Bearer wrong-token-0000000"), http.StatusUnauthorized)
 	WantStatus(t, e.Do(http.MethodGet, "/metrics", nil, "Authorization", "Bearer metrics-secret-123456"), http.StatusOK)
 	open := New(t)
 	WantStatus(t, open.Do(http.MethodGet, "/metrics", nil), http.StatusOK)
-}
-
-func openSQLite(t testing.TB) *sqlite.DB {
-	t.Helper()
-	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "test.db"), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatalf("open sqlite: %v", err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	return db
 }

@@ -21,14 +21,11 @@ type llmChunk struct {
 	Choices []struct {
 		Delta struct {
 			Content   string `json:"content"`
+			// ToolCalls are pieces of tool calls: the first of each
+			// (by index) names it, the rest append to its arguments.
 			ToolCalls []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Type     string `json:"type"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
+				Index int `json:"index"`
+				llmToolCall
 			} `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`

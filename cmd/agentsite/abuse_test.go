@@ -104,43 +104,22 @@ func TestAbuseOneAnonymousClient(t *testing.T) {
 	})
 
 	t.Run("many MCP sessions", func(t *testing.T) {
-		c := fresh()
-		defer c.CloseIdleConnections()
-		codes := map[int]int{}
-		for i := range 300 {
+		burst(t, fresh(), 300, func(i int) *http.Request {
 			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"abuse","version":"1"}}}`, i)
 			req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
-			resp, err := c.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			codes[resp.StatusCode]++
-		}
-		if codes[http.StatusTooManyRequests] == 0 {
-			t.Errorf("300 MCP sessions from one client were never limited: %v", codes)
-		}
+			return req
+		})
 	})
 
 	t.Run("login burst", func(t *testing.T) {
-		c := fresh()
-		defer c.CloseIdleConnections()
-		codes := map[int]int{}
-		for range 60 {
-			resp, err := c.PostForm(base+"/login", url.Values{"handle": {"nobody-here"}, "password": {"wrong password"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			codes[resp.StatusCode]++
-		}
-		if codes[http.StatusTooManyRequests] == 0 {
-			t.Errorf("60 logins from one client were never limited: %v", codes)
-		}
+		form := url.Values{"handle": {"nobody-here"}, "password": {"wrong password"}}.Encode()
+		burst(t, fresh(), 60, func(int) *http.Request {
+			req, _ := http.NewRequest(http.MethodPost, base+"/login", strings.NewReader(form))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			return req
+		})
 	})
 
 	lat := health.stop()
@@ -162,6 +141,26 @@ func TestAbuseOneAnonymousClient(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after the attack: %d goroutines (baseline %d), heap %d MiB (baseline %d MiB)", g, baseG, heap>>20, baseHeap>>20)
 		}
+	}
+}
+
+// burst sends n requests one after another and wants some refused with
+// 429: the client's budget ran out.
+func burst(t *testing.T, c *http.Client, n int, request func(i int) *http.Request) {
+	t.Helper()
+	defer c.CloseIdleConnections()
+	codes := map[int]int{}
+	for i := range n {
+		resp, err := c.Do(request(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		codes[resp.StatusCode]++
+	}
+	if codes[http.StatusTooManyRequests] == 0 {
+		t.Errorf("%d requests from one client were never limited: %v", n, codes)
 	}
 }
 
