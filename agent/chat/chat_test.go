@@ -15,6 +15,7 @@ import (
 	"github.com/agentsite/agentsite/agent/registry/registrytest"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
+	"github.com/agentsite/agentsite/store/sqlite/sqlitetest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -219,7 +220,7 @@ func TestTurnSendsRecentHistory(t *testing.T) {
 }
 
 func TestTurnRefusesBadText(t *testing.T) {
-	st := registrytest.OpenSQLite(t)
+	st := sqlitetest.Open(t)
 	n := newNode(t, st)
 	l := n.register(t, "alice", "helper")
 	owner := chat.UserOwner(1)
@@ -258,7 +259,7 @@ func TestTurnRefusesBadText(t *testing.T) {
 }
 
 func TestTurnUnknownAgent(t *testing.T) {
-	st := registrytest.OpenSQLite(t)
+	st := sqlitetest.Open(t)
 	n := newNode(t, st)
 	gone := n.register(t, "alice", "gone")
 	if err := n.Registry.Delete(t.Context(), registry.Actor{Owner: "alice"}, gone.Record.ID); err != nil {
@@ -281,7 +282,7 @@ func TestTurnUnknownAgent(t *testing.T) {
 }
 
 func TestTurnRemote(t *testing.T) {
-	st := registrytest.OpenSQLite(t)
+	st := sqlitetest.Open(t)
 	n := newNode(t, st)
 	far := n.Remote(t, registrytest.Input("far"))
 	owner := chat.MCPOwner("session-1")
@@ -314,7 +315,7 @@ func TestTurnRemote(t *testing.T) {
 
 // This node answers for its own agents whatever its cache says of them.
 func TestTurnLocalOfflineAnswers(t *testing.T) {
-	st := registrytest.OpenSQLite(t)
+	st := sqlitetest.Open(t)
 	n := newNode(t, st)
 	l := n.register(t, "", "sleepy")
 	if _, err := st.ExpireListings(t.Context(), time.Now().Add(2*registrytest.TTL)); err != nil {
@@ -327,7 +328,7 @@ func TestTurnLocalOfflineAnswers(t *testing.T) {
 }
 
 func TestTurnUnavailable(t *testing.T) {
-	st := registrytest.OpenSQLite(t)
+	st := sqlitetest.Open(t)
 	n := newNode(t, st)
 	mine := n.register(t, "", "mine")
 	far := n.Remote(t, registrytest.Input("far"))
@@ -356,7 +357,7 @@ func TestTurnUnavailable(t *testing.T) {
 }
 
 func TestConversationIsTheOwners(t *testing.T) {
-	st := registrytest.OpenSQLite(t)
+	st := sqlitetest.Open(t)
 	n := newNode(t, st)
 	a := n.register(t, "alice", "first")
 	b := n.register(t, "alice", "second")
@@ -455,14 +456,14 @@ func TestTurnFailureIsStored(t *testing.T) {
 		{"remote refused: owner changed", true, "", agent.ErrOwnerChanged, agent.CodeOwnerChanged, false},
 		{"remote backend broke off", true, "half a", agent.ErrBackendUnavailable, agent.CodeAgentUnavailable, true},
 	}
+	st := sqlitetest.Open(t)
+	n := newNode(t, st)
+	mine, far := n.register(t, "", "flaky"), n.Remote(t, registrytest.Input("flaky"))
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st := registrytest.OpenSQLite(t)
-			n := newNode(t, st)
-			l := n.register(t, "", "flaky")
-			be := n.local
+			l, be := mine, n.local
 			if tc.remote {
-				l, be = n.Remote(t, registrytest.Input("flaky")), n.remote
+				l, be = far, n.remote
 			}
 			be.fn = failWith(tc.partial, tc.err)
 			var chunks []string
@@ -491,7 +492,7 @@ func TestTurnFailureIsStored(t *testing.T) {
 
 // The caller going away mid-turn must not lose what was said.
 func TestTurnCanceledIsStored(t *testing.T) {
-	st := registrytest.OpenSQLite(t)
+	st := sqlitetest.Open(t)
 	n := newNode(t, st)
 	l := n.register(t, "", "slow")
 	ctx, cancel := context.WithCancel(t.Context())
@@ -507,4 +508,41 @@ func TestTurnCanceledIsStored(t *testing.T) {
 		t.Errorf("result = %+v; want sent, with its conversation", res)
 	}
 	wantMessages(t, st, res.Conversation.ID, "user: tell me", "agent: first words", "error: "+e.Message)
+}
+
+func TestConversationTitle(t *testing.T) {
+	st := sqlitetest.Open(t)
+	n := newNode(t, st)
+	l := n.register(t, "", "titled")
+	long := strings.Repeat("é", 70)
+	cases := map[string]string{
+		"hello":                  "hello",
+		"first line\n\n  second": "first line second",
+		long:                     strings.Repeat("é", 59) + "…",
+	}
+	for text, want := range cases {
+		res, _ := n.turn(t, chat.OperatorOwner, chat.Request{AgentID: l.Record.ID, Text: text})
+		if res.Conversation.Title != want {
+			t.Errorf("title of %q = %q, want %q", text, res.Conversation.Title, want)
+		}
+	}
+}
+
+// An empty owner is no one: a conversation stored without an owner key
+// cannot be continued, not even by a caller without one.
+func TestConversationWithoutOwner(t *testing.T) {
+	st := sqlitetest.Open(t)
+	n := newNode(t, st)
+	l := n.register(t, "", "orphans")
+	now := n.Clock.Now()
+	c, err := st.CreateConversation(t.Context(), store.Conversation{ID: "corphan", AgentID: l.Record.ID, AgentPublisher: n.PeerID, CreatedAt: now, UpdatedAt: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Chat.Conversation(t.Context(), "", l.Record.ID, c.ID); !errors.Is(err, chat.ErrNoConversation) {
+		t.Errorf("err = %v, want ErrNoConversation", err)
+	}
+	if _, err := n.Chat.Turn(t.Context(), "", chat.Request{AgentID: l.Record.ID, ConversationID: c.ID, Text: "hi"}, discard); !errors.Is(err, chat.ErrNoConversation) {
+		t.Errorf("turn: err = %v, want ErrNoConversation", err)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -17,7 +16,7 @@ import (
 func TestTurnError(t *testing.T) {
 	local := store.Listing{Local: true}
 	remote := store.Listing{HostPeerID: "12D3KooWHost"}
-	rejected := &runtime.BackendError{Kind: agent.ErrBackendRejected, Backend: agent.BackendLLM, Status: http.StatusTooManyRequests,
+	rejected := &runtime.BackendError{Kind: agent.ErrBackendRejected, Backend: agent.BackendLLM, Status: 429,
 		Upstream: "quota of key sk-secret: exceeded", Public: "HTTP 429 Too Many Requests"}
 	long := &runtime.BackendError{Kind: agent.ErrBackendRejected, Backend: agent.BackendMCP, Public: strings.Repeat("x", 300)}
 	cases := []struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/agentsite/agentsite/agent/registry/registrytest"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
+	"github.com/agentsite/agentsite/store/sqlite/sqlitetest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -134,10 +135,10 @@ func TestCreateRefusesInvalidInput(t *testing.T) {
 			in.Backend = agent.Backend{Kind: agent.BackendWebhook, URL: "http://127.0.0.1:9/hook"}
 		}, false},
 	}
+	st := sqlitetest.Open(t)
+	env := registrytest.New(t, st)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st := registrytest.OpenSQLite(t)
-			env := registrytest.New(t, st)
 			env.Registry.AllowPrivate = tc.private
 			in := registrytest.Input("valid-name")
 			tc.edit(&in)
@@ -404,7 +405,7 @@ func TestFind(t *testing.T) {
 	registrytest.Engines(t, func(t *testing.T, st store.Store) {
 		env := registrytest.New(t, st)
 		ctx := t.Context()
-		other := registrytest.New(t, registrytest.OpenSQLite(t))
+		other := registrytest.New(t, sqlitetest.Open(t))
 		far := mustCreate(t, other, registry.Operator, registrytest.Input("far-away"))
 		net := &dht{env: env, remote: other.Store}
 
@@ -465,7 +466,7 @@ func (p *flakyPublisher) Publish(ctx context.Context, rec *agent.Record) error {
 }
 
 func TestFailedPublishRestoresBackend(t *testing.T) {
-	st := registrytest.OpenSQLite(t)
+	st := sqlitetest.Open(t)
 	env := registrytest.New(t, st)
 	ctx := t.Context()
 	pub := &flakyPublisher{Publisher: env.Registry.Publisher}

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ import (
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
-	"github.com/agentsite/agentsite/store/sqlite"
+	"github.com/agentsite/agentsite/store/sqlite/sqlitetest"
 )
 
 // TTL is the record lifetime of a test Registry (the node's default).
@@ -78,7 +77,7 @@ func (e *Env) Hear(ctx context.Context, l store.Listing) (*agent.Record, error) 
 // that is not Local, hosted by that node.
 func (e *Env) Remote(t testing.TB, in registry.Input) store.Listing {
 	t.Helper()
-	other := New(t, OpenSQLite(t))
+	other := New(t, sqlitetest.Open(t))
 	l, err := other.Registry.Create(t.Context(), registry.Operator, in)
 	if err != nil {
 		t.Fatalf("register %s on another node: %v", in.Name, err)
@@ -93,23 +92,11 @@ func (e *Env) Remote(t testing.TB, in registry.Input) store.Listing {
 	return heard
 }
 
-// OpenSQLite opens a fresh SQLite store on a temporary file, closed when
-// t ends.
-func OpenSQLite(t testing.TB) store.Store {
-	t.Helper()
-	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "test.db"), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatalf("open sqlite: %v", err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	return db
-}
-
 // Engines runs fn on SQLite, then on Postgres (pgtest: skipped loudly
 // without a server, a failure under CI). The test package's TestMain must
 // call pgtest.Main.
 func Engines(t *testing.T, fn func(t *testing.T, st store.Store)) {
-	t.Run("sqlite", func(t *testing.T) { fn(t, OpenSQLite(t)) })
+	t.Run("sqlite", func(t *testing.T) { fn(t, sqlitetest.Open(t)) })
 	t.Run("postgres", func(t *testing.T) { fn(t, pgtest.Open(t)) })
 }
 
