@@ -16,7 +16,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +35,7 @@ import (
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
 	"github.com/agentsite/agentsite/store/sqlite"
+	"github.com/agentsite/agentsite/store/sqlite/sqlitetest"
 )
 
 // OperatorToken is the operator bearer token of every test server.
@@ -59,15 +59,7 @@ func New(t testing.TB) *Env {
 }
 
 // OpenSQLite opens a fresh embedded SQLite store, closed when t ends.
-func OpenSQLite(t testing.TB) *sqlite.DB {
-	t.Helper()
-	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "test.db"), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatalf("open sqlite: %v", err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	return db
-}
+func OpenSQLite(t testing.TB) *sqlite.DB { return sqlitetest.Open(t) }
 
 // Engines runs fn once per store engine: SQLite always, Postgres when the
 // server is reachable (pgtest skips loudly otherwise, and fails under CI).
