@@ -2,14 +2,12 @@ package httpkit
 
 import (
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/agentsite/agentsite/store/sqlite"
+	"github.com/agentsite/agentsite/store/sqlite/sqlitetest"
 )
 
 // TestUnknownHandleCostsLikeAPassword: a login with an unknown handle
@@ -17,11 +15,7 @@ import (
 // cannot be told apart by timing (it used bcrypt.MinCost: 3 ms against
 // 66-363 ms).
 func TestUnknownHandleCostsLikeAPassword(t *testing.T) {
-	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "test.db"), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := sqlitetest.Open(t)
 	for _, cost := range []int{0, bcrypt.MinCost, 11} {
 		a, err := NewAccounts(db, "", cost, time.Now)
 		if err != nil {
