@@ -3,6 +3,7 @@ package agent
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"slices"
 )
 
@@ -49,6 +50,25 @@ const (
 	// user's agent asking a second is one hop.
 	MaxHops = 3
 )
+
+// TraceMetaKey is where a delegated message carries its Trace: the key in
+// MCP's _meta (node to node) and in A2A message metadata (to and from
+// other A2A agents), so hop limits hold across nodes and protocols.
+const TraceMetaKey = "agentsite/trace"
+
+// TraceFrom reads a Trace carried in metadata: ok is false when one is
+// there but malformed or over the limits; a missing one is a zero Trace.
+func TraceFrom(md map[string]any) (t Trace, ok bool) {
+	v, found := md[TraceMetaKey]
+	if !found || v == nil {
+		return Trace{}, true
+	}
+	raw, err := json.Marshal(v)
+	if err != nil || json.Unmarshal(raw, &t) != nil || t.ID == "" || !t.Valid() {
+		return Trace{}, false
+	}
+	return t, true
+}
 
 // Trace is what travels with a delegated message: an id for the whole
 // exchange and the agents that passed it on, the first caller first. Its

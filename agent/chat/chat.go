@@ -108,6 +108,9 @@ type Request struct {
 	// answers (agent.Step, as it starts and as it ends). Finished steps
 	// are stored in the conversation either way.
 	OnStep func(agent.Step)
+	// Trace continues the trace of a message another agent passed on
+	// (A2A metadata); zero for a person's message, which starts one.
+	Trace agent.Trace
 }
 
 // Result is what a turn produced. Conversation is set once the message is
@@ -170,7 +173,10 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 		return Result{}, fmt.Errorf("store message: %w", err)
 	}
 	turn := agent.Turn{AgentID: l.Record.ID, ConversationID: conv.ID, History: toHistory(past), Text: text, Owner: conv.AgentOwner,
-		Trace: agent.NewTrace(), OnStep: c.stepRecorder(ctx, conv.ID, req.OnStep)}
+		Trace: req.Trace, OnStep: c.stepRecorder(ctx, conv.ID, req.OnStep)}
+	if turn.Trace.ID == "" {
+		turn.Trace = agent.NewTrace()
+	}
 	var reply string
 	if l.Local {
 		reply, err = c.Local.Answer(ctx, turn, emit)

@@ -37,7 +37,7 @@ func (r *Runtime) answerA2A(ctx context.Context, b agent.Backend, t agent.Turn, 
 	}
 	for {
 		st := newA2ATurn(r.opts.MaxReplyBytes, emit)
-		err = r.a2aExchange(ctx, card, a2aMessage(t.Text, prev), st)
+		err = r.a2aExchange(ctx, card, a2aMessage(t.Text, t.Trace, prev), st)
 		// Refused before any event: the agent may have forgotten the context.
 		var rpcErr *rpcError
 		if err != nil && known && st.taskID == "" && st.reply.empty() && errors.As(err, &rpcErr) && ctx.Err() == nil {
@@ -59,10 +59,15 @@ func (r *Runtime) answerA2A(ctx context.Context, b agent.Backend, t agent.Turn, 
 	}
 }
 
-// a2aMessage is the user's message, in the conversation's remote context.
-func a2aMessage(text string, c a2aContext) *a2a.Message {
+// a2aMessage is the user's message, in the conversation's remote context,
+// carrying the delegation trace so an AgentSite on the other side keeps
+// the hop limits.
+func a2aMessage(text string, trace agent.Trace, c a2aContext) *a2a.Message {
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: text})
 	m.ContextID, m.TaskID = c.contextID, c.taskID
+	if trace.ID != "" {
+		m.Metadata = map[string]any{agent.TraceMetaKey: trace}
+	}
 	return m
 }
 

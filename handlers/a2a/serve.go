@@ -9,6 +9,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
@@ -82,7 +83,12 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, scope string, r
 			return
 		}
 	}
-	s.turn(w, r, req, turnSpec{scope: scope, agentID: agentID, msg: p.Message, text: text, config: p.Config}, stream)
+	trace, ok := agent.TraceFrom(p.Message.Metadata)
+	if !ok {
+		answer(w, stream, Response{ID: req.ID, Error: invalidParams("metadata." + agent.TraceMetaKey + " is malformed or over the hop limit")})
+		return
+	}
+	s.turn(w, r, req, turnSpec{scope: scope, agentID: agentID, msg: p.Message, text: text, config: p.Config, trace: trace}, stream)
 }
 
 // decodeParams reads params into v, an invalid-params error otherwise.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
@@ -20,6 +21,7 @@ type turnSpec struct {
 	msg     *a2a.Message
 	text    string
 	config  *a2a.MessageSendConfig
+	trace   agent.Trace // from another agent that passed the message on
 }
 
 // turn runs a message as a task. The contextId names the conversation:
@@ -48,7 +50,7 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, req Request, spec 
 		events = newEvents()
 	}
 	first := t.snapshot(nil) // taken before the turn can change it
-	go s.run(t, spec.text, events)
+	go s.run(t, spec.text, spec.trace, events)
 	if stream {
 		s.pipe(w, r, req.ID, first, events)
 		return
@@ -71,7 +73,7 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, req Request, spec 
 // run runs the turn of t and records how it went: completed with the
 // reply, canceled (tasks/cancel), or failed with a message for people (a
 // failure of the agent is a failed task, not a JSON-RPC error).
-func (s *Server) run(t *task, text string, ev *events) {
+func (s *Server) run(t *task, text string, trace agent.Trace, ev *events) {
 	defer ev.close()
 	defer close(t.done)
 	defer s.tasks.ended()
@@ -81,7 +83,7 @@ func (s *Server) run(t *task, text string, ev *events) {
 	defer stop()
 
 	ev.send(t.begin(cancel, s.now()))
-	res, err := s.Chat.Turn(ctx, chat.A2AAnonymous, chat.Request{AgentID: t.agentID, ConversationID: t.contextID, Text: text},
+	res, err := s.Chat.Turn(ctx, chat.A2AAnonymous, chat.Request{AgentID: t.agentID, ConversationID: t.contextID, Text: text, Trace: trace},
 		func(chunk string) error {
 			if chunk != "" {
 				ev.send(t.chunk(chunk))

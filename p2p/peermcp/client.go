@@ -104,7 +104,7 @@ func (c *Client) Send(ctx context.Context, hostPeerID string, t agent.Turn, emit
 	req.Params.Arguments = turnArguments(t)
 	req.Params.Meta = &mcp.Meta{ProgressToken: token}
 	if t.Trace.ID != "" {
-		req.Params.Meta.AdditionalFields = map[string]any{MetaTrace: t.Trace}
+		req.Params.Meta.AdditionalFields = map[string]any{agent.TraceMetaKey: t.Trace}
 	}
 	res, err := cn.c.CallTool(tctx, req)
 	if serr := sink.finish(); serr != nil {

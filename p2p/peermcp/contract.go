@@ -52,11 +52,6 @@ const (
 // other codes are the agent package's (agent.TurnError maps them back).
 const CodeBadArguments agent.Code = "bad_arguments"
 
-// MetaTrace is the key of the delegation trace (agent.Trace: its id and
-// the agents that passed the message on) in the call's _meta, so hop
-// limits hold across nodes. Absent on a message from a person.
-const MetaTrace = "agentsite/trace"
-
 // turnArgs are send_message's arguments.
 type turnArgs struct {
 	AgentID        string        `json:"agent_id"`

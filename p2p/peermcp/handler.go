@@ -3,7 +3,6 @@ package peermcp
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -191,19 +190,16 @@ func toolError(e *agent.Error, detail string) *mcp.CallToolResult {
 	return res
 }
 
-// traceOf reads the delegation trace from the call's _meta: a new one when
-// the message comes from a person, false when it breaks the limits.
+// traceOf reads the delegation trace (agent.TraceMetaKey) from the call's
+// _meta: a new one when the message comes from a person, false when it
+// breaks the limits.
 func traceOf(req mcp.CallToolRequest) (agent.Trace, bool) {
-	if req.Params.Meta == nil || req.Params.Meta.AdditionalFields[MetaTrace] == nil {
+	if req.Params.Meta == nil {
 		return agent.NewTrace(), true
 	}
-	raw, err := json.Marshal(req.Params.Meta.AdditionalFields[MetaTrace])
-	if err != nil {
-		return agent.Trace{}, false
+	t, ok := agent.TraceFrom(req.Params.Meta.AdditionalFields)
+	if ok && t.ID == "" {
+		t = agent.NewTrace()
 	}
-	var t agent.Trace
-	if json.Unmarshal(raw, &t) != nil || t.ID == "" || !t.Valid() {
-		return agent.Trace{}, false
-	}
-	return t, true
+	return t, ok
 }
