@@ -111,12 +111,13 @@ func (p *delegationPlanet) plannerScript(req fakellm.Request) fakellm.Reply {
 	return demoPlanner{HaikuID: p.ids.get("haiku"), HaikuWhere: "node C"}.Reply(req)
 }
 
-// startDelegationPlanet starts the three nodes and their agents, and
-// waits until A knows every agent it will ask and B knows the planner.
-func startDelegationPlanet(tb testing.TB) *delegationPlanet {
+// startDelegationPlanet starts the three nodes (with flags extra too) and
+// their agents, and waits until A knows every agent it will ask and B
+// knows the planner.
+func startDelegationPlanet(tb testing.TB, extra ...string) *delegationPlanet {
 	tb.Helper()
 	p := &delegationPlanet{poetAsked: make(chan struct{}, 16)}
-	private := []string{"--allow-private-endpoints"}
+	private := append([]string{"--allow-private-endpoints"}, extra...)
 	p.a = startClusterNode(tb, nodeOpts{extra: private})
 	p.b = startClusterNode(tb, nodeOpts{bootstrap: []string{p.a.addr()}, demo: true, extra: private})
 	p.c = startClusterNode(tb, nodeOpts{bootstrap: []string{p.a.addr()}, extra: private})
@@ -190,11 +191,17 @@ func serveModel(tb testing.TB, h http.Handler) string {
 
 // askPlanner sends text to A's planner through A's message API.
 func (p *delegationPlanet) askPlanner(ctx context.Context, text string) (apiwire.MessageOut, error) {
+	return sendMessage(ctx, p.a.m.HTTPURL(), p.planner.ID, text)
+}
+
+// sendMessage sends text to agentID through a portal's message API
+// (POST /api/v1/agents/{id}/messages, no account), within 90 s.
+func sendMessage(ctx context.Context, portal, agentID, text string) (apiwire.MessageOut, error) {
 	var out apiwire.MessageOut
 	body, _ := json.Marshal(apiwire.MessageIn{Text: text})
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.a.m.HTTPURL()+"/api/v1/agents/"+p.planner.ID+"/messages", bytes.NewReader(body))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, portal+"/api/v1/agents/"+agentID+"/messages", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

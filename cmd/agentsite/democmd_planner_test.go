@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +28,11 @@ func checkDemoPlanner(t *testing.T, base int) {
 	}
 	planner := local(0, "planner")
 	if planner.ID == "" {
-		t.Fatalf("node-a does not host the planner: %+v", demoTestAgents(portal(0)))
+		var names []string
+		for _, a := range demoTestAgents(portal(0)) {
+			names = append(names, a.Name)
+		}
+		t.Fatalf("node-a does not host the planner; it lists %q", names)
 	}
 	if !strings.Contains(planner.Description, "scripted demo model, not a real LLM") {
 		t.Errorf("the planner does not say it runs on a scripted demo model: %q", planner.Description)
@@ -51,7 +51,10 @@ func checkDemoPlanner(t *testing.T, base int) {
 		return online == 2
 	})
 
-	out := demoTestAsk(t, portal(0), planner.ID, "what is 12*(3+4)?")
+	out, err := sendMessage(t.Context(), portal(0), planner.ID, "what is 12*(3+4)?")
+	if err != nil {
+		t.Fatalf("ask the planner: %v", err)
+	}
 	var asks []agent.Step
 	for _, s := range out.Steps {
 		if s.Tool == runtime.ToolAskAgent {
@@ -65,24 +68,6 @@ func checkDemoPlanner(t *testing.T, base int) {
 		t.Errorf("the answer does not use both replies:\n%s\nsteps: %+v", out.Reply, out.Steps)
 	}
 	t.Logf("the planner's answer:\n%s\nits steps: %+v", out.Reply, out.Steps)
-}
-
-// demoTestAsk sends one message through a portal's API.
-func demoTestAsk(t *testing.T, portal, agentID, text string) apiwire.MessageOut {
-	t.Helper()
-	body, _ := json.Marshal(apiwire.MessageIn{Text: text})
-	client := &http.Client{Timeout: 60 * time.Second}
-	resp, err := client.Post(portal+"/api/v1/agents/"+agentID+"/messages", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatalf("ask %s: %v", agentID, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out apiwire.MessageOut
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &out) != nil {
-		t.Fatalf("ask %s: %d %s", agentID, resp.StatusCode, raw)
-	}
-	return out
 }
 
 func TestDemoPlannerExpression(t *testing.T) {

@@ -30,6 +30,8 @@ func (d *demo) printSummary(token string, took time.Duration) {
 		fmt.Fprintf(w, "and ask \"what is 12*(3+4)?\". It finds the calculator on %s, asks it, asks the haiku agent\n"+
 			"on %s for a poem about the result, and answers with both; each step shows as it happens.\n"+
 			"Its model is a script the demo serves (%q), not a real LLM.\n", b.name, c.name, demoPlannerModel)
+		fmt.Fprintf(w, "Or from a shell (the answer lists its steps):\n  curl -s -H 'Content-Type: application/json' -d '{\"text\":\"what is 12*(3+4)?\"}' %s/api/v1/agents/%s/messages\n",
+			a.baseURL(), d.plannerID)
 	}
 	fmt.Fprintf(w, "\nTry:\n")
 	fmt.Fprintf(w, "  %s/agents                  every portal lists all agents of the planet\n", b.baseURL())
