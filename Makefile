@@ -33,8 +33,9 @@ a2a-sdk:
 test-short: ## the fast tests only
 	$(GO) test -short -count=1 ./...
 
-bench: ## Go benchmarks of both stores (10k, 100k listings) and the HTTP load run
+bench: ## Go benchmarks of both stores (10k, 100k listings), a 2-step delegation, and the HTTP load run
 	$(GO) test -run '^$$' -bench . -benchtime 200x -timeout 60m ./store/sqlite/ ./store/postgres/
+	$(GO) test -run '^$$' -bench BenchmarkDelegation -benchtime 200x -timeout 30m ./cmd/agentsite/
 	$(GO) run ./cmd/agentsite-load --store postgres --listings 10000 --concurrency 5,10,20 --duration 10s
 	$(GO) run ./cmd/agentsite-load --store sqlite --listings 10000 --concurrency 5,10,20 --duration 10s
 

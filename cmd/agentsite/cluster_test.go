@@ -162,12 +162,18 @@ func (n *clusterNode) agentIDs(status string) map[string]apiAgent {
 // register creates an agent on n through the API and returns it.
 func (n *clusterNode) register(name string, tags ...string) apiAgent {
 	n.t.Helper()
+	return n.registerBackend(name, map[string]any{"kind": "builtin", "builtin": "echo"}, tags...)
+}
+
+// registerBackend creates an agent with backend on n through the API.
+func (n *clusterNode) registerBackend(name string, backend map[string]any, tags ...string) apiAgent {
+	n.t.Helper()
 	if len(tags) == 0 {
 		tags = []string{"test"}
 	}
 	code, body := n.api("POST", "/api/v1/agents", map[string]any{
 		"name": name, "display_name": strings.ToUpper(name[:1]) + name[1:], "description": "Agent " + name + ".",
-		"tags": tags, "backend": map[string]string{"kind": "builtin", "builtin": "echo"},
+		"tags": tags, "backend": backend,
 	})
 	if code != http.StatusCreated {
 		n.t.Fatalf("register %s on %s: %d %s", name, n.peerID(), code, body)

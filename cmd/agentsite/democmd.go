@@ -45,6 +45,8 @@ type demo struct {
 	errOut io.Writer // warnings
 	client *http.Client
 	nodes  []*demoNode
+	// plannerID is node-a's planner, once registered.
+	plannerID string
 }
 
 // newDemo parses the demo's flags.
@@ -139,15 +141,21 @@ func (d *demo) Run(ctx context.Context) (err error) {
 		return err
 	}
 	for _, n := range d.nodes {
-		verb, err := d.ensureAgent(ctx, token, n)
+		verb, id, err := d.ensureAgent(ctx, token, n, n.spec)
 		if err != nil {
 			return fmt.Errorf("%s: register %s: %w", n.name, n.spec.Name, err)
 		}
+		n.agentID = id
 		d.progress("%s: %s %q (tags %s) through its API", n.name, verb, n.spec.Name, strings.Join(n.spec.Tags, ", "))
 	}
 	if err := d.waitMirrored(ctx); err != nil {
 		return err
 	}
+	stopModel, err := d.startPlanner(ctx, token)
+	if err != nil {
+		return err
+	}
+	defer stopModel()
 	d.printSummary(token, time.Since(start))
 
 	// Run until asked to stop or until a node dies.

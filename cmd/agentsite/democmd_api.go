@@ -53,45 +53,44 @@ func (d *demo) listAgents(ctx context.Context, n *demoNode) ([]apiwire.Agent, er
 	return all, nil
 }
 
-// ensureAgent registers the node's extra agent through its API, or, when a
-// previous demo run left it there, publishes it afresh with PUT. verb says
-// which it did.
-func (d *demo) ensureAgent(ctx context.Context, token string, n *demoNode) (verb string, err error) {
+// ensureAgent registers spec on node n through its API, or, when a
+// previous demo run left it there, publishes it afresh with PUT (its
+// backend may have changed). verb says which it did; id is the agent's.
+func (d *demo) ensureAgent(ctx context.Context, token string, n *demoNode, spec demoAgentSpec) (verb, id string, err error) {
 	listings, err := d.listAgents(ctx, n)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	verb, method, path, want := "registered", http.MethodPost, "/api/v1/agents", http.StatusCreated
 	for _, l := range listings {
-		if l.Local && l.Name == n.spec.Name {
+		if l.Local && l.Name == spec.Name {
 			verb, method, path, want = "re-published", http.MethodPut, "/api/v1/agents/"+l.ID, http.StatusOK
 		}
 	}
-	b, err := json.Marshal(n.spec.input())
+	b, err := json.Marshal(spec.input())
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	req, err := http.NewRequestWithContext(ctx, method, n.baseURL()+path, bytes.NewReader(b))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode != want {
-		return "", fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(out))
+		return "", "", fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(out))
 	}
 	var got apiwire.Agent
 	if err := json.Unmarshal(out, &got); err != nil || got.ID == "" {
-		return "", fmt.Errorf("%s %s: unreadable answer %q", method, path, out)
+		return "", "", fmt.Errorf("%s %s: unreadable answer %q", method, path, out)
 	}
-	n.agentID = got.ID
-	return verb, nil
+	return verb, got.ID, nil
 }
 
 // waitMirrored waits until every node's API lists every node's extra agent:

@@ -16,25 +16,31 @@ import (
 	"github.com/agentsite/agentsite/handlers/apiwire"
 )
 
-// demoAgentSpec is the extra agent one demo node hosts, so each portal shows
-// listings that can only have come from its peers.
+// demoAgentSpec is an agent the demo registers on one of its nodes: each
+// node's own, so each portal shows listings that can only have come from
+// its peers, and node-a's planner.
 type demoAgentSpec struct {
 	Name, DisplayName, Description, Example string
 	Tags                                    []string
+	// Skill describes the agent's one skill; Backend answers it.
+	Skill   string
+	Backend agent.Backend
 }
 
-// input is the registration body for the spec: one skill, the builtin
-// echo backend.
+// input is the registration body for the spec: one skill.
 func (s demoAgentSpec) input() apiwire.AgentInput {
 	return apiwire.AgentInput{
 		Name: s.Name, DisplayName: s.DisplayName, Description: s.Description, Tags: s.Tags, Version: "1.0.0",
 		Skills: []agent.Skill{{
-			ID: s.Name, Name: s.DisplayName,
-			Description: "Echoes the message (builtin demo backend).", Examples: []string{s.Example},
+			ID: s.Name, Name: s.DisplayName, Description: s.Skill, Examples: []string{s.Example},
 		}},
-		Backend: agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"},
+		Backend: s.Backend,
 	}
 }
+
+// demoEcho is the backend of the demo agents that only show a listing
+// travelling the network.
+var demoEcho = agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}
 
 // demoSpecs are the three nodes of the local planet, in start order; the
 // first is the one the others bootstrap through.
@@ -46,16 +52,20 @@ var demoSpecs = []struct {
 		Name: "translator", DisplayName: "Translator",
 		Description: "Hosted by demo node A. Runs the builtin echo backend, so it repeats what you send; open it on node B or C to see a listing travel the network.",
 		Tags:        []string{"language", "translation", "demo"}, Example: "bonjour le monde",
+		Skill: "Echoes the message (builtin demo backend).", Backend: demoEcho,
 	}},
 	{"node-b", demoAgentSpec{
 		Name: "weather", DisplayName: "Weather",
 		Description: "Hosted by demo node B. Runs the builtin echo backend; chat with it from node A's portal and the message is routed to node B.",
 		Tags:        []string{"weather", "forecast", "demo"}, Example: "rain in Paris tomorrow?",
+		Skill: "Echoes the message (builtin demo backend).", Backend: demoEcho,
 	}},
 	{"node-c", demoAgentSpec{
 		Name: "haiku", DisplayName: "Haiku",
-		Description: "Hosted by demo node C. Runs the builtin echo backend: send it seventeen syllables and it sends them back.",
-		Tags:        []string{"poetry", "haiku", "demo"}, Example: "an old silent pond",
+		Description: "Hosted by demo node C. Runs the builtin haiku backend: send it a word and it writes three short lines about it. Node A's planner asks it for a poem about the sums it works out.",
+		Tags:        []string{"poetry", "haiku", "demo"}, Example: "autumn",
+		Skill:   "Writes a haiku about the longest word of the message (builtin demo backend).",
+		Backend: agent.Backend{Kind: agent.BackendBuiltin, Builtin: "haiku"},
 	}},
 }
 
@@ -68,6 +78,9 @@ type demoNode struct {
 	httpAddr string
 	dbURL    string // empty: embedded SQLite
 	engine   string // what the summary says about the store
+	// allowPrivate: the node may call agent backends on 127.0.0.1 (node-a,
+	// whose planner's scripted model the demo serves there).
+	allowPrivate bool
 
 	proc *procs.Process // nil until started
 
@@ -90,6 +103,8 @@ func (d *demo) plan(ctx context.Context) error {
 			logPath:  filepath.Join(d.cfg.Dir, s.name+".log"),
 			httpAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(d.cfg.BasePort+i)),
 			engine:   "SQLite",
+			// node-a hosts the planner
+			allowPrivate: i == 0,
 		}
 		// A busy port would have /readyz answered by someone else's server.
 		ln, err := net.Listen("tcp", n.httpAddr)
@@ -119,6 +134,9 @@ func (d *demo) startAndWait(ctx context.Context, bin, token string, n *demoNode,
 	}
 	if bootstrap != "" {
 		args = append(args, "--bootstrap", bootstrap)
+	}
+	if n.allowPrivate {
+		args = append(args, "--allow-private-endpoints")
 	}
 	// The operator token and database URL travel in the environment, not
 	// argv, so `ps` does not show them.

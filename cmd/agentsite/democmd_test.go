@@ -81,6 +81,7 @@ func TestDemoPlanet(t *testing.T) {
 	eventually(t, 30*time.Second, "the summary", func() bool {
 		return strings.Contains(out.String(), "Press Ctrl-C")
 	})
+	checkDemoPlanner(t, base)
 
 	cancel()
 	select {
@@ -104,6 +105,7 @@ func TestDemoPlanet(t *testing.T) {
 	for _, s := range []string{
 		fmt.Sprintf("http://127.0.0.1:%d", base), "--bootstrap /ip4/127.0.0.1/tcp/",
 		"node-a stopped", "node-b stopped", "node-c stopped",
+		"open the planner's chat on node-a", demoPlannerModel,
 	} {
 		if !strings.Contains(got, s) {
 			t.Errorf("output lacks %q:\n%s", s, got)
