@@ -66,29 +66,12 @@ func (e *rpcError) backendError() *BackendError {
 // a2aPost sends one JSON-RPC call with the guarded client and returns the
 // response to read, or a classified error for a non-200 status.
 func (r *Runtime) a2aPost(ctx context.Context, endpoint, method string, params any) (*http.Response, error) {
-	body, err := json.Marshal(rpcRequest{JSONRPC: "2.0", ID: a2a.NewMessageID(), Method: method, Params: params})
-	if err != nil {
-		return nil, fmt.Errorf("encode %s: %w", method, err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
-	if err != nil {
-		return nil, errBadBackendURL
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
+	accept := "application/json"
 	if method == a2aMethodStream {
-		req.Header.Set("Accept", "text/event-stream, application/json")
+		accept = "text/event-stream, application/json"
 	}
-	req.Header.Set("User-Agent", r.opts.UserAgent)
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		return nil, statusError(agent.BackendA2A, resp, "")
-	}
-	return resp, nil
+	return r.postJSON(ctx, agent.BackendA2A, endpoint, accept, "",
+		rpcRequest{JSONRPC: "2.0", ID: a2a.NewMessageID(), Method: method, Params: params})
 }
 
 // readA2A hands each A2A event of resp to on and closes the body: the

@@ -1,6 +1,9 @@
 package runtime
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -147,4 +150,34 @@ type capReadCloser struct {
 func isNetTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// postJSON sends v as JSON to url through the guarded client, with the
+// runtime's User-Agent and, if key is set, a bearer token. A status other
+// than 2xx is a classified error of backend kind (its body closed); the
+// caller closes the body of a 2xx response.
+func (r *Runtime) postJSON(ctx context.Context, kind, url, accept, key string, v any) (*http.Response, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, errBadBackendURL
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", accept)
+	req.Header.Set("User-Agent", r.opts.UserAgent)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		return nil, statusError(kind, resp, key)
+	}
+	return resp, nil
 }

@@ -1,13 +1,11 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
-	"net/http"
 	"net/url"
 	"strings"
 
@@ -139,28 +137,11 @@ func (r *Runtime) answerLLM(ctx context.Context, b agent.Backend, t agent.Turn, 
 
 // llmRound sends one completion request and reads its answer.
 func (r *Runtime) llmRound(ctx context.Context, endpoint string, b agent.Backend, in llmRequest, emit func(string) error) (llmRound, error) {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return llmRound{}, fmt.Errorf("encode request: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
-	if err != nil {
-		return llmRound{}, errBadBackendURL
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream, application/json")
-	req.Header.Set("User-Agent", r.opts.UserAgent)
-	if b.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+b.APIKey)
-	}
-	resp, err := r.client.Do(req)
+	resp, err := r.postJSON(ctx, agent.BackendLLM, endpoint, "text/event-stream, application/json", b.APIKey, in)
 	if err != nil {
 		return llmRound{}, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return llmRound{}, statusError(agent.BackendLLM, resp, b.APIKey)
-	}
 	raw := newCapReader(resp.Body, int64(r.opts.MaxReplyBytes)*llmRawFactor, nil)
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
 		// A server that ignores "stream": one whole completion.

@@ -20,7 +20,7 @@ const maxSSELine = 1 << 20
 type llmChunk struct {
 	Choices []struct {
 		Delta struct {
-			Content   string `json:"content"`
+			Content string `json:"content"`
 			// ToolCalls are pieces of tool calls: the first of each
 			// (by index) names it, the rest append to its arguments.
 			ToolCalls []struct {

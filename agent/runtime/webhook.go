@@ -1,13 +1,10 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"net/http"
 
 	"github.com/agentsite/agentsite/agent"
 )
@@ -43,28 +40,12 @@ func (r *Runtime) answerWebhook(ctx context.Context, b agent.Backend, t agent.Tu
 		}
 	}
 	msgs = append(msgs, webhookMessage{Role: agent.RoleUser, Text: t.Text})
-	body, err := json.Marshal(webhookRequest{Agent: t.AgentID, ConversationID: t.ConversationID, Messages: msgs})
-	if err != nil {
-		return "", fmt.Errorf("encode request: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.URL, bytes.NewReader(body))
-	if err != nil {
-		return "", errBadBackendURL
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", r.opts.UserAgent)
-	if b.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+b.APIKey)
-	}
-	resp, err := r.client.Do(req)
+	resp, err := r.postJSON(ctx, agent.BackendWebhook, b.URL, "application/json", b.APIKey,
+		webhookRequest{Agent: t.AgentID, ConversationID: t.ConversationID, Messages: msgs})
 	if err != nil {
 		return "", err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return "", statusError(agent.BackendWebhook, resp, b.APIKey)
-	}
 	raw, err := io.ReadAll(newCapReader(resp.Body, int64(r.opts.MaxReplyBytes)*webhookRawFactor+4<<10, nil))
 	if err != nil {
 		if errors.Is(err, agent.ErrReplyTooLarge) {
