@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -41,6 +42,35 @@ func TestDelegationAcrossThreeNodes(t *testing.T) {
 		}
 		if stored := p.storedSteps(t, out.ConversationID); !slices.Equal(stored, out.Steps) {
 			t.Errorf("stored steps = %+v\nwant the API's %+v", stored, out.Steps)
+		}
+	})
+
+	// The planner is A's; asked through B's portal, its steps travel back
+	// from A (MCP step notifications) and B shows and keeps them.
+	t.Run("steps of a remote planner reach the asking portal", func(t *testing.T) {
+		eventually(t, 15*time.Second, "B to list A's planner", func() bool {
+			code, _ := p.b.agent(p.planner.ID)
+			return code == http.StatusOK
+		})
+		out, err := sendMessage(t.Context(), p.b.m.HTTPURL(), p.planner.ID, askHaiku)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if asks := askSteps(out); len(asks) != 2 || asks[0].Reply != "42" {
+			t.Fatalf("B's answer has steps %+v, want the planner's two asks", out.Steps)
+		}
+		msgs, err := p.b.m.Store.ListMessages(t.Context(), out.ConversationID, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := 0
+		for _, m := range msgs {
+			if m.Role == agent.RoleStep {
+				stored++
+			}
+		}
+		if stored != len(out.Steps) {
+			t.Errorf("B stored %d steps, the answer has %d", stored, len(out.Steps))
 		}
 	})
 

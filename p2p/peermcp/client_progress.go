@@ -2,23 +2,31 @@ package peermcp
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
-// onNotification hands a progress notification to the turn it belongs to.
+// onNotification hands a progress or step notification to the turn it
+// belongs to.
 func (c *conn) onNotification(nt mcp.JSONRPCNotification) {
-	if nt.Method != string(mcp.MethodNotificationProgress) {
-		return
-	}
 	f := nt.Params.AdditionalFields
 	token, _ := f["progressToken"].(string)
-	msg, _ := f["message"].(string)
-	progress, _ := f["progress"].(float64)
-	if s, ok := c.sinks.Load(token); ok {
+	s, ok := c.sinks.Load(token)
+	if !ok {
+		return
+	}
+	switch nt.Method {
+	case string(mcp.MethodNotificationProgress):
+		msg, _ := f["message"].(string)
+		progress, _ := f["progress"].(float64)
 		s.(*progressSink).chunk(progress, msg)
+	case MethodStep:
+		s.(*progressSink).step(f["step"])
 	}
 }
 
@@ -27,6 +35,7 @@ func (c *conn) onNotification(nt mcp.JSONRPCNotification) {
 type progressSink struct {
 	mu     sync.Mutex
 	emit   func(string) error
+	onStep func(agent.Step) // nil: the caller wants no steps
 	cancel context.CancelFunc
 	last   float64
 	text   strings.Builder // what was emitted
@@ -51,6 +60,28 @@ func (s *progressSink) chunk(progress float64, text string) {
 	}
 	s.text.WriteString(text)
 }
+
+// step passes a host's delegation step on, bounded like any text from
+// another node.
+func (s *progressSink) step(v any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done || s.onStep == nil {
+		return
+	}
+	raw, err := json.Marshal(v)
+	var st agent.Step
+	if err != nil || len(raw) > maxStepBytes || json.Unmarshal(raw, &st) != nil {
+		return
+	}
+	st.AgentName, st.Host = boundText(st.AgentName, 100), boundText(st.Host, 100)
+	st.Error = boundText(st.Error, 300)
+	s.onStep(st)
+}
+
+// maxStepBytes bounds one step notification (a step carries a question and
+// a reply of at most a message each).
+const maxStepBytes = 160 << 10
 
 // finish stops further chunks and returns emit's error, if any.
 func (s *progressSink) finish() error {

@@ -48,6 +48,12 @@ const (
 	clientIdle  = 5 * time.Minute // an unused host's client is closed after this
 )
 
+// MethodStep is the notification a host sends, with the call's progress
+// token and {"step": agent.Step}, for each delegation the agent makes while
+// it answers, so the asking portal shows and keeps them as if the agent
+// were its own.
+const MethodStep = "notifications/agentsite/step"
+
 // CodeBadArguments: the call's arguments break the contract. The host's
 // other codes are the agent package's (agent.TurnError maps them back).
 const CodeBadArguments agent.Code = "bad_arguments"

@@ -69,6 +69,27 @@ func (t *Stream) Emit(chunk string) error {
 	return err
 }
 
+// Notify sends a notification of method with params about this call (its
+// progress token added), ordered with the chunks: how a host tells the
+// caller of other events of the turn (peermcp's delegation steps). A call
+// without a progress token gets none.
+func (t *Stream) Notify(method string, params map[string]any) error {
+	if t.token == nil {
+		return nil
+	}
+	params["progressToken"] = t.token
+	var queued bool
+	err := sendBlocking(t.ctx, func() error {
+		err := t.srv.SendNotificationToClient(t.ctx, method, params)
+		queued = err == nil
+		return err
+	})
+	if queued {
+		t.sent++
+	}
+	return err
+}
+
 // Drain waits (briefly) until the progress notifications sent are on the
 // wire; call it before returning the tool's result. Mcp-go drops a
 // notification its forwarder has taken off the queue but not yet written
