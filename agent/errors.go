@@ -61,6 +61,11 @@ const (
 	CodeAgentBadReply      Code = "agent_bad_reply"
 	CodeAgentBusy          Code = "agent_busy"
 	CodeHostUnreachable    Code = "host_unreachable"
+	// CodeBadArguments: a tool call's arguments break its contract (MCP,
+	// node to node and public).
+	CodeBadArguments Code = "bad_arguments"
+	// CodeMethodNotAllowed: the route takes other HTTP methods.
+	CodeMethodNotAllowed Code = "method_not_allowed"
 	CodeDelegationLoop     Code = "delegation_loop"
 	CodeDelegationDepth    Code = "delegation_depth"
 	CodeDelegationBudget   Code = "delegation_budget"

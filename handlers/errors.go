@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
@@ -39,10 +40,10 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, err error) 
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	if isAPI(r) {
-		httpkit.WriteJSONError(w, httpkit.Errorf(http.StatusNotFound, "not_found", "No such API route; see GET /api/v1/agents."))
+		httpkit.WriteJSONError(w, httpkit.Errorf(http.StatusNotFound, string(agent.CodeNotFound), "No such API route; see GET /api/v1/agents."))
 		return
 	}
-	s.renderErrorWithSession(w, r, httpkit.Errorf(http.StatusNotFound, "not_found", "There is no page here."))
+	s.renderErrorWithSession(w, r, httpkit.Errorf(http.StatusNotFound, string(agent.CodeNotFound), "There is no page here."))
 }
 
 // renderErrorWithSession is renderError for middleware that runs before
@@ -58,7 +59,7 @@ func (s *Server) renderErrorWithSession(w http.ResponseWriter, r *http.Request, 
 }
 
 func (s *Server) apiMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	httpkit.WriteJSONError(w, httpkit.Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "This method is not allowed on this route."))
+	httpkit.WriteJSONError(w, httpkit.Errorf(http.StatusMethodNotAllowed, string(agent.CodeMethodNotAllowed), "This method is not allowed on this route."))
 }
 
 func (s *Server) tooManyRequests(w http.ResponseWriter, r *http.Request) {
@@ -66,5 +67,5 @@ func (s *Server) tooManyRequests(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) pageMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	s.pages.RenderError(w, r, httpkit.Errorf(http.StatusMethodNotAllowed, "method_not_allowed", "This page does not accept that kind of request."))
+	s.pages.RenderError(w, r, httpkit.Errorf(http.StatusMethodNotAllowed, string(agent.CodeMethodNotAllowed), "This page does not accept that kind of request."))
 }

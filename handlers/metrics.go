@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
@@ -94,7 +95,7 @@ func (m *metrics) handler(token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
-			httpkit.WriteJSONError(w, httpkit.Errorf(http.StatusUnauthorized, "unauthorized", "Send 'Authorization: Bearer <metrics token>'."))
+			httpkit.WriteJSONError(w, httpkit.Errorf(http.StatusUnauthorized, string(agent.CodeUnauthorized), "Send 'Authorization: Bearer <metrics token>'."))
 			return
 		}
 		h.ServeHTTP(w, r)

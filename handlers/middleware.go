@@ -51,7 +51,7 @@ func (s *Server) limitBody(n int64) func(http.Handler) http.Handler {
 
 // writeTooLarge is called by limitBody, before the handler.
 func writeTooLarge(w http.ResponseWriter, r *http.Request, s *Server) {
-	s.renderError(w, r, httpkit.Errorf(http.StatusRequestEntityTooLarge, "too_large", "The request body is too large."))
+	s.renderError(w, r, httpkit.ErrTooLarge)
 }
 
 // recoverer turns a panic into a logged 500 instead of a dropped connection.
@@ -63,7 +63,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.Logger.ErrorContext(r.Context(), "panic in handler", "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-				e := httpkit.Errorf(http.StatusInternalServerError, "internal", "Something went wrong on our side; try again later.")
+				e := httpkit.ErrInternal
 				if isAPI(r) {
 					httpkit.WriteJSONError(w, e)
 				} else {

@@ -14,7 +14,7 @@ import (
 )
 
 // errRateLimited refuses a message over the client's chat budget.
-var errRateLimited = &httpkit.Error{Status: http.StatusTooManyRequests, Code: "rate_limited",
+var errRateLimited = &httpkit.Error{Status: http.StatusTooManyRequests, Code: string(agent.CodeRateLimited),
 	Message: "Too many messages; wait a minute and try again.", RetryAfter: 60}
 
 // Agent is POST /a2a/{id}: the JSON-RPC endpoint of any agent on the planet.

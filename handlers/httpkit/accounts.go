@@ -167,7 +167,7 @@ func NewAPIToken() (token string, hash []byte, err error) {
 	return token, h[:], nil
 }
 
-var ErrUnauthorized = Errorf(http.StatusUnauthorized, "unauthorized",
+var ErrUnauthorized = Errorf(http.StatusUnauthorized, string(agent.CodeUnauthorized),
 	"Send 'Authorization: Bearer <token>' with the operator token or a personal API token from /account.")
 
 // Bearer authenticates a bearer token: the operator token (compared in

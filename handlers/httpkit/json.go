@@ -19,6 +19,10 @@ type ErrorBody = apiwire.ErrorBody
 // ErrorJSON is the inside of ErrorBody.
 type ErrorJSON = apiwire.Error
 
+// CodeBadJSON is the code of a request body that is not the JSON a route
+// takes.
+const CodeBadJSON = "bad_json"
+
 // WriteJSONError writes e as the API's JSON error, with its Retry-After.
 func WriteJSONError(w http.ResponseWriter, e *Error) {
 	SetRetryAfter(w, e)
@@ -50,12 +54,12 @@ func DecodeJSON(r *http.Request, v any) error {
 			return err
 		}
 		if errors.Is(err, io.EOF) {
-			return Errorf(http.StatusBadRequest, "bad_json", "The request body is empty; send a JSON object.")
+			return Errorf(http.StatusBadRequest, CodeBadJSON, "The request body is empty; send a JSON object.")
 		}
-		return Errorf(http.StatusBadRequest, "bad_json", "The request body is not valid JSON for this route: "+jsonErrorText(err))
+		return Errorf(http.StatusBadRequest, CodeBadJSON, "The request body is not valid JSON for this route: "+jsonErrorText(err))
 	}
 	if dec.More() {
-		return Errorf(http.StatusBadRequest, "bad_json", "Send exactly one JSON object.")
+		return Errorf(http.StatusBadRequest, CodeBadJSON, "Send exactly one JSON object.")
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 
 // CodeBadArguments: a tool was called with arguments it cannot use (MCP's
 // own failure; the use cases' codes are agent's).
-const CodeBadArguments agent.Code = "bad_arguments"
+const CodeBadArguments = agent.CodeBadArguments
 
 // errRateLimited: the caller spent its chat budget.
 var errRateLimited = agent.NewError(agent.KindRateLimited, agent.CodeRateLimited, "Too many messages; wait a minute and try again.")

@@ -55,8 +55,8 @@ const (
 const MethodStep = "notifications/agentsite/step"
 
 // CodeBadArguments: the call's arguments break the contract. The host's
-// other codes are the agent package's (agent.TurnError maps them back).
-const CodeBadArguments agent.Code = "bad_arguments"
+// other codes are the agent package's too (agent.TurnError maps them back).
+const CodeBadArguments = agent.CodeBadArguments
 
 // turnArgs are send_message's arguments.
 type turnArgs struct {
