@@ -66,9 +66,9 @@ const (
 	CodeBadArguments Code = "bad_arguments"
 	// CodeMethodNotAllowed: the route takes other HTTP methods.
 	CodeMethodNotAllowed Code = "method_not_allowed"
-	CodeDelegationLoop     Code = "delegation_loop"
-	CodeDelegationDepth    Code = "delegation_depth"
-	CodeDelegationBudget   Code = "delegation_budget"
+	CodeDelegationLoop   Code = "delegation_loop"
+	CodeDelegationDepth  Code = "delegation_depth"
+	CodeDelegationBudget Code = "delegation_budget"
 )
 
 // Error is a domain error: a kind, a stable code, and a message that is
