@@ -69,6 +69,7 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/agents/{id}", s.API.GetAgent)
 		r.Get("/chat", s.ChatSocket.ServeHTTP)
 		r.Post("/agents/{id}/messages", s.API.SendMessage)
+		r.Get("/conversations/{id}", s.API.GetConversation)
 		r.Group(func(r chi.Router) {
 			r.Use(writeLimit)
 			r.Post("/agents", s.API.CreateAgent)

@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -262,16 +261,11 @@ func (c *Chat) Agent(ctx context.Context, id string) (store.Listing, error) {
 // Conversation loads conversation id of owner with agent agentID. Someone
 // else's conversation looks exactly like a missing one.
 func (c *Chat) Conversation(ctx context.Context, owner Owner, agentID, id string) (store.Conversation, error) {
-	if owner == "" || id == "" || len(id) > MaxConversationIDLen {
-		return store.Conversation{}, ErrNoConversation
-	}
-	conv, err := c.Store.GetConversation(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return store.Conversation{}, ErrNoConversation
-	case err != nil:
+	conv, err := c.owned(ctx, owner, id)
+	if err != nil {
 		return store.Conversation{}, err
-	case conv.OwnerKey != string(owner) || conv.AgentID != agentID:
+	}
+	if conv.AgentID != agentID {
 		return store.Conversation{}, ErrNoConversation
 	}
 	return conv, nil

@@ -15,14 +15,10 @@ import (
 // for scripts. With a bearer token the conversation belongs to its account;
 // without one the conversation id itself is the capability to continue it.
 func (a *API) SendMessage(w http.ResponseWriter, r *http.Request) {
-	owner := chat.APIAnonymous
-	if r.Header.Get("Authorization") != "" {
-		p, err := a.Accounts.Bearer(r)
-		if err != nil {
-			a.Fail(w, r, err)
-			return
-		}
-		owner = p.Owner()
+	owner, err := a.owner(r)
+	if err != nil {
+		a.Fail(w, r, err)
+		return
 	}
 	if !a.ChatRates.Allow("ip:"+httpkit.ClientKey(r), a.Now().UTC()) {
 		a.Fail(w, r, httpkit.ErrRateLimited)
@@ -56,4 +52,19 @@ func turnError(err error, res chat.Result) error {
 		return e
 	}
 	return &httpkit.Error{Status: e.Status, Code: e.Code, Message: e.Message, Fields: map[string]string{"conversation_id": res.Conversation.ID}, RetryAfter: e.RetryAfter}
+}
+
+// owner is whose conversations a request of the message API may use: the
+// bearer token's account, or without a token chat.APIAnonymous, whose
+// conversation ids are the capability to use them. A token that does not
+// verify is refused, never taken as anonymous.
+func (a *API) owner(r *http.Request) (chat.Owner, error) {
+	if r.Header.Get("Authorization") == "" {
+		return chat.APIAnonymous, nil
+	}
+	p, err := a.Accounts.Bearer(r)
+	if err != nil {
+		return "", err
+	}
+	return p.Owner(), nil
 }
