@@ -52,3 +52,18 @@ func NormalizeLimit(n int) int {
 	}
 	return n
 }
+
+// MaxMessages bounds one read of a conversation's messages (the chat page
+// shows 200 and asks for one more to know whether it cut the list).
+const MaxMessages = 500
+
+// NormalizeMessageLimit clamps how many messages one read returns.
+func NormalizeMessageLimit(n int) int {
+	switch {
+	case n <= 0:
+		return DefaultLimit
+	case n > MaxMessages:
+		return MaxMessages
+	}
+	return n
+}

@@ -260,7 +260,8 @@ type Conversations interface {
 	ListConversations(ctx context.Context, ownerKey string, limit int) ([]Conversation, error)
 	// AppendMessage adds a message and bumps the conversation's updated_at.
 	AppendMessage(ctx context.Context, m Message) (Message, error)
-	// ListMessages returns the last limit messages in chronological order.
+	// ListMessages returns the last limit (at most MaxMessages) messages
+	// in chronological order.
 	ListMessages(ctx context.Context, conversationID string, limit int) ([]Message, error)
 }
 

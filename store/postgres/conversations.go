@@ -109,7 +109,7 @@ func (db *DB) ListMessages(ctx context.Context, conversationID string, limit int
 SELECT id, conversation_id, role, text, created_at FROM messages
 WHERE conversation_id = $1
 ORDER BY id DESC
-LIMIT $2`, conversationID, store.NormalizeLimit(limit))
+LIMIT $2`, conversationID, store.NormalizeMessageLimit(limit))
 	if err != nil {
 		return nil, dbErr(op, err)
 	}

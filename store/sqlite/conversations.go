@@ -126,7 +126,7 @@ func (db *DB) ListMessages(ctx context.Context, conversationID string, limit int
 SELECT id, conversation_id, role, text, created_at FROM messages
 WHERE conversation_id = ?
 ORDER BY id DESC
-LIMIT ?`, conversationID, store.NormalizeLimit(limit))
+LIMIT ?`, conversationID, store.NormalizeMessageLimit(limit))
 	if err != nil {
 		return nil, dbErr(op, err)
 	}

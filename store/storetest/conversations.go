@@ -151,4 +151,16 @@ func testMessages(t *testing.T, s store.Store) {
 	if got, err := s.ListMessages(ctx, "empty-or-unknown", 10); err != nil || len(got) != 0 {
 		t.Errorf("ListMessages(unknown) = %v, %v; want none", got, err)
 	}
+	// A long conversation: a read may take more than a search page (the
+	// chat page shows 200), up to MaxMessages.
+	for i := range 150 {
+		if _, err := s.AppendMessage(ctx, store.Message{ConversationID: "other", Role: "user", Text: fmt.Sprint(i), CreatedAt: t0}); err != nil {
+			t.Fatalf("AppendMessage: %v", err)
+		}
+	}
+	for limit, want := range map[int]int{201: 155, 120: 120, store.MaxMessages + 1: 155} {
+		if got, err := s.ListMessages(ctx, "other", limit); err != nil || len(got) != want {
+			t.Errorf("ListMessages(other, %d) = %d messages (%v), want %d", limit, len(got), err, want)
+		}
+	}
 }
