@@ -14,12 +14,12 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 )
 
-// BenchmarkA2ASend is issue 8's A2A budget: concurrent A2A clients (5, 10,
-// 20, and 1 for the uncontended round trip) calling message/send (blocking) on node A's POST /a2a/{id} for the
-// builtin echo agent. "remote": the agent is hosted on node B, so every
-// turn goes A → libp2p → B and back; "local": the agent is on A itself,
-// for comparison. Each sub-benchmark reports turns/s and the p50/p99
-// round trip.
+// BenchmarkA2ASend is issue 8's A2A budget: concurrent A2A clients (5, 10
+// and 20, and 1 for the uncontended round trip) calling message/send
+// (blocking) on node A's POST /a2a/{id} for the builtin echo agent.
+// "remote": the agent is hosted on node B, so every turn goes A → libp2p
+// → B and back; "local": the agent is on A itself, for comparison. Each
+// sub-benchmark reports turns/s and the p50/p99 round trip.
 //
 // Each client keeps its own contextId (the first turn starts a
 // conversation, the rest continue it), as A2A clients holding a
