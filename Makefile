@@ -39,9 +39,10 @@ bench: ## Go benchmarks of both stores (10k, 100k listings), a 2-step delegation
 	$(GO) run ./cmd/agentsite-load --store postgres --listings 10000 --concurrency 5,10,20 --duration 10s
 	$(GO) run ./cmd/agentsite-load --store sqlite --listings 10000 --concurrency 5,10,20 --duration 10s
 
-bench-chat: ## chat turns to echo, local and cross-node, API and WebSocket, 5/10/20 clients
+bench-chat: ## chat turns to echo, local and cross-node, API, WebSocket and A2A, 5/10/20 clients
 	$(GO) test -run '^$$' -bench BenchmarkChatTurns -benchtime 1x -timeout 30m ./cmd/agentsite/
 	$(GO) test -run '^$$' -bench BenchmarkRemoteTurn -benchtime 200x -timeout 30m ./cmd/agentsite/
+	$(GO) test -run '^$$' -bench BenchmarkA2ASend -benchtime 1x -timeout 30m ./cmd/agentsite/
 
 bench-p2p: ## propagation and DHT look-up latency on planets of 5, 10, 20 and 50 nodes
 	$(GO) test -run '^$$' -bench BenchmarkPropagation -benchtime 20x -timeout 30m ./cmd/agentsite/
