@@ -199,3 +199,31 @@ type Heartbeat struct {
 	Load         float64   `json:"load"`
 	SentAt       time.Time `json:"sent_at"`
 }
+
+// Agent health states (DESIGN "Agent health").
+const (
+	// HealthHealthy: probes and real turns succeed, quickly enough.
+	HealthHealthy = "healthy"
+	// HealthDegraded: slow, or some probes or turns fail.
+	HealthDegraded = "degraded"
+	// HealthFailing: the last probes failed, or most turns did.
+	HealthFailing = "failing"
+	// HealthUnknown: not probed or used yet (or its host says nothing).
+	HealthUnknown = "unknown"
+)
+
+// Health is what an agent's hosting node has seen of how it answers:
+// active probes and real turns. It travels in the host's signed
+// heartbeat, so every mirror shows the same; a mirror never probes other
+// nodes' agents. Nothing in it is secret (a probe's error stays on the
+// host, for the owner).
+type Health struct {
+	State string `json:"state"`
+	// LatencyMS is the median answer time over the last hour (0: none).
+	LatencyMS int `json:"latency_ms,omitempty"`
+	// SuccessRate is the share of probes and turns that succeeded over the
+	// last hour, 0..1 (0 with no samples).
+	SuccessRate float64   `json:"success_rate"`
+	LastOKAt    time.Time `json:"last_ok_at,omitzero"`
+	CheckedAt   time.Time `json:"checked_at,omitzero"`
+}
