@@ -65,8 +65,10 @@ type Chat struct {
 	// Search serves find_agents for agents that call agents; nil: they
 	// cannot search.
 	Search Searcher
-	Logger *slog.Logger
-	Now    func() time.Time
+	// Outcomes, if set, hears how each local turn went (agent health).
+	Outcomes Outcomes
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Owner is a conversation owner key: whose conversations these are.
@@ -178,7 +180,7 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 	}
 	var reply string
 	if l.Local {
-		reply, err = c.Local.Answer(ctx, turn, emit)
+		reply, err = c.local().Answer(ctx, turn, emit)
 	} else {
 		reply, err = c.Remote.Send(ctx, l.HostPeerID, turn, emit)
 	}

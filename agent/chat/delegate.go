@@ -77,7 +77,7 @@ func (c *Chat) AskAgent(ctx context.Context, trace agent.Trace, agentID, text st
 	var reply string
 	switch {
 	case l.Local && c.Local != nil:
-		reply, err = c.Local.Answer(ctx, turn, nil)
+		reply, err = c.local().Answer(ctx, turn, nil)
 	case !l.Local && c.Remote != nil:
 		reply, err = c.Remote.Send(ctx, l.HostPeerID, turn, nil)
 	default:

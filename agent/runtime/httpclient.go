@@ -161,16 +161,11 @@ func (r *Runtime) postJSON(ctx context.Context, kind, url, accept, key string, v
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := r.newRequest(ctx, http.MethodPost, url, accept, key, bytes.NewReader(body))
 	if err != nil {
-		return nil, errBadBackendURL
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", accept)
-	req.Header.Set("User-Agent", r.opts.UserAgent)
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
 	resp, err := r.client.Do(req)
 	if err != nil {
 		return nil, err
@@ -180,4 +175,19 @@ func (r *Runtime) postJSON(ctx context.Context, kind, url, accept, key string, v
 		return nil, statusError(kind, resp, key)
 	}
 	return resp, nil
+}
+
+// newRequest is a request to a backend URL with the runtime's User-Agent,
+// the Accept type and, if key is set, the key as a bearer token.
+func (r *Runtime) newRequest(ctx context.Context, method, url, accept, key string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return nil, errBadBackendURL
+	}
+	req.Header.Set("Accept", accept)
+	req.Header.Set("User-Agent", r.opts.UserAgent)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	return req, nil
 }

@@ -18,18 +18,32 @@ import (
 // answerMCP sends the turn as a tools/call of b.Tool on a remote MCP server
 // (Streamable HTTP) and replies with the text of the result.
 func (r *Runtime) answerMCP(ctx context.Context, b agent.Backend, t agent.Turn, emit func(string) error) (string, error) {
+	var reply string
+	err := withMCPSession(ctx, b, func(ctx context.Context) (err error) {
+		reply, err = r.callMCP(ctx, b, t)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return reply, emit(reply)
+}
+
+// withMCPSession runs call, which uses b's pooled session, once more on a
+// fresh session if the server had forgotten the first (it restarted), and
+// classifies its failure with what the HTTP layer saw of it.
+func withMCPSession(ctx context.Context, b agent.Backend, call func(ctx context.Context) error) error {
 	st := &mcpCallState{key: b.APIKey}
 	ctx = withMCPState(ctx, st)
 	for attempt := 0; ; attempt++ {
-		reply, err := r.callMCP(ctx, b, t)
+		err := call(ctx)
 		if err == nil {
-			return reply, emit(reply)
+			return nil
 		}
-		// A server that restarted has forgotten our session: start another.
 		if attempt == 0 && errors.Is(err, transport.ErrSessionTerminated) && ctx.Err() == nil {
 			continue
 		}
-		return "", explainMCP(err, st)
+		return explainMCP(err, st)
 	}
 }
 

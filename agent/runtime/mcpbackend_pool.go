@@ -123,12 +123,35 @@ func (c *mcpConn) tool(ctx context.Context, name string) (mcp.Tool, bool, error)
 	if c.tools != nil && time.Since(c.listedAt) < mcpToolsTTL {
 		return mcp.Tool{}, false, nil
 	}
+	if err := c.listTools(ctx); err != nil {
+		return mcp.Tool{}, false, err
+	}
+	t, ok := c.tools[name]
+	return t, ok, nil
+}
+
+// hasTool lists the server's tools afresh, whatever is cached (a health
+// probe asks the server, not our memory of it), and reports whether name
+// is among them.
+func (c *mcpConn) hasTool(ctx context.Context, name string) (bool, error) {
+	c.toolsMu.Lock()
+	defer c.toolsMu.Unlock()
+	if err := c.listTools(ctx); err != nil {
+		return false, err
+	}
+	_, ok := c.tools[name]
+	return ok, nil
+}
+
+// listTools runs tools/list (every page, up to mcpMaxToolPages) and keeps
+// the answer; c.toolsMu must be held.
+func (c *mcpConn) listTools(ctx context.Context) error {
 	tools := map[string]mcp.Tool{}
 	var req mcp.ListToolsRequest
 	for range mcpMaxToolPages {
 		res, err := c.client.ListToolsByPage(ctx, req)
 		if err != nil {
-			return mcp.Tool{}, false, err
+			return err
 		}
 		for _, t := range res.Tools {
 			tools[t.Name] = t
@@ -139,6 +162,5 @@ func (c *mcpConn) tool(ctx context.Context, name string) (mcp.Tool, bool, error)
 		req.Params.Cursor = res.NextCursor
 	}
 	c.tools, c.listedAt = tools, time.Now()
-	t, ok := tools[name]
-	return t, ok, nil
+	return nil
 }

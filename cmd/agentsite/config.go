@@ -43,6 +43,7 @@ type Config struct {
 	MetricsToken          string
 	PublicURL             string
 	StoreTimeout          time.Duration
+	ProbeInterval         time.Duration
 	LogLevel              string
 	LogFormat             string
 }
@@ -114,6 +115,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.MetricsToken, "metrics-token", "", "bearer token /metrics wants (empty: /metrics is open)")
 	fs.StringVar(&c.PublicURL, "public-url", "", "the node's public address behind a reverse proxy, e.g. https://agents.example.org (its host is accepted on /mcp; A2A card URLs use it; empty: the request's host)")
 	fs.DurationVar(&c.StoreTimeout, "store-timeout", 5*time.Second, "deadline of every database call; past it the call fails and the request gets 503 with Retry-After")
+	fs.DurationVar(&c.ProbeInterval, "probe-interval", time.Minute, "how often this node probes each of its agents' backends (jittered ±10%) for their health")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	return fs
@@ -195,6 +197,9 @@ func (c *Config) Validate() error {
 	}
 	if c.StoreTimeout < 50*time.Millisecond || c.StoreTimeout > 5*time.Minute {
 		errs = append(errs, errors.New("--store-timeout must be between 50ms and 5m (default 5s)"))
+	}
+	if c.ProbeInterval < time.Second || c.ProbeInterval > time.Hour {
+		errs = append(errs, errors.New("--probe-interval must be between 1s and 1h (default 1m)"))
 	}
 	if c.StaleAfter < 0 {
 		errs = append(errs, errors.New("--stale-after must not be negative; 0 means 3 heartbeat intervals"))

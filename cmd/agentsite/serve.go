@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/handlers/connlimit"
@@ -47,6 +49,11 @@ type Main struct {
 	Server    *handlers.Server
 	Runtime   *runtime.Runtime
 	Peers     *peermcp.Client // turns to agents other nodes host
+	// Health is what this node has seen of its own agents' health (probes
+	// and real turns); Health.Summaries() is what its heartbeat carries.
+	Health *registry.Health
+	// Prober probes the local agents every --probe-interval into Health.
+	Prober *registry.Prober
 
 	httpServer *http.Server
 	listener   net.Listener
@@ -153,11 +160,14 @@ func (m *Main) Run(ctx context.Context) error {
 	})
 	srv.Chat.Local = m.Runtime
 	m.Runtime.Delegator = srv.Chat // agents that call agents go through the same chat path
+	if err := m.startHealth(full, reg); err != nil {
+		return err
+	}
 	m.Peers = peermcp.NewClient(node, peermcp.ClientConfig{Logger: m.Logger, Version: buildVersion()})
 	srv.Chat.Remote = m.Peers
 	if err := node.ServeMCP(peermcp.NewHandler(peermcp.HandlerConfig{
 		Agents:   hostedAgents{st: network},
-		Answerer: m.Runtime,
+		Answerer: chat.Measured{Answerer: m.Runtime, Outcomes: m.Health}, // their turns count for health too
 		Detail:   runtime.PublicMessage,
 		Allow:    peerTurnLimit(m.Config.ChatRateLimit),
 		Logger:   m.Logger,
@@ -173,6 +183,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.goLoop(ctx, func(ctx context.Context) { m.refreshLoop(ctx) })
 	m.goLoop(ctx, func(ctx context.Context) { m.sweepLoop(ctx, network) })
+	m.goLoop(ctx, m.Prober.Run)
 
 	ln, err := net.Listen("tcp", m.Config.HTTPAddr)
 	if err != nil {

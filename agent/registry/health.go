@@ -1,0 +1,277 @@
+package registry
+
+import (
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime"
+)
+
+// HealthOptions tune a Health tracker; zero values take the defaults.
+type HealthOptions struct {
+	// Window is what success_rate and latency_ms summarise. Default 1h.
+	Window time.Duration
+	// Recent is what the state judges: failures in it make an agent
+	// degraded, and most turns failing in it make it failing; older ones
+	// only lower its success rate. Default 10m (ten probes at the default
+	// interval), at most Window.
+	Recent time.Duration
+	// SlowAfter: a median answer time over Recent above it is degraded.
+	// Default 5s.
+	SlowAfter time.Duration
+	// FailingProbes: that many probes failing in a row is failing.
+	// Default 3.
+	FailingProbes int
+	// MinTurns: real turns in Recent before "most of them failed" makes an
+	// agent failing (one bad turn is only degraded). Default 3.
+	MinTurns int
+	// MaxSamples bounds the outcomes kept per agent; a busy agent's window
+	// is then its last MaxSamples outcomes. Default 512 (12 KiB an agent).
+	MaxSamples int
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Defaults of HealthOptions.
+const (
+	DefaultHealthWindow  = time.Hour
+	DefaultHealthRecent  = 10 * time.Minute
+	DefaultSlowAfter     = 5 * time.Second
+	DefaultFailingProbes = 3
+	DefaultMinTurns      = 3
+	DefaultMaxSamples    = 512
+)
+
+// Health is what this node has seen of how each of its own agents answers:
+// the outcomes of health probes and of real turns, a bounded window of
+// them per agent, summarised as agent.Health for the heartbeat and the
+// pages. It is safe for concurrent use.
+type Health struct {
+	opts HealthOptions
+
+	mu     sync.Mutex
+	agents map[string]*healthLog
+}
+
+// healthLog is one agent's outcomes, oldest first.
+type healthLog struct {
+	samples   []sample
+	lastOK    time.Time
+	checked   time.Time
+	failedRun int    // probes failed in a row, up to the last one
+	lastErr   string // the last probe's failure, for the owner; "" after a good probe
+}
+
+// sample is one outcome.
+type sample struct {
+	at      time.Time
+	latency time.Duration
+	ok      bool
+	probe   bool // an active probe; else a real turn
+}
+
+// NewHealth returns an empty tracker.
+func NewHealth(o HealthOptions) *Health {
+	if o.Window <= 0 {
+		o.Window = DefaultHealthWindow
+	}
+	if o.Recent <= 0 {
+		o.Recent = DefaultHealthRecent
+	}
+	o.Recent = min(o.Recent, o.Window)
+	if o.SlowAfter <= 0 {
+		o.SlowAfter = DefaultSlowAfter
+	}
+	if o.FailingProbes <= 0 {
+		o.FailingProbes = DefaultFailingProbes
+	}
+	if o.MinTurns <= 0 {
+		o.MinTurns = DefaultMinTurns
+	}
+	if o.MaxSamples <= 0 {
+		o.MaxSamples = DefaultMaxSamples
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Health{opts: o, agents: map[string]*healthLog{}}
+}
+
+// RecordTurn counts a real turn of a local agent (chat.Outcomes): ok is
+// false only for a failure of the agent's backend.
+func (h *Health) RecordTurn(agentID string, ok bool, latency time.Duration) {
+	h.record(agentID, sample{latency: latency, ok: ok}, "")
+}
+
+// RecordProbe counts a probe of agentID's backend. A probe the caller
+// canceled says nothing and is not counted.
+func (h *Health) RecordProbe(agentID string, res runtime.ProbeResult) {
+	if res.Outcome() == string(agent.CodeCanceled) {
+		return
+	}
+	h.record(agentID, sample{latency: res.Latency, ok: res.OK, probe: true}, res.Message())
+}
+
+// record appends s (stamped now); a probe also sets the agent's run of
+// failures and its last error, errText.
+func (h *Health) record(agentID string, s sample, errText string) {
+	s.at = h.opts.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l := h.agents[agentID]
+	if l == nil {
+		l = &healthLog{}
+		h.agents[agentID] = l
+	}
+	l.prune(s.at.Add(-h.opts.Window))
+	if len(l.samples) >= h.opts.MaxSamples {
+		l.samples = slices.Delete(l.samples, 0, len(l.samples)-h.opts.MaxSamples+1)
+	}
+	l.samples = append(l.samples, s)
+	l.checked = s.at
+	if s.ok {
+		l.lastOK = s.at
+	}
+	if s.probe {
+		l.lastErr = errText
+		if s.ok {
+			l.failedRun = 0
+		} else {
+			l.failedRun++
+		}
+	}
+}
+
+// prune drops the samples taken before cutoff.
+func (l *healthLog) prune(cutoff time.Time) {
+	i := 0
+	for i < len(l.samples) && l.samples[i].at.Before(cutoff) {
+		i++
+	}
+	if i > 0 {
+		l.samples = slices.Delete(l.samples, 0, i)
+	}
+}
+
+// Summary is what is known of agentID's health; State unknown when
+// nothing was recorded in the window.
+func (h *Health) Summary(agentID string) agent.Health {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l := h.agents[agentID]
+	if l == nil {
+		return agent.Health{State: agent.HealthUnknown}
+	}
+	return h.summarize(l, h.opts.Now())
+}
+
+// Summaries is the health of every agent with outcomes, by agent id: what
+// the node's heartbeat carries.
+func (h *Health) Summaries() map[string]agent.Health {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.opts.Now()
+	out := make(map[string]agent.Health, len(h.agents))
+	for id, l := range h.agents {
+		out[id] = h.summarize(l, now)
+	}
+	return out
+}
+
+// LastError is the failure of agentID's last probe in words its owner can
+// act on, "" if it succeeded or there was none. It is for the owner only:
+// it names the backend's host, which the public record does not.
+func (h *Health) LastError(agentID string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l := h.agents[agentID]; l != nil {
+		return l.lastErr
+	}
+	return ""
+}
+
+// Retain forgets the agents not in ids (deleted, or no longer hosted).
+func (h *Health) Retain(ids map[string]bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id := range h.agents {
+		if !ids[id] {
+			delete(h.agents, id)
+		}
+	}
+}
+
+// summarize computes l's health at now; h.mu is held.
+func (h *Health) summarize(l *healthLog, now time.Time) agent.Health {
+	l.prune(now.Add(-h.opts.Window))
+	out := agent.Health{State: agent.HealthUnknown, LastOKAt: stamp(l.lastOK), CheckedAt: stamp(l.checked)}
+	if len(l.samples) == 0 {
+		return out
+	}
+	okCount := 0
+	for _, s := range l.samples {
+		if s.ok {
+			okCount++
+		}
+	}
+	out.SuccessRate = math.Round(float64(okCount)/float64(len(l.samples))*1000) / 1000
+	out.LatencyMS = int(median(l.samples).Round(time.Millisecond) / time.Millisecond)
+	recent := l.samples
+	cutoff := now.Add(-h.opts.Recent)
+	if i := slices.IndexFunc(l.samples, func(s sample) bool { return !s.at.Before(cutoff) }); i >= 0 {
+		recent = l.samples[i:]
+	} // else nothing recent: judge by the window
+	out.State = h.judge(l, recent)
+	return out
+}
+
+// judge is the state, from the run of failed probes and the recent
+// outcomes.
+func (h *Health) judge(l *healthLog, recent []sample) string {
+	turns, failedTurns, failed := 0, 0, false
+	for _, s := range recent {
+		failed = failed || !s.ok
+		if !s.probe {
+			turns++
+			if !s.ok {
+				failedTurns++
+			}
+		}
+	}
+	switch {
+	case l.failedRun >= h.opts.FailingProbes,
+		turns >= h.opts.MinTurns && 2*failedTurns > turns:
+		return agent.HealthFailing
+	case failed || median(recent) > h.opts.SlowAfter:
+		return agent.HealthDegraded
+	}
+	return agent.HealthHealthy
+}
+
+// median is the (lower) median latency of the successful samples: a
+// failure's time says how fast it failed, not how fast the agent answers.
+func median(ss []sample) time.Duration {
+	lat := make([]time.Duration, 0, len(ss))
+	for _, s := range ss {
+		if s.ok {
+			lat = append(lat, s.latency)
+		}
+	}
+	if len(lat) == 0 {
+		return 0
+	}
+	slices.Sort(lat)
+	return lat[(len(lat)-1)/2]
+}
+
+// stamp is t as the heartbeat carries it: UTC, whole seconds (zero stays
+// zero).
+func stamp(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC().Truncate(time.Second)
+}
