@@ -145,10 +145,10 @@ func (h *Health) record(agentID string, s sample, errText string) {
 	}
 }
 
-// prune drops the samples taken before cutoff.
+// prune drops the samples taken at or before cutoff.
 func (l *healthLog) prune(cutoff time.Time) {
 	i := 0
-	for i < len(l.samples) && l.samples[i].at.Before(cutoff) {
+	for i < len(l.samples) && !l.samples[i].at.After(cutoff) {
 		i++
 	}
 	if i > 0 {
@@ -221,7 +221,7 @@ func (h *Health) summarize(l *healthLog, now time.Time) agent.Health {
 	out.LatencyMS = int(median(l.samples).Round(time.Millisecond) / time.Millisecond)
 	recent := l.samples
 	cutoff := now.Add(-h.opts.Recent)
-	if i := slices.IndexFunc(l.samples, func(s sample) bool { return !s.at.Before(cutoff) }); i >= 0 {
+	if i := slices.IndexFunc(l.samples, func(s sample) bool { return s.at.After(cutoff) }); i >= 0 {
 		recent = l.samples[i:]
 	} // else nothing recent: judge by the window
 	out.State = h.judge(l, recent)
