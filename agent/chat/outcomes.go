@@ -32,7 +32,6 @@ type Measured struct {
 func (m Measured) Answer(ctx context.Context, t agent.Turn, emit func(chunk string) error) (string, error) {
 	start := time.Now()
 	var first time.Duration
-	emitFailed := false
 	measured := func(chunk string) error {
 		if first == 0 {
 			first = max(time.Since(start), 1)
@@ -40,9 +39,7 @@ func (m Measured) Answer(ctx context.Context, t agent.Turn, emit func(chunk stri
 		if emit == nil {
 			return nil
 		}
-		err := emit(chunk)
-		emitFailed = emitFailed || err != nil
-		return err
+		return emit(chunk)
 	}
 	reply, err := m.Answerer.Answer(ctx, t, measured)
 	if first == 0 {
@@ -51,14 +48,15 @@ func (m Measured) Answer(ctx context.Context, t agent.Turn, emit func(chunk stri
 	switch {
 	case err == nil:
 		m.Outcomes.RecordTurn(t.AgentID, true, first)
-	case ctx.Err() == nil && !emitFailed && backendFailed(err):
+	case ctx.Err() == nil && backendFailed(err):
 		m.Outcomes.RecordTurn(t.AgentID, false, first)
 	}
 	return reply, err
 }
 
 // backendFailed reports a failure of the agent's backend (the runtime's
-// classified errors), as opposed to the node's or the caller's.
+// classified errors), as opposed to the node's or the caller's (a failed
+// emit comes back unclassified).
 func backendFailed(err error) bool {
 	for _, kind := range []error{agent.ErrBackendTimeout, agent.ErrBackendUnavailable, agent.ErrBackendRejected,
 		agent.ErrBadBackendReply, agent.ErrBlockedAddress} {
