@@ -29,7 +29,8 @@ type HealthOptions struct {
 	// agent failing (one bad turn is only degraded). Default 3.
 	MinTurns int
 	// MaxSamples bounds the outcomes kept per agent; a busy agent's window
-	// is then its last MaxSamples outcomes. Default 512 (12 KiB an agent).
+	// is then its last MaxSamples outcomes. Default 512 (at most 20 KiB an
+	// agent; an hour of probes alone is 60 samples, 2.4 KiB).
 	MaxSamples int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
@@ -156,8 +157,12 @@ func (l *healthLog) prune(cutoff time.Time) {
 	}
 }
 
-// Summary is what is known of agentID's health; State unknown when
-// nothing was recorded in the window.
+// Summary is what is known of agentID's health: State unknown when
+// nothing was recorded in the window; LatencyMS the median time of the
+// window's successes (probes and time to a turn's first text);
+// SuccessRate the window's share of successes, to 3 decimals; LastOKAt
+// the last success and CheckedAt the last outcome of either kind, kept
+// past the window, in UTC whole seconds.
 func (h *Health) Summary(agentID string) agent.Health {
 	h.mu.Lock()
 	defer h.mu.Unlock()
