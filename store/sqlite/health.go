@@ -12,8 +12,10 @@ import (
 // heartbeat, the entries passed as one JSON array of rows. The host
 // condition is in the WHERE, so a claim about another host's agent (or an
 // unknown id) matches no row; a row whose health is unchanged is not
-// written. Plan: json_each drives, each entry finds its agent by the
-// unique index on id.
+// written. Plan (pinned by plan_test.go): json_each drives, each entry
+// finds its agent by the unique index on id. The unary + keeps SQLite off
+// agents_host, which it otherwise picks: a walk of all the host's agents,
+// each scanning every entry.
 func (db *DB) SetHealth(ctx context.Context, hostPeerID string, health map[string]agent.Health) (int, error) {
 	if len(health) == 0 {
 		return 0, nil
@@ -39,7 +41,7 @@ UPDATE agents SET health_state = h.state, health_latency_ms = h.latency,
 FROM (SELECT value ->> 0 AS id, value ->> 1 AS state, value ->> 2 AS latency, value ->> 3 AS rate,
 		value ->> 4 AS last_ok, value ->> 5 AS checked
 	FROM json_each(?2)) AS h
-WHERE agents.id = h.id AND agents.host_peer_id = ?1
+WHERE agents.id = h.id AND +agents.host_peer_id = ?1
 	AND (agents.health_state, agents.health_latency_ms, agents.health_success_rate,
 		agents.health_last_ok_at, agents.health_checked_at)
 		IS NOT (h.state, h.latency, h.rate, h.last_ok, h.checked)`

@@ -81,6 +81,8 @@ func TestQueryPlans(t *testing.T) {
 			}
 		}
 	}
+	// SetHealth walks the heartbeat's entries and finds each agent by id.
+	all = append(all, explained{"set_health", setHealthSQL, []any{"host", "[]"}, "SCAN json_each VIRTUAL TABLE"})
 	for _, e := range all {
 		rows, err := db.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+e.query, e.args...)
 		if err != nil {
