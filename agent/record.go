@@ -198,6 +198,10 @@ type Heartbeat struct {
 	AgentsHosted int       `json:"agents_hosted"`
 	Load         float64   `json:"load"`
 	SentAt       time.Time `json:"sent_at"`
+	// Health is what the sender has seen of (some of) the agents it hosts
+	// (heartbeat.go); a host of more than MaxHeartbeatHealth agents sends
+	// several heartbeats per interval, each with a share.
+	Health []HostedHealth `json:"health,omitempty"`
 }
 
 // Agent health states (DESIGN "Agent health").

@@ -17,6 +17,10 @@ type Cache interface {
 	// NodeSeen records a verified heartbeat: the node is online, and so are
 	// the listings it hosts.
 	NodeSeen(ctx context.Context, hb agent.Heartbeat) error
-	// LocalCount is the number of agents this node hosts.
-	LocalCount(ctx context.Context) (int, error)
+	// LocalAgents is the agents this node hosts: id → name.
+	LocalAgents(ctx context.Context) (map[string]string, error)
+	// SetHealth records the health of agents hosted by hostPeerID (id →
+	// health), from its heartbeat or this node's own: only listings whose
+	// host is hostPeerID change, agents not known yet are skipped.
+	SetHealth(ctx context.Context, hostPeerID string, health map[string]agent.Health) error
 }

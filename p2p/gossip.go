@@ -2,8 +2,6 @@ package p2p
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -139,52 +137,6 @@ func (n *Node) reject(path string, from peer.ID, err error) {
 // the cache whoever sent it.
 func (n *Node) outdated(path string, err error) {
 	n.metrics.rejected.WithLabelValues(path, rejectReason(err)).Inc()
-}
-
-func (n *Node) validateStatusMsg(ctx context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
-	if from == n.host.ID() {
-		return pubsub.ValidationAccept
-	}
-	hb, err := decodeHeartbeat(msg.Data, msg.GetFrom(), n.now())
-	if err != nil {
-		n.reject(pathHeartbeat, from, err)
-		return pubsub.ValidationReject
-	}
-	msg.ValidatorData = hb
-	return pubsub.ValidationAccept
-}
-
-func (n *Node) handleStatusMsg(ctx context.Context, msg *pubsub.Message) {
-	hb, ok := msg.ValidatorData.(*agent.Heartbeat)
-	if !ok {
-		return
-	}
-	n.metrics.heartbeats.Inc()
-	if err := n.cfg.Cache.NodeSeen(ctx, *hb); err != nil && ctx.Err() == nil {
-		n.logger.Warn("recording heartbeat failed", "peer", hb.PeerID, "err", err)
-	}
-}
-
-const maxHeartbeatAddrs = 16
-
-func decodeHeartbeat(data []byte, author peer.ID, now time.Time) (*agent.Heartbeat, error) {
-	if len(data) > 8<<10 {
-		return nil, errors.New("heartbeat too large")
-	}
-	var hb agent.Heartbeat
-	if err := json.Unmarshal(data, &hb); err != nil {
-		return nil, fmt.Errorf("decode heartbeat: %w", err)
-	}
-	if hb.PeerID != author.String() {
-		return nil, fmt.Errorf("heartbeat for %s signed by %s", hb.PeerID, author)
-	}
-	if hb.SentAt.After(now.Add(agent.ClockSkew)) || hb.SentAt.Before(now.Add(-10*time.Minute)) {
-		return nil, errors.New("heartbeat time out of range")
-	}
-	if len(hb.Addrs) > maxHeartbeatAddrs || len(hb.Version) > 64 || hb.AgentsHosted < 0 || hb.AgentsHosted > 1_000_000 {
-		return nil, errors.New("heartbeat fields out of range")
-	}
-	return &hb, nil
 }
 
 // Announce publishes a record this node signed: on the records topic (every

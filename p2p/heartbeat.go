@@ -3,10 +3,25 @@ package p2p
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"runtime"
 	"time"
 
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/agentsite/agentsite/agent"
+)
+
+// Limits of a heartbeat on agentsite/status/1.
+const (
+	maxHeartbeatAddrs = 16
+	// maxHeartbeatBytes caps one heartbeat message. It stays well under
+	// maxGossipSize (the pubsub message adds its signature, key, seqno and
+	// topic, under 1 KiB); a host whose health entries do not fit sends
+	// several heartbeats (splitHeartbeat).
+	maxHeartbeatBytes = 48 << 10
 )
 
 // heartbeatLoop announces this node on the status topic every interval, so
@@ -24,11 +39,15 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 	}
 }
 
+// sendHeartbeat publishes this interval's heartbeat: one message, or one
+// per share of the hosted agents' health when it does not fit in one. The
+// health also goes into this node's own store: its read loop skips its
+// own messages.
 func (n *Node) sendHeartbeat(ctx context.Context) {
-	hosted, err := n.cfg.Cache.LocalCount(ctx)
+	local, err := n.cfg.Cache.LocalAgents(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			n.logger.Warn("counting local agents for the heartbeat failed", "err", err)
+			n.logger.Warn("listing local agents for the heartbeat failed", "err", err)
 		}
 		return
 	}
@@ -36,21 +55,145 @@ func (n *Node) sendHeartbeat(ctx context.Context) {
 	if len(addrs) > maxHeartbeatAddrs {
 		addrs = addrs[:maxHeartbeatAddrs]
 	}
-	hb := agent.Heartbeat{
+	now := n.now().UTC()
+	base := agent.Heartbeat{
 		PeerID:       n.PeerID(),
 		Version:      n.cfg.Version,
 		Addrs:        addrs,
-		AgentsHosted: hosted,
+		AgentsHosted: len(local),
 		Load:         float64(runtime.NumGoroutine()) / float64(100*runtime.NumCPU()),
-		SentAt:       n.now().UTC(),
+		SentAt:       now,
 	}
-	b, err := json.Marshal(hb)
+	health := hostedHealth(n.healthSource(), local)
+	if len(health) > 0 {
+		if err := n.cfg.Cache.SetHealth(ctx, base.PeerID, healthByID(health)); err != nil && ctx.Err() == nil {
+			n.logger.Warn("storing the health of local agents failed", "err", err)
+		}
+	}
+	parts, err := splitHeartbeat(base, health)
 	if err != nil {
+		n.logger.Warn("building the heartbeat failed", "err", err)
 		return
 	}
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := n.status.Publish(pctx, b); err != nil && ctx.Err() == nil {
-		n.logger.Debug("publishing heartbeat failed", "err", err)
+	for _, b := range parts {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := n.status.Publish(pctx, b)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				n.logger.Debug("publishing heartbeat failed", "err", err)
+			}
+			return
+		}
 	}
+}
+
+// splitHeartbeat encodes base with the health entries, as few messages as
+// fit: each at most agent.MaxHeartbeatHealth entries and maxHeartbeatBytes.
+// Every message is a whole heartbeat (the node is alive, whichever
+// arrives); without health it is one message.
+func splitHeartbeat(base agent.Heartbeat, health []agent.HostedHealth) ([][]byte, error) {
+	head, err := json.Marshal(base)
+	if err != nil {
+		return nil, fmt.Errorf("encode heartbeat: %w", err)
+	}
+	if len(health) == 0 {
+		return [][]byte{head}, nil
+	}
+	budget := maxHeartbeatBytes - len(head) - len(`,"health":[]`)
+	var (
+		out  [][]byte
+		part []agent.HostedHealth
+		size int
+	)
+	flush := func() error {
+		hb := base
+		hb.Health = part
+		b, err := json.Marshal(hb)
+		if err != nil {
+			return fmt.Errorf("encode heartbeat: %w", err)
+		}
+		if len(b) > maxHeartbeatBytes {
+			return fmt.Errorf("heartbeat of %d bytes is over the %d byte cap", len(b), maxHeartbeatBytes)
+		}
+		out = append(out, b)
+		part, size = nil, 0
+		return nil
+	}
+	for _, e := range health {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("encode health of %s: %w", e.ID, err)
+		}
+		if len(part) == agent.MaxHeartbeatHealth || len(part) > 0 && size+len(b)+1 > budget {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+		part = append(part, e)
+		size += len(b) + 1 // and a comma
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// validateStatusMsg runs before a heartbeat is accepted or forwarded: a
+// malformed, oversized or mis-signed one, or one that claims the health of
+// an agent its sender does not host, is rejected, which counts against the
+// sender's peer score and its strikes, as a bad record does.
+func (n *Node) validateStatusMsg(ctx context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+	if from == n.host.ID() {
+		return pubsub.ValidationAccept
+	}
+	hb, err := decodeHeartbeat(msg.Data, msg.GetFrom(), n.now())
+	if err != nil {
+		n.reject(pathHeartbeat, from, err)
+		return pubsub.ValidationReject
+	}
+	msg.ValidatorData = hb
+	return pubsub.ValidationAccept
+}
+
+func (n *Node) handleStatusMsg(ctx context.Context, msg *pubsub.Message) {
+	hb, ok := msg.ValidatorData.(*agent.Heartbeat)
+	if !ok {
+		return
+	}
+	n.metrics.heartbeats.Inc()
+	if err := n.cfg.Cache.NodeSeen(ctx, *hb); err != nil && ctx.Err() == nil {
+		n.logger.Warn("recording heartbeat failed", "peer", hb.PeerID, "err", err)
+	}
+	if len(hb.Health) == 0 {
+		return
+	}
+	if err := n.cfg.Cache.SetHealth(ctx, hb.PeerID, healthByID(hb.Health)); err != nil && ctx.Err() == nil {
+		n.logger.Warn("recording agent health failed", "peer", hb.PeerID, "err", err)
+	}
+}
+
+// decodeHeartbeat opens a heartbeat signed by author (GossipSub checked the
+// signature) and checks every field, its health entries included.
+func decodeHeartbeat(data []byte, author peer.ID, now time.Time) (*agent.Heartbeat, error) {
+	if len(data) > maxHeartbeatBytes {
+		return nil, fmt.Errorf("%w: heartbeat of %d bytes, limit %d", agent.ErrTooLarge, len(data), maxHeartbeatBytes)
+	}
+	var hb agent.Heartbeat
+	if err := json.Unmarshal(data, &hb); err != nil {
+		return nil, fmt.Errorf("decode heartbeat: %w", err)
+	}
+	if hb.PeerID != author.String() {
+		return nil, fmt.Errorf("heartbeat for %s signed by %s", hb.PeerID, author)
+	}
+	if hb.SentAt.After(now.Add(agent.ClockSkew)) || hb.SentAt.Before(now.Add(-10*time.Minute)) {
+		return nil, errors.New("heartbeat time out of range")
+	}
+	if len(hb.Addrs) > maxHeartbeatAddrs || len(hb.Version) > 64 || hb.AgentsHosted < 0 || hb.AgentsHosted > 1_000_000 {
+		return nil, errors.New("heartbeat fields out of range")
+	}
+	if err := checkHealth(hb.Health, author, now); err != nil {
+		return nil, err
+	}
+	return &hb, nil
 }

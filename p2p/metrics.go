@@ -32,7 +32,7 @@ func newMetrics(reg prometheus.Registerer, peerCount func() float64) (*metrics, 
 		}, []string{"path"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "agentsite", Subsystem: "p2p", Name: "records_rejected_total",
-			Help: "Network records rejected, by path and reason (signature, key, expired, size, invalid, sender, malformed; replay: an older seq than one seen, dropped without penalty as honest peers that lag send those too).",
+			Help: "Network records rejected, by path and reason (signature, key, expired, size, invalid, sender, malformed; replay: an older seq than one seen, dropped without penalty as honest peers that lag send those too). Path heartbeat counts heartbeats; there key is a health claim for an agent the sender does not host.",
 		}, []string{"path", "reason"}),
 		heartbeats: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "agentsite", Subsystem: "p2p", Name: "heartbeats_received_total",

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
@@ -58,6 +59,9 @@ type Config struct {
 	// NoSyncOnConnect turns off pulling each new peer's catalogue; the
 	// cache then fills from gossip and on-demand look-ups only.
 	NoSyncOnConnect bool
+	// HealthSource gives the health of the hosted agents for the
+	// heartbeats (nil: none until SetHealthSource).
+	HealthSource HealthSource
 }
 
 func (c *Config) defaults() {
@@ -86,6 +90,7 @@ type Node struct {
 	syncs   *syncTracker
 	scores  peerScores
 	mcp     mcpState // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
+	health  atomic.Pointer[HealthSource]
 	now     func() time.Time
 
 	ctx    context.Context
@@ -116,6 +121,7 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 	n.seqs = newSeqCache(100_000)
 	n.strikes = newStrikes()
 	n.syncs = newSyncTracker()
+	n.SetHealthSource(cfg.HealthSource)
 
 	cm, err := connmgr.NewConnManager(100, 400, connmgr.WithGracePeriod(time.Minute))
 	if err != nil {

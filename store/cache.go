@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // Cache wraps a Network and keeps the answers of the read-heavy portal
 // queries (SearchAgents, Stats, ListTags, RecentAgents) for a short time.
-// Every write that can change them (UpsertRecord, SetHostStatus,
+// Every write that can change them (UpsertRecord, SetHostStatus, SetHealth,
 // ExpireListings, UpsertNode) bumps a generation counter, and an entry of an older
 // generation is never served, so the cache cannot show a listing state the
 // store has already moved past; the TTL only bounds how long an unchanged
@@ -76,6 +78,16 @@ func (c *Cache) SetHostStatus(ctx context.Context, hostPeerID, status string, la
 	return n, err
 }
 
+// SetHealth implements Network and invalidates cached reads (search
+// filters and ranks on health).
+func (c *Cache) SetHealth(ctx context.Context, hostPeerID string, health map[string]agent.Health) (int, error) {
+	n, err := c.next.SetHealth(ctx, hostPeerID, health)
+	if n > 0 || err != nil {
+		c.gen.Add(1)
+	}
+	return n, err
+}
+
 // ExpireListings implements Network and invalidates cached reads.
 func (c *Cache) ExpireListings(ctx context.Context, now time.Time) (int, error) {
 	n, err := c.next.ExpireListings(ctx, now)
@@ -88,8 +100,8 @@ func (c *Cache) ExpireListings(ctx context.Context, now time.Time) (int, error) 
 // SearchAgents implements Network from the cache when it can. Callers must
 // treat the returned listings as read-only (they may be shared).
 func (c *Cache) SearchAgents(ctx context.Context, q SearchQuery) (SearchPage, error) {
-	key := fmt.Sprintf("search\x00%s\x00%s\x00%s\x00%s\x00%d\x00%s",
-		q.Q, strings.Join(q.Tags, ","), strings.Join(q.Statuses, ","), q.Owner, NormalizeLimit(q.Limit), q.Cursor)
+	key := fmt.Sprintf("search\x00%s\x00%s\x00%s\x00%s\x00%s\x00%d\x00%s",
+		q.Q, strings.Join(q.Tags, ","), strings.Join(q.Statuses, ","), strings.Join(q.Health, ","), q.Owner, NormalizeLimit(q.Limit), q.Cursor)
 	v, err := c.get(ctx, key, func(ctx context.Context) (any, error) { return c.next.SearchAgents(ctx, q) })
 	if err != nil {
 		return SearchPage{}, err

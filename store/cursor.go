@@ -8,11 +8,13 @@ import (
 
 // Cursor is the keyset position after the last row of a page: Pos is the
 // listing's first-seen sequence number, Rank its relevance score (only with a
-// text query). Engines encode and decode it with EncodeCursor/DecodeCursor so
-// both produce the same opaque strings.
+// text query), Failing whether it is among the failing agents that come
+// last. Engines encode and decode it with EncodeCursor/DecodeCursor so both
+// produce the same opaque strings.
 type Cursor struct {
-	Rank float64 `json:"r,omitempty"`
-	Pos  int64   `json:"p"`
+	Rank    float64 `json:"r,omitempty"`
+	Pos     int64   `json:"p"`
+	Failing bool    `json:"f,omitempty"`
 }
 
 // EncodeCursor makes the opaque cursor string.

@@ -123,10 +123,28 @@ func (s *Sink) NodeSeen(ctx context.Context, hb agent.Heartbeat) error {
 	return nil
 }
 
-// LocalCount is the number of agents this node hosts.
-func (s *Sink) LocalCount(ctx context.Context) (int, error) {
-	l, err := s.Store.ListLocal(ctx)
-	return len(l), err
+// LocalAgents is the agents this node hosts: id → name.
+func (s *Sink) LocalAgents(ctx context.Context) (map[string]string, error) {
+	ls, err := s.Store.ListLocal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(ls))
+	for _, l := range ls {
+		out[l.Record.ID] = l.Record.Name
+	}
+	return out, nil
+}
+
+// SetHealth records the health a host reported for its agents (a verified
+// heartbeat, or this node's own). Only the listings hosted by hostPeerID
+// change: a claim about another node's agent, or about an agent not heard
+// of yet, is dropped.
+func (s *Sink) SetHealth(ctx context.Context, hostPeerID string, health map[string]agent.Health) error {
+	if _, err := s.Store.SetHealth(ctx, hostPeerID, health); err != nil {
+		return fmt.Errorf("set health of agents of %s: %w", hostPeerID, err)
+	}
+	return nil
 }
 
 // Sweep applies the liveness rules (DESIGN.md): a node whose heartbeats

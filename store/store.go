@@ -50,6 +50,10 @@ type Listing struct {
 	HostPeerID string    // the peer that answers for the agent
 	Local      bool      // hosted by this node
 	UpdatedAt  time.Time // when this row last changed
+	// Health is what the host last said of the agent in its heartbeat
+	// (State is agent.HealthUnknown until it says anything); record
+	// updates keep it.
+	Health agent.Health
 }
 
 // SearchQuery selects listings. Zero values mean "no filter".
@@ -58,6 +62,7 @@ type SearchQuery struct {
 	Tags     []string // every tag must match (AND)
 	Statuses []string // empty: online and stale (offline hidden by default)
 	Owner    string   // only listings registered by this portal account
+	Health   []string // only these health states (agent.Health*); empty: any
 	Limit    int      // 1..MaxLimit; 0 means DefaultLimit
 	Cursor   string   // opaque, from a previous page's NextCursor
 }
@@ -157,9 +162,11 @@ type Catalogue interface {
 	UpsertRecord(ctx context.Context, l Listing) error
 	// GetAgent returns a listing by id, tombstoned or not.
 	GetAgent(ctx context.Context, id string) (Listing, error)
-	// SearchAgents pages through listings, never tombstones. Without Q the
-	// order is newest first (by first-seen order); with Q by relevance.
-	// Keyset pagination: no gaps or repeats under concurrent inserts.
+	// SearchAgents pages through listings, never tombstones. Failing
+	// agents come last (DESIGN "Agent health"); before them and among them,
+	// without Q the order is newest first (by first-seen order), with Q by
+	// relevance. Keyset pagination: no gaps or repeats under concurrent
+	// inserts.
 	SearchAgents(ctx context.Context, q SearchQuery) (SearchPage, error)
 	// RecentAgents returns the newest visible listings.
 	RecentAgents(ctx context.Context, limit int) ([]Listing, error)
@@ -176,6 +183,11 @@ type Catalogue interface {
 	// peer (heartbeats: online, missed heartbeats: stale); lastSeen is set
 	// when status is online. Returns how many rows changed.
 	SetHostStatus(ctx context.Context, hostPeerID, status string, lastSeen time.Time) (int, error)
+	// SetHealth records the health its host reported for agents (id →
+	// health): only listings whose host is hostPeerID change, so no node
+	// can set the health of another's agents; ids not known are skipped.
+	// Returns how many listings changed.
+	SetHealth(ctx context.Context, hostPeerID string, health map[string]agent.Health) (int, error)
 	// CatalogueEnvelopes pages through the signed envelopes of every listing
 	// that has not expired at now (tombstones included, so deletes spread),
 	// in first-seen order after position after, optionally only those tagged

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
 )
 
@@ -34,9 +35,10 @@ type nodeOpts struct {
 	dir       string // reuse a data dir (restart)
 	postgres  bool
 	demo      bool
-	extra     []string      // more flags
-	ttl       time.Duration // record TTL; 0: testTTL
-	heartbeat time.Duration // heartbeat interval; 0: testHeartbeat
+	extra     []string         // more flags
+	ttl       time.Duration    // record TTL; 0: testTTL
+	heartbeat time.Duration    // heartbeat interval; 0: testHeartbeat
+	health    p2p.HealthSource // Main.HealthSource; nil: the node's own
 }
 
 // startClusterNode starts a whole node on 127.0.0.1 the way the binary does.
@@ -72,6 +74,7 @@ func startClusterNode(t testing.TB, o nodeOpts) *clusterNode {
 	}
 	n.m = NewMain()
 	n.m.LogOutput = io.Discard
+	n.m.HealthSource = o.health
 	if err := n.m.ParseFlags(args, func(string) string { return "" }, io.Discard); err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func TestDemoWireTypesMatchTheAPI(t *testing.T) {
 	}
 	var a apiwire.Agent
 	wire("POST", "/api/v1/agents", in, http.StatusCreated, &a)
-	if a.Name != in.Name || !a.Local || len(a.Endpoints) == 0 || len(a.Skills) != 1 {
+	if a.Name != in.Name || !a.Local || len(a.Endpoints) == 0 || len(a.Skills) != 1 || !agent.IsHealthState(a.Health.State) {
 		t.Errorf("registered agent = %+v", a)
 	}
 	in.Description = "Pins the API's JSON shapes, again."

@@ -41,6 +41,10 @@ type Main struct {
 	LogOutput io.Writer
 	// BcryptCost overrides the password hashing cost (tests use the minimum).
 	BcryptCost int
+	// HealthSource, when set before Run, is where the heartbeats take the
+	// health of this node's agents from, in place of the node's own
+	// probes: tests set it to report a health of their choosing.
+	HealthSource p2p.HealthSource
 
 	Logger    *slog.Logger
 	Store     store.Store
@@ -122,6 +126,7 @@ func (m *Main) Run(ctx context.Context) error {
 		NoSyncOnConnect:   !m.Config.SyncOnConnect,
 		Cache:             sink,
 		Registerer:        reg,
+		HealthSource:      m.HealthSource,
 	}, m.Logger)
 	if err != nil {
 		return err

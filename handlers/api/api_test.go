@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
@@ -132,6 +133,7 @@ func TestAPIErrors(t *testing.T) {
 		{"too large", "POST", "/api/v1/agents", big, Bearer(alice), 413, "too_large", nil},
 		{"bad limit", "GET", "/api/v1/agents?limit=5000", nil, nil, 400, "bad_query", []string{"limit"}},
 		{"bad status", "GET", "/api/v1/agents?status=sleepy", nil, nil, 400, "bad_query", []string{"status"}},
+		{"bad health", "GET", "/api/v1/agents?health=healthy,sleepy", nil, nil, 400, "bad_query", []string{"health"}},
 		{"bad tag", "GET", "/api/v1/agents?tag=%3Cscript%3E", nil, nil, 400, "bad_query", []string{"tag"}},
 		{"bad cursor", "GET", "/api/v1/agents?cursor=garbage!", nil, nil, 400, "bad_query", []string{"cursor"}},
 		{"unknown id", "GET", "/api/v1/agents/" + strings.Repeat("a", agent.IDLen), nil, nil, 404, "not_found", nil},
@@ -212,6 +214,59 @@ func TestAPISearchAndPagination(t *testing.T) {
 		none := Decode[apiwire.AgentList](t, e.Do("GET", "/api/v1/agents?status=offline", nil))
 		if len(none.Agents) != 0 {
 			t.Errorf("status=offline gave %d agents", len(none.Agents))
+		}
+	})
+}
+
+// Every agent carries its health (unknown until its host reports one);
+// ?health= filters on it, repeatable or comma-separated, and the default
+// order puts failing agents last.
+func TestAPIAgentHealth(t *testing.T) {
+	Engines(t, func(t *testing.T, e *Env) {
+		tok := e.UserToken("dave")
+		ids := map[string]string{}
+		for _, name := range []string{"weather-sick", "weather-fine", "weather-new"} {
+			a := Decode[apiwire.Agent](t, e.Do("POST", "/api/v1/agents", WeatherInput(name), Bearer(tok)...))
+			if a.Health.State != agent.HealthUnknown {
+				t.Errorf("new agent %s: health %+v, want unknown", name, a.Health)
+			}
+			ids[name] = a.ID
+		}
+		l, err := e.Store.GetAgent(t.Context(), ids["weather-sick"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked := time.Now().UTC().Truncate(time.Second)
+		sick := agent.Health{State: agent.HealthFailing, SuccessRate: 0.25, LatencyMS: 900, CheckedAt: checked}
+		if _, err := e.Store.SetHealth(t.Context(), l.HostPeerID, map[string]agent.Health{
+			ids["weather-sick"]: sick,
+			ids["weather-fine"]: {State: agent.HealthHealthy, SuccessRate: 1, LatencyMS: 40, LastOKAt: checked, CheckedAt: checked},
+		}); err != nil {
+			t.Fatal(err)
+		}
+
+		got := Decode[apiwire.Agent](t, e.Do("GET", "/api/v1/agents/"+ids["weather-sick"], nil))
+		if got.Health.State != sick.State || got.Health.SuccessRate != sick.SuccessRate || got.Health.LatencyMS != sick.LatencyMS || !got.Health.CheckedAt.Equal(checked) {
+			t.Errorf("GET agent: health %+v, want %+v", got.Health, sick)
+		}
+		names := func(path string) []string {
+			t.Helper()
+			var out []string
+			for _, a := range Decode[apiwire.AgentList](t, e.Do("GET", path, nil)).Agents {
+				out = append(out, a.Name+":"+a.Health.State)
+			}
+			return out
+		}
+		for path, want := range map[string]string{
+			"/api/v1/agents":                                "[weather-new:unknown weather-fine:healthy weather-sick:failing]",
+			"/api/v1/agents?q=weather":                      "[weather-new:unknown weather-fine:healthy weather-sick:failing]",
+			"/api/v1/agents?health=healthy":                 "[weather-fine:healthy]",
+			"/api/v1/agents?health=Failing&health=unknown":  "[weather-new:unknown weather-sick:failing]",
+			"/api/v1/agents?health=healthy,unknown&q=weath": "[weather-new:unknown weather-fine:healthy]",
+		} {
+			if got := fmt.Sprint(names(path)); got != want {
+				t.Errorf("GET %s = %s, want %s", path, got, want)
+			}
 		}
 	})
 }

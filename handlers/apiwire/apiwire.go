@@ -34,6 +34,9 @@ type Agent struct {
 	LastSeen    time.Time        `json:"last_seen"`
 	HostPeerID  string           `json:"host_peer_id"`
 	Local       bool             `json:"local"`
+	// Health is what the agent's host last said of how it answers, the
+	// same on every node (state "unknown" until it has said anything).
+	Health agent.Health `json:"health"`
 }
 
 // AgentList is one page of GET /api/v1/agents; an empty NextCursor means

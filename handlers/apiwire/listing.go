@@ -20,11 +20,16 @@ func FromListing(l store.Listing) Agent {
 	if eps == nil {
 		eps = []agent.Endpoint{}
 	}
+	health := l.Health
+	if health.State == "" {
+		health.State = agent.HealthUnknown
+	}
 	return Agent{
 		ID: r.ID, Name: r.Name, DisplayName: r.DisplayName, Description: r.Description,
 		Tags: tags, Skills: skills, Version: r.Version, Publisher: r.Publisher, Owner: r.Owner,
 		Endpoints: eps, Seq: r.Seq, IssuedAt: r.IssuedAt, ExpiresAt: r.ExpiresAt, Tombstone: r.Tombstone,
 		Status: l.Status, LastSeen: l.LastSeen, HostPeerID: l.HostPeerID, Local: l.Local,
+		Health: health,
 	}
 }
 

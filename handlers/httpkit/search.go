@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,7 +22,7 @@ var validStatuses = map[string]bool{store.StatusOnline: true, store.StatusStale:
 // ParseSearchQuery reads a catalogue search the way GET /api/v1/agents,
 // the search page and the MCP search tool all take it: q, tag (repeatable
 // or comma-separated), status (repeatable, comma-separated or "all"),
-// limit and cursor. What is wrong comes back as an *agent.ValidationError
+// health (repeatable or comma-separated states), limit and cursor. What is wrong comes back as an *agent.ValidationError
 // naming the parameters; BadQuery turns it into a response.
 func ParseSearchQuery(v url.Values) (store.SearchQuery, error) {
 	q := store.SearchQuery{Q: v.Get("q"), Cursor: v.Get("cursor")}
@@ -31,6 +32,7 @@ func ParseSearchQuery(v url.Values) (store.SearchQuery, error) {
 	}
 	q.Tags = parseTags(v["tag"], fields)
 	q.Statuses = parseStatuses(v["status"], fields)
+	q.Health = parseHealth(v["health"], fields)
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > store.MaxLimit {
@@ -85,6 +87,24 @@ func parseStatuses(raws []string, fields map[string]string) []string {
 		}
 	}
 	return statuses
+}
+
+func parseHealth(raws []string, fields map[string]string) []string {
+	var states []string
+	for _, raw := range raws {
+		for _, st := range strings.Split(raw, ",") {
+			switch st = strings.ToLower(strings.TrimSpace(st)); {
+			case st == "":
+			case agent.IsHealthState(st):
+				if !slices.Contains(states, st) {
+					states = append(states, st)
+				}
+			default:
+				fields["health"] = "must be healthy, degraded, failing or unknown"
+			}
+		}
+	}
+	return states
 }
 
 // BadQuery turns ParseSearchQuery's validation error into a 400 bad_query

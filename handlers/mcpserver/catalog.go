@@ -26,8 +26,8 @@ const (
 )
 
 // searchAgents reads its arguments in the grammar of GET /api/v1/agents's
-// query string (tags are its tag, status its status) and validates them
-// the same way.
+// query string (tags are its tag, status its status, health its health)
+// and validates them the same way.
 func (p *public) searchAgents(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	args := req.GetArguments()
 	v := url.Values{}
@@ -40,7 +40,7 @@ func (p *public) searchAgents(ctx context.Context, req mcp.CallToolRequest) (*mc
 			v.Set(key, s)
 		}
 	}
-	for key, param := range map[string]string{"tags": "tag", "status": "status"} {
+	for key, param := range map[string]string{"tags": "tag", "status": "status", "health": "health"} {
 		vals, ok := argStrings(args[key])
 		if !ok {
 			return nil, badArgs(key, "must be a string or a list of strings")

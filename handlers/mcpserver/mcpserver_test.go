@@ -163,6 +163,7 @@ func TestMCPErrorsAreToolResults(t *testing.T) {
 		{"foreign conversation", "send_message", map[string]any{"agent_id": echo.ID, "text": "hi", "conversation_id": "cnope"}, "unknown_conversation", "No such conversation"},
 		{"unknown agent by id", "get_agent", map[string]any{"id": missing}, "not_found", "No agent has this id"},
 		{"bad tags", "search_agents", map[string]any{"tags": []any{"Not A Tag!"}}, "bad_query", "tag"},
+		{"bad health", "search_agents", map[string]any{"health": []any{"sleepy"}}, "bad_query", "health"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,6 +180,37 @@ func TestMCPErrorsAreToolResults(t *testing.T) {
 	}
 	if _, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "agent://" + missing}); err == nil {
 		t.Error("reading a missing agent resource succeeded")
+	}
+}
+
+// search_agents returns each agent's health, as the API does, and filters
+// on it.
+func TestMCPSearchAgentsHealth(t *testing.T) {
+	env, echo := newMCPTestServer(t, nil)
+	cs, _ := ConnectMCP(t, env.TS.URL+"/mcp", "")
+	search := func(args map[string]any) []apiwire.Agent {
+		t.Helper()
+		res := CallTool(t, cs, "search_agents", args, "")
+		if res.IsError {
+			t.Fatalf("search_agents(%v): %q", args, ResultText(res))
+		}
+		return Structured[apiwire.AgentList](t, res).Agents
+	}
+	if got := search(map[string]any{"q": "echo"}); len(got) != 1 || got[0].Health.State != agent.HealthUnknown {
+		t.Fatalf("before any report: %+v", got)
+	}
+	l, err := env.Store.GetAgent(t.Context(), echo.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Store.SetHealth(t.Context(), l.HostPeerID, map[string]agent.Health{echo.ID: {State: agent.HealthFailing, SuccessRate: 0.5}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := search(map[string]any{"q": "echo", "health": []any{"failing"}}); len(got) != 1 || got[0].Health.State != agent.HealthFailing || got[0].Health.SuccessRate != 0.5 {
+		t.Errorf("health failing: %+v", got)
+	}
+	if got := search(map[string]any{"q": "echo", "health": "healthy"}); len(got) != 0 {
+		t.Errorf("health healthy: %+v", got)
 	}
 }
 

@@ -16,12 +16,14 @@ import (
 // listingColumns is what scanListing reads, in order, from listingFrom.
 const listingColumns = `a.id, r.name, r.display_name, r.description, a.tags, r.skills, r.endpoints,
 	r.version, r.publisher, a.owner, a.seq, r.issued_at, a.expires_at, a.tombstone,
-	r.envelope, a.status, a.last_seen, a.host_peer_id, a.local, a.updated_at, a.pos`
+	r.envelope, a.status, a.last_seen, a.host_peer_id, a.local, a.updated_at, a.pos,
+	a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at`
 
 // agentColumns are the columns of agents that listingColumns reads, for a
 // subquery standing in for agents a.
 const agentColumns = `a.id, a.pos, a.tags, a.owner, a.seq, a.expires_at, a.tombstone,
-	a.status, a.last_seen, a.host_peer_id, a.local, a.updated_at`
+	a.status, a.last_seen, a.host_peer_id, a.local, a.updated_at,
+	a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at`
 
 // listingFrom joins the two halves of a listing (see the migration).
 const listingFrom = `agents a JOIN agent_records r ON r.id = a.id`
@@ -228,16 +230,20 @@ func scanListing(row pgx.Row, extra ...any) (store.Listing, int64, error) {
 		seq, pos            int64
 		issued, expires     time.Time
 		lastSeen, updatedAt time.Time
+		lastOK, checked     *time.Time
 	)
+	h := &l.Health
 	dest := []any{&r.ID, &r.Name, &r.DisplayName, &r.Description, &r.Tags, &skills, &endpoints,
 		&r.Version, &r.Publisher, &r.Owner, &seq, &issued, &expires, &r.Tombstone,
-		&l.Envelope, &l.Status, &lastSeen, &l.HostPeerID, &l.Local, &updatedAt, &pos}
+		&l.Envelope, &l.Status, &lastSeen, &l.HostPeerID, &l.Local, &updatedAt, &pos,
+		&h.State, &h.LatencyMS, &h.SuccessRate, &lastOK, &checked}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return store.Listing{}, 0, err
 	}
 	r.Seq = uint64(seq)
 	r.IssuedAt, r.ExpiresAt = issued.UTC(), expires.UTC()
 	l.LastSeen, l.UpdatedAt = lastSeen.UTC(), updatedAt.UTC()
+	h.LastOKAt, h.CheckedAt = utc(lastOK), utc(checked)
 	if err := decodeJSON(skills, &r.Skills); err != nil {
 		return store.Listing{}, 0, fmt.Errorf("decode skills of agent %s: %w", r.ID, err)
 	}

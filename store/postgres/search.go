@@ -8,21 +8,25 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 )
 
 // SearchAgents implements store.Catalogue. The SQL text is assembled only from
-// constant fragments; every value (terms, tags, statuses, owner, cursor) is a
-// bind parameter.
+// constant fragments; every value (terms, tags, statuses, health, owner,
+// cursor) is a bind parameter.
+//
+// Every order starts with notFailing, so failing agents come last.
 //
 // Plans (EXPLAIN ANALYZE at 100k listings, see bench_test.go): without text,
-// a backward walk of agents_visible_pos (default statuses) or
-// agents_status_pos (one explicit status) that stops after a page; tags are
-// one containment filter on the row (tags @> ...), checked during that walk
-// or, for a rare tag, served by the GIN index agents_tags; with text, a
-// bitmap scan of the GIN index agents_search, then ts_rank on each match and
-// a top-N sort on (rank, pos). ts_rank, not ts_rank_cd: it costs a third as
-// much per match, which is what a one-letter query at 100k listings pays.
+// a backward walk of agents_visible_health_pos (default statuses) or
+// agents_status_health_pos (one explicit status) that stops after a page;
+// tags are one containment filter on the row (tags @> ...), checked during
+// that walk or, for a rare tag, served by the GIN index agents_tags; with
+// text, a bitmap scan of the GIN index agents_search, then ts_rank on each
+// match and a top-N sort on (not failing, rank, pos). ts_rank, not
+// ts_rank_cd: it costs a third as much per match, which is what a
+// one-letter query at 100k listings pays.
 func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error) {
 	cur, hasCursor, err := store.DecodeCursor(q.Cursor)
 	if err != nil {
@@ -30,7 +34,7 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	}
 	limit := store.NormalizeLimit(q.Limit)
 	terms := store.SearchTerms(q.Q)
-	if unmatchable(q.Owner) || slices.ContainsFunc(q.Tags, unmatchable) || slices.ContainsFunc(q.Statuses, unmatchable) {
+	if unmatchable(q.Owner) || slices.ContainsFunc(q.Tags, unmatchable) || slices.ContainsFunc(q.Statuses, unmatchable) || slices.ContainsFunc(q.Health, unmatchable) {
 		return store.SearchPage{Listings: []store.Listing{}}, nil
 	}
 
@@ -47,6 +51,9 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	if tags := dedupe(q.Tags); len(tags) > 0 {
 		where = append(where, "a.tags @> "+b.arg(tags)+"::text[]")
 	}
+	if hs := dedupe(q.Health); len(hs) > 0 {
+		where = append(where, "a.health_state = ANY("+b.arg(hs)+")")
+	}
 	if q.Owner != "" {
 		where = append(where, "a.owner = "+b.arg(q.Owner))
 	}
@@ -58,30 +65,30 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	if len(terms) > 0 {
 		where = append(where, "a.search @@ query")
 		if hasCursor {
-			where = append(where, "(rk.rank, a.pos) < ("+b.arg(cur.Rank)+"::float8, "+b.arg(cur.Pos)+"::bigint)")
+			where = append(where, "("+notFailing+", rk.rank, a.pos) < ("+b.arg(!cur.Failing)+"::boolean, "+b.arg(cur.Rank)+"::float8, "+b.arg(cur.Pos)+"::bigint)")
 		}
 		inner = `SELECT ` + agentColumns + `, rk.rank
 	FROM agents a
 		CROSS JOIN to_tsquery('simple', ` + b.arg(tsQuery(terms)) + `) AS query
 		CROSS JOIN LATERAL (SELECT ts_rank(a.search, query)::float8 AS rank) AS rk
 	WHERE ` + strings.Join(where, " AND ") + `
-	ORDER BY rk.rank DESC, a.pos DESC
+	ORDER BY ` + notFailing + ` DESC, rk.rank DESC, a.pos DESC
 	LIMIT ` + b.arg(limit+1)
 	} else {
 		if hasCursor {
-			where = append(where, "a.pos < "+b.arg(cur.Pos))
+			where = append(where, "("+notFailing+", a.pos) < ("+b.arg(!cur.Failing)+"::boolean, "+b.arg(cur.Pos)+"::bigint)")
 		}
 		inner = `SELECT ` + agentColumns + `, 0::float8 AS rank
 	FROM agents a
 	WHERE ` + strings.Join(where, " AND ") + `
-	ORDER BY a.pos DESC
+	ORDER BY ` + notFailing + ` DESC, a.pos DESC
 	LIMIT ` + b.arg(limit+1)
 	}
 	sql := `-- name: search_agents
 SELECT ` + listingColumns + `, a.rank
 FROM (` + inner + `) AS a
 	JOIN agent_records r ON r.id = a.id
-ORDER BY a.rank DESC, a.pos DESC`
+ORDER BY ` + notFailing + ` DESC, a.rank DESC, a.pos DESC`
 
 	rows, err := db.q.Query(ctx, sql, b.args...)
 	if err != nil {
@@ -101,13 +108,18 @@ ORDER BY a.rank DESC, a.pos DESC`
 			break
 		}
 		page.Listings = append(page.Listings, l)
-		next = store.Cursor{Rank: rank, Pos: pos}
+		next = store.Cursor{Rank: rank, Pos: pos, Failing: l.Health.State == agent.HealthFailing}
 	}
 	if err := rows.Err(); err != nil {
 		return store.SearchPage{}, dbErr("search agents", err)
 	}
 	return page, nil
 }
+
+// notFailing is the first key of every search order, spelled as in the
+// indexes agents_visible_health_pos and agents_status_health_pos (migration
+// 0003) so the planner walks them.
+const notFailing = `(a.health_state <> 'failing')`
 
 // unmatchable reports whether a filter value can never equal a stored one:
 // Postgres text holds neither NUL nor invalid UTF-8, and a query binding
@@ -127,7 +139,7 @@ func tsQuery(terms []string) string {
 }
 
 // statusFilter returns the statuses to match, or nil for the default
-// (online and stale), which the agents_visible_pos index serves.
+// (online and stale), which the agents_visible_health_pos index serves.
 func statusFilter(statuses []string) []string {
 	st := dedupe(statuses)
 	slices.Sort(st)
@@ -186,7 +198,7 @@ LIMIT $1`, store.NormalizeLimit(limit))
 }
 
 // Stats implements store.Catalogue. Listings are counted in one index-only scan
-// of agents_status_pos; distinct tags with a skip scan of
+// of agents_status_health_pos; distinct tags with a skip scan of
 // agent_tags_visible (one index descent per distinct tag, not one row per
 // listing and tag).
 func (db *DB) Stats(ctx context.Context) (store.Stats, error) {

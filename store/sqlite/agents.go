@@ -17,7 +17,8 @@ import (
 // agents aliased as a.
 const listingColumns = `a.id, a.name, a.display_name, a.description, a.tags, a.skills, a.endpoints,
 	a.version, a.publisher, a.owner, a.seq, a.issued_at, a.expires_at, a.tombstone,
-	a.envelope, a.status, a.last_seen, a.host_peer_id, a.local, a.updated_at, a.pos`
+	a.envelope, a.status, a.last_seen, a.host_peer_id, a.local, a.updated_at, a.pos,
+	a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at`
 
 // upsertAgentSQL inserts a listing or replaces it when the incoming seq is
 // newer. The WHERE of DO UPDATE makes the seq rule atomic: a stale record

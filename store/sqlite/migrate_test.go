@@ -13,16 +13,21 @@ import (
 // upgrade does not leave them free to reach a new owner's backend.
 func TestMigrationBindsOldConversations(t *testing.T) {
 	path := openMigrated(t)
-	down, err := migrations.SQLite.ReadFile("sqlite/0002_conversation_agent_owner.down.sql")
-	if err != nil {
-		t.Fatal(err)
+	// Down to version 1; reopening runs every later migration up again.
+	var downs []string
+	for _, f := range []string{"sqlite/0003_agent_health.down.sql", "sqlite/0002_conversation_agent_owner.down.sql"} {
+		down, err := migrations.SQLite.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		downs = append(downs, string(down))
 	}
 	raw, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
-		string(down),
+		downs[0], downs[1],
 		`UPDATE schema_migrations SET version = 1, dirty = 0`,
 		`INSERT INTO agents (id, name, publisher, owner, seq, issued_at, expires_at, status) VALUES ('agent-1', 'bot', '12D3KooWHost', 'alice', 1, 0, 0, 'online')`,
 		`INSERT INTO conversations (id, agent_id, owner_key, created_at, updated_at) VALUES ('known', 'agent-1', 'user:1', 0, 0), ('unknown', 'agent-2', 'user:1', 0, 0)`,

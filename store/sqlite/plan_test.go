@@ -1,10 +1,12 @@
 package sqlite
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -19,9 +21,12 @@ func TestQueryPlans(t *testing.T) {
 	}
 	defer db.Close()
 
-	cur := store.Cursor{Rank: 2, Pos: 1000}
 	queries := []store.SearchQuery{
 		{},
+		{Health: []string{agent.HealthHealthy}},
+		{Health: []string{agent.HealthFailing}},
+		{Health: []string{agent.HealthFailing, agent.HealthUnknown}, Tags: []string{"weather"}},
+		{Q: "weather", Health: []string{agent.HealthFailing, agent.HealthDegraded}},
 		{Statuses: []string{store.StatusOffline}},
 		{Tags: []string{"weather"}},
 		{Tags: []string{"weather", "go"}},
@@ -37,30 +42,47 @@ func TestQueryPlans(t *testing.T) {
 		wantDriver string
 	}
 	var all []explained
+	// A cursor in each pass: among the agents that are not failing, and
+	// among the failing ones.
+	cursors := []store.Cursor{{Rank: 2, Pos: 1000}, {Rank: 2, Pos: 1000, Failing: true}}
 	for _, q := range queries {
-		for _, hasCursor := range []bool{false, true} {
+		for _, c := range []int{-1, 0, 1} {
+			hasCursor := c >= 0
+			var cur store.Cursor
+			if hasCursor {
+				cur = cursors[c]
+			}
 			terms := store.SearchTerms(q.Q)
 			if len(terms) == 0 {
-				query, args := newestQuery(q, cur, hasCursor, 20)
-				driver := "SCAN a" // the rowid, backwards: no sort below
-				if hasCursor {
-					driver = "SEARCH a USING INTEGER PRIMARY KEY (rowid<?)"
+				for _, p := range newestQueries(q, cur, hasCursor) {
+					p.args[len(p.args)-1] = 21
+					driver := "SCAN a" // the rowid, backwards: no sort below
+					if hasCursor && p.failing == cur.Failing {
+						driver = "SEARCH a USING INTEGER PRIMARY KEY (rowid<?)"
+					}
+					switch {
+					case len(q.Tags) > 0:
+						driver = "SEARCH t0 USING PRIMARY KEY"
+					case q.Owner != "":
+						driver = "SEARCH a USING INDEX agents_owner"
+					case p.failing:
+						driver = "SCAN a USING INDEX agents_failing"
+						if hasCursor && p.failing == cur.Failing {
+							driver = "SEARCH a USING INDEX agents_failing (pos<?)"
+						}
+					}
+					all = append(all, explained{fmt.Sprintf("newest %s pass failing=%v cursor %+v", describe(q, hasCursor), p.failing, cur), p.query, p.args, driver})
 				}
-				switch {
-				case len(q.Tags) > 0:
-					driver = "SEARCH t0 USING PRIMARY KEY"
-				case q.Owner != "":
-					driver = "SEARCH a USING INDEX agents_owner"
-				}
-				all = append(all, explained{"newest " + describe(q, hasCursor), query, args, driver})
 				continue
 			}
 			for _, tq := range tierQueries(q, terms, cur, hasCursor) {
 				tq.args[len(tq.args)-1] = 21
-				all = append(all, explained{"text " + describe(q, hasCursor), tq.query, tq.args, "SCAN agents_fts VIRTUAL TABLE"})
+				all = append(all, explained{fmt.Sprintf("text %s pass failing=%v tier %v cursor %+v", describe(q, hasCursor), tq.failing, tq.rank, cur), tq.query, tq.args, "SCAN agents_fts VIRTUAL TABLE"})
 			}
 		}
 	}
+	// SetHealth walks the heartbeat's entries and finds each agent by id.
+	all = append(all, explained{"set_health", setHealthSQL, []any{"host", "[]"}, "SCAN json_each VIRTUAL TABLE"})
 	for _, e := range all {
 		rows, err := db.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+e.query, e.args...)
 		if err != nil {
@@ -93,7 +115,7 @@ func TestQueryPlans(t *testing.T) {
 }
 
 func describe(q store.SearchQuery, hasCursor bool) string {
-	s := strings.TrimSpace(strings.Join([]string{q.Q, strings.Join(q.Tags, "+"), q.Owner, strings.Join(q.Statuses, "+")}, " "))
+	s := strings.TrimSpace(strings.Join([]string{q.Q, strings.Join(q.Tags, "+"), q.Owner, strings.Join(q.Statuses, "+"), strings.Join(q.Health, "+")}, " "))
 	if hasCursor {
 		s += " (cursor)"
 	}

@@ -46,10 +46,13 @@ func scanListing(row scanner, extra ...any) (store.Listing, int64, error) {
 		tombstone, local        bool
 		issued, expires         sql.NullInt64
 		lastSeen, updatedAt     sql.NullInt64
+		lastOK, checked         sql.NullInt64
 	)
+	h := &l.Health
 	dest := []any{&r.ID, &r.Name, &r.DisplayName, &r.Description, &tags, &skills, &endpoints,
 		&r.Version, &r.Publisher, &r.Owner, &seq, &issued, &expires, &tombstone,
-		&l.Envelope, &l.Status, &lastSeen, &l.HostPeerID, &local, &updatedAt, &pos}
+		&l.Envelope, &l.Status, &lastSeen, &l.HostPeerID, &local, &updatedAt, &pos,
+		&h.State, &h.LatencyMS, &h.SuccessRate, &lastOK, &checked}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return store.Listing{}, 0, err
 	}
@@ -57,6 +60,7 @@ func scanListing(row scanner, extra ...any) (store.Listing, int64, error) {
 	r.Tombstone, l.Local = tombstone, local
 	r.IssuedAt, r.ExpiresAt = fromNanos(issued), fromNanos(expires)
 	l.LastSeen, l.UpdatedAt = fromNanos(lastSeen), fromNanos(updatedAt)
+	h.LastOKAt, h.CheckedAt = fromNanos(lastOK), fromNanos(checked)
 	if err := decodeJSON(tags, &r.Tags); err != nil {
 		return store.Listing{}, 0, fmt.Errorf("decode tags of agent %s: %w", r.ID, err)
 	}

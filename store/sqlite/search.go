@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -44,79 +45,43 @@ const (
 // SearchAgents implements store.Catalogue. The SQL text is assembled only from
 // constant fragments; every value is a bind parameter.
 //
+// A search is a plan of passes, each one query in page order that stops at
+// LIMIT, run in one read transaction (one snapshot) until the page is
+// full: first the agents that are not failing, then the failing ones
+// (DESIGN "Agent health": failing agents come last); within each, without
+// text newest first, with text tier by tier (tiers).
+//
 // Plans (pinned by plan_test.go; timings in bench_test.go): without
 // text, a backward walk of the rowid (or, with a tag, of agent_tags' primary
-// key for the first tag; with an owner, of agents_owner) that stops at LIMIT;
-// with text, per tier, agents_fts in descending rowid order (the tier's
-// query and the cursor evaluated inside FTS5), each hit joined to agents by
-// rowid for the filters, stopping at LIMIT; the next tier only runs if the
-// page is not full.
+// key for the first tag; with an owner, of agents_owner; in the failing
+// pass, of the partial index agents_failing) that stops at LIMIT; with
+// text, per tier, agents_fts in descending rowid order (the tier's query and
+// the cursor evaluated inside FTS5), each hit joined to agents by rowid for
+// the filters, stopping at LIMIT. A pass only runs if the page is not full,
+// so the failing pass of a large catalogue costs only on its last page.
 func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error) {
 	cur, hasCursor, err := store.DecodeCursor(q.Cursor)
 	if err != nil {
 		return store.SearchPage{}, fmt.Errorf("sqlite: search agents: %w", err)
 	}
 	limit := store.NormalizeLimit(q.Limit)
-	terms := store.SearchTerms(q.Q)
-	if len(terms) == 0 {
-		return db.searchNewest(ctx, q, cur, hasCursor, limit)
+	var plan []passQuery
+	if terms := store.SearchTerms(q.Q); len(terms) > 0 {
+		plan = tierQueries(q, terms, cur, hasCursor)
+	} else {
+		plan = newestQueries(q, cur, hasCursor)
 	}
-	return db.searchText(ctx, q, terms, cur, hasCursor, limit)
-}
-
-// searchNewest pages through listings newest first.
-func (db *DB) searchNewest(ctx context.Context, q store.SearchQuery, cur store.Cursor, hasCursor bool, limit int) (store.SearchPage, error) {
-	query, args := newestQuery(q, cur, hasCursor, limit)
-	pb := pageBuilder{limit: limit}
-	if err := pb.collect(ctx, db.r, query, args, 0); err != nil {
-		return store.SearchPage{}, err
-	}
-	return pb.page, nil
-}
-
-// newestQuery is the SQL of searchNewest.
-func newestQuery(q store.SearchQuery, cur store.Cursor, hasCursor bool, limit int) (string, []any) {
-	var b sqlBuilder
-	tags := dedupe(q.Tags)
-	from, posCol := "agents a", "a.pos"
-	if len(tags) > 0 {
-		// Drive the walk from the first tag's index entries, newest first.
-		// CROSS JOIN: SQLite keeps this join order.
-		from, posCol = "agent_tags t0 CROSS JOIN agents a ON a.pos = t0.agent_pos", "t0.agent_pos"
-	}
-	where := b.filters(q, tags, len(tags) > 0)
-	if hasCursor {
-		where = append(where, posCol+" < "+b.arg(cur.Pos))
-	}
-	query := `-- name: search_agents
-SELECT ` + listingColumns + ` FROM ` + from + `
-WHERE ` + strings.Join(where, " AND ") + `
-ORDER BY ` + posCol + ` DESC LIMIT ` + b.arg(limit+1)
-	return query, b.args
-}
-
-// tierQuery is one tier's SQL; its last argument is the LIMIT.
-type tierQuery struct {
-	rank  float64
-	query string
-	args  []any
-}
-
-// searchText pages through the tiers in a read transaction, so the page is
-// one snapshot, and stops at the first tier that completes it.
-func (db *DB) searchText(ctx context.Context, q store.SearchQuery, terms []string, cur store.Cursor, hasCursor bool, limit int) (store.SearchPage, error) {
-	plan := tierQueries(q, terms, cur, hasCursor)
 	queries := make([]string, len(plan))
 	for i, p := range plan {
 		queries[i] = p.query
 	}
 	pb := pageBuilder{limit: limit}
-	err := db.inReadTx(ctx, func(ctx context.Context, tx execer) error {
+	err = db.inReadTx(ctx, func(ctx context.Context, tx execer) error {
 		for _, p := range plan {
 			// Only as many rows as the page still needs, plus one to know
 			// whether there is more.
 			p.args[len(p.args)-1] = limit + 1 - len(pb.page.Listings)
-			if err := pb.collect(ctx, tx, p.query, p.args, p.rank); err != nil {
+			if err := pb.collect(ctx, tx, p); err != nil {
 				return err
 			}
 			if pb.page.NextCursor != "" {
@@ -131,29 +96,89 @@ func (db *DB) searchText(ctx context.Context, q store.SearchQuery, terms []strin
 	return pb.page, nil
 }
 
-// tierQueries is the SQL of searchText: one query per tier from the
-// cursor's on.
-func tierQueries(q store.SearchQuery, terms []string, cur store.Cursor, hasCursor bool) []tierQuery {
-	all := ftsQuery(terms)
+// passQuery is one pass of a search: its SQL (listingColumns, in page
+// order), whether it walks the failing agents, and its relevance tier (0
+// without text). Its last argument is the LIMIT.
+type passQuery struct {
+	failing bool
+	rank    float64
+	query   string
+	args    []any
+}
+
+// healthPasses is which passes a search makes, in order: the agents that
+// are not failing, then the failing ones; a health filter may leave one
+// out.
+func healthPasses(health []string) []bool {
+	hs := dedupe(health)
+	var out []bool
+	if len(hs) == 0 || slices.ContainsFunc(hs, func(s string) bool { return s != agent.HealthFailing }) {
+		out = append(out, false)
+	}
+	if len(hs) == 0 || slices.Contains(hs, agent.HealthFailing) {
+		out = append(out, true)
+	}
+	return out
+}
+
+// newestQueries is the plan of a search without text: each pass newest
+// first, from the cursor's pass on.
+func newestQueries(q store.SearchQuery, cur store.Cursor, hasCursor bool) []passQuery {
 	tags := dedupe(q.Tags)
-	var plan []tierQuery
-	for _, t := range tiers {
-		if hasCursor && t.rank < cur.Rank {
+	var plan []passQuery
+	for _, failing := range healthPasses(q.Health) {
+		if hasCursor && cur.Failing && !failing {
 			continue
 		}
 		var b sqlBuilder
-		where := append([]string{"agents_fts MATCH " + b.arg(t.match(all))}, b.filters(q, tags, false)...)
-		if hasCursor && t.rank == cur.Rank {
-			where = append(where, "agents_fts.rowid < "+b.arg(cur.Pos))
+		from, posCol := "agents a", "a.pos"
+		if len(tags) > 0 {
+			// Drive the walk from the first tag's index entries, newest first.
+			// CROSS JOIN: SQLite keeps this join order.
+			from, posCol = "agent_tags t0 CROSS JOIN agents a ON a.pos = t0.agent_pos", "t0.agent_pos"
 		}
-		// CROSS JOIN keeps FTS5 the driver: without statistics SQLite may
-		// otherwise walk agents_owner and sort (seen with owner + cursor).
+		where := b.filters(q, tags, len(tags) > 0, failing)
+		if hasCursor && cur.Failing == failing {
+			where = append(where, posCol+" < "+b.arg(cur.Pos))
+		}
 		query := `-- name: search_agents
+SELECT ` + listingColumns + ` FROM ` + from + `
+WHERE ` + strings.Join(where, " AND ") + `
+ORDER BY ` + posCol + ` DESC LIMIT ` + b.arg(0)
+		plan = append(plan, passQuery{failing: failing, query: query, args: b.args})
+	}
+	return plan
+}
+
+// tierQueries is the plan of a text search: per pass, one query per tier,
+// from the cursor's pass and tier on.
+func tierQueries(q store.SearchQuery, terms []string, cur store.Cursor, hasCursor bool) []passQuery {
+	all := ftsQuery(terms)
+	tags := dedupe(q.Tags)
+	var plan []passQuery
+	for _, failing := range healthPasses(q.Health) {
+		if hasCursor && cur.Failing && !failing {
+			continue
+		}
+		atCursor := hasCursor && cur.Failing == failing
+		for _, t := range tiers {
+			if atCursor && t.rank < cur.Rank {
+				continue
+			}
+			var b sqlBuilder
+			where := append([]string{"agents_fts MATCH " + b.arg(t.match(all))}, b.filters(q, tags, false, failing)...)
+			if atCursor && t.rank == cur.Rank {
+				where = append(where, "agents_fts.rowid < "+b.arg(cur.Pos))
+			}
+			// CROSS JOIN keeps FTS5 the driver: without statistics SQLite may
+			// otherwise walk agents_owner and sort (seen with owner + cursor).
+			query := `-- name: search_agents
 SELECT ` + listingColumns + `
 FROM agents_fts CROSS JOIN agents a ON a.pos = agents_fts.rowid
 WHERE ` + strings.Join(where, " AND ") + `
 ORDER BY agents_fts.rowid DESC LIMIT ` + b.arg(0)
-		plan = append(plan, tierQuery{t.rank, query, b.args})
+			plan = append(plan, passQuery{failing: failing, rank: t.rank, query: query, args: b.args})
+		}
 	}
 	return plan
 }
@@ -165,11 +190,10 @@ type pageBuilder struct {
 	last  store.Cursor // the position of the last listing kept
 }
 
-// collect appends the rows of query (listingColumns) at rank until the page
-// holds limit listings; a row beyond that sets NextCursor to the last
-// listing kept.
-func (pb *pageBuilder) collect(ctx context.Context, q execer, query string, args []any, rank float64) error {
-	rows, err := q.QueryContext(ctx, query, args...)
+// collect appends the rows of p until the page holds limit listings; a row
+// beyond that sets NextCursor to the last listing kept.
+func (pb *pageBuilder) collect(ctx context.Context, q execer, p passQuery) error {
+	rows, err := q.QueryContext(ctx, p.query, p.args...)
 	if err != nil {
 		return dbErr("search agents", err)
 	}
@@ -184,7 +208,7 @@ func (pb *pageBuilder) collect(ctx context.Context, q execer, query string, args
 			return dbErr("search agents", err)
 		}
 		pb.page.Listings = append(pb.page.Listings, l)
-		pb.last = store.Cursor{Rank: rank, Pos: pos}
+		pb.last = store.Cursor{Rank: p.rank, Pos: pos, Failing: p.failing}
 	}
 	if err := rows.Err(); err != nil {
 		return dbErr("search agents", err)
@@ -243,10 +267,19 @@ func (b *sqlBuilder) list(vs []string) string {
 }
 
 // filters returns the WHERE terms of q other than text and cursor, on
-// agents aliased a. With firstTagJoined, the first tag is matched on the
-// driving agent_tags row t0.
-func (b *sqlBuilder) filters(q store.SearchQuery, tags []string, firstTagJoined bool) []string {
+// agents aliased a, for the failing pass or the other. With
+// firstTagJoined, the first tag is matched on the driving agent_tags row
+// t0.
+func (b *sqlBuilder) filters(q store.SearchQuery, tags []string, firstTagJoined, failing bool) []string {
 	where := []string{"a.tombstone = 0", "a.status IN (" + b.list(statusFilter(q.Statuses)) + ")"}
+	if failing {
+		where = append(where, "a.health_state = 'failing'")
+	} else {
+		where = append(where, "a.health_state <> 'failing'")
+		if hs := dedupe(q.Health); len(hs) > 0 {
+			where = append(where, "a.health_state IN ("+b.list(hs)+")")
+		}
+	}
 	for i, tag := range tags {
 		if i == 0 && firstTagJoined {
 			where = append(where, "t0.tag = "+b.arg(tag))

@@ -1,0 +1,146 @@
+package p2p
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// HealthSource returns the health of the agents this node hosts, by agent
+// id: the summaries of the node's own probes and turns (DESIGN "Agent
+// health"). The heartbeat calls it every interval, so it must be quick
+// (a snapshot, not a probe). Entries for agents the node does not host are
+// left out of the heartbeat: a node speaks only for its own.
+type HealthSource func() map[string]agent.Health
+
+// SetHealthSource replaces where heartbeats take the health of the hosted
+// agents from, for a source built after the node (it needs the node's
+// runtime); nil sends no health.
+func (n *Node) SetHealthSource(f HealthSource) {
+	if f == nil {
+		n.health.Store(nil)
+		return
+	}
+	n.health.Store(&f)
+}
+
+func (n *Node) healthSource() HealthSource {
+	if f := n.health.Load(); f != nil {
+		return *f
+	}
+	return nil
+}
+
+// hostedHealth is the health entries of this interval's heartbeat: src's
+// summaries of the agents in local (id → name), normalised, in id order.
+// A summary src cannot stand behind (an unknown state) is left out.
+func hostedHealth(src HealthSource, local map[string]string) []agent.HostedHealth {
+	if src == nil || len(local) == 0 {
+		return nil
+	}
+	var out []agent.HostedHealth
+	for id, h := range src() {
+		name, ok := local[id]
+		if !ok {
+			continue
+		}
+		if h, ok = normalizeHealth(h); ok {
+			out = append(out, agent.HostedHealth{ID: id, Name: name, Health: h})
+		}
+	}
+	slices.SortFunc(out, func(a, b agent.HostedHealth) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// normalizeHealth brings a summary within the heartbeat's bounds and cuts
+// what no reader needs: the success rate to three decimals, times to the
+// second. That keeps an entry under ~270 bytes (agent.MaxHeartbeatHealth),
+// and every mirror stores exactly what the host does.
+func normalizeHealth(h agent.Health) (agent.Health, bool) {
+	if !agent.IsHealthState(h.State) {
+		return h, false
+	}
+	h.LatencyMS = min(max(h.LatencyMS, 0), agent.MaxHealthLatencyMS)
+	if math.IsNaN(h.SuccessRate) {
+		h.SuccessRate = 0
+	}
+	h.SuccessRate = math.Round(min(max(h.SuccessRate, 0), 1)*1000) / 1000
+	h.LastOKAt = wholeSecond(h.LastOKAt)
+	h.CheckedAt = wholeSecond(h.CheckedAt)
+	return h, true
+}
+
+func wholeSecond(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC().Truncate(time.Second)
+}
+
+// healthByID is the entries as the store takes them.
+func healthByID(entries []agent.HostedHealth) map[string]agent.Health {
+	out := make(map[string]agent.Health, len(entries))
+	for _, e := range entries {
+		out[e.ID] = e.Health
+	}
+	return out
+}
+
+// checkHealth checks a heartbeat's health entries as strictly as a record:
+// shapes and bounds (agent.ErrInvalidField), and that every agent is the
+// sender's own (agent.ErrKeyMismatch): its id must be derived from the
+// sender's key and the entry's name, as the id of every agent the sender
+// can publish, and so host, is (checkHost). The check needs nothing but
+// the message, so every node decides alike.
+func checkHealth(entries []agent.HostedHealth, author peer.ID, now time.Time) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	if len(entries) > agent.MaxHeartbeatHealth {
+		return fmt.Errorf("%w: %d health entries, limit %d", agent.ErrInvalidField, len(entries), agent.MaxHeartbeatHealth)
+	}
+	pub, err := author.ExtractPublicKey()
+	if err != nil {
+		return fmt.Errorf("%w: the sender's peer id carries no key, so it hosts no agents: %v", agent.ErrKeyMismatch, err)
+	}
+	seen := make(map[string]bool, len(entries))
+	for i, e := range entries {
+		if !agent.ValidID(e.ID) || !agent.IsSlug(e.Name, agent.MinNameLen, agent.MaxNameLen) {
+			return fmt.Errorf("%w: health[%d]: bad agent id or name", agent.ErrInvalidField, i)
+		}
+		if seen[e.ID] {
+			return fmt.Errorf("%w: health[%d]: agent %s appears twice", agent.ErrInvalidField, i, e.ID)
+		}
+		seen[e.ID] = true
+		id, err := agent.DeriveID(pub, e.Name)
+		if err != nil || id != e.ID {
+			return fmt.Errorf("%w: health[%d]: agent %s is not hosted by %s", agent.ErrKeyMismatch, i, e.ID, author)
+		}
+		if err := checkHealthValues(e.Health, now); err != nil {
+			return fmt.Errorf("%w: health[%d]: %s", agent.ErrInvalidField, i, err)
+		}
+	}
+	return nil
+}
+
+// checkHealthValues says what is out of bounds in one summary, if anything.
+func checkHealthValues(h agent.Health, now time.Time) error {
+	latest := now.Add(agent.ClockSkew)
+	switch {
+	case !agent.IsHealthState(h.State):
+		return fmt.Errorf("unknown state %q", h.State)
+	case h.LatencyMS < 0 || h.LatencyMS > agent.MaxHealthLatencyMS:
+		return fmt.Errorf("latency_ms %d out of 0..%d", h.LatencyMS, agent.MaxHealthLatencyMS)
+	case !(h.SuccessRate >= 0 && h.SuccessRate <= 1):
+		return fmt.Errorf("success_rate %v out of 0..1", h.SuccessRate)
+	case h.LastOKAt.After(latest) || h.CheckedAt.After(latest):
+		return fmt.Errorf("a time in the future")
+	}
+	return nil
+}

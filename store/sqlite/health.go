@@ -1,0 +1,47 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// SetHealth implements store.Catalogue: one statement for every entry of a
+// heartbeat, the entries passed as one JSON array of rows. The host
+// condition is in the WHERE, so a claim about another host's agent (or an
+// unknown id) matches no row; a row whose health is unchanged is not
+// written. Plan (pinned by plan_test.go): json_each drives, each entry
+// finds its agent by the unique index on id. The unary + keeps SQLite off
+// agents_host, which it otherwise picks: a walk of all the host's agents,
+// each scanning every entry.
+func (db *DB) SetHealth(ctx context.Context, hostPeerID string, health map[string]agent.Health) (int, error) {
+	if len(health) == 0 {
+		return 0, nil
+	}
+	rows := make([][]any, 0, len(health))
+	for id, h := range health {
+		rows = append(rows, []any{id, h.State, h.LatencyMS, h.SuccessRate, nanos(h.LastOKAt), nanos(h.CheckedAt)})
+	}
+	entries, err := json.Marshal(rows)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: set health of agents of %s: %w", hostPeerID, err)
+	}
+	res, err := db.w.ExecContext(ctx, setHealthSQL, hostPeerID, string(entries))
+	if err != nil {
+		return 0, dbErr("set health of agents of "+hostPeerID, err)
+	}
+	return rowsAffected(res, "set health of agents of "+hostPeerID)
+}
+
+const setHealthSQL = `-- name: set_health
+UPDATE agents SET health_state = h.state, health_latency_ms = h.latency,
+	health_success_rate = h.rate, health_last_ok_at = h.last_ok, health_checked_at = h.checked
+FROM (SELECT value ->> 0 AS id, value ->> 1 AS state, value ->> 2 AS latency, value ->> 3 AS rate,
+		value ->> 4 AS last_ok, value ->> 5 AS checked
+	FROM json_each(?2)) AS h
+WHERE agents.id = h.id AND +agents.host_peer_id = ?1
+	AND (agents.health_state, agents.health_latency_ms, agents.health_success_rate,
+		agents.health_last_ok_at, agents.health_checked_at)
+		IS NOT (h.state, h.latency, h.rate, h.last_ok, h.checked)`
