@@ -126,6 +126,9 @@ type apiAgent struct {
 	Status      string `json:"status"`
 	Local       bool   `json:"local"`
 	HostPeerID  string `json:"host_peer_id"`
+	Health      struct {
+		State string `json:"state"`
+	} `json:"health"`
 }
 
 // agent returns the node's view of one agent, with the HTTP status.

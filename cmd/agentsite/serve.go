@@ -168,6 +168,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.startHealth(full, reg); err != nil {
 		return err
 	}
+	if m.HealthSource == nil { // a test's own source wins
+		node.SetHealthSource(m.Health.Summaries)
+	}
 	m.Peers = peermcp.NewClient(node, peermcp.ClientConfig{Logger: m.Logger, Version: buildVersion()})
 	srv.Chat.Remote = m.Peers
 	if err := node.ServeMCP(peermcp.NewHandler(peermcp.HandlerConfig{
