@@ -41,9 +41,19 @@ type AgentCard struct {
 	Local       bool
 	LastSeen    time.Time
 	LastSeenAgo string // "3 min ago", computed by the handler with its clock
+	Health      HealthView
 	// MixedScripts are the scripts of a display name that mixes them to
 	// imitate another (agent.MixedScripts); nil hides the notice.
 	MixedScripts []string
+}
+
+// HealthView is how an agent answers, as its host last said: the badge
+// on cards and the agent page.
+type HealthView struct {
+	State     string // healthy | degraded | failing | unknown (never "")
+	LatencyMS int    // median answer time; 0 hides it
+	LastOK    time.Time
+	LastOKAgo string // "3 min ago"; "" when it never answered
 }
 
 // TagCount is a tag and how many visible listings carry it.
@@ -84,6 +94,7 @@ type AgentsView struct {
 	Q             string
 	Tags          []string // selected tags, kept as hidden inputs
 	StatusOptions []Option
+	HealthOptions []Option
 	Chips         []TagChip
 	ClearHref     string // "" when no filter is active
 	Results       ResultsView
@@ -116,6 +127,7 @@ type AgentView struct {
 	Status      string
 	LastSeen    time.Time
 	LastSeenAgo string
+	Health      HealthView
 	HostPeerID  string
 	Local       bool
 	CanManage   bool   // the viewer may edit and delete it

@@ -9,6 +9,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -26,7 +27,11 @@ type FoundAgent struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	Status      string `json:"status"`
-	CardURL     string `json:"card_url"`
+	// Health is what the agent's host last said of how it answers
+	// (agent.Health* states); failing ones come only when nothing else
+	// matches.
+	Health  string `json:"health"`
+	CardURL string `json:"card_url"`
 }
 
 // findAgents answers a concierge message with the agents that match its
@@ -43,6 +48,7 @@ func (s *Server) findAgents(w http.ResponseWriter, r *http.Request, req Request,
 		q = string([]rune(q)[:maxQueryRunes])
 	}
 	found, err := s.search(r.Context(), q)
+	found = preferHealthy(found)
 	if err != nil {
 		re, e := rpcError(err)
 		s.logFailure(r.Context(), "A2A agent search failed", e, err)
@@ -53,7 +59,7 @@ func (s *Server) findAgents(w http.ResponseWriter, r *http.Request, req Request,
 	agents := make([]FoundAgent, 0, len(found))
 	for _, l := range found {
 		agents = append(agents, FoundAgent{ID: l.Record.ID, Name: l.Record.DisplayName, Description: l.Record.Description,
-			Status: l.Status, CardURL: base + "/a2a/" + l.Record.ID + "/agent-card.json"})
+			Status: l.Status, Health: healthState(l.Health), CardURL: base + "/a2a/" + l.Record.ID + "/agent-card.json"})
 	}
 	contextID := in.ContextID
 	if contextID == "" {
@@ -105,6 +111,32 @@ func (s *Server) search(ctx context.Context, q string) ([]store.Listing, error) 
 	return out, nil
 }
 
+// preferHealthy leaves failing agents out of an answer when any other
+// agent matches, and lists them last otherwise: a caller should be sent
+// to an agent that answers. The catalogue already ranks failing agents
+// last within one search; the word-by-word fallback merges several.
+func preferHealthy(found []store.Listing) []store.Listing {
+	ok := make([]store.Listing, 0, len(found))
+	for _, l := range found {
+		if l.Health.State != agent.HealthFailing {
+			ok = append(ok, l)
+		}
+	}
+	if len(ok) == 0 {
+		return found
+	}
+	return ok
+}
+
+// healthState is the health word of an answer; a host that said nothing
+// yet reads as unknown.
+func healthState(h agent.Health) string {
+	if !agent.IsHealthState(h.State) {
+		return agent.HealthUnknown
+	}
+	return h.State
+}
+
 func foundText(q string, agents []FoundAgent, base string) string {
 	if len(agents) == 0 {
 		return fmt.Sprintf("No agent matches %q. Try other words, or browse %s/agents.", q, base)
@@ -112,8 +144,19 @@ func foundText(q string, agents []FoundAgent, base string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Agents for %q:\n", q)
 	for i, a := range agents {
-		fmt.Fprintf(&b, "%d. %s (id %s, %s): %s\n", i+1, a.Name, a.ID, a.Status, a.CardURL)
+		fmt.Fprintf(&b, "%d. %s (id %s, %s, %s): %s\n", i+1, a.Name, a.ID, a.Status, healthWords(a.Health), a.CardURL)
 	}
 	b.WriteString(`Talk to one at its card's url, or send your message here with metadata {"agent_id": "<id>"}.`)
 	return b.String()
+}
+
+// healthWords say an agent's health in the text answer.
+func healthWords(state string) string {
+	switch state {
+	case agent.HealthUnknown:
+		return "health not checked yet"
+	case agent.HealthFailing:
+		return "failing: it may not answer"
+	}
+	return state
 }

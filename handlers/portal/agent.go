@@ -44,6 +44,7 @@ func (p *Pages) PageAgent(w http.ResponseWriter, r *http.Request) {
 		Status:      l.Status,
 		LastSeen:    l.LastSeen,
 		LastSeenAgo: web.Ago(l.LastSeen, p.now()),
+		Health:      web.HealthOf(l.Health, p.now()),
 		HostPeerID:  l.HostPeerID,
 		Local:       l.Local,
 		CanManage:   u != nil && httpkit.Principal{User: u}.Actor().CanManage(l),

@@ -28,12 +28,22 @@ var statusChoices = []web.Option{
 	{Value: "all", Label: "All, incl. offline"},
 }
 
+// healthChoices are the health filter's options; "" is any health.
+var healthChoices = []web.Option{
+	{Value: "", Label: "Any health"},
+	{Value: agent.HealthHealthy, Label: "Healthy"},
+	{Value: agent.HealthDegraded, Label: "Degraded"},
+	{Value: agent.HealthFailing, Label: "Failing"},
+	{Value: agent.HealthUnknown, Label: "Not checked yet"},
+}
+
 // searchState is the search as the visitor typed it, for the form and for
 // the links (tag chips, next page) that change one part of it.
 type searchState struct {
 	q      string
 	tags   []string
 	status string
+	health string
 	limit  string
 }
 
@@ -47,6 +57,9 @@ func (st searchState) href(tags []string, cursor string) string {
 	}
 	if st.status != "" {
 		v.Set("status", st.status)
+	}
+	if st.health != "" {
+		v.Set("health", st.health)
 	}
 	if st.limit != "" {
 		v.Set("limit", st.limit)
@@ -88,9 +101,10 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 		q:      vals.Get("q"),
 		tags:   q.Tags,
 		status: strings.Join(nonEmpty(vals["status"]), ","),
+		health: strings.Join(nonEmpty(vals["health"]), ","),
 		limit:  vals.Get("limit"),
 	}
-	res := web.ResultsView{Filtered: st.q != "" || len(st.tags) > 0 || st.status != ""}
+	res := web.ResultsView{Filtered: st.q != "" || len(st.tags) > 0 || st.status != "" || st.health != ""}
 	status := http.StatusOK
 	if qerr != nil {
 		res.Error, status = searchErrorText(qerr), http.StatusBadRequest
@@ -123,7 +137,8 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 	v := web.AgentsView{
 		Q:             st.q,
 		Tags:          st.tags,
-		StatusOptions: statusOptions(st.status),
+		StatusOptions: selectOptions(statusChoices, st.status),
+		HealthOptions: selectOptions(healthChoices, st.health),
 		Chips:         tagChips(st, tagCounts(tags)),
 		Results:       res,
 	}
@@ -150,10 +165,11 @@ func nonEmpty(ss []string) []string {
 	return out
 }
 
-func statusOptions(selected string) []web.Option {
-	out := make([]web.Option, 0, len(statusChoices)+1)
+// selectOptions marks the selected choice of a filter select.
+func selectOptions(choices []web.Option, selected string) []web.Option {
+	out := make([]web.Option, 0, len(choices)+1)
 	found := false
-	for _, o := range statusChoices {
+	for _, o := range choices {
 		o.Selected = o.Value == selected
 		found = found || o.Selected
 		out = append(out, o)
@@ -192,7 +208,7 @@ func tagChips(st searchState, top []web.TagCount) []web.TagChip {
 
 // searchQueryNames are the names people know the query parameters by.
 var searchQueryNames = map[string]string{
-	"q": "Search text", "tag": "Tag", "status": "Status", "limit": "Page size", "cursor": "Page link",
+	"q": "Search text", "tag": "Tag", "status": "Status", "health": "Health", "limit": "Page size", "cursor": "Page link",
 }
 
 // searchErrorText turns query validation errors into one sentence per

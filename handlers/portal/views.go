@@ -21,6 +21,7 @@ func (p *Pages) card(l store.Listing) web.AgentCard {
 		Local:       l.Local,
 		LastSeen:    l.LastSeen,
 		LastSeenAgo: web.Ago(l.LastSeen, p.now()),
+		Health:      web.HealthOf(l.Health, p.now()),
 
 		MixedScripts: agent.MixedScripts(r.DisplayName),
 	}
