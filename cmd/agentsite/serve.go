@@ -163,6 +163,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.startHealth(full, reg); err != nil {
 		return err
 	}
+	srv.UseHealth(m.Health, m.Prober)
 	m.Peers = peermcp.NewClient(node, peermcp.ClientConfig{Logger: m.Logger, Version: buildVersion()})
 	srv.Chat.Remote = m.Peers
 	if err := node.ServeMCP(peermcp.NewHandler(peermcp.HandlerConfig{
