@@ -95,13 +95,14 @@ func (p *Pages) testBackend(w http.ResponseWriter, r *http.Request, v web.AgentF
 	case p.Tester == nil:
 		p.RenderError(w, r, errNoTester)
 		return
+	case b.Kind == agent.BackendBuiltin:
+		t = web.BackendTest{Ran: true, OK: true, Builtin: true} // runs here: nothing to probe
 	default:
 		res := p.Tester.ProbeNow(r.Context(), b)
 		if errors.Is(res.Err, context.Canceled) && r.Context().Err() != nil {
 			return // the visitor left
 		}
-		t = web.BackendTest{Ran: true, OK: res.OK, Builtin: b.Kind == agent.BackendBuiltin,
-			Latency: res.Latency, Message: res.Message()}
+		t = web.BackendTest{Ran: true, OK: res.OK, Latency: res.Latency, Message: res.Message()}
 	}
 	if isHTMX(r) {
 		// Swapped whatever it says: an error status would make htmx

@@ -100,6 +100,12 @@ func TestTestBackendButton(t *testing.T) {
 		t.Error("testing a backend registered an agent")
 	}
 
+	// A built-in backend runs here: nothing to reach.
+	doc = ParsePage(t, e.PostFormWith("/register", RegisterForm("test_backend", "1"), "HX-Request", "true"), http.StatusOK)
+	if text, ok := testResult(t, doc); !strings.Contains(text, "nothing to reach") || ok != "true" {
+		t.Errorf("builtin: %q (ok %s)", text, ok)
+	}
+
 	// Invalid settings are refused as saving refuses them: nothing is sent.
 	form := RegisterForm("backend_kind", "webhook", "backend_url", "ftp://example.org/x", "test_backend", "1")
 	doc = ParsePage(t, e.PostFormWith("/register", form, "HX-Request", "true"), http.StatusOK)
