@@ -89,6 +89,7 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/agents", s.pages.PageAgents)
 		r.Get("/agents/{id}", s.pages.PageAgent)
 		r.Get("/nodes", s.pages.PageNodes)
+		r.Get("/help/status", s.pages.PageStatusHelp)
 		r.Get("/chat/{id}", s.pages.PageChat)
 		r.Post("/chat/{id}", s.pages.SubmitChat)
 		r.Get("/signup", s.pages.PageSignup)
@@ -110,6 +111,7 @@ func (s *Server) Handler() http.Handler {
 			r.Post("/account/agents/{id}/delete", s.pages.SubmitDeleteAgent)
 			r.Group(func(r chi.Router) {
 				r.Use(writeLimit)
+				// Saving, or the Test backend button (an outbound probe).
 				r.Post("/register", s.pages.SubmitRegister)
 				r.Post("/account/agents/{id}/edit", s.pages.SubmitEditAgent)
 			})

@@ -190,6 +190,15 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 
 func (s *Server) now() time.Time { return s.Now().UTC() }
 
+// UseHealth gives the portal this node's agent health: the tracker the
+// owners' pages read and the prober behind the forms' Test backend
+// button. Main calls it after New (the tracker counts the turns of the
+// Chat New builds); a Server without it shows neither. Pass untyped nils,
+// not nil pointers, to leave them out.
+func (s *Server) UseHealth(h portal.HealthReader, t portal.BackendTester) {
+	s.pages.Health, s.pages.Tester = h, t
+}
+
 // publicMCP is the public /mcp surface on the Server's dependencies. It is
 // built with the routes (Handler), from the settings of that moment: tests
 // change Now and the public URL between two Handlers.

@@ -183,6 +183,12 @@ type AgentFormView struct {
 	Skills      []SkillRow
 	Backend     BackendForm
 	Errors      map[string]string
+	// CanTest shows the Test backend button; Test is what it found (a
+	// form re-rendered without JavaScript).
+	CanTest bool
+	Test    *BackendTest
+	// Health is the edited agent's health; nil hides it.
+	Health *OwnerHealth
 }
 
 // SkillRow is one skill block of the form; Examples is one per line.
@@ -219,6 +225,9 @@ type AccountView struct {
 	NewTokenName string
 	TokenName    string            // typed token name, kept after an error
 	Errors       map[string]string // "token_name"
+	// Health is the health of the local agents among Agents, by id; nil
+	// hides it.
+	Health map[string]OwnerHealth
 }
 
 // TokenRow is one personal API token (never the token itself).

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"time"
 
@@ -34,8 +35,13 @@ func (in *Input) normalize() {
 		}
 	}
 	in.Tags = tags
-	in.Backend.Kind = strings.TrimSpace(in.Backend.Kind)
-	in.Backend.URL = strings.TrimSpace(in.Backend.URL)
+	normalizeBackend(&in.Backend)
+}
+
+// normalizeBackend trims the backend's kind and URL.
+func normalizeBackend(b *agent.Backend) {
+	b.Kind = strings.TrimSpace(b.Kind)
+	b.URL = strings.TrimSpace(b.URL)
 }
 
 // validate merges record and backend errors into one ValidationError so a
@@ -43,23 +49,58 @@ func (in *Input) normalize() {
 func validate(rec *agent.Record, b agent.Backend, now time.Time, allowPrivate bool) error {
 	fields := map[string]string{}
 	var ve *agent.ValidationError
-	for _, err := range []error{rec.Validate(now), b.Validate()} {
+	for _, err := range []error{rec.Validate(now), backendErrors(b, allowPrivate)} {
 		switch {
 		case errors.As(err, &ve):
-			for k, v := range ve.Fields {
-				fields[k] = v
-			}
+			maps.Copy(fields, ve.Fields)
 		case err != nil:
 			return err
-		}
-	}
-	if _, bad := fields["backend.url"]; !bad && b.URL != "" {
-		if err := runtime.CheckHost(b.URL, allowPrivate); err != nil {
-			fields["backend.url"] = err.Error()
 		}
 	}
 	if len(fields) > 0 {
 		return &agent.ValidationError{Fields: fields}
 	}
 	return nil
+}
+
+// ValidateBackend checks b as saving it would, before anything calls it
+// (the forms' Test backend button): its settings, and that its URL's host
+// is one this node may call (no loopback or private address unless
+// allowPrivate). It returns b trimmed as saving would store it, and a
+// *agent.ValidationError keyed as saving's ("backend.url").
+func ValidateBackend(b agent.Backend, allowPrivate bool) (agent.Backend, error) {
+	normalizeBackend(&b)
+	return b, backendErrors(b, allowPrivate)
+}
+
+// KeepKey is b with old's API key when b is an llm backend without one:
+// forms never render a key back, so a blank key means "keep the stored
+// one" (saving an edit, and testing the edit form's backend).
+func KeepKey(b, old agent.Backend) agent.Backend {
+	if b.Kind == agent.BackendLLM && b.APIKey == "" {
+		b.APIKey = old.APIKey
+	}
+	return b
+}
+
+// backendErrors are b's setting errors and, for a URL that is otherwise
+// valid, the host rule's.
+func backendErrors(b agent.Backend, allowPrivate bool) error {
+	err := b.Validate()
+	var ve *agent.ValidationError
+	if err != nil && !errors.As(err, &ve) {
+		return err
+	}
+	if ve == nil {
+		ve = &agent.ValidationError{Fields: map[string]string{}}
+	}
+	if _, bad := ve.Fields["backend.url"]; !bad && b.URL != "" {
+		if err := runtime.CheckHost(b.URL, allowPrivate); err != nil {
+			ve.Fields["backend.url"] = err.Error()
+		}
+	}
+	if len(ve.Fields) == 0 {
+		return nil
+	}
+	return ve
 }

@@ -165,9 +165,7 @@ func (r *Registry) Update(ctx context.Context, a Actor, id string, in Input) (st
 	var kept *agent.Backend
 	if err == nil {
 		kept = &old
-		if in.Backend.Kind == agent.BackendLLM && in.Backend.APIKey == "" {
-			in.Backend.APIKey = old.APIKey
-		}
+		in.Backend = KeepKey(in.Backend, old)
 	}
 	return r.publish(ctx, id, prev.Record.Owner, prev.Record.Seq, in, kept)
 }

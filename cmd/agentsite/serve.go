@@ -171,6 +171,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.HealthSource == nil { // a test's own source wins
 		node.SetHealthSource(m.Health.Summaries)
 	}
+	srv.UseHealth(m.Health, m.Prober)
 	m.Peers = peermcp.NewClient(node, peermcp.ClientConfig{Logger: m.Logger, Version: buildVersion()})
 	srv.Chat.Remote = m.Peers
 	if err := node.ServeMCP(peermcp.NewHandler(peermcp.HandlerConfig{

@@ -53,6 +53,7 @@ func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, status int
 		MoreAgents: page.NextCursor != "",
 		Errors:     map[string]string{},
 	}
+	v.Health = p.accountHealth(v.Agents)
 	for _, t := range tokens {
 		v.Tokens = append(v.Tokens, web.TokenRow{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt})
 	}

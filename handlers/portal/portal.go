@@ -60,8 +60,8 @@ type Node interface {
 	SearchTag(ctx context.Context, tag string, maxProviders int) (providers, changed int, err error)
 }
 
-// Pages holds what the portal's handlers need. Every field is required;
-// the handlers root builds it once.
+// Pages holds what the portal's handlers need. Every field is required
+// but Health and Tester; the handlers root builds it once.
 type Pages struct {
 	Catalog       Catalog
 	Users         Users
@@ -78,6 +78,11 @@ type Pages struct {
 	Logger     *slog.Logger
 	Version    string // shown on the network page
 	Now        func() time.Time
+	// Health shows owners their local agents' health, and Tester runs the
+	// forms' Test backend button and probes an agent once it is saved.
+	// Without them (nil) those parts are not shown.
+	Health HealthReader
+	Tester BackendTester
 }
 
 func (p *Pages) now() time.Time { return p.Now().UTC() }

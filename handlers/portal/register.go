@@ -8,38 +8,45 @@ import (
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
-	"github.com/agentsite/agentsite/web"
 )
 
 // PageRegister is the empty registration form.
 func (p *Pages) PageRegister(w http.ResponseWriter, r *http.Request) {
 	v := newAgentForm()
 	v.Page = p.page(r, userFrom(r.Context()), "Register an agent", "register")
-	p.render(w, r, http.StatusOK, web.AgentFormPage(v))
+	p.renderAgentForm(w, r, http.StatusOK, v)
 }
 
 // SubmitRegister registers an agent for the logged-in user through the
-// registry; invalid fields re-render the form with the input kept.
+// registry, and probes it once; invalid fields re-render the form with the
+// input kept. The form's Test backend button (test_backend) probes the
+// backend instead, without saving.
 func (p *Pages) SubmitRegister(w http.ResponseWriter, r *http.Request) {
 	if !p.parseForm(w, r) {
 		return
 	}
 	u := userFrom(r.Context())
 	in, v := parseAgentForm(r.PostForm)
+	v.Action = "/register"
+	if r.PostForm.Has("test_backend") {
+		v.Page = p.page(r, u, "Register an agent", "register")
+		p.testBackend(w, r, v, in.Backend)
+		return
+	}
 	l, err := p.Registry.Create(r.Context(), httpkit.Principal{User: u}.Actor(), in)
 	var ve *agent.ValidationError
 	if errors.As(err, &ve) {
-		v.Action = "/register"
 		v.Errors = ve.Fields
 		v.Page = p.page(r, u, "Register an agent", "register")
-		p.render(w, r, http.StatusUnprocessableEntity, web.AgentFormPage(v))
+		p.renderAgentForm(w, r, http.StatusUnprocessableEntity, v)
 		return
 	}
 	if err != nil {
 		p.RenderError(w, r, err)
 		return
 	}
-	p.flash(r, "Registered “"+l.Record.DisplayName+"”. It is being announced to the network.")
+	probed := p.probeSaved(r, l.Record.ID, in.Backend.Kind)
+	p.flash(r, "Registered “"+l.Record.DisplayName+"”. It is being announced to the network."+probed)
 	redirect(w, r, agentHref(l.Record.ID))
 }
 
@@ -84,11 +91,13 @@ func (p *Pages) PageEditAgent(w http.ResponseWriter, r *http.Request) {
 	}
 	v := agentFormFromListing(l, b)
 	v.Page = p.page(r, u, "Edit "+l.Record.DisplayName, "account")
-	p.render(w, r, http.StatusOK, web.AgentFormPage(v))
+	p.renderAgentForm(w, r, http.StatusOK, v)
 }
 
-// SubmitEditAgent saves a new version of the owner's agent; the name
-// (part of the id) cannot change.
+// SubmitEditAgent saves a new version of the owner's agent, and probes it
+// once; the name (part of the id) cannot change. The form's Test backend
+// button (test_backend) probes the backend instead, without saving; a
+// blank key field tests with the stored key, as saving keeps it.
 func (p *Pages) SubmitEditAgent(w http.ResponseWriter, r *http.Request) {
 	if !p.parseForm(w, r) {
 		return
@@ -104,25 +113,40 @@ func (p *Pages) SubmitEditAgent(w http.ResponseWriter, r *http.Request) {
 	// The name is part of the id: the form shows it read-only, and the
 	// stored one wins over anything posted.
 	in.Name, v.Name = l.Record.Name, l.Record.Name
+	v.Edit, v.ID, v.Action = true, id, editAgentPath(id)
+	// again readies the form to be shown again (a test, an error): the
+	// stored backend says whether a key is kept.
+	again := func() (agent.Backend, bool) {
+		stored, err := p.storedBackend(r, id)
+		if err != nil {
+			p.RenderError(w, r, err)
+			return stored, false
+		}
+		v.Backend.HasStoredKey = stored.APIKey != ""
+		v.Page = p.page(r, u, "Edit "+l.Record.DisplayName, "account")
+		return stored, true
+	}
+	if r.PostForm.Has("test_backend") {
+		if stored, ok := again(); ok {
+			p.testBackend(w, r, v, registry.KeepKey(in.Backend, stored))
+		}
+		return
+	}
 	saved, err := p.Registry.Update(r.Context(), httpkit.Principal{User: u}.Actor(), id, in)
 	var ve *agent.ValidationError
 	if errors.As(err, &ve) {
-		b, berr := p.storedBackend(r, id)
-		if berr != nil {
-			p.RenderError(w, r, berr)
-			return
+		if _, ok := again(); ok {
+			v.Errors = ve.Fields
+			p.renderAgentForm(w, r, http.StatusUnprocessableEntity, v)
 		}
-		v.Edit, v.ID, v.Action, v.Errors = true, id, editAgentPath(id), ve.Fields
-		v.Backend.HasStoredKey = b.APIKey != ""
-		v.Page = p.page(r, u, "Edit "+l.Record.DisplayName, "account")
-		p.render(w, r, http.StatusUnprocessableEntity, web.AgentFormPage(v))
 		return
 	}
 	if err != nil {
 		p.RenderError(w, r, err)
 		return
 	}
-	p.flash(r, "Saved “"+saved.Record.DisplayName+"”. The new version is being announced.")
+	probed := p.probeSaved(r, id, in.Backend.Kind)
+	p.flash(r, "Saved “"+saved.Record.DisplayName+"”. The new version is being announced."+probed)
 	redirect(w, r, agentHref(id))
 }
 
