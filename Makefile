@@ -16,8 +16,10 @@ help: ## show the targets
 build: ## build bin/agentsite
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentsite
 
-run: build ## start a node + portal on embedded SQLite at http://127.0.0.1:8080
-	$(BIN) serve --data-dir ./data --http-addr 127.0.0.1:8080
+# HTTP_ADDR is where `make run` serves, e.g. make run HTTP_ADDR=127.0.0.1:9090.
+HTTP_ADDR ?= 127.0.0.1:8080
+run: build ## start a node + portal on embedded SQLite at http://127.0.0.1:8080 (HTTP_ADDR=... for another)
+	$(BIN) serve --data-dir ./data --http-addr $(HTTP_ADDR)
 
 test: a2a-sdk ## run every test (race detector on; real SQLite, Postgres, Chromium and the A2A JS SDK)
 	$(GO) vet ./...

@@ -22,7 +22,7 @@ func (d *demo) printSummary(token string, took time.Duration) {
 		fmt.Fprintf(w, "          data   %s   log %s\n", n.dataDir, n.logPath)
 	}
 	fmt.Fprintf(w, "\nnode-b and node-c bootstrapped through node-a:\n  --bootstrap %s\n", a.p2pAddr)
-	fmt.Fprintf(w, "Join with a fourth node of your own:\n  agentsite serve --data-dir %s --http-addr 127.0.0.1:%d --bootstrap %s\n",
+	fmt.Fprintf(w, "Join with a fourth node of your own:\n  bin/agentsite serve --data-dir %s --http-addr 127.0.0.1:%d --bootstrap %s\n",
 		filepath.Join(d.cfg.Dir, "node-d"), d.cfg.BasePort+len(d.nodes), a.p2pAddr)
 	b, c := d.nodes[1], d.nodes[2]
 	if d.plannerID != "" {
