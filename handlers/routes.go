@@ -59,7 +59,7 @@ func (s *Server) Handler() http.Handler {
 	// it refuses only cross-origin browser requests, which the MCP spec
 	// wants refused too (mcpserver applies it to GET and DELETE as well);
 	// MCP clients send no Origin.
-	r.Handle("/mcp", s.publicMCP().Handler())
+	r.Handle("/mcp", s.mcpOrHelp(s.publicMCP().Handler()))
 
 	// JSON API.
 	r.Route("/api/v1", func(r chi.Router) {

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -262,3 +263,31 @@ func (r *statusRecorder) Flush() {
 // Unwrap lets http.ResponseController reach the underlying writer (flush,
 // hijack for WebSockets).
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// mcpOrHelp serves /mcp to MCP clients and, to a browser that opens it
+// (a GET that wants HTML and carries no MCP session), the page that says
+// how to connect a client.
+func (s *Server) mcpOrHelp(mcp http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.Header.Get("Mcp-Session-Id") == "" && strings.Contains(r.Header.Get("Accept"), "text/html") {
+			s.sessions.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				s.pages.PageMCPHelp(w, r, s.origin(r))
+			})).ServeHTTP(w, r)
+			return
+		}
+		mcp.ServeHTTP(w, r)
+	})
+}
+
+// origin is the node's public origin: --public-url when set, else the
+// request's scheme and host.
+func (s *Server) origin(r *http.Request) string {
+	if u := s.publicURL(); u != nil {
+		return strings.TrimRight(u.Scheme+"://"+u.Host, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
