@@ -104,7 +104,7 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 		health: strings.Join(nonEmpty(vals["health"]), ","),
 		limit:  vals.Get("limit"),
 	}
-	res := web.ResultsView{Filtered: st.q != "" || len(st.tags) > 0 || st.status != "" || st.health != ""}
+	res := web.ResultsView{Filtered: st.q != "" || len(st.tags) > 0 || st.status != "" || st.health != "", Count: -1}
 	status := http.StatusOK
 	if qerr != nil {
 		res.Error, status = searchErrorText(qerr), http.StatusBadRequest
@@ -118,6 +118,17 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 			return
 		default:
 			res.Agents = p.cards(page.Listings)
+			if !res.Filtered {
+				// The default view (online and stale, any health) is
+				// exactly what Stats counts; a filtered search is not
+				// counted (no count query), and shows its page's size.
+				stats, err := p.Catalog.Stats(ctx)
+				if err != nil {
+					p.RenderError(w, r, err)
+					return
+				}
+				res.Count = stats.Agents
+			}
 			if page.NextCursor != "" {
 				res.NextHref = st.href(st.tags, page.NextCursor)
 			}
