@@ -130,3 +130,45 @@ func TestResultCount(t *testing.T) {
 		t.Errorf("filtered paged count = %q", got)
 	}
 }
+
+// TestSortResults: a search is by relevance unless ?sort=newest; the sort
+// select shows the choice, the next-page link keeps it, and an unknown
+// order is a 400 that says so.
+func TestSortResults(t *testing.T) {
+	Engines(t, func(t *testing.T, e *Env) {
+		best := e.SeedEcho("weather-one", "Weather One") // matches by name: best
+		in := SimpleInput("zeta-bot", "Zeta", "demo")
+		in.Description = "Talks about the weather"
+		newest := e.SeedAgent("", in).Record.ID // matches by description, newer
+
+		first := func(path string) (string, *goquery.Document) {
+			t.Helper()
+			doc := e.Page(path, http.StatusOK)
+			return doc.Find(`[data-testid="agent-card"]`).First().AttrOr("data-agent-id", ""), doc
+		}
+		if got, _ := first("/agents?q=weather"); got != best {
+			t.Errorf("default order: first %q, want the name match %q", got, best)
+		}
+		if got, _ := first("/agents?q=weather&sort=relevance"); got != best {
+			t.Errorf("sort=relevance: first %q, want %q", got, best)
+		}
+		got, doc := first("/agents?q=weather&sort=newest&limit=1")
+		if got != newest {
+			t.Errorf("sort=newest: first %q, want the newer %q", got, newest)
+		}
+		if sel := MustTestid(t, doc, "sort-select").Find("option[selected]").AttrOr("value", ""); sel != "newest" {
+			t.Errorf("selected sort = %q", sel)
+		}
+		next := MustTestid(t, doc, "next-page").AttrOr("href", "")
+		if !strings.Contains(next, "sort=newest") {
+			t.Errorf("next page %q drops the sort", next)
+		}
+		if got, _ := first(next); got != best {
+			t.Errorf("page 2 of newest: %q, want %q", got, best)
+		}
+		doc = e.Page("/agents?q=weather&sort=sideways", http.StatusBadRequest)
+		if msg := Text(MustTestid(t, doc, "search-error")); !strings.Contains(msg, "Sort") {
+			t.Errorf("bad sort message = %q", msg)
+		}
+	})
+}
