@@ -170,6 +170,9 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,
 		Registry: s.Registry, Chat: s.Chat, Accounts: accounts, Sessions: s.sessions,
 		ChatLimits: s.chatLimits, Logger: logger, Version: cfg.Version, Now: now}
+	if u := s.publicURL(); u != nil {
+		s.pages.PublicURL = browserOrigin(u)
+	}
 	s.lifetime, s.endLifetime = context.WithCancel(context.Background())
 	s.API = &api.API{Catalog: st, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
 		ChatRates: s.chatLimits, Version: cfg.Version, Now: now, Fail: s.renderError}

@@ -100,8 +100,8 @@ func (c *Cache) ExpireListings(ctx context.Context, now time.Time) (int, error) 
 // SearchAgents implements Network from the cache when it can. Callers must
 // treat the returned listings as read-only (they may be shared).
 func (c *Cache) SearchAgents(ctx context.Context, q SearchQuery) (SearchPage, error) {
-	key := fmt.Sprintf("search\x00%s\x00%s\x00%s\x00%s\x00%s\x00%d\x00%s",
-		q.Q, strings.Join(q.Tags, ","), strings.Join(q.Statuses, ","), strings.Join(q.Health, ","), q.Owner, NormalizeLimit(q.Limit), q.Cursor)
+	key := fmt.Sprintf("search\x00%s\x00%s\x00%s\x00%s\x00%s\x00%d\x00%s\x00%s",
+		q.Q, strings.Join(q.Tags, ","), strings.Join(q.Statuses, ","), strings.Join(q.Health, ","), q.Owner, NormalizeLimit(q.Limit), q.Cursor, q.Sort)
 	v, err := c.get(ctx, key, func(ctx context.Context) (any, error) { return c.next.SearchAgents(ctx, q) })
 	if err != nil {
 		return SearchPage{}, err

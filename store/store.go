@@ -65,7 +65,17 @@ type SearchQuery struct {
 	Health   []string // only these health states (agent.Health*); empty: any
 	Limit    int      // 1..MaxLimit; 0 means DefaultLimit
 	Cursor   string   // opaque, from a previous page's NextCursor
+	// Sort orders a text search: SortRelevance ("" too) or SortNewest.
+	// Without text the order is always newest first. Failing agents come
+	// last in every order.
+	Sort string
 }
+
+// Search orders (SearchQuery.Sort).
+const (
+	SortRelevance = "relevance"
+	SortNewest    = "newest"
+)
 
 // Page limits.
 const (

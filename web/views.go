@@ -5,6 +5,7 @@
 package web
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
@@ -45,6 +46,24 @@ type AgentCard struct {
 	// MixedScripts are the scripts of a display name that mixes them to
 	// imitate another (agent.MixedScripts); nil hides the notice.
 	MixedScripts []string
+	// Host names the node that hosts the agent, so that the same builtin
+	// demo on several nodes can be told apart.
+	Host HostView
+}
+
+// HostView is the node an agent lives on: a short name ("this node",
+// "node a1b2c3") and the full peer id for the hover title.
+type HostView struct {
+	Name   string
+	PeerID string
+}
+
+// UseView is the agent page's "Use this agent" panel: ready-to-copy ways
+// to call the agent from outside the portal, on this node's public URL.
+type UseView struct {
+	Curl      string // the message API call
+	MCPConfig string // an MCP client config (mcpServers) for this node's /mcp
+	CardURL   string // the agent's A2A card
 }
 
 // HealthView is how an agent answers, as its host last said: the badge
@@ -98,6 +117,7 @@ type AgentsView struct {
 	Chips         []TagChip
 	ClearHref     string // "" when no filter is active
 	Results       ResultsView
+	SortOptions   []Option // relevance (with a query), newest, name
 }
 
 // ResultsView is the result list: the part HTMX swaps as you type.
@@ -106,6 +126,28 @@ type ResultsView struct {
 	NextHref string // "" on the last page
 	Error    string // an invalid query, shown instead of results
 	Filtered bool   // a query or filter is active (changes the empty-state text)
+	// Count is how many agents there are in all, -1 when unknown (a
+	// filtered search); then the page's own count is shown.
+	Count int
+}
+
+// CountText is the line above the results: the total when known ("23
+// agents"), else how many this page shows.
+func (r ResultsView) CountText() string {
+	n, noun := r.Count, "agents"
+	if n < 0 {
+		n = len(r.Agents)
+	}
+	if n == 1 {
+		noun = "agent"
+	}
+	switch {
+	case r.Count >= 0:
+		return strconv.Itoa(n) + " " + noun
+	case r.NextHref != "":
+		return strconv.Itoa(n) + " matching " + noun + " here, more on the next page"
+	}
+	return strconv.Itoa(n) + " matching " + noun
 }
 
 // AgentView is one listing, every field of the record.
@@ -134,6 +176,8 @@ type AgentView struct {
 	ChatURL     string // "" hides the chat button
 	// MixedScripts as on AgentCard.
 	MixedScripts []string
+	Host         HostView
+	Use          UseView
 }
 
 // NodesView is this node and the peers it has heard from.

@@ -45,7 +45,7 @@ func (c *Chat) FindAgents(ctx context.Context, query, tag string) ([]runtime.Fou
 			seen[l.Record.ID] = true
 			out = append(out, runtime.FoundAgent{
 				ID: l.Record.ID, Name: l.Record.DisplayName, Description: firstLine(l.Record.Description, 200),
-				Tags: l.Record.Tags, Host: hostName(l), Status: l.Status,
+				Tags: l.Record.Tags, Host: HostName(l), Status: l.Status,
 			})
 		}
 		if len(out) == maxFound || (q == query && len(out) > 0) {
@@ -95,11 +95,12 @@ func (c *Chat) Describe(ctx context.Context, agentID string) (name, host string)
 	if err != nil {
 		return "", ""
 	}
-	return l.Record.DisplayName, hostName(l)
+	return l.Record.DisplayName, HostName(l)
 }
 
-// hostName is the short name people see for the node hosting l.
-func hostName(l store.Listing) string {
+// HostName is the short name people see for the node hosting l ("this node",
+// "node a1b2c3"), the one rule the chat steps and the portal share.
+func HostName(l store.Listing) string {
 	if l.Local {
 		return "this node"
 	}

@@ -1,11 +1,13 @@
 package portal
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
@@ -51,6 +53,38 @@ func (p *Pages) PageAgent(w http.ResponseWriter, r *http.Request) {
 		ChatURL:     web.ChatHref(rec.ID, ""),
 
 		MixedScripts: agent.MixedScripts(rec.DisplayName),
+		Host:         hostView(l),
+		Use:          useView(p.base(r), rec.ID),
 	}
 	p.render(w, r, http.StatusOK, web.AgentPage(v))
+}
+
+// base is the origin the "Use this agent" panel's URLs start with: the
+// configured public URL, else the one this request came in on.
+func (p *Pages) base(r *http.Request) string {
+	if p.PublicURL != "" {
+		return p.PublicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// useView is what people copy to call agent id from outside the portal:
+// the message API with curl, an MCP client config for this node's /mcp
+// (the shape Claude Desktop, Cursor and VS Code read) and the A2A card.
+func useView(base, id string) web.UseView {
+	body, _ := json.Marshal(apiwire.MessageIn{Text: "Hello"})
+	mcp, _ := json.MarshalIndent(map[string]any{
+		"mcpServers": map[string]any{"agentsite": map[string]string{"url": base + "/mcp"}},
+	}, "", "  ")
+	return web.UseView{
+		Curl: "curl -X POST " + base + "/api/v1/agents/" + id + "/messages \\\n" +
+			"  -H 'Content-Type: application/json' \\\n" +
+			"  -d '" + string(body) + "'",
+		MCPConfig: string(mcp),
+		CardURL:   base + "/a2a/" + id + "/agent-card.json",
+	}
 }

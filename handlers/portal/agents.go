@@ -37,6 +37,13 @@ var healthChoices = []web.Option{
 	{Value: agent.HealthUnknown, Label: "Not checked yet"},
 }
 
+// sortChoices are the orders of the results; without search text both
+// are newest first.
+var sortChoices = []web.Option{
+	{Value: "", Label: "Best match"},
+	{Value: store.SortNewest, Label: "Newest"},
+}
+
 // searchState is the search as the visitor typed it, for the form and for
 // the links (tag chips, next page) that change one part of it.
 type searchState struct {
@@ -45,6 +52,7 @@ type searchState struct {
 	status string
 	health string
 	limit  string
+	sort   string
 }
 
 func (st searchState) href(tags []string, cursor string) string {
@@ -63,6 +71,9 @@ func (st searchState) href(tags []string, cursor string) string {
 	}
 	if st.limit != "" {
 		v.Set("limit", st.limit)
+	}
+	if st.sort != "" {
+		v.Set("sort", st.sort)
 	}
 	if cursor != "" {
 		v.Set("cursor", cursor)
@@ -103,8 +114,17 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 		status: strings.Join(nonEmpty(vals["status"]), ","),
 		health: strings.Join(nonEmpty(vals["health"]), ","),
 		limit:  vals.Get("limit"),
+		sort:   vals.Get("sort"),
 	}
-	res := web.ResultsView{Filtered: st.q != "" || len(st.tags) > 0 || st.status != "" || st.health != ""}
+	switch st.sort {
+	case "", store.SortRelevance, store.SortNewest:
+		q.Sort = st.sort
+	default:
+		if qerr == nil {
+			qerr = &agent.ValidationError{Fields: map[string]string{"sort": "must be relevance or newest"}}
+		}
+	}
+	res := web.ResultsView{Filtered: st.q != "" || len(st.tags) > 0 || st.status != "" || st.health != "", Count: -1}
 	status := http.StatusOK
 	if qerr != nil {
 		res.Error, status = searchErrorText(qerr), http.StatusBadRequest
@@ -118,6 +138,17 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 			return
 		default:
 			res.Agents = p.cards(page.Listings)
+			if !res.Filtered {
+				// The default view (online and stale, any health) is
+				// exactly what Stats counts; a filtered search is not
+				// counted (no count query), and shows its page's size.
+				stats, err := p.Catalog.Stats(ctx)
+				if err != nil {
+					p.RenderError(w, r, err)
+					return
+				}
+				res.Count = stats.Agents
+			}
 			if page.NextCursor != "" {
 				res.NextHref = st.href(st.tags, page.NextCursor)
 			}
@@ -139,6 +170,7 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 		Tags:          st.tags,
 		StatusOptions: selectOptions(statusChoices, st.status),
 		HealthOptions: selectOptions(healthChoices, st.health),
+		SortOptions:   selectOptions(sortChoices, sortValue(st.sort)),
 		Chips:         tagChips(st, tagCounts(tags)),
 		Results:       res,
 	}
@@ -153,6 +185,14 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Page = p.page(r, p.viewer(r), "Agents", "agents")
 	p.render(w, r, status, web.AgentsPage(v))
+}
+
+// sortValue is the sort select's value: relevance is its default "".
+func sortValue(sort string) string {
+	if sort == store.SortRelevance {
+		return ""
+	}
+	return sort
 }
 
 func nonEmpty(ss []string) []string {
@@ -208,7 +248,7 @@ func tagChips(st searchState, top []web.TagCount) []web.TagChip {
 
 // searchQueryNames are the names people know the query parameters by.
 var searchQueryNames = map[string]string{
-	"q": "Search text", "tag": "Tag", "status": "Status", "health": "Health", "limit": "Page size", "cursor": "Page link",
+	"q": "Search text", "tag": "Tag", "status": "Status", "health": "Health", "limit": "Page size", "cursor": "Page link", "sort": "Sort",
 }
 
 // searchErrorText turns query validation errors into one sentence per

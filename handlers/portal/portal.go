@@ -83,6 +83,9 @@ type Pages struct {
 	// Without them (nil) those parts are not shown.
 	Health HealthReader
 	Tester BackendTester
+	// PublicURL is the origin (scheme://host) of --public-url, which the
+	// "Use this agent" panel's URLs start with; "": the request's own.
+	PublicURL string
 }
 
 func (p *Pages) now() time.Time { return p.Now().UTC() }

@@ -2,6 +2,7 @@ package portal
 
 import (
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
 )
@@ -24,7 +25,13 @@ func (p *Pages) card(l store.Listing) web.AgentCard {
 		Health:      web.HealthOf(l.Health, p.now()),
 
 		MixedScripts: agent.MixedScripts(r.DisplayName),
+		Host:         hostView(l),
 	}
+}
+
+// hostView names the node hosting l, by the rule the chat steps use.
+func hostView(l store.Listing) web.HostView {
+	return web.HostView{Name: chat.HostName(l), PeerID: l.HostPeerID}
 }
 
 func (p *Pages) cards(ls []store.Listing) []web.AgentCard {

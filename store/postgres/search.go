@@ -62,6 +62,12 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	// rows are then joined with agent_records. It is aliased a, like the
 	// table, so listingColumns reads from it.
 	var inner string
+	if len(terms) > 0 && q.Sort == store.SortNewest {
+		// Newest first among the matches: the keyset of a search without
+		// text, the text one more filter.
+		where = append(where, "a.search @@ to_tsquery('simple', "+b.arg(tsQuery(terms))+")")
+		terms = nil
+	}
 	if len(terms) > 0 {
 		where = append(where, "a.search @@ query")
 		if hasCursor {

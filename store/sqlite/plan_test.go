@@ -75,9 +75,11 @@ func TestQueryPlans(t *testing.T) {
 				}
 				continue
 			}
-			for _, tq := range tierQueries(q, terms, cur, hasCursor) {
-				tq.args[len(tq.args)-1] = 21
-				all = append(all, explained{fmt.Sprintf("text %s pass failing=%v tier %v cursor %+v", describe(q, hasCursor), tq.failing, tq.rank, cur), tq.query, tq.args, "SCAN agents_fts VIRTUAL TABLE"})
+			for _, order := range [][]tier{tiers, newestTier} {
+				for _, tq := range tierQueries(q, terms, order, cur, hasCursor) {
+					tq.args[len(tq.args)-1] = 21
+					all = append(all, explained{fmt.Sprintf("text %s pass failing=%v tier %v cursor %+v", describe(q, hasCursor), tq.failing, tq.rank, cur), tq.query, tq.args, "SCAN agents_fts VIRTUAL TABLE"})
+				}
 			}
 		}
 	}

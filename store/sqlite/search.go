@@ -22,18 +22,26 @@ import (
 //
 // Within a tier, newest first. The tiers roughly follow the weights of
 // store/postgres (name A, tags B, description and skills C).
-var tiers = []struct {
-	rank float64
-	// match builds the tier's FTS5 query from all, the query matching
-	// every term anywhere.
-	match func(all string) string
-}{
+var tiers = []tier{
 	{1, func(all string) string { return titleCols + ` : (` + all + `)` }},
 	{2, func(all string) string {
 		return `(` + titleTagCols + ` : (` + all + `)) NOT (` + titleCols + ` : (` + all + `))`
 	}},
 	{3, func(all string) string { return `(` + all + `) NOT (` + titleTagCols + ` : (` + all + `))` }},
 }
+
+// tier is one relevance tier of a text search.
+type tier struct {
+	rank float64
+	// match builds the tier's FTS5 query from all, the query matching
+	// every term anywhere.
+	match func(all string) string
+}
+
+// newestTier is a text search sorted newest first (store.SortNewest): one
+// tier of every match, rank 0, so the keyset is (pass, pos) as without
+// text.
+var newestTier = []tier{{0, func(all string) string { return all }}}
 
 // FTS5 column filters: every term in the name or display name; every term
 // in those or the tags.
@@ -67,7 +75,11 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	limit := store.NormalizeLimit(q.Limit)
 	var plan []passQuery
 	if terms := store.SearchTerms(q.Q); len(terms) > 0 {
-		plan = tierQueries(q, terms, cur, hasCursor)
+		order := tiers
+		if q.Sort == store.SortNewest {
+			order = newestTier
+		}
+		plan = tierQueries(q, terms, order, cur, hasCursor)
 	} else {
 		plan = newestQueries(q, cur, hasCursor)
 	}
@@ -150,9 +162,9 @@ ORDER BY ` + posCol + ` DESC LIMIT ` + b.arg(0)
 	return plan
 }
 
-// tierQueries is the plan of a text search: per pass, one query per tier,
-// from the cursor's pass and tier on.
-func tierQueries(q store.SearchQuery, terms []string, cur store.Cursor, hasCursor bool) []passQuery {
+// tierQueries is the plan of a text search: per pass, one query per tier
+// (tiers, or newestTier), from the cursor's pass and tier on.
+func tierQueries(q store.SearchQuery, terms []string, tiers []tier, cur store.Cursor, hasCursor bool) []passQuery {
 	all := ftsQuery(terms)
 	tags := dedupe(q.Tags)
 	var plan []passQuery

@@ -13,6 +13,7 @@ import (
 var pagingCases = []testCase{
 	{"PaginateNewestFirst", testPaginateNewestFirst},
 	{"PaginateByRelevance", testPaginateByRelevance},
+	{"PaginateTextNewestFirst", testPaginateTextNewestFirst},
 	{"PaginateWhileInsertingNewestFirst", func(t *testing.T, s store.Store) { testPaginateWhileInserting(t, s, "") }},
 	{"PaginateWhileInsertingByRelevance", func(t *testing.T, s store.Store) { testPaginateWhileInserting(t, s, "common") }},
 	{"PageLimits", testPageLimits},
@@ -108,6 +109,32 @@ func testPaginateByRelevance(t *testing.T, s store.Store) {
 					limit, got[i], tierOf[got[i]], got[i-1], tierOf[got[i-1]])
 				break
 			}
+		}
+	}
+}
+
+// testPaginateTextNewestFirst: a text search sorted newest first
+// (store.SortNewest) walks every match once, newest first whatever its
+// relevance, and nothing else.
+func testPaginateTextNewestFirst(t *testing.T, s store.Store) {
+	at := now()
+	p := newPublisher(t)
+	var want []string
+	for i := range 20 {
+		l := p.listing(t, at, tierRecord(i, i%3, "new"))
+		mustUpsert(t, s, l)
+		want = append([]string{l.Record.Name}, want...)
+		if i == 10 {
+			mustUpsert(t, s, p.listing(t, at, agent.Record{Name: "not-matching"}))
+		}
+	}
+	for _, limit := range []int{1, 3, 7, 20, 21} {
+		// The same search by relevance first: a read cache must not
+		// answer the newest-first one with it.
+		walk(t, s, store.SearchQuery{Q: "common", Limit: limit}, nil)
+		got := walk(t, s, store.SearchQuery{Q: "common", Sort: store.SortNewest, Limit: limit}, nil)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("limit %d: walked %q, want %q", limit, got, want)
 		}
 	}
 }
