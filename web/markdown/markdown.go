@@ -85,7 +85,8 @@ func (r *Renderer) Render(text string) template.HTML {
 	if err := r.md.Convert([]byte(text), &b); err != nil {
 		return template.HTML(`<p>` + html.EscapeString(text) + `</p>`) // #nosec G203 -- escaped
 	}
-	return template.HTML(r.policy.SanitizeBytes(b.Bytes())) // #nosec G203 -- sanitized
+	// Trimmed: the text of a one-line reply is that line, as before.
+	return template.HTML(bytes.TrimSpace(r.policy.SanitizeBytes(b.Bytes()))) // #nosec G203 -- sanitized
 }
 
 // defaultRenderer is built on first use: a Renderer holds no state that
