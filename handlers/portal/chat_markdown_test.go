@@ -64,7 +64,7 @@ func TestChatPageMarkdown(t *testing.T) {
 	}
 	// chat.js clones these to render a streamed reply and its code blocks.
 	for _, name := range []string{"markdown", "code-copy"} {
-		if doc.Find(`template[data-template="` + name + `"]`).Length() != 1 {
+		if doc.Find(`template[data-template="`+name+`"]`).Length() != 1 {
 			t.Errorf("no %s template", name)
 		}
 	}
