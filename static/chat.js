@@ -4,7 +4,7 @@
 // chunk by chunk. Protocol (DESIGN.md): we send
 // {"type":"message","agent_id","conversation_id"?,"text"}; the server sends
 // {"type":"chunk","text"}…, then {"type":"done","conversation_id","text" (the whole reply),
-// "message_id"} or {"type":"error","code","message","conversation_id"?,
+// "html" (its Markdown, rendered), "message_id"} or {"type":"error","code","message","conversation_id"?,
 // "stored","sent"} (what became of the message: handlers/chatws Out).
 // While the agent answers it may ask other agents: each delegation comes as
 // {"type":"step","step":{tool,agent_id,agent_name,host,text,reply,error,done}},
@@ -14,7 +14,8 @@
 // Everything comes from data- attributes on [data-chat] (the CSP allows no
 // inline script). The markup comes from the page too: the script clones its
 // <template>s (web/chat.templ chatTemplates), the server's own components,
-// and puts text in only as text (textContent, never HTML).
+// and puts text in only as text (textContent), except a done frame's html:
+// the reply's Markdown, rendered and sanitized by the server.
 (function () {
   "use strict";
 
@@ -252,9 +253,66 @@
     // The stored reply is authoritative: if a streamed chunk was lost on
     // the way (a relay may drop one under load), show the whole reply.
     if (typeof f.text === "string" && f.text !== p.textNode.data) p.textNode.data = f.text;
+    // Chunks stream in as plain text; the reply's Markdown, rendered and
+    // sanitized by the server (web/markdown), replaces them once it ends.
+    if (typeof f.html === "string" && f.html !== "") showMarkdown(p.agent, f.html);
     if (f.message_id) p.agent.setAttribute("data-message-id", String(f.message_id));
     if (f.conversation_id) adoptConversation(f.conversation_id, p.text);
     turnEnded();
+  }
+
+  // showMarkdown puts html, the server's sanitized rendering of a reply,
+  // in place of the reply's plain text in bubble li.
+  function showMarkdown(li, html) {
+    var plain = q(".msg-text", li);
+    if (!plain) return;
+    var md = clone("markdown");
+    md.innerHTML = html;
+    plain.replaceWith(md);
+    addCopyButtons(md);
+  }
+
+  // addCopyButtons gives each code block within el a button that copies
+  // its code.
+  function addCopyButtons(el) {
+    var blocks = el.querySelectorAll(".code-block");
+    for (var i = 0; i < blocks.length; i++) {
+      if (q("[data-testid=code-copy]", blocks[i])) continue;
+      var btn = clone("code-copy");
+      btn.addEventListener("click", copyCode);
+      blocks[i].insertBefore(btn, blocks[i].firstChild);
+    }
+  }
+
+  function copyCode(ev) {
+    var btn = ev.currentTarget;
+    var pre = btn.parentNode.querySelector("pre");
+    if (!pre) return;
+    var label = btn.getAttribute("data-label") || btn.textContent;
+    btn.setAttribute("data-label", label);
+    var done = function (said) {
+      btn.textContent = said;
+      setTimeout(function () { btn.textContent = label; }, 1500);
+    };
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      navigator.clipboard.writeText(pre.textContent).then(
+        function () { done("Copied"); },
+        function () { selectText(pre); done("Press Ctrl+C"); }
+      );
+    } else {
+      selectText(pre);
+      done("Press Ctrl+C");
+    }
+  }
+
+  // selectText selects el's text, for copying by hand where the clipboard
+  // API is unavailable (an insecure origin) or refused.
+  function selectText(el) {
+    var r = document.createRange();
+    r.selectNodeContents(el);
+    var sel = window.getSelection();
+    sel.removeAllRanges();
+    sel.addRange(r);
   }
 
   // failPending ends the turn in flight with error frame f (or a dropped
@@ -460,6 +518,7 @@
 
   // ---------- Start ----------
 
+  addCopyButtons(list);
   scrollToEnd();
   connect();
 })();

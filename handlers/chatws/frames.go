@@ -29,7 +29,7 @@ type In struct {
 }
 
 // Out is a frame to the browser: a chunk of the reply, done (with the
-// whole stored reply) or error.
+// whole stored reply, as text and as rendered HTML) or error.
 //
 // An error frame says what became of the message it answers, so the page
 // can tell the person whether to send it again (build it with errorFrame):
@@ -52,6 +52,10 @@ type Out struct {
 	Message        string `json:"message,omitempty"`
 	Stored         *bool  `json:"stored,omitempty"`
 	Sent           *bool  `json:"sent,omitempty"`
+	// HTML is a done frame's reply rendered from Markdown and sanitized
+	// (web/markdown): the page shows it in place of the streamed chunks,
+	// which are plain text.
+	HTML string `json:"html,omitempty"`
 	// Step is the delegation of a step frame.
 	Step *agent.Step `json:"step,omitempty"`
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/web/markdown"
 )
 
 // WebSocket limits and timings.
@@ -120,8 +121,9 @@ func (h *Handler) runTurn(ctx context.Context, owner chat.Owner, in In, out chan
 		return
 	}
 	// done carries the whole stored reply, so a client can correct what it
-	// assembled from chunks (one can be lost when a remote host relays).
-	_ = send(ctx, out, Out{Type: TypeDone, ConversationID: res.Conversation.ID, MessageID: res.Reply.ID, Text: res.Reply.Text})
+	// assembled from chunks (one can be lost when a remote host relays),
+	// and its Markdown rendering, which replaces the plain streamed text.
+	_ = send(ctx, out, Out{Type: TypeDone, ConversationID: res.Conversation.ID, MessageID: res.Reply.ID, Text: res.Reply.Text, HTML: string(markdown.Render(res.Reply.Text))})
 }
 
 func send(ctx context.Context, out chan<- Out, m Out) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/agentsite/agentsite/static"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
+	"github.com/agentsite/agentsite/web/markdown"
 )
 
 // AgentChat page limits.
@@ -124,8 +125,11 @@ func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, con
 		v.Messages = make([]web.ChatMessage, 0, len(ms))
 		for _, m := range ms {
 			cm := web.ChatMessage{ID: m.ID, Role: m.Role, Text: m.Text, CreatedAt: m.CreatedAt}
-			if m.Role == agent.RoleStep {
+			switch m.Role {
+			case agent.RoleStep:
 				cm.Text, cm.Step = "", storedStep(m.Text)
+			case agent.RoleAgent:
+				cm.HTML = markdown.Render(m.Text)
 			}
 			v.Messages = append(v.Messages, cm)
 		}

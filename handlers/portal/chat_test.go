@@ -111,8 +111,8 @@ func TestChatPage(t *testing.T) {
 func checkChatTemplates(t *testing.T, doc *goquery.Document, agentID string) {
 	t.Helper()
 	root := MustTestid(t, doc, "chat")
-	if n, m := doc.Find(`[data-testid="chat-template"]`).Length(), root.Find(`template[data-testid="chat-template"]`).Length(); n != 13 || m != n {
-		t.Errorf("%d chat templates, %d of them <template>s in the chat root; want 13", n, m)
+	if n, m := doc.Find(`[data-testid="chat-template"]`).Length(), root.Find(`template[data-testid="chat-template"]`).Length(); n != 15 || m != n {
+		t.Errorf("%d chat templates, %d of them <template>s in the chat root; want 15 (with markdown and code-copy)", n, m)
 	}
 	tmpl := func(name string) *goquery.Selection {
 		t.Helper()

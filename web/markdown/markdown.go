@@ -1,0 +1,97 @@
+// Package markdown renders an agent's reply, written in Markdown, to HTML
+// that is safe to put in a page: agents are untrusted, so the output may
+// carry no script, no event handler, no style attribute (the CSP forbids
+// inline styles), no image (a remote image would leak the reader to its
+// host) and no link other than http(s) and mailto.
+//
+// Two layers do it: goldmark renders with raw HTML off (an agent's
+// <script> becomes text), then bluemonday keeps only an allowlist of
+// elements and attributes, whatever goldmark or chroma emitted. Code
+// fences with a known language are highlighted by chroma with CSS classes
+// (the rules are in static/app.css, see CSS), never inline styles.
+package markdown
+
+import (
+	"bytes"
+	"html"
+	"html/template"
+	"regexp"
+	"sync"
+
+	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
+	"github.com/microcosm-cc/bluemonday"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/renderer"
+	"github.com/yuin/goldmark/util"
+)
+
+// MaxInput bounds the text rendered as Markdown (bytes). A longer reply is
+// shown as escaped plain text: rendering cost stays bounded whatever an
+// agent sends, and nothing of the reply is lost.
+const MaxInput = 64 << 10
+
+// Renderer turns Markdown into sanitized HTML. It is safe for concurrent
+// use; build one with New and share it.
+type Renderer struct {
+	md     goldmark.Markdown
+	policy *bluemonday.Policy
+}
+
+// New builds a Renderer: GFM tables, strikethrough and autolinks, chroma
+// highlighting for fenced code, images shown as their alt text.
+func New() *Renderer {
+	f := chromahtml.New(chromahtml.WithClasses(true), chromahtml.PreventSurroundingPre(true))
+	md := goldmark.New(
+		goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.Linkify),
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(
+			util.Prioritized(&nodeRenderer{formatter: f}, 100),
+		)),
+	)
+	return &Renderer{md: md, policy: policy()}
+}
+
+// classes are the class attributes our own renderer and chroma write (a
+// reply cannot write any: raw HTML is off).
+var classes = regexp.MustCompile(`^[a-zA-Z0-9_ -]{1,64}$`)
+
+// policy is stricter than bluemonday's UGCPolicy: no images, no inline
+// styles, links only to http(s) and mailto, opened in a new tab without
+// the opener or search-engine credit.
+func policy() *bluemonday.Policy {
+	p := bluemonday.NewPolicy()
+	p.AllowElements("p", "br", "hr", "strong", "em", "b", "i", "del", "s",
+		"blockquote", "ul", "ol", "li", "pre", "code", "span", "div",
+		"h1", "h2", "h3", "h4", "h5", "h6",
+		"table", "thead", "tbody", "tr", "th", "td")
+	p.AllowAttrs("start").Matching(bluemonday.Integer).OnElements("ol")
+	p.AllowAttrs("align").Matching(regexp.MustCompile(`^(left|center|right)$`)).OnElements("th", "td")
+	p.AllowAttrs("class").Matching(classes).OnElements("div", "pre", "code", "span")
+	p.AllowAttrs("href").OnElements("a")
+	p.AllowURLSchemes("http", "https", "mailto")
+	p.AllowRelativeURLs(false)
+	p.RequireParseableURLs(true)
+	p.RequireNoFollowOnLinks(true)
+	p.AddTargetBlankToFullyQualifiedLinks(true)
+	return p
+}
+
+// Render is text as template-safe HTML.
+func (r *Renderer) Render(text string) template.HTML {
+	if len(text) > MaxInput {
+		return template.HTML(`<pre class="md-plain">` + html.EscapeString(text) + `</pre>`) // #nosec G203 -- escaped
+	}
+	var b bytes.Buffer
+	if err := r.md.Convert([]byte(text), &b); err != nil {
+		return template.HTML(`<p>` + html.EscapeString(text) + `</p>`) // #nosec G203 -- escaped
+	}
+	// Trimmed: the text of a one-line reply is that line, as before.
+	return template.HTML(bytes.TrimSpace(r.policy.SanitizeBytes(b.Bytes()))) // #nosec G203 -- sanitized
+}
+
+// defaultRenderer is built on first use: a Renderer holds no state that
+// changes, so one serves every caller.
+var defaultRenderer = sync.OnceValue(New)
+
+// Render is text as template-safe HTML, by a shared Renderer.
+func Render(text string) template.HTML { return defaultRenderer().Render(text) }
