@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -50,6 +51,18 @@ func (e *ValidationError) orNil() error {
 	}
 	return e
 }
+
+// semverRe is the grammar of Semantic Versioning 2.0.0, as semver.org
+// gives it: MAJOR.MINOR.PATCH, an optional -pre-release and +build, no
+// leading zeros in numbers, no leading "v".
+var semverRe = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
+	`(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?` +
+	`(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+
+// IsSemver reports whether s is a Semantic Versioning 2.0.0 version
+// ("1.2.3", "2.0.0-beta.1", "1.0.0+build.5"). Pages show it as "v"+s, so
+// a leading "v" is refused rather than shown twice.
+func IsSemver(s string) bool { return semverRe.MatchString(s) }
 
 // IsSlug reports whether s is lower-case letters, digits and single inner
 // hyphens, between min and max bytes long.
@@ -130,6 +143,9 @@ func (r *Record) validateFields(now time.Time, checkExpiry bool) error {
 		}
 	}
 	checkText(&ve, "version", r.Version, MaxVersionLen, true)
+	if _, bad := ve.Fields["version"]; !bad && r.Version != "" && !IsSemver(r.Version) {
+		ve.add("version", "must be a semantic version such as 1.2.0 or 2.0.0-beta.1 (no leading v)")
+	}
 	if r.Owner != "" && !IsSlug(r.Owner, 1, MaxOwnerLen) {
 		ve.add("owner", "must be an account handle")
 	}

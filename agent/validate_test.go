@@ -37,7 +37,8 @@ func TestValidateValid(t *testing.T) {
 		"tombstone":                     func(r *Record) { r.Tombstone = true },
 		"seq max":                       func(r *Record) { r.Seq = ^uint64(0) },
 		"version empty":                 func(r *Record) { r.Version = "" },
-		"version max":                   func(r *Record) { r.Version = strings.Repeat("1", MaxVersionLen) },
+		"version max":                   func(r *Record) { r.Version = "1.0.0-" + strings.Repeat("a", MaxVersionLen-6) },
+		"version pre-release":           func(r *Record) { r.Version = "2.0.0-beta.1" },
 		"skill description at limit":    func(r *Record) { r.Skills[0].Description = strings.Repeat("s", MaxSkillTextLen) },
 		"libp2p endpoint of other peer": func(r *Record) { r.Endpoints[0].PeerID = peerIDOf(t, newKey(t)) },
 	}
@@ -116,6 +117,8 @@ func TestValidateRules(t *testing.T) {
 		{"skill example too long", "skills[0].examples[0]", func(r *Record) { r.Skills[0].Examples[0] = strings.Repeat("e", MaxSkillTextLen+1) }},
 		{"version too long", "version", func(r *Record) { r.Version = strings.Repeat("1", MaxVersionLen+1) }},
 		{"version multi-line", "version", func(r *Record) { r.Version = "1\n2" }},
+		{"version with spaces", "version", func(r *Record) { r.Version = "not a version with spaces" }},
+		{"version not semver", "version", func(r *Record) { r.Version = "1.0" }},
 		{"owner not a handle", "owner", func(r *Record) { r.Owner = "Alice Smith" }},
 		{"owner too long", "owner", func(r *Record) { r.Owner = strings.Repeat("o", MaxOwnerLen+1) }},
 		{"publisher empty", "publisher", func(r *Record) { r.Publisher = "" }},
@@ -315,4 +318,28 @@ func make8(prefix string) []string {
 		ex[i] = fmt.Sprintf("%s %d", prefix, i)
 	}
 	return ex
+}
+
+// TestIsSemver: Semantic Versioning 2.0.0, without a leading "v".
+func TestIsSemver(t *testing.T) {
+	valid := []string{
+		"0.0.0", "1.2.3", "10.20.30", "1.0.0-alpha", "1.0.0-beta.1", "1.0.0-0.3.7",
+		"1.0.0-x.7.z.92", "1.0.0-alpha+001", "1.0.0+20130313144700", "1.0.0-rc.1+build.1",
+		"1.0.0--", "1.0.0-0a",
+	}
+	invalid := []string{
+		"", "1", "1.0", "v1.2.3", "V1.2.3", "1.2.3.4", "01.2.3", "1.02.3", "1.2.03",
+		"1.2.3-", "1.2.3-01", "1.2.3-a..b", "1.2.3+", "1.2.3+a..b", " 1.2.3", "1.2.3 ",
+		"not a version with spaces", "1.2.3-beta!", "1.2.x", "-1.2.3", "1.2.3\n",
+	}
+	for _, v := range valid {
+		if !IsSemver(v) {
+			t.Errorf("IsSemver(%q) = false, want true", v)
+		}
+	}
+	for _, v := range invalid {
+		if IsSemver(v) {
+			t.Errorf("IsSemver(%q) = true, want false", v)
+		}
+	}
 }

@@ -105,6 +105,7 @@ func (s *Server) Handler() http.Handler {
 			r.Use(s.pages.RequireLogin)
 			r.Get("/register", s.pages.PageRegister)
 			r.Get("/account", s.pages.PageAccount)
+			r.Get("/account/tokens", s.pages.PageAccount)
 			r.Post("/account/tokens", s.pages.SubmitCreateToken)
 			r.Post("/account/tokens/{tokenID}/delete", s.pages.SubmitDeleteToken)
 			r.Get("/account/agents/{id}/edit", s.pages.PageEditAgent)

@@ -25,7 +25,7 @@ func newKey(t *testing.T) (crypto.PrivKey, peer.ID) {
 func sealed(t *testing.T, key crypto.PrivKey, host peer.ID, now time.Time) (*agent.Record, []byte) {
 	t.Helper()
 	r := &agent.Record{
-		Name: "probe-bot", DisplayName: "Probe", Description: "x", Tags: []string{"probe"}, Version: "1",
+		Name: "probe-bot", DisplayName: "Probe", Description: "x", Tags: []string{"probe"}, Version: "1.0.0",
 		Endpoints: []agent.Endpoint{{Kind: agent.EndpointLibp2pMCP, PeerID: host.String(), Protocol: agent.MCPProtocol}},
 		Seq:       1, IssuedAt: now, ExpiresAt: now.Add(time.Hour),
 	}

@@ -80,6 +80,23 @@
     focusFirstError();
   }
 
+  // <textarea data-count-max="4096" data-count-target="#id"> keeps a byte
+  // counter current while typing (the limit is in bytes, as stored: line
+  // breaks count once, surrounding blanks not at all); over the limit it
+  // turns red. The server renders the first value, so it works without JS.
+  function updateCount(ta) {
+    var out = document.querySelector(ta.getAttribute("data-count-target"));
+    if (!out) return;
+    var max = parseInt(ta.getAttribute("data-count-max"), 10);
+    var n = new TextEncoder().encode(ta.value.replace(/\r\n/g, "\n").trim()).length;
+    out.textContent = n + " / " + max + " bytes";
+    out.classList.toggle("over", n > max);
+  }
+  document.addEventListener("input", function (ev) {
+    var t = ev.target;
+    if (t && t.matches && t.matches("textarea[data-count-max]")) updateCount(t);
+  });
+
   // "/" focuses the search box, as on most sites with one.
   document.addEventListener("keydown", function (ev) {
     if (ev.key !== "/" || ev.ctrlKey || ev.metaKey || ev.altKey) return;

@@ -209,6 +209,9 @@ type AuthView struct {
 	Next      string            // safe local path to go to afterwards
 	Errors    map[string]string // "handle", "password", "password_confirm"
 	FormError string            // not tied to a field (wrong password)
+	// Reason says why a visitor sent to log in must do so ("Log in to
+	// register an agent."); empty on a plain visit.
+	Reason string
 }
 
 // AgentFormView is the register and edit form, with what the person typed

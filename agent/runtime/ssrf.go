@@ -8,6 +8,11 @@ import (
 	"strings"
 )
 
+// privateRefused ends the message for a private host. It is shown to
+// users, so it names no command-line flag: how an operator allows private
+// backends belongs in the operator docs (README, -help).
+const privateRefused = "this node does not allow private addresses for agent backends"
+
 // CheckHost refuses URLs whose host is not on the public internet: IP
 // literals in any special-purpose range (see specialRanges) and names like
 // localhost. It is the registration-time half of the SSRF guard; the
@@ -23,13 +28,13 @@ func CheckHost(raw string, allowPrivate bool) error {
 	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	if !allowPrivate && (host == "localhost" || strings.HasSuffix(host, ".localhost") || strings.HasSuffix(host, ".internal") || strings.HasSuffix(host, ".local")) {
-		return fmt.Errorf("points at a local or internal host; the node operator can allow this with --allow-private-endpoints")
+		return fmt.Errorf("points at a local or internal host; %s", privateRefused)
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if err := CheckAddr(ip, allowPrivate); err != nil {
 			var ae *addrError
 			if errors.As(err, &ae) && ae.row.reach == reachPrivate {
-				return fmt.Errorf("points at %v; the node operator can allow this with --allow-private-endpoints", err)
+				return fmt.Errorf("points at %v; %s", err, privateRefused)
 			}
 			return fmt.Errorf("points at %v", err)
 		}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/agentsite/agentsite/agent"
@@ -209,6 +210,20 @@ func TestCheckHostAllowPrivate(t *testing.T) {
 	for _, u := range []string{"http://0.0.0.0:8080/", "http://[::]/", "http://224.0.0.1/", "http://[ff02::1]/", "http://255.255.255.255/", "http://[::127.0.0.1]/", "http://192.0.2.1/", "http://[2002:7f00:1::]/"} {
 		if err := CheckHost(u, true); err == nil {
 			t.Errorf("CheckHost(%q, allowPrivate) = nil, want refusal", u)
+		}
+	}
+}
+
+// TestCheckHostPrivateMessage: the refusal of a private host is shown to
+// users, so it says what the node does and names no command-line flag.
+func TestCheckHostPrivateMessage(t *testing.T) {
+	for _, raw := range []string{"http://localhost:8080/v1", "http://svc.internal/v1", "http://127.0.0.1:8080/v1", "http://10.0.0.1/v1", "http://[::1]/v1"} {
+		err := CheckHost(raw, false)
+		if err == nil {
+			t.Fatalf("CheckHost(%q) accepted", raw)
+		}
+		if msg := err.Error(); strings.Contains(msg, "--") || !strings.Contains(msg, "this node does not allow private addresses for agent backends") {
+			t.Errorf("CheckHost(%q) = %q", raw, msg)
 		}
 	}
 }

@@ -201,7 +201,7 @@ func forge(t *testing.T, key crypto.PrivKey, victim *agent.Record, cur, old []by
 
 	mine := func(name string, issued time.Time, mutate func(*agent.Record)) (*agent.Record, []byte) {
 		r := agent.Record{
-			Name: name, DisplayName: "Rogue", Description: "x", Tags: []string{"rogue"}, Version: "1",
+			Name: name, DisplayName: "Rogue", Description: "x", Tags: []string{"rogue"}, Version: "1.0.0",
 			Endpoints: []agent.Endpoint{{Kind: agent.EndpointLibp2pMCP, PeerID: victim.Publisher, Protocol: agent.MCPProtocol}},
 			Seq:       1, IssuedAt: issued, ExpiresAt: issued.Add(time.Hour),
 		}

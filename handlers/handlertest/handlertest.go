@@ -347,7 +347,7 @@ func RegisterForm(kv ...string) url.Values {
 		"display_name":      {"Form Bot"},
 		"description":       {"Made with the form."},
 		"tags":              {"form, test"},
-		"version":           {"1.0"},
+		"version":           {"1.0.0"},
 		"skill_id":          {"greet", "", ""},
 		"skill_name":        {"Greet", "", ""},
 		"skill_description": {"Says hello", "", ""},

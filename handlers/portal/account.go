@@ -22,9 +22,24 @@ const maxTokenName = 64
 // number: the same 404 either way.
 var errNoToken = httpkit.Errorf(http.StatusNotFound, string(agent.CodeNotFound), "No such token.")
 
-// PageAccount is the logged-in user's agents and API tokens.
+// Session keys of a token just created: kept for the one GET after the
+// create POST (never in a URL), then popped, so it is shown exactly once.
+const (
+	sessNewToken     = "new_api_token"
+	sessNewTokenName = "new_api_token_name"
+)
+
+// PageAccount is the logged-in user's agents and API tokens (also served
+// at /account/tokens). A token created by the POST before is shown on
+// this one visit.
 func (p *Pages) PageAccount(w http.ResponseWriter, r *http.Request) {
-	p.renderAccount(w, r, http.StatusOK, func(*web.AccountView) {})
+	ctx := r.Context()
+	token := p.Sessions.PopString(ctx, sessNewToken)
+	name := p.Sessions.PopString(ctx, sessNewTokenName)
+	p.renderAccount(w, r, http.StatusOK, func(v *web.AccountView) {
+		v.NewToken = token
+		v.NewTokenName = name
+	})
 }
 
 // renderAccount renders the account page of the logged-in user; edit
@@ -73,8 +88,9 @@ func validTokenName(name string) string {
 	return ""
 }
 
-// SubmitCreateToken creates a personal API token and shows it in this
-// response only (the page is not cacheable); the store keeps its hash.
+// SubmitCreateToken creates a personal API token and redirects to
+// /account/tokens, which shows it once (the page is not cacheable); a
+// reload of that page does not create another. The store keeps its hash.
 func (p *Pages) SubmitCreateToken(w http.ResponseWriter, r *http.Request) {
 	if !p.parseForm(w, r) {
 		return
@@ -97,10 +113,9 @@ func (p *Pages) SubmitCreateToken(w http.ResponseWriter, r *http.Request) {
 		p.RenderError(w, r, err)
 		return
 	}
-	p.renderAccount(w, r, http.StatusOK, func(v *web.AccountView) {
-		v.NewToken = token
-		v.NewTokenName = name
-	})
+	p.Sessions.Put(r.Context(), sessNewToken, token)
+	p.Sessions.Put(r.Context(), sessNewTokenName, name)
+	redirect(w, r, "/account/tokens")
 }
 
 // SubmitDeleteToken revokes one of the user's tokens; another user's

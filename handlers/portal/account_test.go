@@ -30,8 +30,14 @@ func TestAccountTokens(t *testing.T) {
 		}
 	}
 
-	// Create: the token is shown in this response only.
-	doc = ParsePage(t, e.PostForm("/account/tokens", url.Values{"name": {"laptop"}}), http.StatusOK)
+	// Create: the POST redirects (a reload cannot create another), and
+	// the next page shows the token, once.
+	resp := e.PostForm("/account/tokens", url.Values{"name": {"laptop"}})
+	WantStatus(t, resp, http.StatusSeeOther)
+	if got := Location(t, resp); got != "/account/tokens" {
+		t.Fatalf("token POST redirects to %q", got)
+	}
+	doc = e.Page("/account/tokens", http.StatusOK)
 	token := Text(MustTestid(t, doc, "new-token"))
 	if !strings.HasPrefix(token, httpkit.TokenPrefix) || len(token) < 40 {
 		t.Fatalf("new token = %q", token)
@@ -45,7 +51,7 @@ func TestAccountTokens(t *testing.T) {
 	}
 	// It works on the API, as alice.
 	auth := []string{"Authorization", "Bearer " + token}
-	resp := e.Do(http.MethodPost, "/api/v1/agents", SimpleInput("api-bot", "API Bot"), auth...)
+	resp = e.Do(http.MethodPost, "/api/v1/agents", SimpleInput("api-bot", "API Bot"), auth...)
 	WantStatus(t, resp, http.StatusCreated)
 	if got := Decode[apiwire.Agent](t, resp); got.Owner != "alice" {
 		t.Errorf("token registered for %q", got.Owner)
@@ -81,4 +87,30 @@ func TestAccountTokens(t *testing.T) {
 	MustTestid(t, doc, "tokens-empty")
 	MustTestid(t, doc, "flash")
 	WantStatus(t, e.Do(http.MethodPost, "/api/v1/agents", SimpleInput("api-bot-2", "API Bot 2"), auth...), http.StatusUnauthorized)
+}
+
+// TestAccountTokenReload: reloading the page after creating a token (the
+// GET the POST redirected to) neither creates another token nor shows the
+// token again, and /account/tokens is a page, not a 405.
+func TestAccountTokenReload(t *testing.T) {
+	e := New(t)
+	e.Signup("alice", "password-alice")
+	MustTestid(t, e.Page("/account/tokens", http.StatusOK), "token-form")
+
+	resp := e.PostForm("/account/tokens", url.Values{"name": {"laptop"}})
+	WantStatus(t, resp, http.StatusSeeOther)
+	if loc := Location(t, resp); strings.Contains(loc, httpkit.TokenPrefix) {
+		t.Fatalf("the token is in the redirect URL %q", loc)
+	}
+	first := e.Page(Location(t, resp), http.StatusOK)
+	token := Text(MustTestid(t, first, "new-token"))
+	for range 2 { // reloads
+		doc := e.Page(Location(t, resp), http.StatusOK)
+		if n := Testid(doc, "token-row").Length(); n != 1 {
+			t.Fatalf("after a reload: %d tokens, want 1", n)
+		}
+		if Testid(doc, "new-token").Length() != 0 || strings.Contains(doc.Text(), token) {
+			t.Fatal("the token is shown again on reload")
+		}
+	}
 }

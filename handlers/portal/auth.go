@@ -82,7 +82,28 @@ func (p *Pages) PageLogin(w http.ResponseWriter, r *http.Request) {
 		redirect(w, r, afterLogin(next, "/"))
 		return
 	}
-	p.render(w, r, http.StatusOK, web.LoginPage(p.authView(r, "Log in", "login", "", next)))
+	v := p.authView(r, "Log in", "login", "", next)
+	v.Reason = loginReason(v.Next)
+	p.render(w, r, http.StatusOK, web.LoginPage(v))
+}
+
+// loginReason says why a page that needs an account sent the visitor to
+// log in (RequireLogin passes the page as ?next=), or "" when next is not
+// such a page.
+func loginReason(next string) string {
+	path, _, _ := strings.Cut(next, "?")
+	under := func(p string) bool { return path == p || strings.HasPrefix(path, p+"/") }
+	switch {
+	case under("/register"):
+		return "Log in to register an agent."
+	case under("/account/agents"):
+		return "Log in to manage your agents."
+	case under("/account/tokens"):
+		return "Log in to manage your API tokens."
+	case under("/account"):
+		return "Log in to see your account."
+	}
+	return ""
 }
 
 // SubmitLogin checks the password and starts a fresh session; a wrong

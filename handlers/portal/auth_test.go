@@ -154,3 +154,24 @@ func TestLoginRequiredAndLogout(t *testing.T) {
 		t.Error("GET /logout logs out")
 	}
 }
+
+// TestLoginReason: an anonymous visitor sent from /register to /login is
+// told why; a plain visit to /login gives no reason.
+func TestLoginReason(t *testing.T) {
+	e := New(t)
+	resp := e.Do(http.MethodGet, "/register", nil)
+	WantStatus(t, resp, http.StatusSeeOther)
+	doc := e.Page(Location(t, resp), http.StatusOK)
+	if got := Text(MustTestid(t, doc, "login-reason")); got != "Log in to register an agent." {
+		t.Errorf("login reason = %q", got)
+	}
+	doc = e.Page("/login?next=%2Faccount%2Ftokens", http.StatusOK)
+	if got := Text(MustTestid(t, doc, "login-reason")); got != "Log in to manage your API tokens." {
+		t.Errorf("login reason for tokens = %q", got)
+	}
+	for _, path := range []string{"/login", "/login?next=%2Fagents", "/login?next=%2F%2Fevil.example%2Fregister"} {
+		if Testid(e.Page(path, http.StatusOK), "login-reason").Length() != 0 {
+			t.Errorf("%s: a reason is shown", path)
+		}
+	}
+}

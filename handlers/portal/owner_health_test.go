@@ -83,7 +83,7 @@ func TestTestBackendButton(t *testing.T) {
 			if text, ok := testResult(t, doc); !strings.Contains(text, tt.want) || ok != tt.ok {
 				t.Errorf("result %q (ok %s), want %q (ok %s)", text, ok, tt.want, tt.ok)
 			}
-			for name, want := range map[string]string{"name": "form-bot", "display_name": "Form Bot", "tags": "form, test", "backend_url": tt.url, "version": "1.0"} {
+			for name, want := range map[string]string{"name": "form-bot", "display_name": "Form Bot", "tags": "form, test", "backend_url": tt.url, "version": "1.0.0"} {
 				if got, _ := InputValue(doc, name); got != want {
 					t.Errorf("%s = %q after the test, want %q kept", name, got, want)
 				}

@@ -107,7 +107,7 @@ func TestRegisterForm(t *testing.T) {
 	}
 	r := l.Record
 	if r.Owner != "alice" || r.Name != "form-bot" || strings.Join(r.Tags, ",") != "form,test" || len(r.Skills) != 1 ||
-		strings.Join(r.Skills[0].Examples, "|") != "hello|hi there" || r.Version != "1.0" {
+		strings.Join(r.Skills[0].Examples, "|") != "hello|hi there" || r.Version != "1.0.0" {
 		t.Errorf("stored record = %+v", r)
 	}
 
