@@ -41,6 +41,10 @@ type Turn struct {
 	OnStep func(Step)
 }
 
+// MaxMessageBytes bounds the text of one message to an agent, wherever it
+// comes from (a person, another node, another agent).
+const MaxMessageBytes = 8 << 10
+
 // Delegation limits: what one turn may set going across the planet.
 const (
 	// MaxDelegations is how many tool calls (find_agents, ask_agent) an
@@ -125,4 +129,14 @@ type Step struct {
 	Reply     string `json:"reply,omitempty"`      // the answer, once done
 	Error     string `json:"error,omitempty"`      // why it failed, once done
 	Done      bool   `json:"done"`
+}
+
+// ParseStep reads a stored step message (RoleStep: the Step as JSON); a
+// text that is not one, or names no tool, is no step.
+func ParseStep(text string) (Step, bool) {
+	var s Step
+	if err := json.Unmarshal([]byte(text), &s); err != nil || s.Tool == "" {
+		return Step{}, false
+	}
+	return s, true
 }

@@ -285,12 +285,9 @@ func (s *Server) mcpOrHelp(mcp http.Handler) http.Handler {
 // origin is the node's public origin: --public-url when set, else the
 // request's scheme and host.
 func (s *Server) origin(r *http.Request) string {
+	public := ""
 	if u := s.publicURL(); u != nil {
-		return strings.TrimRight(u.Scheme+"://"+u.Host, "/")
+		public = u.Scheme + "://" + u.Host
 	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
+	return httpkit.Origin(r, public)
 }

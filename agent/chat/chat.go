@@ -47,7 +47,7 @@ type Store interface {
 
 // Limits of a turn.
 const (
-	MaxMessageBytes = 8 << 10
+	MaxMessageBytes = agent.MaxMessageBytes
 	historyTurns    = 40 // earlier messages sent to the backend
 	maxTitleRunes   = 60
 	// MaxConversationIDLen bounds what may be a conversation id (ours

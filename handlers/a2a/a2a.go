@@ -93,14 +93,11 @@ func (s *Server) now() time.Time { return s.Now().UTC() }
 
 // base is the origin every URL in a card starts with.
 func (s *Server) base(r *http.Request) string {
+	public := ""
 	if u := s.Config.PublicURL; u != nil {
-		return u.Scheme + "://" + u.Host
+		public = u.Scheme + "://" + u.Host
 	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
+	return httpkit.Origin(r, public)
 }
 
 // logFailure logs what went wrong on our side (5xx); a client's mistake

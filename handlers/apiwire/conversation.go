@@ -1,7 +1,6 @@
 package apiwire
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
@@ -38,21 +37,11 @@ func FromConversation(c store.Conversation, ms []store.Message) Conversation {
 	for _, m := range ms {
 		wm := Message{ID: m.ID, Role: m.Role, Text: m.Text, CreatedAt: m.CreatedAt}
 		if m.Role == agent.RoleStep {
-			if s, ok := storedStep(m.Text); ok {
+			if s, ok := agent.ParseStep(m.Text); ok {
 				wm.Text, wm.Step = "", &s
 			}
 		}
 		out.Messages = append(out.Messages, wm)
 	}
 	return out
-}
-
-// storedStep reads a step message's text (agent.Step as JSON, as the chat
-// stores it); a text that is not one, or names no tool, is no step.
-func storedStep(text string) (agent.Step, bool) {
-	var s agent.Step
-	if err := json.Unmarshal([]byte(text), &s); err != nil || s.Tool == "" {
-		return agent.Step{}, false
-	}
-	return s, true
 }

@@ -2,6 +2,7 @@ package httpkit
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5/middleware"
 
@@ -29,3 +30,17 @@ func ClientKey(r *http.Request) string {
 
 // ClientKeyFunc is ClientKey for httprate.
 func ClientKeyFunc(r *http.Request) (string, error) { return ClientKey(r), nil }
+
+// Origin is the origin URLs for clients start with: the configured public
+// one (--public-url, as scheme://host) when set, else the scheme and host
+// the request came in on.
+func Origin(r *http.Request, public string) string {
+	if public != "" {
+		return strings.TrimRight(public, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}

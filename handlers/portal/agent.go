@@ -61,16 +61,7 @@ func (p *Pages) PageAgent(w http.ResponseWriter, r *http.Request) {
 
 // base is the origin the "Use this agent" panel's URLs start with: the
 // configured public URL, else the one this request came in on.
-func (p *Pages) base(r *http.Request) string {
-	if p.PublicURL != "" {
-		return p.PublicURL
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
-}
+func (p *Pages) base(r *http.Request) string { return httpkit.Origin(r, p.PublicURL) }
 
 // useView is what people copy to call agent id from outside the portal:
 // the message API with curl, an MCP client config for this node's /mcp

@@ -2,7 +2,6 @@ package portal
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -146,8 +145,8 @@ func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, con
 // not a finished step of a known tool: the page then shows a plain "step"
 // line rather than whatever the text holds.
 func storedStep(text string) *web.ChatStep {
-	var s agent.Step
-	if err := json.Unmarshal([]byte(text), &s); err != nil || !s.Done {
+	s, ok := agent.ParseStep(text)
+	if !ok || !s.Done {
 		return nil
 	}
 	if v, ok := web.NewChatStep(s); ok {

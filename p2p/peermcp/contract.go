@@ -28,7 +28,7 @@ const (
 	// the JSON around them.
 	MaxBodyBytes = 1 << 20
 	// MaxTextBytes bounds the message, as a local chat turn does.
-	MaxTextBytes = 8 << 10
+	MaxTextBytes = agent.MaxMessageBytes
 	// MaxHistory is how many earlier messages may come with a turn.
 	MaxHistory = 100
 	// MaxHistoryEntryBytes bounds one of them (agent replies are at most
