@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -33,9 +34,12 @@ func TurnError(err error, l store.Listing) *agent.Error {
 // safeDetail is the last part of a backend error, which the runtime keeps
 // free of secrets, bounded for display.
 func safeDetail(err error) string {
-	msg := err.Error()
-	if i := strings.LastIndex(msg, ": "); i >= 0 {
-		msg = msg[i+2:]
+	msg := runtime.PublicMessage(err) // the backend's own summary, whole
+	if msg == "" {
+		msg = err.Error()
+		if i := strings.LastIndex(msg, ": "); i >= 0 {
+			msg = msg[i+2:]
+		}
 	}
 	if len(msg) > 200 {
 		msg = msg[:200] + "…"

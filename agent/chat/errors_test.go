@@ -36,6 +36,8 @@ func TestTurnError(t *testing.T) {
 		{"rejected, from a host", fmt.Errorf("peer: %w: HTTP 401 Unauthorized", agent.ErrBackendRejected), remote, agent.CodeAgentRejected,
 			"The agent's backend refused the request: HTTP 401 Unauthorized"},
 		{"rejected, long detail", long, local, agent.CodeAgentRejected, "The agent's backend refused the request: " + strings.Repeat("x", 200) + "…"},
+		{"rejected, a detail with a colon", &runtime.BackendError{Kind: agent.ErrBackendRejected, Backend: agent.BackendA2A, Public: "task failed: quota exceeded"},
+			local, agent.CodeAgentRejected, "The agent's backend refused the request: task failed: quota exceeded"},
 		{"unknown at the host", agent.ErrUnknownAgent, remote, agent.CodeUnknownAgent, "This agent is not hosted here any more."},
 		{"busy host", fmt.Errorf("send: %w", agent.ErrAgentBusy), remote, agent.CodeAgentBusy, agent.ErrAgentBusy.Message},
 		{"owner changed at the host", agent.ErrOwnerChanged, remote, agent.CodeOwnerChanged, agent.ErrOwnerChanged.Message},
