@@ -69,6 +69,12 @@ const (
 	CodeDelegationLoop   Code = "delegation_loop"
 	CodeDelegationDepth  Code = "delegation_depth"
 	CodeDelegationBudget Code = "delegation_budget"
+	// CodeStopped: the person stopped the reply (AgentChat's Stop).
+	CodeStopped Code = "stopped"
+	// CodeReplyPending: a reply is still on its way in the conversation.
+	CodeReplyPending Code = "reply_pending"
+	// CodeNothingToRetry: the conversation has no message to send again.
+	CodeNothingToRetry Code = "nothing_to_retry"
 )
 
 // Error is a domain error: a kind, a stable code, and a message that is

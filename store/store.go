@@ -285,6 +285,15 @@ type Conversations interface {
 	// ListMessages returns the last limit (at most MaxMessages) messages
 	// in chronological order.
 	ListMessages(ctx context.Context, conversationID string, limit int) ([]Message, error)
+	// RenameConversation sets a conversation's title and returns it;
+	// ErrNotFound if it does not exist. UpdatedAt does not move.
+	RenameConversation(ctx context.Context, id, title string) (Conversation, error)
+	// DeleteConversation removes a conversation and its messages;
+	// ErrNotFound if it does not exist.
+	DeleteConversation(ctx context.Context, id string) error
+	// DeleteMessagesFrom removes a conversation's message fromID and every
+	// later one (an exchange replaced by a retry or an edit).
+	DeleteMessagesFrom(ctx context.Context, conversationID string, fromID int64) error
 }
 
 // Conn is the database connection itself, apart from what is stored.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -43,6 +44,9 @@ type Store interface {
 	CreateConversation(ctx context.Context, c store.Conversation) (store.Conversation, error)
 	ListMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error)
 	AppendMessage(ctx context.Context, m store.Message) (store.Message, error)
+	DeleteMessagesFrom(ctx context.Context, conversationID string, fromID int64) error
+	RenameConversation(ctx context.Context, id, title string) (store.Conversation, error)
+	DeleteConversation(ctx context.Context, id string) error
 }
 
 // Limits of a turn.
@@ -112,6 +116,15 @@ type Request struct {
 	// Trace continues the trace of a message another agent passed on
 	// (A2A metadata); zero for a person's message, which starts one.
 	Trace agent.Trace
+	// OnStarted, if set, hears the conversation once the message is
+	// stored, before the agent is asked: a surface can show a new
+	// conversation at once.
+	OnStarted func(store.Conversation)
+	// ReplaceLast makes the turn replace the conversation's last exchange
+	// (its last message from the person and all that followed): Text is
+	// the edited message, or empty to send that message again (retry).
+	// ConversationID is required.
+	ReplaceLast bool
 }
 
 // Result is what a turn produced. Conversation is set once the message is
@@ -137,6 +150,16 @@ var (
 	ErrAgentOffline   = agent.NewError(agent.KindUnavailable, agent.CodeAgentOffline, "This agent is offline: its node has not been heard from. Try again later.")
 	ErrUnavailable    = agent.NewError(agent.KindUnavailable, agent.CodeChatUnavailable, "Chat is not available on this node.")
 	ErrCanceled       = agent.NewError(agent.KindCanceled, agent.CodeCanceled, "The message was canceled.")
+	// ErrStopped ends a turn the person stopped: it is the cause its
+	// context was canceled with (Live.Stop), and what the conversation
+	// keeps after the partial reply.
+	ErrStopped = agent.NewError(agent.KindCanceled, agent.CodeStopped, "You stopped this reply.")
+	// ErrReplyPending refuses a message to a conversation whose reply is
+	// still on its way.
+	ErrReplyPending = agent.NewError(agent.KindConflict, agent.CodeReplyPending, "A reply is still coming in this conversation; stop it first.")
+	// ErrNothingToRetry refuses a retry or an edit in a conversation
+	// without a message of the person's.
+	ErrNothingToRetry = agent.NewError(agent.KindInvalid, agent.CodeNothingToRetry, "There is no message of yours to send again.")
 )
 
 func (c *Chat) now() time.Time {
@@ -158,13 +181,29 @@ func (c *Chat) logger() *slog.Logger {
 // and stores it. A failure after the message was stored is stored too, so
 // the conversation keeps what was said and shows what went wrong.
 func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(string) error) (Result, error) {
-	l, text, err := c.admit(ctx, req.AgentID, req.Text)
+	text, replaceFrom := req.Text, int64(0)
+	if req.ReplaceLast {
+		last, err := c.lastUserMessage(ctx, owner, req.AgentID, req.ConversationID)
+		if err != nil {
+			return Result{}, err
+		}
+		if strings.TrimSpace(text) == "" {
+			text = last.Text
+		}
+		replaceFrom = last.ID
+	}
+	l, text, err := c.admit(ctx, req.AgentID, text)
 	if err != nil {
 		return Result{}, err
 	}
 	conv, err := c.conversationFor(ctx, owner, l, req.ConversationID, text)
 	if err != nil {
 		return Result{}, err
+	}
+	if replaceFrom != 0 {
+		if err := c.Store.DeleteMessagesFrom(ctx, conv.ID, replaceFrom); err != nil {
+			return Result{}, fmt.Errorf("replace the last exchange: %w", err)
+		}
 	}
 	past, err := c.Store.ListMessages(ctx, conv.ID, historyTurns)
 	if err != nil {
@@ -173,19 +212,39 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 	if _, err := c.Store.AppendMessage(ctx, store.Message{ConversationID: conv.ID, Role: agent.RoleUser, Text: text, CreatedAt: c.now()}); err != nil {
 		return Result{}, fmt.Errorf("store message: %w", err)
 	}
+	if req.OnStarted != nil {
+		req.OnStarted(conv)
+	}
 	turn := agent.Turn{AgentID: l.Record.ID, ConversationID: conv.ID, History: toHistory(past), Text: text, Owner: conv.AgentOwner,
 		Trace: req.Trace, OnStep: c.stepRecorder(ctx, conv.ID, req.OnStep)}
 	if turn.Trace.ID == "" {
 		turn.Trace = agent.NewTrace()
 	}
+	// What streamed is kept, so a turn cut short (stopped, or a host gone
+	// mid-reply) stores its partial reply even when the backend returns
+	// none.
+	var streamed strings.Builder
+	collect := func(chunk string) error {
+		streamed.WriteString(chunk)
+		if emit == nil {
+			return nil
+		}
+		return emit(chunk)
+	}
 	var reply string
 	if l.Local {
-		reply, err = c.local().Answer(ctx, turn, emit)
+		reply, err = c.local().Answer(ctx, turn, collect)
 	} else {
-		reply, err = c.Remote.Send(ctx, l.HostPeerID, turn, emit)
+		reply, err = c.Remote.Send(ctx, l.HostPeerID, turn, collect)
 	}
 	if err != nil {
 		e := TurnError(err, l)
+		if errors.Is(context.Cause(ctx), ErrStopped) {
+			e = ErrStopped.Wrap(err)
+		}
+		if strings.TrimSpace(reply) == "" {
+			reply = streamed.String()
+		}
 		c.storeFailure(ctx, conv.ID, reply, e)
 		return Result{Conversation: conv, Sent: delivered(e)}, e
 	}
@@ -194,6 +253,29 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 		return Result{Conversation: conv, Sent: true}, fmt.Errorf("store reply: %w", err)
 	}
 	return Result{Conversation: conv, Reply: m, Sent: true}, nil
+}
+
+// lastUserMessage is the last message the person wrote in conversation
+// id of owner with agentID: what a retry sends again and an edit
+// replaces.
+func (c *Chat) lastUserMessage(ctx context.Context, owner Owner, agentID, id string) (store.Message, error) {
+	if id == "" {
+		return store.Message{}, ErrNothingToRetry
+	}
+	conv, err := c.Conversation(ctx, owner, agentID, id)
+	if err != nil {
+		return store.Message{}, err
+	}
+	ms, err := c.Store.ListMessages(ctx, conv.ID, store.MaxMessages)
+	if err != nil {
+		return store.Message{}, fmt.Errorf("load messages: %w", err)
+	}
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].Role == agent.RoleUser {
+			return ms[i], nil
+		}
+	}
+	return store.Message{}, ErrNothingToRetry
 }
 
 // admit checks a message and the agent it is for: what a turn (or Open)

@@ -132,3 +132,36 @@ LIMIT $2`, conversationID, store.NormalizeMessageLimit(limit))
 	slices.Reverse(out)
 	return out, nil
 }
+
+// RenameConversation implements store.Conversations.
+func (db *DB) RenameConversation(ctx context.Context, id, title string) (store.Conversation, error) {
+	c, err := scanConversation(db.q.QueryRow(ctx, `-- name: rename_conversation
+UPDATE conversations AS c SET title = $2 WHERE c.id = $1
+RETURNING `+conversationColumns, id, title))
+	if err != nil {
+		return store.Conversation{}, dbErr("rename conversation "+id, err)
+	}
+	return c, nil
+}
+
+// DeleteConversation implements store.Conversations: its messages go with
+// it (ON DELETE CASCADE).
+func (db *DB) DeleteConversation(ctx context.Context, id string) error {
+	op := "delete conversation " + id
+	tag, err := db.q.Exec(ctx, `-- name: delete_conversation
+DELETE FROM conversations WHERE id = $1`, id)
+	if err != nil {
+		return dbErr(op, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: %s: %w", op, store.ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteMessagesFrom implements store.Conversations.
+func (db *DB) DeleteMessagesFrom(ctx context.Context, conversationID string, fromID int64) error {
+	_, err := db.q.Exec(ctx, `-- name: delete_messages_from
+DELETE FROM messages WHERE conversation_id = $1 AND id >= $2`, conversationID, fromID)
+	return dbErr("delete messages of conversation "+conversationID, err)
+}

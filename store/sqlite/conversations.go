@@ -149,3 +149,38 @@ LIMIT ?`, conversationID, store.NormalizeMessageLimit(limit))
 	slices.Reverse(out)
 	return out, nil
 }
+
+// RenameConversation implements store.Conversations.
+func (db *DB) RenameConversation(ctx context.Context, id, title string) (store.Conversation, error) {
+	c, err := scanConversation(db.w.QueryRowContext(ctx, `-- name: rename_conversation
+UPDATE conversations SET title = ? WHERE id = ?
+RETURNING `+conversationColumns, title, id))
+	if err != nil {
+		return store.Conversation{}, dbErr("rename conversation "+id, err)
+	}
+	return c, nil
+}
+
+// DeleteConversation implements store.Conversations: its messages go with
+// it (ON DELETE CASCADE).
+func (db *DB) DeleteConversation(ctx context.Context, id string) error {
+	op := "delete conversation " + id
+	res, err := db.w.ExecContext(ctx, `-- name: delete_conversation
+DELETE FROM conversations WHERE id = ?`, id)
+	if err != nil {
+		return dbErr(op, err)
+	}
+	if n, err := rowsAffected(res, op); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("sqlite: %s: %w", op, store.ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteMessagesFrom implements store.Conversations.
+func (db *DB) DeleteMessagesFrom(ctx context.Context, conversationID string, fromID int64) error {
+	_, err := db.w.ExecContext(ctx, `-- name: delete_messages_from
+DELETE FROM messages WHERE conversation_id = ? AND id >= ?`, conversationID, fromID)
+	return dbErr("delete messages of conversation "+conversationID, err)
+}

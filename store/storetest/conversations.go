@@ -12,6 +12,102 @@ import (
 var conversationCases = []testCase{
 	{"Conversations", testConversations},
 	{"Messages", testMessages},
+	{"RenameDeleteConversation", testRenameDeleteConversation},
+	{"DeleteMessagesFrom", testDeleteMessagesFrom},
+}
+
+// testRenameDeleteConversation: a rename changes the title only; a delete
+// takes the messages with it; both report a missing conversation.
+func testRenameDeleteConversation(t *testing.T, s store.Store) {
+	ctx := testContext(t)
+	t0 := now().Add(-time.Hour)
+	c, err := s.CreateConversation(ctx, store.Conversation{ID: "conv-r", AgentID: "agent-1", OwnerKey: "user:1", Title: "Old", CreatedAt: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendMessage(ctx, store.Message{ConversationID: c.ID, Role: "user", Text: "hi", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.RenameConversation(ctx, c.ID, "New title")
+	if err != nil {
+		t.Fatalf("RenameConversation: %v", err)
+	}
+	if r.Title != "New title" || r.ID != c.ID || r.OwnerKey != c.OwnerKey || r.AgentID != c.AgentID {
+		t.Errorf("RenameConversation = %+v", r)
+	}
+	wantTime(t, "UpdatedAt after a rename", r.UpdatedAt, t0)
+	if got, err := s.GetConversation(ctx, c.ID); err != nil || got.Title != "New title" {
+		t.Errorf("GetConversation after rename = %+v, %v", got, err)
+	}
+	if _, err := s.RenameConversation(ctx, "conv-missing", "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("RenameConversation(missing) = %v, want ErrNotFound", err)
+	}
+	other, err := s.CreateConversation(ctx, store.Conversation{ID: "conv-keep", AgentID: "agent-1", OwnerKey: "user:1", CreatedAt: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendMessage(ctx, store.Message{ConversationID: other.ID, Role: "user", Text: "stay", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteConversation(ctx, c.ID); err != nil {
+		t.Fatalf("DeleteConversation: %v", err)
+	}
+	if _, err := s.GetConversation(ctx, c.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetConversation after delete = %v, want ErrNotFound", err)
+	}
+	if ms, err := s.ListMessages(ctx, c.ID, 10); err != nil || len(ms) != 0 {
+		t.Errorf("messages of a deleted conversation = %+v, %v; want none", ms, err)
+	}
+	if ms, err := s.ListMessages(ctx, other.ID, 10); err != nil || len(ms) != 1 {
+		t.Errorf("messages of another conversation after a delete = %+v, %v; want its one", ms, err)
+	}
+	if err := s.DeleteConversation(ctx, c.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("DeleteConversation twice = %v, want ErrNotFound", err)
+	}
+}
+
+// testDeleteMessagesFrom: the message named and every later one go, in
+// that conversation only.
+func testDeleteMessagesFrom(t *testing.T, s store.Store) {
+	ctx := testContext(t)
+	t0 := now().Add(-time.Hour)
+	var ids []int64
+	for _, id := range []string{"conv-x", "conv-y"} {
+		if _, err := s.CreateConversation(ctx, store.Conversation{ID: id, AgentID: "agent-1", OwnerKey: "user:1", CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, text := range []string{"one", "two", "three", "four"} {
+		for _, conv := range []string{"conv-x", "conv-y"} {
+			m, err := s.AppendMessage(ctx, store.Message{ConversationID: conv, Role: "user", Text: text, CreatedAt: t0.Add(time.Duration(i) * time.Second)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if conv == "conv-x" {
+				ids = append(ids, m.ID)
+			}
+		}
+	}
+	if err := s.DeleteMessagesFrom(ctx, "conv-x", ids[2]); err != nil {
+		t.Fatalf("DeleteMessagesFrom: %v", err)
+	}
+	texts := func(conv string) string {
+		ms, err := s.ListMessages(ctx, conv, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := ""
+		for _, m := range ms {
+			out += m.Text + " "
+		}
+		return out
+	}
+	if got := texts("conv-x"); got != "one two " {
+		t.Errorf("conv-x after DeleteMessagesFrom = %q, want %q", got, "one two ")
+	}
+	if got := texts("conv-y"); got != "one two three four " {
+		t.Errorf("conv-y after DeleteMessagesFrom on conv-x = %q", got)
+	}
 }
 
 func testConversations(t *testing.T, s store.Store) {
