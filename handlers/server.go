@@ -100,6 +100,10 @@ type Server struct {
 	// serving chat.
 	Registry *registry.Registry
 	Chat     *chat.Chat
+	// Live runs AgentChat's turns apart from the pages and sockets that
+	// asked (a reply survives a reload): the chat socket starts, stops
+	// and attaches to them; the chat page shows the ones on their way.
+	Live     *chat.Live
 	Accounts *httpkit.Accounts
 	// API serves /api/v1 and ChatSocket the chat WebSocket; New builds
 	// both from the fields above.
@@ -174,9 +178,11 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 		s.pages.PublicURL = browserOrigin(u)
 	}
 	s.lifetime, s.endLifetime = context.WithCancel(context.Background())
+	s.Live = &chat.Live{Chat: s.Chat, Lifetime: s.lifetime, Logger: logger}
+	s.pages.Live = s.Live
 	s.API = &api.API{Catalog: st, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
 		ChatRates: s.chatLimits, Version: cfg.Version, Now: now, Fail: s.renderError}
-	s.ChatSocket = &chatws.Handler{Chat: s.Chat, Sessions: s.sessions,
+	s.ChatSocket = &chatws.Handler{Chat: s.Chat, Live: s.Live, Sessions: s.sessions,
 		Sockets: connlimit.NewCounter(cfg.MaxSocketsPerClient), Rates: s.chatLimits,
 		AllowOrigin: s.originRule().admits, Lifetime: s.lifetime, Fail: s.renderError, Logger: logger, Now: now}
 	s.A2A = a2a.New(s.lifetime, s.Chat, st, s.chatLimits, logger, a2a.Config{

@@ -122,6 +122,7 @@ func wsTurner(tb testing.TB, n *clusterNode, agentID string) func(string) {
 				tb.Fatal(err)
 			}
 			switch f.Type {
+			case "started":
 			case "chunk":
 				got.WriteString(f.Text)
 			case "done":

@@ -183,6 +183,9 @@ func TestRemoteAgentOverLibp2p(t *testing.T) {
 				chunks = append(chunks, f.Text)
 				continue
 			}
+			if f.Type == "started" {
+				continue
+			}
 			if f.Type != "done" {
 				t.Fatalf("frame %+v", f)
 			}

@@ -21,7 +21,10 @@ import (
 
 // Handler holds the dependencies of the chat WebSocket.
 type Handler struct {
-	Chat     *chat.Chat
+	Chat *chat.Chat
+	// Live runs the turns, apart from the sockets that start or attach
+	// to them.
+	Live     *chat.Live
 	Sessions *httpkit.Sessions
 	// Sockets counts the sockets each client (httpkit.ClientKey) holds
 	// open, and refuses one over its cap.

@@ -7,9 +7,27 @@ import (
 )
 
 // Frame types (DESIGN.md: the browser sends message; the node answers
-// with chunks, then done or error).
+// with started, chunks, then done or error).
 const (
 	TypeMessage = "message"
+	// TypeStop stops the reply on its way in conversation_id (or, without
+	// one, this socket's latest turn): it ends as an error frame with code
+	// stopped, stored with the partial reply.
+	TypeStop = "stop"
+	// TypeRetry sends the last message of conversation_id again, in place
+	// of its failed or stopped exchange; TypeEdit replaces that message
+	// with text. Both answer like a message.
+	TypeRetry = "retry"
+	TypeEdit  = "edit"
+	// TypeAttach asks for the reply still on its way in conversation_id
+	// (after a reload, or a reconnect): attached (the text so far) and the
+	// rest of the turn's frames, or idle when there is none.
+	TypeAttach   = "attach"
+	TypeAttached = "attached"
+	TypeIdle     = "idle"
+	// TypeStarted: the message is stored in conversation_id (text is the
+	// conversation's title); the agent is being asked.
+	TypeStarted = "started"
 	TypeChunk   = "chunk"
 	TypeDone    = "done"
 	TypeError   = "error"
@@ -20,7 +38,8 @@ const (
 )
 
 // In is a frame from the browser: a message to an agent, in a new
-// conversation or the one named.
+// conversation or the one named; or stop, retry, edit or attach about
+// conversation_id.
 type In struct {
 	Type           string `json:"type"`
 	AgentID        string `json:"agent_id"`

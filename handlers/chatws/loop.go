@@ -3,14 +3,11 @@ package chatws
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"runtime/debug"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
 
-	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/web/markdown"
@@ -18,32 +15,43 @@ import (
 
 // WebSocket limits and timings.
 const (
-	maxFrame    = 64 << 10 // a message is ≤ 8 KiB of text; frames beyond this close the socket
-	pongWait    = 60 * time.Second
-	pingEvery   = 25 * time.Second
-	writeWait   = 10 * time.Second
-	queuedTurns = 4
+	maxFrame  = 64 << 10 // a message is ≤ 8 KiB of text; frames beyond this close the socket
+	pongWait  = 60 * time.Second
+	pingEvery = 25 * time.Second
+	writeWait = 10 * time.Second
 )
 
-// loop reads frames, runs turns one after another and streams the
-// replies back. One writer goroutine owns the socket's write side.
+// socket is one open chat socket: the turns it listens to. Turns run in
+// chat.Live, apart from the socket: closing it stops listening, not the
+// turn, which ends stored and can be attached to again.
+type socket struct {
+	h     *Handler
+	ctx   context.Context
+	owner chat.Owner
+	out   chan Out
+
+	mu     sync.Mutex
+	subs   map[uint64]func() // unsubscribe, by listening id; nil while Start runs
+	nextID uint64
+	last   *chat.LiveTurn // the latest turn this socket started (stop without a conversation)
+}
+
+// loop reads frames and starts, stops or attaches to turns; one writer
+// goroutine owns the socket's write side.
 func (h *Handler) loop(ctx context.Context, conn *websocket.Conn, owner chat.Owner, client string) {
+	s := &socket{h: h, owner: owner, out: make(chan Out, 64), subs: map[uint64]func(){}}
+	// Runs last: ctx is canceled by then, so a turn blocked on sending to
+	// this socket has let go of its lock.
+	defer s.unsubscribeAll()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer conn.Close()
-	out := make(chan Out, 64)
+	s.ctx = ctx
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		writer(ctx, conn, out)
+		writer(ctx, conn, s.out)
 	}()
-	turns := make(chan In, queuedTurns)
-	go func() {
-		for in := range turns {
-			h.runTurnSafely(ctx, owner, in, out)
-		}
-	}()
-	defer close(turns)
 
 	conn.SetReadLimit(maxFrame)
 	_ = conn.SetReadDeadline(time.Now().Add(pongWait))
@@ -55,13 +63,9 @@ func (h *Handler) loop(ctx context.Context, conn *websocket.Conn, owner chat.Own
 		}
 		_ = conn.SetReadDeadline(time.Now().Add(pongWait))
 		if in, refusal, ok := h.admit(owner, client, kind, data); !ok {
-			send(ctx, out, refusal)
+			_ = send(ctx, s.out, refusal)
 		} else {
-			select {
-			case turns <- in:
-			default:
-				send(ctx, out, errorFrame(CodeBusy, "Wait for the current replies to finish.", in.ConversationID, false, false))
-			}
+			s.handle(in)
 		}
 		select {
 		case <-writerDone:
@@ -71,14 +75,22 @@ func (h *Handler) loop(ctx context.Context, conn *websocket.Conn, owner chat.Own
 	}
 }
 
-// admit decodes a frame and checks the client's budget. A refusal is an
-// error frame, and nothing of the message is stored.
+// admit decodes a frame and, for one that starts a turn, checks the
+// client's budget. A refusal is an error frame, and nothing of the message
+// is stored.
 func (h *Handler) admit(owner chat.Owner, client string, kind int, data []byte) (in In, refusal Out, ok bool) {
 	if kind != websocket.TextMessage {
 		return in, errorFrame(CodeBadFrame, "Send JSON text frames.", "", false, false), false
 	}
-	if err := json.Unmarshal(data, &in); err != nil || in.Type != TypeMessage {
+	if err := json.Unmarshal(data, &in); err != nil {
 		return in, errorFrame(CodeBadFrame, `Frames must be JSON like {"type":"message","agent_id":"…","text":"…"}.`, "", false, false), false
+	}
+	switch in.Type {
+	case TypeStop, TypeAttach:
+		return in, Out{}, true
+	case TypeMessage, TypeRetry, TypeEdit:
+	default:
+		return in, errorFrame(CodeBadFrame, `Frames must be JSON like {"type":"message","agent_id":"…","text":"…"}; other types are stop, retry, edit and attach.`, "", false, false), false
 	}
 	now := h.Now().UTC()
 	if !h.Rates.Allow(string(owner), now) || !h.Rates.Allow("ip:"+client, now) {
@@ -87,43 +99,117 @@ func (h *Handler) admit(owner chat.Owner, client string, kind int, data []byte) 
 	return in, Out{}, true
 }
 
-// runTurnSafely keeps a panic in one turn (a backend bug) from taking the
-// whole process down: it becomes an error frame and a log line.
-func (h *Handler) runTurnSafely(ctx context.Context, owner chat.Owner, in In, out chan<- Out) {
-	defer func() {
-		if v := recover(); v != nil {
-			h.Logger.Error("panic in chat turn", "agent", in.AgentID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			_ = send(ctx, out, Out{Type: TypeError, Code: httpkit.ErrInternal.Code, Message: httpkit.ErrInternal.Message, ConversationID: in.ConversationID})
+func (s *socket) handle(in In) {
+	switch in.Type {
+	case TypeStop:
+		if in.ConversationID != "" {
+			s.h.Live.Stop(s.owner, in.ConversationID)
+		} else if s.last != nil {
+			s.last.Stop()
 		}
-	}()
-	h.runTurn(ctx, owner, in, out)
+	case TypeAttach:
+		id := s.reserve()
+		unsub, ok := s.h.Live.Attach(s.owner, in.ConversationID, s.subscriber(id, in.ConversationID))
+		s.settle(id, unsub)
+		if !ok {
+			_ = send(s.ctx, s.out, Out{Type: TypeIdle, ConversationID: in.ConversationID})
+		}
+	default:
+		req := chat.Request{AgentID: in.AgentID, ConversationID: in.ConversationID, Text: in.Text}
+		switch in.Type {
+		case TypeRetry:
+			req.ReplaceLast, req.Text = true, ""
+		case TypeEdit:
+			req.ReplaceLast = true
+		}
+		id := s.reserve()
+		t, unsub, err := s.h.Live.Start(s.ctx, s.owner, req, s.subscriber(id, in.ConversationID))
+		s.settle(id, unsub)
+		if err != nil {
+			e := httpkit.Classify(err)
+			_ = send(s.ctx, s.out, errorFrame(e.Code, e.Message, in.ConversationID, false, false))
+			return
+		}
+		s.last = t
+	}
 }
 
-func (h *Handler) runTurn(ctx context.Context, owner chat.Owner, in In, out chan<- Out) {
-	var streamed atomic.Bool // a chunk came: the agent got the message
-	emit := func(chunk string) error {
-		if chunk == "" {
-			return nil
-		}
-		streamed.Store(true)
-		return send(ctx, out, Out{Type: TypeChunk, Text: chunk, ConversationID: in.ConversationID})
-	}
-	onStep := func(st agent.Step) {
-		_ = send(ctx, out, Out{Type: TypeStep, ConversationID: in.ConversationID, Step: &st})
-	}
-	res, err := h.Chat.Turn(ctx, owner, chat.Request{AgentID: in.AgentID, ConversationID: in.ConversationID, Text: in.Text, OnStep: onStep}, emit)
-	if err != nil {
-		e := httpkit.Classify(err)
-		if e.Status >= 500 {
-			h.Logger.ErrorContext(ctx, "chat turn failed", "path", "/api/v1/chat", "agent", in.AgentID, "status", e.Status, "err", err)
-		}
-		_ = send(ctx, out, turnErrorFrame(e, res, in.ConversationID, streamed.Load()))
+// reserve is a listening id, filed before the turn can end.
+func (s *socket) reserve() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.nextID
+	s.nextID++
+	s.subs[id] = nil
+	return id
+}
+
+// settle files unsub under id, unless the turn already ended (or never
+// listened: unsub nil).
+func (s *socket) settle(id uint64, unsub func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.subs[id]; !ok {
 		return
 	}
-	// done carries the whole stored reply, so a client can correct what it
-	// assembled from chunks (one can be lost when a remote host relays),
-	// and its Markdown rendering, which replaces the plain streamed text.
-	_ = send(ctx, out, Out{Type: TypeDone, ConversationID: res.Conversation.ID, MessageID: res.Reply.ID, Text: res.Reply.Text, HTML: string(markdown.Render(res.Reply.Text))})
+	if unsub == nil {
+		delete(s.subs, id)
+		return
+	}
+	s.subs[id] = unsub
+}
+
+func (s *socket) unsubscribeAll() {
+	s.mu.Lock()
+	subs := s.subs
+	s.subs = map[uint64]func(){}
+	s.mu.Unlock()
+	for _, u := range subs {
+		if u != nil {
+			u()
+		}
+	}
+}
+
+// subscriber turns a live turn's events into this socket's frames.
+func (s *socket) subscriber(id uint64, convID string) func(chat.Event) {
+	var streamed bool
+	return func(ev chat.Event) {
+		switch {
+		case ev.Resume != nil:
+			streamed = *ev.Resume != ""
+			_ = send(s.ctx, s.out, Out{Type: TypeAttached, ConversationID: convID, Text: *ev.Resume})
+		case ev.Started != nil:
+			convID = ev.Started.ID
+			_ = send(s.ctx, s.out, Out{Type: TypeStarted, ConversationID: convID, Text: ev.Started.Title})
+		case ev.Step != nil:
+			_ = send(s.ctx, s.out, Out{Type: TypeStep, ConversationID: convID, Step: ev.Step})
+		case ev.End != nil:
+			s.mu.Lock()
+			delete(s.subs, id)
+			s.mu.Unlock()
+			_ = send(s.ctx, s.out, s.h.endFrame(s.ctx, ev.End, convID, streamed))
+		default:
+			streamed = true
+			_ = send(s.ctx, s.out, Out{Type: TypeChunk, Text: ev.Chunk, ConversationID: convID})
+		}
+	}
+}
+
+// endFrame is done, with the whole stored reply (so a client can correct
+// what it assembled from chunks, one of which a relaying host may drop)
+// and its Markdown rendering, which replaces the plain streamed text; or
+// the error frame of a failed turn.
+func (h *Handler) endFrame(ctx context.Context, end *chat.LiveEnd, convID string, streamed bool) Out {
+	if end.Err != nil {
+		e := httpkit.Classify(end.Err)
+		if e.Status >= 500 {
+			h.Logger.ErrorContext(ctx, "chat turn failed", "path", "/api/v1/chat", "status", e.Status, "err", end.Err)
+		}
+		return turnErrorFrame(e, end.Result, convID, streamed || end.Streamed)
+	}
+	r := end.Result
+	return Out{Type: TypeDone, ConversationID: r.Conversation.ID, MessageID: r.Reply.ID, Text: r.Reply.Text, HTML: string(markdown.Render(r.Reply.Text))}
 }
 
 func send(ctx context.Context, out chan<- Out, m Out) error {

@@ -22,20 +22,26 @@ func ReadFrame(t testing.TB, c *websocket.Conn) chatws.Out {
 	return f
 }
 
-// Turn sends a message frame and collects the streamed reply up to the
-// final done or error frame.
+// Turn sends a message frame (in.Type, or message) and collects the
+// streamed reply up to the final done or error frame (started frames are
+// skipped).
 func Turn(t testing.TB, c *websocket.Conn, in chatws.In) (chunks []string, last chatws.Out) {
 	t.Helper()
-	in.Type = chatws.TypeMessage
+	if in.Type == "" {
+		in.Type = chatws.TypeMessage
+	}
 	if err := c.WriteJSON(in); err != nil {
 		t.Fatal(err)
 	}
 	for {
 		f := ReadFrame(t, c)
-		if f.Type != chatws.TypeChunk {
+		switch f.Type {
+		case chatws.TypeStarted:
+		case chatws.TypeChunk:
+			chunks = append(chunks, f.Text)
+		default:
 			return chunks, f
 		}
-		chunks = append(chunks, f.Text)
 	}
 }
 

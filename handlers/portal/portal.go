@@ -69,8 +69,11 @@ type Pages struct {
 	Node          Node
 	Registry      *registry.Registry
 	Chat          *chat.Chat
-	Accounts      *httpkit.Accounts
-	Sessions      *httpkit.Sessions
+	// Live is AgentChat's turns on their way (a reloaded page shows the
+	// reply so far, then attaches to the rest).
+	Live     *chat.Live
+	Accounts *httpkit.Accounts
+	Sessions *httpkit.Sessions
 	// ChatLimits is the per-owner and per-IP budget of chat turns, shared
 	// with the WebSocket and the message API so that switching surfaces
 	// does not buy more turns.
