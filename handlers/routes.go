@@ -92,6 +92,8 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/help/status", s.pages.PageStatusHelp)
 		r.Get("/chat/{id}", s.pages.PageChat)
 		r.Post("/chat/{id}", s.pages.SubmitChat)
+		r.Post("/chat/{id}/conversations/{cid}/rename", s.pages.SubmitRenameConversation)
+		r.Post("/chat/{id}/conversations/{cid}/delete", s.pages.SubmitDeleteConversation)
 		r.Get("/signup", s.pages.PageSignup)
 		r.Get("/login", s.pages.PageLogin)
 		r.Post("/logout", s.pages.SubmitLogout)

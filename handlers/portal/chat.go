@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -33,7 +35,13 @@ type chatDraft struct {
 // WebSocket (which only reads the session) know whose conversations they
 // are.
 func (p *Pages) PageChat(w http.ResponseWriter, r *http.Request) {
-	p.showChat(w, r, http.StatusOK, r.URL.Query().Get("c"), chatDraft{})
+	// ?prompt= fills the composer: the starter prompts' links without
+	// JavaScript.
+	draft := chatDraft{Text: r.URL.Query().Get("prompt")}
+	if len(draft.Text) > chat.MaxMessageBytes || !utf8.ValidString(draft.Text) {
+		draft.Text = ""
+	}
+	p.showChat(w, r, http.StatusOK, r.URL.Query().Get("c"), draft)
 }
 
 // SubmitChat is POST /chat/{id}, the composer without JavaScript: one
@@ -47,6 +55,10 @@ func (p *Pages) SubmitChat(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	agentID, convID, text := chi.URLParam(r, "id"), r.PostForm.Get("c"), r.PostForm.Get("text")
+	// redo=retry sends the conversation's last message again, in place of
+	// its failed or stopped exchange (the Try again button without
+	// JavaScript).
+	retry := r.PostForm.Get("redo") == "retry"
 	if err := p.Sessions.EnsureAnonKey(ctx); err != nil {
 		p.RenderError(w, r, err)
 		return
@@ -58,7 +70,15 @@ func (p *Pages) SubmitChat(w http.ResponseWriter, r *http.Request) {
 		p.showChat(w, r, http.StatusTooManyRequests, convID, chatDraft{Text: text, Error: "You are sending messages too fast; wait a moment."})
 		return
 	}
-	res, err := p.Chat.Turn(ctx, owner, chat.Request{AgentID: agentID, ConversationID: convID, Text: text}, func(string) error { return nil })
+	req := chat.Request{AgentID: agentID, ConversationID: convID, Text: text}
+	if retry {
+		req.Text, req.ReplaceLast = "", true
+	}
+	if _, pending := p.Live.InFlight(owner, convID); pending {
+		p.showChat(w, r, http.StatusConflict, convID, chatDraft{Text: text, Error: chat.ErrReplyPending.Message})
+		return
+	}
+	res, err := p.Chat.Turn(ctx, owner, req, func(string) error { return nil })
 	if err == nil {
 		redirect(w, r, web.ChatHref(agentID, res.Conversation.ID))
 		return
@@ -82,7 +102,13 @@ func (p *Pages) SubmitChat(w http.ResponseWriter, r *http.Request) {
 // showChat renders the chat page with conversation convID selected.
 func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, convID string, draft chatDraft) {
 	ctx := r.Context()
-	l, err := p.Chat.Agent(ctx, chi.URLParam(r, "id"))
+	agentID := chi.URLParam(r, "id")
+	l, err := p.Chat.Agent(ctx, agentID)
+	readOnly := false
+	if errors.Is(err, chat.ErrUnknownAgent) && convID != "" {
+		// The agent was deleted: its conversations stay readable.
+		l, err, readOnly = deletedAgent(agentID), nil, true
+	}
 	if err != nil {
 		p.RenderError(w, r, err)
 		return
@@ -94,6 +120,7 @@ func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, con
 	owner, _ := p.Sessions.ChatOwner(ctx)
 	rec := l.Record
 	v := web.ChatView{
+		ReadOnly: readOnly,
 		Agent: web.ChatAgent{
 			ID:          rec.ID,
 			Name:        rec.Name,
@@ -120,7 +147,7 @@ func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, con
 		if len(ms) > chatPageMessages {
 			ms, v.Truncated = ms[len(ms)-chatPageMessages:], true
 		}
-		v.ConversationID = c.ID
+		v.ConversationID, v.Title = c.ID, c.Title
 		v.Messages = make([]web.ChatMessage, 0, len(ms))
 		for _, m := range ms {
 			cm := web.ChatMessage{ID: m.ID, Role: m.Role, Text: m.Text, CreatedAt: m.CreatedAt}
@@ -129,9 +156,23 @@ func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, con
 				cm.Text, cm.Step = "", storedStep(m.Text)
 			case agent.RoleAgent:
 				cm.HTML = markdown.Render(m.Text)
+			case agent.RoleError:
+				if m.Text == chat.ErrStopped.Message {
+					cm.Label = web.StoppedLabel
+				}
 			}
 			v.Messages = append(v.Messages, cm)
 		}
+		if text, ok := p.Live.InFlight(owner, c.ID); ok {
+			v.Live, v.LiveText = true, text
+		} else if n := len(v.Messages); n > 0 && v.Messages[n-1].Role == agent.RoleError && !readOnly {
+			// The last exchange failed or was stopped: offer to send it
+			// again.
+			v.Messages[n-1].Retry = true
+		}
+	}
+	if len(v.Messages) == 0 && !readOnly {
+		v.Starters = starters(rec)
 	}
 	if v.Conversations, err = p.chatSideList(ctx, owner, l, v.ConversationID); err != nil {
 		p.RenderError(w, r, err)
@@ -139,6 +180,84 @@ func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, con
 	}
 	v.Page = p.page(r, p.viewer(r), "Chat with "+rec.DisplayName, "agents")
 	p.render(w, r, status, web.ChatPage(v))
+}
+
+// deletedAgent stands for an agent no longer known here, whose
+// conversations stay readable.
+func deletedAgent(id string) store.Listing {
+	return store.Listing{Record: agent.Record{ID: id, Name: "deleted", DisplayName: "Deleted agent"}, Status: store.StatusOffline, Local: true}
+}
+
+// maxStarters bounds the starter prompts of an empty conversation.
+const maxStarters = 4
+
+// starters are the agent's skill examples, offered as first messages.
+func starters(rec agent.Record) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range rec.Skills {
+		for _, ex := range s.Examples {
+			ex = strings.TrimSpace(ex)
+			if ex == "" || seen[ex] || len(ex) > chat.MaxMessageBytes {
+				continue
+			}
+			seen[ex] = true
+			out = append(out, ex)
+			if len(out) == maxStarters {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// SubmitRenameConversation is POST /chat/{id}/conversations/{cid}/rename:
+// the owner gives a conversation a title of their own.
+func (p *Pages) SubmitRenameConversation(w http.ResponseWriter, r *http.Request) {
+	if !p.parseForm(w, r) {
+		return
+	}
+	ctx := r.Context()
+	agentID, convID := chi.URLParam(r, "id"), chi.URLParam(r, "cid")
+	owner, _ := p.Sessions.ChatOwner(ctx)
+	if _, err := p.Chat.Rename(ctx, owner, agentID, convID, r.PostForm.Get("title")); err != nil {
+		if errors.Is(err, chat.ErrBadTitle) {
+			p.Sessions.Flash(ctx, chat.ErrBadTitle.Message)
+			redirect(w, r, web.ChatHref(agentID, convID))
+			return
+		}
+		p.RenderError(w, r, err)
+		return
+	}
+	p.Sessions.Flash(ctx, "Conversation renamed.")
+	redirect(w, r, web.ChatHref(agentID, convID))
+}
+
+// SubmitDeleteConversation is POST /chat/{id}/conversations/{cid}/delete:
+// the owner deletes a conversation and its messages (a reply on its way
+// there is stopped first).
+func (p *Pages) SubmitDeleteConversation(w http.ResponseWriter, r *http.Request) {
+	if !p.parseForm(w, r) {
+		return
+	}
+	ctx := r.Context()
+	agentID, convID := chi.URLParam(r, "id"), chi.URLParam(r, "cid")
+	owner, _ := p.Sessions.ChatOwner(ctx)
+	if _, err := p.Chat.Conversation(ctx, owner, agentID, convID); err != nil {
+		p.RenderError(w, r, err)
+		return
+	}
+	p.Live.Stop(owner, convID)
+	if err := p.Chat.Delete(ctx, owner, agentID, convID); err != nil {
+		p.RenderError(w, r, err)
+		return
+	}
+	p.Sessions.Flash(ctx, "Conversation deleted.")
+	if _, err := p.Chat.Agent(ctx, agentID); err != nil {
+		redirect(w, r, "/agents") // the agent is gone too
+		return
+	}
+	redirect(w, r, web.ChatHref(agentID, ""))
 }
 
 // storedStep reads a step message (agent.Step as JSON), or nil when it is

@@ -111,8 +111,8 @@ func TestChatPage(t *testing.T) {
 func checkChatTemplates(t *testing.T, doc *goquery.Document, agentID string) {
 	t.Helper()
 	root := MustTestid(t, doc, "chat")
-	if n, m := doc.Find(`[data-testid="chat-template"]`).Length(), root.Find(`template[data-testid="chat-template"]`).Length(); n != 15 || m != n {
-		t.Errorf("%d chat templates, %d of them <template>s in the chat root; want 15 (with markdown and code-copy)", n, m)
+	if n, m := doc.Find(`[data-testid="chat-template"]`).Length(), root.Find(`template[data-testid="chat-template"]`).Length(); n != 16 || m != n {
+		t.Errorf("%d chat templates, %d of them <template>s in the chat root; want 16 (with markdown, code-copy and error-stopped)", n, m)
 	}
 	tmpl := func(name string) *goquery.Selection {
 		t.Helper()
@@ -129,6 +129,7 @@ func checkChatTemplates(t *testing.T, doc *goquery.Document, agentID string) {
 		{"error-undelivered", "error", "Saved, but not delivered to the agent:"},
 		{"error-unanswered", "error", "Saved, but the agent could not answer:"},
 		{"error-unknown", "error", "Not answered:"},
+		{"error-stopped", "error", "Stopped:"},
 	} {
 		m := tmpl(tt.name)
 		if m.Length() != 1 || m.AttrOr("data-testid", "") != "message" || m.AttrOr("data-role", "") != tt.role || m.Find(".msg-text").Length() != 1 {
