@@ -18,8 +18,10 @@ build: ## build bin/agentsite
 
 # HTTP_ADDR is where `make run` serves, e.g. make run HTTP_ADDR=127.0.0.1:9090.
 HTTP_ADDR ?= 127.0.0.1:8080
+# ECHO_DELAY is the builtin echo's pause before each word (0 for none).
+ECHO_DELAY ?= 50ms
 run: build ## start a node + portal on embedded SQLite at http://127.0.0.1:8080 (HTTP_ADDR=... for another)
-	$(BIN) serve --data-dir ./data --http-addr $(HTTP_ADDR)
+	$(BIN) serve --data-dir ./data --http-addr $(HTTP_ADDR) --echo-delay $(ECHO_DELAY)
 
 test: a2a-sdk ## run every test (race detector on; real SQLite, Postgres, Chromium and the A2A JS SDK)
 	$(GO) vet ./...

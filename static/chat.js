@@ -11,6 +11,16 @@
 // once as it starts (done false) and once as it ends, and shows as a line
 // above the reply, pending until its end replaces it.
 //
+// A turn outlives the page: the server sends {"type":"started","conversation_id","text" (the
+// title)} once the message is stored, keeps the turn running if the socket
+// closes, and stores the reply. A page (reloaded, or reconnected mid-reply)
+// sends {"type":"attach","conversation_id"} and gets {"type":"attached","text" (so far)}
+// and the rest of the frames, or {"type":"idle"} when the reply has ended
+// meanwhile (the page then reloads to show it). {"type":"stop","conversation_id"}
+// stops a reply (it ends as an error frame with code "stopped");
+// {"type":"retry","conversation_id"} and {"type":"edit","conversation_id","text"}
+// replace the last exchange.
+//
 // Everything comes from data- attributes on [data-chat] (the CSP allows no
 // inline script). The markup comes from the page too: the script clones its
 // <template>s (web/chat.templ chatTemplates), the server's own components,
@@ -37,6 +47,9 @@
   var note = q("[data-testid=composer-error]", form);
   var connEl = q("[data-testid=chat-connection]");
   var convList = q("[data-testid=conversation-list]");
+  var stopBtn = q("[data-testid=composer-stop]", form);
+  var editingEl = q("[data-testid=composer-editing]", form);
+  var editing = false;  // the composer holds an edit of the last message
 
   var STATE_LABELS = {
     offline: "",
@@ -51,7 +64,7 @@
   var attempt = 0;      // failed attempts since the last open, for the backoff
   var timer = 0;        // pending reconnect
   var leaving = false;  // the page is being unloaded: no reconnects, no errors
-  var pending = null;   // the turn in flight: {user, agent, textNode, text, raw, got, steps}
+  var pending = null;   // the turn in flight: {user, agent, textNode, text, raw, got, steps, started}
 
   // ---------- Connection ----------
 
@@ -92,6 +105,11 @@
       attempt = 0;
       setState("open");
       if (note.getAttribute("data-kind") === "connection") hideNote();
+      // A reply on its way (the page was rendered, or the socket dropped,
+      // mid-reply): the server kept it running; pick it up again.
+      if (pending && pending.started && convId) {
+        sock.send(JSON.stringify({ type: "attach", conversation_id: convId }));
+      }
     });
     sock.addEventListener("message", function (ev) {
       if (ws === sock) onFrame(ev.data);
@@ -109,10 +127,11 @@
       sock.close();
     } catch (e) { /* already closed */ }
     if (leaving) return;
-    if (pending) {
-      // The server cancels a turn whose socket went away.
+    if (pending && !(pending.started && convId)) {
+      // Nothing says the message was stored: it may not have arrived.
       failPending({ code: "disconnected", message: "The connection dropped before the reply finished. Send your message again once reconnected." });
     }
+    // A started turn goes on at the server; the reconnect attaches to it.
     scheduleReconnect();
   }
 
@@ -158,6 +177,26 @@
     }
     if (!f || typeof f !== "object") return;
     switch (f.type) {
+      case "started":
+        if (pending && typeof f.conversation_id === "string" && f.conversation_id) {
+          pending.started = true;
+          adoptConversation(f.conversation_id, pending.text);
+        }
+        break;
+      case "attached":
+        if (pending && typeof f.text === "string") {
+          pending.textNode.data = "";
+          if (f.text) addChunk(f.text);
+        }
+        break;
+      case "idle":
+        // The reply ended while this page was away from it: the stored
+        // conversation shows how.
+        if (pending && pending.started) {
+          pending = null;
+          location.reload();
+        }
+        break;
       case "chunk":
         if (pending && typeof f.text === "string") addChunk(f.text);
         break;
@@ -329,8 +368,12 @@
     }
     var stick = nearBottom();
     var line = addMessage(errorLine(f), f.message || "Something went wrong.", f.code);
-    q("[data-testid=message-retry]", line).addEventListener("click", function () { retry(p.raw); });
-    if (f.stored === false) {
+    q("[data-testid=message-retry]", line).addEventListener("click", function () {
+      // A stored message is sent again in place of its exchange; one
+      // that was never stored is sent anew.
+      if (f.stored === true && convId) retryStored(); else retry(p.raw);
+    });
+    if (f.stored === false && p.user) {
       // Nothing was kept: the text goes back into the composer.
       p.user.classList.add("msg-unsent");
       p.user.setAttribute("data-unsent", "true");
@@ -346,6 +389,7 @@
   // errorLine names the error template for frame f: what became of the
   // message (f.stored, f.sent), or "unknown" when the frame cannot say.
   function errorLine(f) {
+    if (f.code === "stopped") return "error-stopped";
     if (f.stored === false) return "error-unsent";
     if (f.stored === true) return f.sent === false ? "error-undelivered" : "error-unanswered";
     return "error-unknown";
@@ -359,37 +403,148 @@
     send();
   }
 
-  function turnEnded() {
-    sendBtn.disabled = false;
-    list.removeAttribute("aria-busy");
+  // retryStored sends the conversation's last message again, in place of
+  // its failed or stopped exchange.
+  function retryStored() {
+    if (refusePending() || !connected()) return;
+    var last = lastUserBubble();
+    var text = last ? q(".msg-text", last).textContent : "";
+    if (!transmit({ type: "retry", agent_id: agentId, conversation_id: convId })) return;
+    dropLastExchange();
+    begin(text, text);
   }
+
+  function turnEnded() {
+    setBusy(false);
+  }
+
+  function setBusy(on) {
+    sendBtn.disabled = on;
+    stopBtn.hidden = !on;
+    if (on) list.setAttribute("aria-busy", "true"); else list.removeAttribute("aria-busy");
+    if (!on && note.getAttribute("data-kind") === "pending") hideNote();
+    refreshEdit();
+  }
+
+  // refusePending says why nothing is sent while a reply is on its way.
+  function refusePending() {
+    if (!pending) return false;
+    showNote("A reply is still coming. Stop it first, or wait for it to finish.", "pending");
+    return true;
+  }
+
+  function connected() {
+    if (ws && ws.readyState === WebSocket.OPEN) return true;
+    showNote("Not connected right now, so nothing was sent. Your message is still here; send it again once the chat has reconnected.", "connection");
+    reconnectNow();
+    return false;
+  }
+
+  function transmit(frame) {
+    try {
+      ws.send(JSON.stringify(frame));
+      return true;
+    } catch (e) {
+      showNote("The message could not be sent. It is still here; try again.");
+      return false;
+    }
+  }
+
+  // ---------- Stop, edit ----------
+
+  stopBtn.addEventListener("click", function () {
+    if (!pending || !ws || ws.readyState !== WebSocket.OPEN) return;
+    var frame = { type: "stop" };
+    if (convId) frame.conversation_id = convId;
+    transmit(frame);
+  });
+
+  function lastUserBubble() {
+    var all = list.querySelectorAll("[data-testid=message][data-role=user]:not([data-unsent])");
+    return all.length ? all[all.length - 1] : null;
+  }
+
+  // dropLastExchange removes the last message of the person's and all that
+  // followed (a retry or an edit replaces them).
+  function dropLastExchange() {
+    var last = lastUserBubble();
+    if (!last) return;
+    while (last.nextSibling) last.nextSibling.remove();
+    last.remove();
+  }
+
+  // refreshEdit offers Edit on the person's last stored message, when no
+  // reply is on its way.
+  function refreshEdit() {
+    var all = list.querySelectorAll("[data-testid=message-edit]");
+    for (var i = 0; i < all.length; i++) all[i].hidden = true;
+    var last = lastUserBubble();
+    if (!pending && convId && last) {
+      var b = q("[data-testid=message-edit]", last);
+      if (b) b.hidden = false;
+    }
+  }
+
+  function setEditing(on) {
+    editing = on;
+    editingEl.hidden = !on;
+  }
+
+  list.addEventListener("click", function (ev) {
+    var b = ev.target.closest("[data-testid=message-edit]");
+    if (!b) return;
+    if (refusePending()) return;
+    var li = b.closest("[data-testid=message]");
+    input.value = q(".msg-text", li).textContent;
+    setEditing(true);
+    input.focus();
+  });
+  q("[data-testid=composer-edit-cancel]", form).addEventListener("click", function () {
+    setEditing(false);
+    input.value = "";
+  });
+  // Try again on a stored failure (a form without JavaScript).
+  list.addEventListener("submit", function (ev) {
+    if (!ev.target.matches("[data-testid=retry-form]")) return;
+    ev.preventDefault();
+    retryStored();
+  });
+  // Starter prompts fill the composer (links without JavaScript).
+  root.addEventListener("click", function (ev) {
+    var a = ev.target.closest("[data-testid=starter-prompt]");
+    if (!a) return;
+    ev.preventDefault();
+    input.value = a.getAttribute("data-prompt") || a.textContent;
+    input.focus();
+  });
 
   // ---------- Sending ----------
 
   function send() {
+    if (refusePending()) return;
     var raw = input.value;
     var text = raw.trim();
-    if (!text || pending) return;
-    if (!ws || ws.readyState !== WebSocket.OPEN) {
-      showNote("Not connected right now, so nothing was sent. Your message is still here; send it again once the chat has reconnected.", "connection");
-      reconnectNow();
-      return;
-    }
-    var frame = { type: "message", agent_id: agentId, text: raw };
+    if (!text) return;
+    if (!connected()) return;
+    var edit = editing && convId;
+    var frame = { type: edit ? "edit" : "message", agent_id: agentId, text: raw };
     if (convId) frame.conversation_id = convId;
-    try {
-      ws.send(JSON.stringify(frame));
-    } catch (e) {
-      showNote("The message could not be sent. It is still here; try again.");
-      return;
-    }
-    hideNote();
+    if (!transmit(frame)) return;
     input.value = "";
+    if (edit) dropLastExchange();
+    setEditing(false);
+    begin(text, raw);
+  }
+
+  // begin shows a turn just sent: the person's message and the agent's
+  // bubble, with the typing indicator.
+  function begin(text, raw) {
+    hideNote();
     var empty = q("[data-testid=messages-empty]");
     if (empty) empty.remove();
     // A retry is about the latest failure only.
     var old = list.querySelectorAll("[data-testid=message-retry]");
-    for (var i = 0; i < old.length; i++) old[i].remove();
+    for (var i = 0; i < old.length; i++) (old[i].closest("form") || old[i]).remove();
     var user = addMessage("user", text);
     var agentMsg = addMessage("agent", ""); // with the typing indicator, aria-busy
     var textNode = document.createTextNode("");
@@ -401,10 +556,10 @@
       text: text,
       raw: raw,
       got: false,
-      steps: []
+      steps: [],
+      started: false
     };
-    sendBtn.disabled = true;
-    list.setAttribute("aria-busy", "true");
+    setBusy(true);
     scrollToEnd();
   }
 
@@ -518,6 +673,28 @@
 
   // ---------- Start ----------
 
+  // A reply on its way when the page was rendered: take it over; the
+  // socket attaches to the rest once open.
+  var live = q("[data-testid=message][data-live=true]", list);
+  if (live && convId) {
+    var liveText = q(".msg-text", live);
+    var liveNode = document.createTextNode(liveText.textContent);
+    liveText.textContent = "";
+    liveText.appendChild(liveNode);
+    pending = {
+      user: lastUserBubble(),
+      agent: live,
+      textNode: liveNode,
+      text: "",
+      raw: "",
+      got: liveNode.data !== "",
+      steps: [],
+      started: true
+    };
+    setBusy(true);
+  } else {
+    refreshEdit();
+  }
   addCopyButtons(list);
   scrollToEnd();
   connect();

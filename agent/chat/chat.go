@@ -239,11 +239,12 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 	}
 	if err != nil {
 		e := TurnError(err, l)
-		if errors.Is(context.Cause(ctx), ErrStopped) {
+		stopped := errors.Is(context.Cause(ctx), ErrStopped)
+		if stopped {
 			e = ErrStopped.Wrap(err)
 		}
-		if strings.TrimSpace(reply) == "" {
-			reply = streamed.String()
+		if stopped || strings.TrimSpace(reply) == "" {
+			reply = streamed.String() // what the person saw
 		}
 		c.storeFailure(ctx, conv.ID, reply, e)
 		return Result{Conversation: conv, Sent: delivered(e)}, e

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/agentsite/agentsite/agent"
@@ -21,6 +22,9 @@ var builtins = map[string]builtinFunc{
 
 func (r *Runtime) answerBuiltin(ctx context.Context, b agent.Backend, t agent.Turn, emit func(string) error) (string, error) {
 	f, ok := builtins[b.Builtin]
+	if b.Builtin == "echo" && r.opts.EchoDelay > 0 {
+		f = slowEcho(r.opts.EchoDelay)
+	}
 	if !ok {
 		return "", fmt.Errorf("%w: no builtin agent %q", agent.ErrUnknownAgent, b.Builtin)
 	}
@@ -47,6 +51,23 @@ func answerEcho(ctx context.Context, t agent.Turn, emit func(string) error) (str
 		}
 	}
 	return out.String(), nil
+}
+
+// slowEcho is answerEcho with a pause of d before each word.
+func slowEcho(d time.Duration) builtinFunc {
+	return func(ctx context.Context, t agent.Turn, emit func(string) error) (string, error) {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		return answerEcho(ctx, t, func(w string) error {
+			timer.Reset(d)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-timer.C:
+			}
+			return emit(w)
+		})
+	}
 }
 
 // answerCalculator evaluates the text as arithmetic. Mistakes in the input

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentsite/agentsite/agent"
 )
@@ -125,5 +126,26 @@ func TestHaiku(t *testing.T) {
 	reply, chunks, err := answer(t, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "haiku"}, RuntimeOptions{}, agent.Turn{Text: "a poem about 42, please"})
 	if err != nil || len(chunks) != 3 || !strings.HasPrefix(reply, "please in the dusk") || strings.Count(reply, "\n") != 2 {
 		t.Errorf("haiku = %q in %d chunks (%v)", reply, len(chunks), err)
+	}
+}
+
+// TestEchoDelay: with EchoDelay the echo streams the same words, one chunk
+// each, and a canceled turn ends at the next pause with what streamed.
+func TestEchoDelay(t *testing.T) {
+	opts := RuntimeOptions{EchoDelay: time.Millisecond}
+	reply, chunks, err := answer(t, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}, opts, agent.Turn{Text: "one two three"})
+	if err != nil || reply != "one two three" || len(chunks) != 3 {
+		t.Fatalf("slow echo = %q in %d chunks (%v)", reply, len(chunks), err)
+	}
+	rt := newTestRuntime(t, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}, RuntimeOptions{EchoDelay: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := rt.Answer(ctx, agent.Turn{AgentID: "a1", Text: "never streamed"}, func(string) error { return nil })
+		done <- err
+	}()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled slow echo: %v, want context.Canceled", err)
 	}
 }

@@ -29,6 +29,9 @@ type RuntimeOptions struct {
 	UserAgent string
 	// Logger receives backend failures. Default: discard.
 	Logger *slog.Logger
+	// EchoDelay is the builtin echo's pause before each word, so that
+	// streaming shows in a demo. Default 0.
+	EchoDelay time.Duration
 }
 
 // Defaults of RuntimeOptions.

@@ -26,6 +26,7 @@ type Config struct {
 	Bootstrap             []string
 	DatabaseURL           string
 	DemoAgents            bool
+	EchoDelay             time.Duration
 	AllowPrivateEndpoints bool
 	OperatorToken         string
 	SecureCookies         bool
@@ -98,6 +99,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.Var(&stringList{vals: &c.Bootstrap}, "bootstrap", "multiaddr with /p2p/<id> of a peer to join through (repeatable)")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "postgres://... to use Postgres; empty for embedded SQLite in the data dir")
 	fs.BoolVar(&c.DemoAgents, "demo-agents", true, "host the builtin demo agents (echo, calculator)")
+	fs.DurationVar(&c.EchoDelay, "echo-delay", 0, "pause of the builtin echo agent before each word, so streaming shows (the demo and make run use 50ms)")
 	fs.BoolVar(&c.AllowPrivateEndpoints, "allow-private-endpoints", false, "allow agent backends on loopback/private addresses")
 	fs.StringVar(&c.OperatorToken, "operator-token", "", "bearer token with operator rights on the API (empty: disabled)")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", true, "mark session cookies Secure (browsers accept them on http://127.0.0.1 and localhost)")

@@ -130,6 +130,7 @@ func (d *demo) startAndWait(ctx context.Context, bin, token string, n *demoNode,
 		"--http-addr", n.httpAddr,
 		"--p2p-listen", "/ip4/127.0.0.1/tcp/0",
 		"--demo-agents=true",
+		"--echo-delay", "50ms", // the echo streams word by word, visibly
 		"--log-level", "info",
 	}
 	if bootstrap != "" {

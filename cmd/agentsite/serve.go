@@ -162,6 +162,7 @@ func (m *Main) Run(ctx context.Context) error {
 		AllowPrivate: m.Config.AllowPrivateEndpoints,
 		UserAgent:    "AgentSite/" + buildVersion(),
 		Logger:       m.Logger,
+		EchoDelay:    m.Config.EchoDelay,
 	})
 	srv.Chat.Local = m.Runtime
 	m.Runtime.Delegator = srv.Chat // agents that call agents go through the same chat path
