@@ -61,3 +61,46 @@ func (f FailingAnswerer) Answer(_ context.Context, _ agent.Turn, emit func(strin
 	}
 	return f.Chunk, f.Err
 }
+
+// SlowFirst is what a SlowAnswerer streams at once.
+const SlowFirst = "Thinking… "
+
+// SlowAnswerer is a chat.Answerer that streams SlowFirst at once, then
+// waits: Release lets one waiting turn end, its reply SlowFirst and the
+// message; a turn whose context ends first (stopped, timed out) reports
+// it on Canceled, the backend seeing its caller go.
+type SlowAnswerer struct {
+	release  chan struct{}
+	canceled chan error
+}
+
+// NewSlowAnswerer is a SlowAnswerer with nothing released.
+func NewSlowAnswerer() *SlowAnswerer {
+	return &SlowAnswerer{release: make(chan struct{}, 64), canceled: make(chan error, 64)}
+}
+
+// Release lets one waiting (or the next) turn finish.
+func (s *SlowAnswerer) Release() { s.release <- struct{}{} }
+
+// Canceled hears the context error of each turn canceled while waiting.
+func (s *SlowAnswerer) Canceled() <-chan error { return s.canceled }
+
+// Answer implements chat.Answerer.
+func (s *SlowAnswerer) Answer(ctx context.Context, t agent.Turn, emit func(string) error) (string, error) {
+	if err := emit(SlowFirst); err != nil {
+		return "", err
+	}
+	select {
+	case <-s.release:
+		if err := emit(t.Text); err != nil {
+			return SlowFirst, err
+		}
+		return SlowFirst + t.Text, nil
+	case <-ctx.Done():
+		select {
+		case s.canceled <- ctx.Err():
+		default:
+		}
+		return SlowFirst, ctx.Err()
+	}
+}
