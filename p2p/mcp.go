@@ -1,13 +1,16 @@
 package p2p
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	libp2phttp "github.com/libp2p/go-libp2p/p2p/http"
@@ -116,11 +119,75 @@ func (n *Node) MCPClient(hostPeerID string) (*http.Client, error) {
 		// timeout). A node that does not serve it fails MCP's initialize.
 		hh.SetPeerMetadata(pid, libp2phttp.PeerMeta{agent.MCPProtocol: {Path: agent.MCPProtocol + "/"}})
 	}
-	hc, err := hh.NamespacedClient(agent.MCPProtocol, peer.AddrInfo{ID: pid})
+	rt, err := hh.NamespaceRoundTripper(resettingRoundTripper{h: n.host, server: pid}, agent.MCPProtocol, pid)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", agent.ErrHostUnreachable, pid.ShortString(), err)
 	}
-	return &hc, nil
+	return &http.Client{Transport: rt}, nil
+}
+
+// resettingRoundTripper is libp2phttp's HTTP/1.1 over one libp2p stream
+// per request, with one change: a request whose context ends before its
+// response is read resets the stream. The serving node's listener ignores
+// a plain EOF (libp2phttp listens with IgnoreEOF), so a closed stream goes
+// unnoticed there; a reset ends the handler's request context, so a caller
+// that gives up (AgentChat's Stop) stops the turn at the host too.
+type resettingRoundTripper struct {
+	h      host.Host
+	server peer.ID
+}
+
+// RoundTrip implements http.RoundTripper.
+func (rt resettingRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx := r.Context()
+	sctx, cancel := context.WithTimeout(ctx, libp2phttp.DefaultNewStreamTimeout)
+	defer cancel()
+	s, err := rt.h.NewStream(sctx, rt.server, libp2phttp.ProtocolIDForMultistreamSelect)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	r.Header.Set("Connection", "close") // one request per stream
+	// The write side stays open (libp2phttp closes it): the server's
+	// http.Server then keeps a read pending on the stream, which is what
+	// sees the reset; after an EOF it would not read again.
+	go func() {
+		_ = r.Write(s)
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(s), r)
+	if err != nil {
+		stop()
+		_ = s.Reset()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	resp.Body = &resettingBody{ReadCloser: resp.Body, ctx: ctx, s: s, stop: stop}
+	return resp, nil
+}
+
+// resettingBody is a response body on stream s: closing it closes the
+// stream, or resets it if the request's context has ended (the reader may
+// close the body as the context ends, before the reset above runs).
+type resettingBody struct {
+	io.ReadCloser
+	ctx  context.Context
+	s    network.Stream
+	stop func() bool
+}
+
+func (b *resettingBody) Close() error {
+	b.stop()
+	if b.ctx.Err() != nil {
+		_ = b.s.Reset()
+	} else {
+		_ = b.s.Close()
+	}
+	return b.ReadCloser.Close()
 }
 
 // hostID decodes the peer ID of an agent's host, which must be another
