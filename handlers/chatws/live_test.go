@@ -171,3 +171,35 @@ func TestChatWebSocketStopRetryEdit(t *testing.T) {
 		t.Errorf("stop without a conversation: %+v", f)
 	}
 }
+
+// TestChatWebSocketListeningBounded: one socket listens to at most 8
+// turns at once; past that, a frame that would add one is refused (busy)
+// and stop still works.
+func TestChatWebSocketListeningBounded(t *testing.T) {
+	e := NewChat(t)
+	slow := NewSlowAnswerer()
+	e.Server.Chat.Local = slow
+	id, v := onChatPage(t, e)
+	c := v.MustDial()
+	sendFrame(t, c, chatws.In{Type: chatws.TypeMessage, AgentID: id, Text: "wait"})
+	conv := expect(t, c, chatws.TypeStarted).ConversationID
+	expect(t, c, chatws.TypeChunk)
+	for range 7 {
+		sendFrame(t, c, chatws.In{Type: chatws.TypeAttach, ConversationID: conv})
+		expect(t, c, chatws.TypeAttached)
+	}
+	sendFrame(t, c, chatws.In{Type: chatws.TypeAttach, ConversationID: conv})
+	if f := expect(t, c, chatws.TypeError); f.Code != chatws.CodeBusy {
+		t.Errorf("ninth listener: %+v", f)
+	}
+	sendFrame(t, c, chatws.In{Type: chatws.TypeStop, ConversationID: conv})
+	for range 8 { // each listener hears the end
+		if f := expect(t, c, chatws.TypeError); f.Code != "stopped" {
+			t.Fatalf("end frame %+v", f)
+		}
+	}
+	slow.Release() // a fresh turn is free to go again
+	if _, f := Turn(t, c, chatws.In{AgentID: id, ConversationID: conv, Text: "again"}); f.Type != chatws.TypeDone {
+		t.Errorf("turn after the listeners ended: %+v", f)
+	}
+}

@@ -19,6 +19,9 @@ const (
 	pongWait  = 60 * time.Second
 	pingEvery = 25 * time.Second
 	writeWait = 10 * time.Second
+	// maxListening bounds the turns one socket listens to at once (its
+	// own and those it attached to).
+	maxListening = 8
 )
 
 // socket is one open chat socket: the turns it listens to. Turns run in
@@ -100,6 +103,10 @@ func (h *Handler) admit(owner chat.Owner, client string, kind int, data []byte) 
 }
 
 func (s *socket) handle(in In) {
+	if in.Type != TypeStop && s.listening() >= maxListening {
+		_ = send(s.ctx, s.out, errorFrame(CodeBusy, "Wait for the current replies to finish.", in.ConversationID, false, false))
+		return
+	}
 	switch in.Type {
 	case TypeStop:
 		if in.ConversationID != "" {
@@ -132,6 +139,12 @@ func (s *socket) handle(in In) {
 		}
 		s.last = t
 	}
+}
+
+func (s *socket) listening() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.subs)
 }
 
 // reserve is a listening id, filed before the turn can end.
