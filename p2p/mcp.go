@@ -63,7 +63,7 @@ func (n *Node) mcpHTTP() *libp2phttp.Host {
 	n.mcp.mu.Lock()
 	defer n.mcp.mu.Unlock()
 	if n.mcp.http == nil {
-		h := &libp2phttp.Host{StreamHost: n.host}
+		h := &libp2phttp.Host{StreamHost: limitedOK{Host: n.host, n: n}}
 		// Makes the peer-metadata cache now: libp2phttp creates it lazily
 		// without a lock, which races once clients are concurrent.
 		h.SetPeerMetadata(n.host.ID(), libp2phttp.PeerMeta{})
@@ -81,18 +81,31 @@ func (n *Node) ConnectHost(ctx context.Context, hostPeerID string) error {
 	if err != nil {
 		return err
 	}
-	if n.host.Network().Connectedness(pid) == network.Connected {
+	if c := n.host.Network().Connectedness(pid); c == network.Connected || c == network.Limited {
 		return nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, mcpConnectTimeout)
+	// A relayed connection is enough: turns may use it (limitedOK) until
+	// hole punching gives a direct one.
+	cctx, cancel := context.WithTimeout(network.WithAllowLimitedConn(ctx, "agentsite MCP turn"), mcpConnectTimeout)
 	defer cancel()
 	info := peer.AddrInfo{ID: pid, Addrs: n.host.Peerstore().Addrs(pid)}
-	if len(info.Addrs) == 0 && n.dht != nil {
-		if found, err := n.dht.FindPeer(cctx, pid); err == nil {
-			info = found
+	if len(info.Addrs) > 0 {
+		if err = n.host.Connect(cctx, info); err == nil {
+			return nil
 		}
 	}
-	if err := n.host.Connect(cctx, info); err != nil {
+	// No address, or none that answers (a node behind NAT moved to a new
+	// relay): ask the DHT for its current ones, relay addresses included.
+	if n.dht != nil && cctx.Err() == nil {
+		if found, ferr := n.dht.FindPeer(cctx, pid); ferr == nil {
+			err = n.host.Connect(cctx, found)
+		} else if err == nil {
+			err = ferr
+		}
+	} else if err == nil {
+		err = errors.New("no known address")
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
