@@ -89,23 +89,17 @@ func (n *Node) ConnectHost(ctx context.Context, hostPeerID string) error {
 	cctx, cancel := context.WithTimeout(network.WithAllowLimitedConn(ctx, "agentsite MCP turn"), mcpConnectTimeout)
 	defer cancel()
 	info := peer.AddrInfo{ID: pid, Addrs: n.host.Peerstore().Addrs(pid)}
-	if len(info.Addrs) > 0 {
-		if err = n.host.Connect(cctx, info); err == nil {
-			return nil
+	// The DHT knows the host's current addresses, relay addresses of a
+	// node behind NAT included (the ones in the peerstore may be stale or
+	// private); ask it for at most 2 s and dial everything at once.
+	if n.dht != nil {
+		fctx, fcancel := context.WithTimeout(cctx, 2*time.Second)
+		if found, err := n.dht.FindPeer(fctx, pid); err == nil {
+			info.Addrs = append(info.Addrs, found.Addrs...)
 		}
+		fcancel()
 	}
-	// No address, or none that answers (a node behind NAT moved to a new
-	// relay): ask the DHT for its current ones, relay addresses included.
-	if n.dht != nil && cctx.Err() == nil {
-		if found, ferr := n.dht.FindPeer(cctx, pid); ferr == nil {
-			err = n.host.Connect(cctx, found)
-		} else if err == nil {
-			err = ferr
-		}
-	} else if err == nil {
-		err = errors.New("no known address")
-	}
-	if err != nil {
+	if err := n.host.Connect(cctx, info); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

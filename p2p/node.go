@@ -102,7 +102,7 @@ type Node struct {
 	strikes *strikes
 	syncs   *syncTracker
 	scores  peerScores
-	mcp     mcpState // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
+	mcp     mcpState                  // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
 	hostp   atomic.Pointer[host.Host] // the host, for libp2p's own goroutines (autorelay's peer source)
 	health  atomic.Pointer[HealthSource]
 	nat     natState
