@@ -50,7 +50,7 @@ bench-p2p: ## propagation and DHT look-up latency on planets of 5, 10, 20 and 50
 	$(GO) test -run '^$$' -bench BenchmarkPropagation -benchtime 20x -timeout 30m ./cmd/agentsite/
 
 bench-nat: ## behind NAT (root; network namespaces): chat turns over the relay vs direct, time to reservation and to hole punch, relay cost with 50 reservations
-	$(GO) test -run '^$$' -bench BenchmarkNAT -benchtime 1x -timeout 30m ./cmd/agentsite/
+	$(GO) test -run '^$$' -bench 'BenchmarkNAT' -benchtime 1x -timeout 30m ./cmd/agentsite/
 
 # DEMO_FLAGS passes flags to `agentsite demo`, e.g. DEMO_FLAGS='--base-port 9081'.
 DEMO_FLAGS ?=

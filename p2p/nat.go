@@ -345,7 +345,11 @@ func (n *Node) keepBootstrapped(ctx context.Context, boot []peer.AddrInfo) {
 	if len(boot) == 0 {
 		return
 	}
-	<-n.ready
+	select {
+	case <-n.ready:
+	case <-ctx.Done():
+		return
+	}
 	wait := time.Second
 	for {
 		select {

@@ -239,24 +239,26 @@ func (top *Topology) BlockBetweenHomes(on bool) {
 	}
 }
 
-// AddClients adds a namespace on the internet bridge with n addresses
-// (198.51.100.100 and up, n ≤ 100), for many lightweight peers with an
-// address each; it returns the namespace and the addresses.
-func (top *Topology) AddClients(n int) (string, []string) {
+// AddClients adds n namespaces (n ≤ 50) on the internet bridge, each with
+// one address (198.51.100.100 and up), for lightweight peers: libp2p dials
+// from an interface's primary address, so peers that must show the relay
+// different addresses need namespaces of their own. It returns the
+// namespaces and their addresses.
+func (top *Topology) AddClients(n int) (nss, addrs []string) {
 	top.t.Helper()
-	ns := top.prefix + "cl"
-	top.must("ip", "netns", "add", ns)
-	top.must("ip", "-n", ns, "link", "set", "lo", "up")
-	top.must("ip", "link", "add", "name", "portcl", "netns", top.Inet, "type", "veth", "peer", "name", "wan0", "netns", ns)
-	top.must("ip", "-n", top.Inet, "link", "set", "portcl", "master", "br0", "up")
-	var addrs []string
 	for i := 0; i < n; i++ {
+		ns := fmt.Sprintf("%scl%d", top.prefix, i)
 		a := fmt.Sprintf("198.51.100.%d", 100+i)
+		port := fmt.Sprintf("portcl%d", i)
+		top.must("ip", "netns", "add", ns)
+		top.must("ip", "-n", ns, "link", "set", "lo", "up")
+		top.must("ip", "link", "add", "name", port, "netns", top.Inet, "type", "veth", "peer", "name", "wan0", "netns", ns)
+		top.must("ip", "-n", top.Inet, "link", "set", port, "master", "br0", "up")
 		top.must("ip", "-n", ns, "addr", "add", a+"/24", "dev", "wan0")
-		addrs = append(addrs, a)
+		top.must("ip", "-n", ns, "link", "set", "wan0", "up")
+		nss, addrs = append(nss, ns), append(addrs, a)
 	}
-	top.must("ip", "-n", ns, "link", "set", "wan0", "up")
-	return ns, addrs
+	return nss, addrs
 }
 
 // Client returns an HTTP client whose connections are made inside the
