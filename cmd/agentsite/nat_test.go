@@ -288,7 +288,7 @@ func TestNAT(t *testing.T) {
 			}
 			var a apiwire.Agent
 			_ = json.Unmarshal(body, &a)
-			return code == http.StatusOK && a.Status != "online", fmt.Sprintf("%d status %q", code, a.Status)
+			return code == http.StatusOK && a.Status == "stale", fmt.Sprintf("%d status %q", code, a.Status)
 		})
 	})
 }
