@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # they create and drop their own databases.
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: help run build test a2a-sdk test-short bench bench-p2p bench-chat load generate lint fuzz demo clean
+.PHONY: help run build test a2a-sdk test-short bench bench-p2p bench-chat bench-nat load generate lint fuzz demo clean
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -50,6 +50,9 @@ bench-chat: ## chat turns to echo, local and cross-node, API, WebSocket and A2A,
 
 bench-p2p: ## propagation and DHT look-up latency on planets of 5, 10, 20 and 50 nodes
 	$(GO) test -run '^$$' -bench BenchmarkPropagation -benchtime 20x -timeout 30m ./cmd/agentsite/
+
+bench-nat: ## behind NAT (root; network namespaces): chat turns over the relay vs direct, time to reservation and to hole punch, relay cost with 50 reservations
+	$(GO) test -run '^$$' -bench 'BenchmarkNAT' -benchtime 1x -timeout 30m ./cmd/agentsite/
 
 # DEMO_FLAGS passes flags to `agentsite demo`, e.g. DEMO_FLAGS='--base-port 9081'.
 DEMO_FLAGS ?=

@@ -40,6 +40,13 @@ type Node interface {
 	Addrs() []string
 	// PeerCount is the number of connected peers.
 	PeerCount() int
+	// Reachability is public, private or unknown (AutoNAT); RelayAddrs
+	// are the addresses through relays the node holds a reservation on;
+	// PeerKinds counts peers with a direct connection and those reached
+	// only through a relay.
+	Reachability() string
+	RelayAddrs() []string
+	PeerKinds() (direct, relayed int)
 	// Ready reports whether the network side is up.
 	Ready() bool
 	// Lookup asks the network (DHT) for a record the cache lacks; it is

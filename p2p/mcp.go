@@ -66,7 +66,7 @@ func (n *Node) mcpHTTP() *libp2phttp.Host {
 	n.mcp.mu.Lock()
 	defer n.mcp.mu.Unlock()
 	if n.mcp.http == nil {
-		h := &libp2phttp.Host{StreamHost: n.host}
+		h := &libp2phttp.Host{StreamHost: limitedOK{Host: n.host, n: n}}
 		// Makes the peer-metadata cache now: libp2phttp creates it lazily
 		// without a lock, which races once clients are concurrent.
 		h.SetPeerMetadata(n.host.ID(), libp2phttp.PeerMeta{})
@@ -84,16 +84,23 @@ func (n *Node) ConnectHost(ctx context.Context, hostPeerID string) error {
 	if err != nil {
 		return err
 	}
-	if n.host.Network().Connectedness(pid) == network.Connected {
+	if c := n.host.Network().Connectedness(pid); c == network.Connected || c == network.Limited {
 		return nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, mcpConnectTimeout)
+	// A relayed connection is enough: turns may use it (limitedOK) until
+	// hole punching gives a direct one.
+	cctx, cancel := context.WithTimeout(network.WithAllowLimitedConn(ctx, "agentsite MCP turn"), mcpConnectTimeout)
 	defer cancel()
 	info := peer.AddrInfo{ID: pid, Addrs: n.host.Peerstore().Addrs(pid)}
-	if len(info.Addrs) == 0 && n.dht != nil {
-		if found, err := n.dht.FindPeer(cctx, pid); err == nil {
-			info = found
+	// The DHT knows the host's current addresses, relay addresses of a
+	// node behind NAT included (the ones in the peerstore may be stale or
+	// private); ask it for at most 2 s and dial everything at once.
+	if n.dht != nil {
+		fctx, fcancel := context.WithTimeout(cctx, 2*time.Second)
+		if found, err := n.dht.FindPeer(fctx, pid); err == nil {
+			info.Addrs = append(info.Addrs, found.Addrs...)
 		}
+		fcancel()
 	}
 	if err := n.host.Connect(cctx, info); err != nil {
 		if ctx.Err() != nil {

@@ -22,6 +22,9 @@ type metrics struct {
 	published  *prometheus.CounterVec
 	peers      prometheus.GaugeFunc
 	blocked    prometheus.Counter
+	// NAT (nat.go)
+	holePunches *prometheus.CounterVec
+	mcpStreams  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, peerCount func() float64) (*metrics, error) {
@@ -50,11 +53,19 @@ func newMetrics(reg prometheus.Registerer, peerCount func() float64) (*metrics, 
 			Namespace: "agentsite", Subsystem: "p2p", Name: "peers_blocked_total",
 			Help: "Peers disconnected and blocked for repeatedly sending invalid records.",
 		}),
+		holePunches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "agentsite", Subsystem: "p2p", Name: "hole_punches_total",
+			Help: "DCUtR hole punches this node took part in, by result (success, failure).",
+		}, []string{"result"}),
+		mcpStreams: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "agentsite", Subsystem: "p2p", Name: "mcp_streams_total",
+			Help: "Streams this node opened to other nodes for MCP chat turns, by connection (direct, relayed).",
+		}, []string{"conn"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.accepted, m.rejected, m.heartbeats, m.published, m.peers, m.blocked} {
+	for _, c := range []prometheus.Collector{m.accepted, m.rejected, m.heartbeats, m.published, m.peers, m.blocked, m.holePunches, m.mcpStreams} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/routing"
 	"github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -62,6 +63,18 @@ type Config struct {
 	// HealthSource gives the health of the hosted agents for the
 	// heartbeats (nil: none until SetHealthSource).
 	HealthSource HealthSource
+	// Announce are addresses to advertise besides the ones the node
+	// listens on, e.g. a port forwarded on the router
+	// (/ip4/203.0.113.7/tcp/4001), without /p2p/<id>.
+	Announce []string
+	// NATPortMap asks the router for a port mapping (UPnP, NAT-PMP).
+	NATPortMap bool
+	// NoRelayService turns off the circuit relay v2 service that a node
+	// offers while it is publicly reachable.
+	NoRelayService bool
+	// RelayResources overrides the relay service's limits (nil:
+	// RelayResources()).
+	RelayResources *relayv2.Resources
 }
 
 func (c *Config) defaults() {
@@ -89,9 +102,12 @@ type Node struct {
 	strikes *strikes
 	syncs   *syncTracker
 	scores  peerScores
-	mcp     mcpState // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
+	mcp     mcpState                  // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
+	hostp   atomic.Pointer[host.Host] // the host, for libp2p's own goroutines (autorelay's peer source)
 	health  atomic.Pointer[HealthSource]
+	nat     natState
 	now     func() time.Time
+	started time.Time
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -112,7 +128,7 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{key: key, logger: logger, cfg: cfg, gater: newGater(), now: time.Now, ready: make(chan struct{})}
+	n := &Node{key: key, logger: logger, cfg: cfg, gater: newGater(), now: time.Now, started: time.Now(), ready: make(chan struct{})}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.metrics, err = newMetrics(cfg.Registerer, func() float64 { return float64(n.PeerCount()) })
 	if err != nil {
@@ -144,10 +160,21 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 		libp2p.UserAgent(cfg.UserAgent),
 		libp2p.DisableMetrics(),
 	}
+	natOpts, err := n.natOptions(cfg, boot)
+	if err != nil {
+		n.cancel()
+		return nil, err
+	}
+	opts = append(opts, natOpts...)
 	if cfg.Cache != nil {
 		opts = append(opts, libp2p.Routing(func(h host.Host) (routing.PeerRouting, error) {
 			d, err := dht.New(h,
-				dht.Mode(dht.ModeServer),
+				// A server while reachability is unknown (a LAN, a
+				// test), a client once AutoNAT says the node is
+				// private, so nobody's routing table fills with
+				// addresses they cannot dial; a server again once
+				// public.
+				dht.Mode(dht.ModeAutoServer),
 				dht.ProtocolPrefix(DHTPrefix),
 				dht.NamespacedValidator(dhtNamespace, recordValidator{now: n.now, metrics: n.metrics}),
 				dht.BootstrapPeers(boot...),
@@ -162,6 +189,16 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 		return nil, fmt.Errorf("start libp2p host: %w", err)
 	}
 	n.host = h
+	n.hostp.Store(&h)
+	if err := n.watchNAT(); err != nil {
+		_ = n.Close()
+		return nil, err
+	}
+	if err := n.registerNATMetrics(cfg.Registerer); err != nil {
+		_ = n.Close()
+		return nil, fmt.Errorf("p2p metrics: %w", err)
+	}
+	n.goLoop(func(ctx context.Context) { n.keepBootstrapped(ctx, boot) })
 	if cfg.Cache == nil {
 		close(n.ready)
 		return n, nil

@@ -222,3 +222,15 @@ func mixedScriptsText(scripts []string) string {
 	}
 	return "This name mixes " + list + " letters, which can imitate another name."
 }
+
+// reachabilityHint says in a sentence what a reachability means.
+func reachabilityHint(r string) string {
+	switch r {
+	case "public":
+		return "Other nodes can dial this node directly; it also relays for nodes behind NAT."
+	case "private":
+		return "This node is behind NAT: other nodes reach it through a relay, and hole punching turns those connections into direct ones when the NAT allows."
+	default:
+		return "Not known yet: reachability is found once a few peers have tried to dial this node back."
+	}
+}

@@ -189,6 +189,7 @@ type NodesView struct {
 	AgentsHosted int
 	Version      string
 	Nodes        []NodeRow
+	NAT          NodeNAT // reachability, relay addresses, peers by connection
 }
 
 // NodeRow is one known node.
@@ -291,4 +292,13 @@ type ErrorView struct {
 	Status  int
 	Title   string
 	Message string
+}
+
+// NodeNAT is how the network reaches this node (the /nodes page's
+// reachability panel).
+type NodeNAT struct {
+	Reachability string   // public, private or unknown
+	RelayAddrs   []string // full addresses through relays
+	DirectPeers  int
+	RelayedPeers int
 }

@@ -24,6 +24,10 @@ type Config struct {
 	HTTPAddr              string
 	P2PListen             []string
 	Bootstrap             []string
+	Announce              []string
+	NATPortMap            bool
+	RelayService          bool
+	TestPublicCIDRs       []string
 	DatabaseURL           string
 	DemoAgents            bool
 	EchoDelay             time.Duration
@@ -97,6 +101,10 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "address of the portal, API and /mcp")
 	fs.Var(&stringList{vals: &c.P2PListen}, "p2p-listen", "libp2p listen multiaddr (repeatable; default TCP and QUIC on a free port)")
 	fs.Var(&stringList{vals: &c.Bootstrap}, "bootstrap", "multiaddr with /p2p/<id> of a peer to join through (repeatable)")
+	fs.Var(&stringList{vals: &c.Announce}, "announce", "extra multiaddr to advertise, e.g. a port forwarded on the router: /ip4/203.0.113.7/tcp/4001 (repeatable)")
+	fs.BoolVar(&c.NATPortMap, "nat-portmap", false, "ask the router to forward a port (UPnP, NAT-PMP)")
+	fs.BoolVar(&c.RelayService, "relay-service", true, "offer a bounded circuit relay to nodes behind NAT while this node is publicly reachable")
+	fs.Var(&stringList{vals: &c.TestPublicCIDRs}, "test-public-cidr", "tests only: count addresses in this CIDR (e.g. the documentation prefix 198.51.100.0/24) as public (repeatable)")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "postgres://... to use Postgres; empty for embedded SQLite in the data dir")
 	fs.BoolVar(&c.DemoAgents, "demo-agents", true, "host the builtin demo agents (echo, calculator)")
 	fs.DurationVar(&c.EchoDelay, "echo-delay", 0, "pause of the builtin echo agent before each word, so streaming shows (the demo and make run use 50ms)")
@@ -188,6 +196,16 @@ func (c *Config) Validate() error {
 	}
 	if c.BodyTimeout < time.Second || c.WriteTimeout < time.Second {
 		errs = append(errs, errors.New("--body-timeout and --write-timeout must be at least 1s"))
+	}
+	for _, p := range c.TestPublicCIDRs {
+		if _, err := netip.ParsePrefix(p); err != nil {
+			errs = append(errs, fmt.Errorf("--test-public-cidr %q must be a CIDR such as 198.51.100.0/24", p))
+		}
+	}
+	for _, a := range c.Announce {
+		if !strings.HasPrefix(a, "/") || strings.Contains(a, "/p2p/") {
+			errs = append(errs, fmt.Errorf("--announce %q must be a multiaddr without /p2p/<id>, e.g. /ip4/203.0.113.7/tcp/4001", a))
+		}
 	}
 	for _, p := range c.TrustedProxies {
 		if _, err := netip.ParsePrefix(p); err != nil {

@@ -71,3 +71,29 @@ func TestConfigErrorsSayHowToFix(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigNATFlags(t *testing.T) {
+	var c Config
+	if err := c.Parse(nil, env(nil), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if c.NATPortMap || !c.RelayService || len(c.Announce) != 0 || len(c.TestPublicCIDRs) != 0 {
+		t.Fatalf("NAT defaults = portmap %v relay %v announce %v", c.NATPortMap, c.RelayService, c.Announce)
+	}
+	c = Config{}
+	err := c.Parse([]string{"--announce", "/ip4/203.0.113.7/tcp/4001", "--announce", "/ip4/203.0.113.7/udp/4001/quic-v1", "--nat-portmap"},
+		env(map[string]string{"AGENTSITE_RELAY_SERVICE": "false", "AGENTSITE_TEST_PUBLIC_CIDR": "198.51.100.0/24"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.NATPortMap || c.RelayService || len(c.Announce) != 2 || len(c.TestPublicCIDRs) != 1 {
+		t.Fatalf("NAT config = portmap %v relay %v announce %v cidrs %v", c.NATPortMap, c.RelayService, c.Announce, c.TestPublicCIDRs)
+	}
+	for _, bad := range [][]string{{"--announce", "203.0.113.7:4001"}, {"--announce", "/ip4/203.0.113.7/tcp/4001/p2p/x"}, {"--test-public-cidr", "198.51.100.1"}} {
+		c = Config{}
+		err := c.Parse(bad, env(nil), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%v: err = %v", bad, err)
+		}
+	}
+}

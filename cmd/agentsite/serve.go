@@ -117,9 +117,18 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("peer id: %w", err)
 	}
 	sink := &store.Sink{Store: network, SelfID: selfID.String()}
+	if len(m.Config.TestPublicCIDRs) > 0 {
+		if err := p2p.TreatAsPublic(m.Config.TestPublicCIDRs); err != nil {
+			return err
+		}
+		m.Logger.Warn("tests only: counting these prefixes as public addresses", "cidrs", m.Config.TestPublicCIDRs)
+	}
 	node, err := p2p.New(ctx, key, p2p.Config{
 		ListenAddrs:       m.Config.P2PListen,
 		Bootstrap:         m.Config.Bootstrap,
+		Announce:          m.Config.Announce,
+		NATPortMap:        m.Config.NATPortMap,
+		NoRelayService:    !m.Config.RelayService,
 		UserAgent:         "agentsite/" + buildVersion(),
 		Version:           buildVersion(),
 		HeartbeatInterval: m.Config.HeartbeatInterval,

@@ -271,6 +271,22 @@ func TestAPIAgentHealth(t *testing.T) {
 	})
 }
 
+// GET /api/v1/node says how the network reaches the node: a lone node on
+// loopback has unknown reachability, no relay address and no peers.
+func TestAPINodeReachability(t *testing.T) {
+	e := New(t)
+	raw := Decode[map[string]any](t, e.Do("GET", "/api/v1/node", nil))
+	for _, k := range []string{"reachability", "relay_addrs", "direct_peers", "relayed_peers"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("no %q in %v", k, raw)
+		}
+	}
+	node := Decode[apiwire.Node](t, e.Do("GET", "/api/v1/node", nil))
+	if node.Reachability != "unknown" || node.RelayAddrs == nil || len(node.RelayAddrs) != 0 || node.DirectPeers != 0 || node.RelayedPeers != 0 {
+		t.Fatalf("node = %+v", node)
+	}
+}
+
 func TestAPINodeHealthMetrics(t *testing.T) {
 	e := New(t)
 	tok := e.UserToken("dave")

@@ -19,7 +19,12 @@ func (a *API) NodeInfo(w http.ResponseWriter, r *http.Request) {
 	if addrs == nil {
 		addrs = []string{}
 	}
+	direct, relayed := a.Node.PeerKinds()
 	httpkit.WriteJSON(w, http.StatusOK, apiwire.Node{
+		Reachability: a.Node.Reachability(),
+		RelayAddrs:   a.Node.RelayAddrs(),
+		DirectPeers:  direct,
+		RelayedPeers: relayed,
 		PeerID:       a.Node.PeerID(),
 		Addrs:        addrs,
 		Version:      a.Version,

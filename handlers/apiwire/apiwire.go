@@ -68,6 +68,14 @@ type Node struct {
 	Version      string   `json:"version"`
 	AgentsHosted int      `json:"agents_hosted"`
 	Peers        int      `json:"peers"`
+	// Reachability is public, private or unknown, as AutoNAT finds it;
+	// RelayAddrs are the node's addresses through relays (a node behind
+	// NAT is reached on those); DirectPeers and RelayedPeers split Peers
+	// by whether a direct connection exists.
+	Reachability string   `json:"reachability"`
+	RelayAddrs   []string `json:"relay_addrs"`
+	DirectPeers  int      `json:"direct_peers"`
+	RelayedPeers int      `json:"relayed_peers"`
 }
 
 // MessageIn is the body of POST /api/v1/agents/{id}/messages; without a

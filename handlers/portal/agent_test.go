@@ -135,6 +135,15 @@ func TestNodesPage(t *testing.T) {
 		t.Error("address has no copy button with its text")
 	}
 	MustTestid(t, doc, "nodes-empty")
+	if got := Text(MustTestid(t, doc, "node-reachability")); got != "unknown" {
+		t.Errorf("reachability = %q", got)
+	}
+	if got := Text(MustTestid(t, doc, "node-relayed-peers")); got != "0" {
+		t.Errorf("relayed peers = %q", got)
+	}
+	if Testid(doc, "node-relay-addrs").Length() != 0 {
+		t.Error("relay addresses shown without a reservation")
+	}
 
 	if err := e.Store.UpsertNode(t.Context(), nodeFixture(e)); err != nil {
 		t.Fatal(err)

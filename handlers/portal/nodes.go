@@ -43,5 +43,7 @@ func (p *Pages) PageNodes(w http.ResponseWriter, r *http.Request) {
 		Version:      p.Version,
 		Nodes:        rows,
 	}
+	v.NAT = web.NodeNAT{Reachability: p.Node.Reachability(), RelayAddrs: p.Node.RelayAddrs()}
+	v.NAT.DirectPeers, v.NAT.RelayedPeers = p.Node.PeerKinds()
 	p.render(w, r, http.StatusOK, web.NodesPage(v))
 }

@@ -55,6 +55,13 @@ type Node interface {
 	// Addrs are full multiaddrs ending in /p2p/<id>, for bootstrapping.
 	Addrs() []string
 	PeerCount() int
+	// Reachability is public, private or unknown (AutoNAT); RelayAddrs
+	// are the addresses through relays the node holds a reservation on;
+	// PeerKinds counts peers with a direct connection and those reached
+	// only through a relay.
+	Reachability() string
+	RelayAddrs() []string
+	PeerKinds() (direct, relayed int)
 	// SearchTag asks the DHT who provides tag and pulls those providers'
 	// listings into the cache.
 	SearchTag(ctx context.Context, tag string, maxProviders int) (providers, changed int, err error)
