@@ -331,3 +331,12 @@ type Composed struct {
 }
 
 var _ Store = Composed{}
+
+// Memo is the read cache's Memo when Network is a *Cache (cmd/agentsite
+// puts one there); otherwise it calls load every time.
+func (c Composed) Memo(ctx context.Context, key string, load func(ctx context.Context, n Network) (any, error)) (any, error) {
+	if m, ok := c.Network.(*Cache); ok {
+		return m.Memo(ctx, key, load)
+	}
+	return load(ctx, c.Network)
+}
