@@ -22,7 +22,7 @@ func TestAppendAgentListIsWriteJSON(t *testing.T) {
 		Tags: []string{"weather", "geo"}, Skills: []agent.Skill{{ID: "f", Name: "Forecast", Description: "<b>", Examples: []string{"Paris?"}}},
 		Version: "1.2.3", Publisher: "12D3KooWPub", Owner: "alice",
 		Endpoints: []agent.Endpoint{{Kind: agent.EndpointLibp2pMCP, PeerID: "12D3KooWPub", Protocol: agent.MCPProtocol}},
-		Seq: 7, IssuedAt: at, ExpiresAt: at.Add(time.Hour),
+		Seq:       7, IssuedAt: at, ExpiresAt: at.Add(time.Hour),
 	}
 	bare := agent.Record{ID: "agent-2", Name: "x", Seq: 1, IssuedAt: at, ExpiresAt: at, Tombstone: true}
 	listings := []store.Listing{
