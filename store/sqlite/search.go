@@ -87,13 +87,27 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	} else {
 		plan = newestQueries(q, columns, cur, hasCursor)
 	}
-	queries := make([]string, len(plan))
+	queries := make([]string, len(plan), len(plan)+1)
 	for i, p := range plan {
 		queries[i] = p.query
 	}
+	queries = append(queries, anyFailingSQL)
 	pb := pageBuilder{limit: limit}
 	err = db.inReadTx(ctx, func(ctx context.Context, tx execer) error {
+		askedFailing := false
 		for _, p := range plan {
+			if p.failing && !askedFailing {
+				// The failing pass costs a text search like the others;
+				// most catalogues have no failing agent to find.
+				askedFailing = true
+				var n int
+				if err := tx.QueryRowContext(ctx, anyFailingSQL).Scan(&n); err != nil {
+					return dbErr("search agents", err)
+				}
+				if n == 0 {
+					break
+				}
+			}
 			// Only as many rows as the page still needs, plus one to know
 			// whether there is more.
 			p.args[len(p.args)-1] = limit + 1 - len(pb.page.Listings)
@@ -111,6 +125,11 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	}
 	return pb.page, nil
 }
+
+// anyFailingSQL tells whether any listing is failing: a look at the
+// partial index agents_failing.
+const anyFailingSQL = `-- name: any_failing
+SELECT EXISTS (SELECT 1 FROM agents WHERE health_state = 'failing')`
 
 // passQuery is one pass of a search: its SQL (listingColumns, in page
 // order), whether it walks the failing agents, and its relevance tier (0
