@@ -30,3 +30,11 @@ WHERE r.id = a.id;
 
 CREATE INDEX agents_search_title ON agents USING gin (search_title);
 CREATE INDEX agents_search_head ON agents USING gin (search_head);
+
+-- A change of status (a host going stale) is not a HOT update, so it adds
+-- every lexeme of the row to each text index's pending list, which every
+-- search then reads through until (auto)vacuum flushes it. Small pending
+-- lists keep that cost bounded between vacuums.
+ALTER INDEX agents_search SET (gin_pending_list_limit = 256);
+ALTER INDEX agents_search_title SET (gin_pending_list_limit = 256);
+ALTER INDEX agents_search_head SET (gin_pending_list_limit = 256);
