@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # they create and drop their own databases.
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: help run build test a2a-sdk test-short bench bench-p2p bench-chat bench-nat load generate lint fuzz demo clean
+.PHONY: help run build test a2a-sdk axe test-short bench bench-search bench-p2p bench-chat bench-nat bench-import load generate lint fuzz demo clean
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -42,6 +42,13 @@ bench: ## Go benchmarks of both stores (10k, 100k listings), a 2-step delegation
 	$(GO) test -run '^$$' -bench BenchmarkDelegation -benchtime 200x -timeout 30m ./cmd/agentsite/
 	$(GO) run ./cmd/agentsite-load --store postgres --listings 10000 --concurrency 5,10,20 --duration 10s
 	$(GO) run ./cmd/agentsite-load --store sqlite --listings 10000 --concurrency 5,10,20 --duration 10s
+	$(MAKE) bench-search
+
+bench-search: ## distinct-query search (every query a cache miss) on both stores at 10k and 100k, against the bare net/http ceiling
+	$(GO) run ./cmd/agentsite-load --store postgres --listings 10000 --mix distinct --concurrency 20 --duration 10s --ceiling
+	$(GO) run ./cmd/agentsite-load --store sqlite --listings 10000 --mix distinct --concurrency 20 --duration 10s --ceiling
+	$(GO) run ./cmd/agentsite-load --store postgres --listings 100000 --mix distinct --concurrency 20 --duration 10s --ceiling
+	$(GO) run ./cmd/agentsite-load --store sqlite --listings 100000 --mix distinct --concurrency 20 --duration 10s --ceiling
 
 bench-chat: ## chat turns to echo, local and cross-node, API, WebSocket and A2A, 5/10/20 clients
 	$(GO) test -run '^$$' -bench BenchmarkChatTurns -benchtime 1x -timeout 30m ./cmd/agentsite/

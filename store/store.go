@@ -54,6 +54,11 @@ type Listing struct {
 	// (State is agent.HealthUnknown until it says anything); record
 	// updates keep it.
 	Health agent.Health
+	// PublicJSON is the record's public fields as one JSON object
+	// (PublicRecordJSON), kept by the store beside the record so a page of
+	// search results is sent without decoding and re-encoding its JSON
+	// columns. Engines fill it in SearchAgents; nil elsewhere.
+	PublicJSON []byte
 }
 
 // SearchQuery selects listings. Zero values mean "no filter".
@@ -69,6 +74,12 @@ type SearchQuery struct {
 	// Without text the order is always newest first. Failing agents come
 	// last in every order.
 	Sort string
+	// PublicOnly says the caller sends the listings as JSON and reads only
+	// PublicJSON and the node's own fields (Status, LastSeen, HostPeerID,
+	// Local, Health) besides Record.ID: engines may then leave the
+	// envelope and the record's skills and endpoints out. The API's list
+	// endpoint sets it.
+	PublicOnly bool
 }
 
 // Search orders (SearchQuery.Sort).
@@ -329,3 +340,12 @@ type Composed struct {
 }
 
 var _ Store = Composed{}
+
+// Memo is the read cache's Memo when Network is a *Cache (cmd/agentsite
+// puts one there); otherwise it calls load every time.
+func (c Composed) Memo(ctx context.Context, key string, load func(ctx context.Context, n Network) (any, error)) (any, error) {
+	if m, ok := c.Network.(*Cache); ok {
+		return m.Memo(ctx, key, load)
+	}
+	return load(ctx, c.Network)
+}

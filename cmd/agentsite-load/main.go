@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -47,6 +48,14 @@ type config struct {
 	PostgresURL string
 	Out         string
 	Settle      bool
+	// Mix is "fixed" (rotate Queries) or "distinct" (Distinct queries from
+	// the catalogue's vocabulary, each sent once: every one misses the
+	// read cache).
+	Mix      string
+	Distinct int
+	// Ceiling also runs the same requests against a bare net/http server
+	// sending the bytes agentsite sent, and reports the ratio.
+	Ceiling bool
 }
 
 func main() {
@@ -84,6 +93,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.PostgresURL, "postgres-url", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "admin URL used to create and drop the temporary database")
 	fs.BoolVar(&c.Settle, "settle", true, "after seeding, VACUUM ANALYZE the Postgres database as autovacuum would on a live node")
 	fs.StringVar(&c.Out, "out", "", "markdown file to append the results to (optional)")
+	fs.StringVar(&c.Mix, "mix", "fixed", "query mix: fixed (rotate --queries) or distinct (--distinct one- and two-word queries from the catalogue's vocabulary, none sent twice)")
+	fs.IntVar(&c.Distinct, "distinct", 100_000, "number of distinct queries of --mix distinct (at least 2000; the run wraps around if it sends more)")
+	fs.BoolVar(&c.Ceiling, "ceiling", false, "also measure a bare net/http server sending the same bytes (the ceiling of this machine), and report the ratio")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -121,6 +133,12 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if len(c.Queries) == 0 {
 		errs = append(errs, errors.New("--queries must name at least one search term"))
+	}
+	if c.Mix != "fixed" && c.Mix != "distinct" {
+		errs = append(errs, fmt.Errorf("--mix %q must be fixed or distinct", c.Mix))
+	}
+	if c.Distinct < 2000 || c.Distinct > 1_000_000 {
+		errs = append(errs, errors.New("--distinct must be between 2000 and 1000000"))
 	}
 	if strings.Count(c.Path, "%s") != 1 || !strings.HasPrefix(c.Path, "/") {
 		errs = append(errs, errors.New("--path must start with / and contain %s exactly once"))
@@ -173,14 +191,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer srv.stop(progress)
 
+	if cfg.Mix == "distinct" {
+		cfg.Queries = distinctQueries(cfg.Distinct, cfg.Listings)
+		progress("%d distinct queries from the catalogue's vocabulary, e.g. %q", len(cfg.Queries), cfg.Queries[:min(8, len(cfg.Queries))])
+	}
 	if err := preflight(ctx, srv.baseURL, cfg, progress); err != nil {
 		return err
 	}
-	rows, err := attackAll(ctx, srv.baseURL, cfg, progress)
+	sent := &atomic.Uint64{}
+	rows, err := attackAll(ctx, srv.baseURL, cfg, sent, progress)
 	if err != nil {
 		return err
 	}
+	rss, peak := srv.memory()
+	var ceiling []row
+	if cfg.Ceiling {
+		if ceiling, err = runCeiling(ctx, srv.baseURL, cfg, progress); err != nil {
+			return err
+		}
+	}
 	rep := &report{
+		Mix:      cfg.Mix,
+		Queries:  len(cfg.Queries),
+		Sent:     sent.Load(),
+		Ceiling:  ceiling,
 		Store:    cfg.Store,
 		Listings: cfg.Listings,
 		Settled:  cfg.Settle || cfg.Store == "sqlite",
@@ -191,7 +225,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Rows:     rows,
 		Date:     time.Now(),
 	}
-	rep.RSS, rep.PeakRSS = srv.memory()
+	rep.RSS, rep.PeakRSS = rss, peak
 	if err := rep.write(stdout); err != nil {
 		return err
 	}

@@ -18,6 +18,10 @@ const busyWarning = 0.2
 
 // report is the outcome of a run, printed as a markdown table.
 type report struct {
+	Mix      string // fixed or distinct
+	Queries  int    // distinct queries in the mix
+	Sent     uint64 // requests sent to agentsite (warm-ups and batches too)
+	Ceiling  []row  // the same levels against the bare net/http server, if measured
 	Store    string
 	Listings int
 	Settled  bool    // statistics and indexes settled after seeding
@@ -37,15 +41,28 @@ func (r *report) write(w io.Writer) error {
 	fmt.Fprintf(&b, "\n### %s, %d listings: GET %s\n\n", r.Store, r.Listings, r.Path)
 	fmt.Fprintf(&b, "%s · %d CPUs (%s busy before the run) · %s/%s · %s · closed loop, keep-alive, %s per level after a warm-up; load generator on the same machine\n\n",
 		r.Date.Format("2006-01-02 15:04 MST"), r.CPUs, busyText(r.Busy), runtime.GOOS, runtime.GOARCH, runtime.Version(), r.Duration)
-	b.WriteString("| clients | requests | req/s | mean | p50 | p90 | p99 | max | success | non-2xx | batch (10×c) | batch mean | batch req/s |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n")
-	for _, row := range r.Rows {
-		m, bm := row.Timed, row.Batch
-		fmt.Fprintf(&b, "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n",
-			row.Concurrency, m.Requests, perSec(m.Requests, row.Elapsed),
-			ms(m.Latencies.Mean), ms(m.Latencies.P50), ms(m.Latencies.P90), ms(m.Latencies.P99), ms(m.Latencies.Max),
-			pct(m.Success), non2xx(m.StatusCodes),
-			bm.Requests, ms(bm.Latencies.Mean), perSec(bm.Requests, row.BatchWall))
+	if r.Mix == "distinct" {
+		wrapped := "none sent twice"
+		if r.Sent > uint64(r.Queries) {
+			wrapped = fmt.Sprintf("the list wrapped around after %d", r.Queries)
+		}
+		fmt.Fprintf(&b, "Mix: %d distinct one- and two-word queries from the catalogue's vocabulary, read cache on; %d requests sent to agentsite, %s.\n\n", r.Queries, r.Sent, wrapped)
+	} else {
+		fmt.Fprintf(&b, "Mix: %d search terms rotated.\n\n", r.Queries)
+	}
+	table(&b, r.Rows)
+	if len(r.Ceiling) > 0 {
+		b.WriteString("\nThe same requests against a bare net/http server on this machine sending the same bytes (the ceiling):\n\n")
+		table(&b, r.Ceiling)
+		b.WriteString("\n| clients | agentsite req/s | ceiling req/s | agentsite / ceiling |\n|---:|---:|---:|---:|\n")
+		for i, row := range r.Rows {
+			if i >= len(r.Ceiling) || row.Elapsed <= 0 || r.Ceiling[i].Elapsed <= 0 {
+				continue
+			}
+			a := float64(row.Timed.Requests) / row.Elapsed.Seconds()
+			c := float64(r.Ceiling[i].Timed.Requests) / r.Ceiling[i].Elapsed.Seconds()
+			fmt.Fprintf(&b, "| %d | %.0f | %.0f | %.0f %% |\n", row.Concurrency, a, c, 100*a/c)
+		}
 	}
 	if r.Busy >= busyWarning {
 		fmt.Fprintf(&b, "\nWarning: other processes kept %.0f %% of the CPUs busy when the tool started; these numbers are pessimistic.\n", 100*r.Busy)
@@ -53,9 +70,23 @@ func (r *report) write(w io.Writer) error {
 	if !r.Settled {
 		b.WriteString("\nMeasured right after the bulk seed, without VACUUM ANALYZE (--settle=false).\n")
 	}
-	fmt.Fprintf(&b, "\nServer RSS at the end: %s (peak %s).\n", mib(r.RSS), mib(r.PeakRSS))
+	fmt.Fprintf(&b, "\nServer RSS at the end of the agentsite runs: %s (peak %s).\n", mib(r.RSS), mib(r.PeakRSS))
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// table writes the rows of one series of levels.
+func table(b *bytes.Buffer, rows []row) {
+	b.WriteString("| clients | requests | req/s | mean | p50 | p90 | p99 | max | success | non-2xx | batch (10×c) | batch mean | batch req/s |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n")
+	for _, row := range rows {
+		m, bm := row.Timed, row.Batch
+		fmt.Fprintf(b, "| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n",
+			row.Concurrency, m.Requests, perSec(m.Requests, row.Elapsed),
+			ms(m.Latencies.Mean), ms(m.Latencies.P50), ms(m.Latencies.P90), ms(m.Latencies.P99), ms(m.Latencies.Max),
+			pct(m.Success), non2xx(m.StatusCodes),
+			bm.Requests, ms(bm.Latencies.Mean), perSec(bm.Requests, row.BatchWall))
+	}
 }
 
 // appendTo appends the report to a markdown file.

@@ -116,6 +116,22 @@ func seed(ctx context.Context, db *database, n int, logger *slog.Logger, progres
 	}
 	secs := time.Since(seedStart).Seconds()
 	progress("seeded %d/%d (%.1fs, %.0f listings/s)", n, n, secs, float64(n)/secs)
+
+	// The simulated publishers never send a heartbeat, so the server's
+	// first sweep would turn every listing stale in the middle of the run:
+	// a rewrite of every row that a live node makes once, when a host goes
+	// silent, and that leaves dead rows and full GIN pending lists on
+	// Postgres until autovacuum comes by. Make that change here, before
+	// settling, as the sweep would.
+	for _, p := range pubs {
+		if err := st.UpsertNode(ctx, store.Node{PeerID: p.id, LastHeartbeat: now, Status: store.StatusStale}); err != nil {
+			return fmt.Errorf("mark publisher %s stale: %w", p.id, err)
+		}
+		if _, err := st.SetHostStatus(ctx, p.id, store.StatusStale, now); err != nil {
+			return fmt.Errorf("mark listings of %s stale: %w", p.id, err)
+		}
+	}
+	progress("marked the listings of the %d silent publishers stale, as the server's sweep would", len(pubs))
 	return nil
 }
 

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -10,6 +12,7 @@ import (
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/store"
 )
 
 // maxNetworkProviders bounds how many providers of a tag one network
@@ -23,12 +26,47 @@ func (a *API) ListAgents(w http.ResponseWriter, r *http.Request) {
 		a.Fail(w, r, httpkit.BadQuery(err))
 		return
 	}
-	page, err := a.Catalog.SearchAgents(r.Context(), q)
+	q.PublicOnly = true
+	body, err := a.listBody(r.Context(), q)
 	if err != nil {
 		a.Fail(w, r, err)
 		return
 	}
-	httpkit.WriteJSON(w, http.StatusOK, apiwire.FromPage(page))
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// Memo is the read cache's memo (store.Cache.Memo): a value derived from
+// the catalogue, kept until the next write.
+type Memo interface {
+	Memo(ctx context.Context, key string, load func(ctx context.Context, n store.Network) (any, error)) (any, error)
+}
+
+// listBody is the encoded answer to a search: from the read cache when
+// the catalogue has one (so a repeated search costs a map look-up and a
+// write, not an encoding of the page), otherwise from a search.
+func (a *API) listBody(ctx context.Context, q store.SearchQuery) ([]byte, error) {
+	encode := func(ctx context.Context, c Catalog) ([]byte, error) {
+		page, err := c.SearchAgents(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		return apiwire.AppendAgentList(make([]byte, 0, 1024*len(page.Listings)+64), page)
+	}
+	m, ok := a.Catalog.(Memo)
+	if !ok {
+		return encode(ctx, a.Catalog)
+	}
+	v, err := m.Memo(ctx, "api/v1/agents\x00"+store.SearchKey(q), func(ctx context.Context, n store.Network) (any, error) {
+		return encode(ctx, n)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
 }
 
 // GetAgent is GET /api/v1/agents/{id}, asking the network when the cache

@@ -1,6 +1,10 @@
 package apiwire
 
 import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 )
@@ -40,4 +44,68 @@ func FromPage(p store.SearchPage) AgentList {
 		out.Agents = append(out.Agents, FromListing(l))
 	}
 	return out
+}
+
+// AppendAgentList appends page as the JSON of AgentList, as
+// httpkit.WriteJSON would send FromPage(page) (newline included), but
+// from each listing's precomputed PublicJSON where the store gave one:
+// the record's fields are not decoded and encoded again, only the node's
+// own fields (status, last seen, host, local, health) are.
+func AppendAgentList(dst []byte, page store.SearchPage) ([]byte, error) {
+	dst = append(dst, `{"agents":[`...)
+	for i := range page.Listings {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = AppendAgent(dst, &page.Listings[i]); err != nil {
+			return nil, err
+		}
+	}
+	dst = append(dst, `],"next_cursor":`...)
+	dst = appendString(dst, page.NextCursor)
+	return append(dst, "}\n"...), nil
+}
+
+// AppendAgent appends the JSON of FromListing(*l), from l.PublicJSON when
+// it is there.
+func AppendAgent(dst []byte, l *store.Listing) ([]byte, error) {
+	pub := l.PublicJSON
+	if len(pub) < 2 || pub[len(pub)-1] != '}' {
+		b, err := json.Marshal(FromListing(*l))
+		if err != nil {
+			return nil, fmt.Errorf("encode agent %s: %w", l.Record.ID, err)
+		}
+		return append(dst, b...), nil
+	}
+	health := l.Health
+	if health.State == "" {
+		health.State = agent.HealthUnknown
+	}
+	h, err := json.Marshal(health)
+	if err != nil {
+		return nil, fmt.Errorf("encode health of agent %s: %w", l.Record.ID, err)
+	}
+	seen, err := l.LastSeen.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encode last seen of agent %s: %w", l.Record.ID, err)
+	}
+	dst = append(dst, pub[:len(pub)-1]...)
+	dst = append(dst, `,"status":`...)
+	dst = appendString(dst, l.Status)
+	dst = append(dst, `,"last_seen":`...)
+	dst = append(dst, seen...)
+	dst = append(dst, `,"host_peer_id":`...)
+	dst = appendString(dst, l.HostPeerID)
+	dst = append(dst, `,"local":`...)
+	dst = strconv.AppendBool(dst, l.Local)
+	dst = append(dst, `,"health":`...)
+	dst = append(dst, h...)
+	return append(dst, '}'), nil
+}
+
+// appendString appends s as a JSON string, escaped as encoding/json does.
+func appendString(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s) // a string always encodes
+	return append(dst, b...)
 }

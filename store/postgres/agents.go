@@ -19,6 +19,17 @@ const listingColumns = `a.id, r.name, r.display_name, r.description, a.tags, r.s
 	r.envelope, a.status, a.last_seen, a.host_peer_id, a.local, a.updated_at, a.pos,
 	a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at`
 
+// publicColumns is listingColumns for a store.SearchQuery.PublicOnly search:
+// the columns that r.public_json holds are read only for a row written
+// before it existed, and the envelope not at all.
+const publicColumns = `a.id, r.name, r.display_name,
+	CASE WHEN r.public_json IS NULL THEN r.description ELSE '' END, a.tags,
+	CASE WHEN r.public_json IS NULL THEN r.skills END,
+	CASE WHEN r.public_json IS NULL THEN r.endpoints END,
+	r.version, r.publisher, a.owner, a.seq, r.issued_at, a.expires_at, a.tombstone,
+	NULL::bytea, a.status, a.last_seen, a.host_peer_id, a.local, a.updated_at, a.pos,
+	a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at`
+
 // agentColumns are the columns of agents that listingColumns reads, for a
 // subquery standing in for agents a.
 const agentColumns = `a.id, a.pos, a.tags, a.owner, a.seq, a.expires_at, a.tombstone,
@@ -36,26 +47,30 @@ const listingFrom = `agents a JOIN agent_records r ON r.id = a.id`
 const upsertAgentSQL = `-- name: upsert_record
 WITH up AS (
 	INSERT INTO agents AS a (id, seq, tombstone, status, local, owner, host_peer_id, tags,
-		expires_at, last_seen, updated_at, search)
+		expires_at, last_seen, updated_at, search, search_title, search_head)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text[], $9, $10, $11,
-		agent_search_vector($12, $13, $8::text[], $14, $15::jsonb))
+		agent_search_vector($12, $13, $8::text[], $14, $15::jsonb),
+		to_tsvector('simple'::regconfig, $12::text || ' ' || $13::text),
+		to_tsvector('simple'::regconfig, $12::text || ' ' || $13::text)
+			|| to_tsvector('simple'::regconfig, coalesce(array_to_string($8::text[], ' '), '')))
 	ON CONFLICT (id) DO UPDATE SET
 		seq = excluded.seq, tombstone = excluded.tombstone, status = excluded.status,
 		local = excluded.local, owner = excluded.owner, host_peer_id = excluded.host_peer_id,
 		tags = excluded.tags, expires_at = excluded.expires_at, last_seen = excluded.last_seen,
-		updated_at = excluded.updated_at, search = excluded.search
+		updated_at = excluded.updated_at, search = excluded.search,
+		search_title = excluded.search_title, search_head = excluded.search_head
 	WHERE a.seq < excluded.seq
 	RETURNING a.id, a.visible
 ), rec AS (
 	INSERT INTO agent_records AS r (id, name, display_name, description, skills, endpoints,
-		version, publisher, issued_at, envelope)
-	SELECT id, $12, $13, $14, $15::jsonb, $16::jsonb, $17, $18, $19, $20 FROM up
+		version, publisher, issued_at, envelope, public_json)
+	SELECT id, $12, $13, $14, $15::jsonb, $16::jsonb, $17, $18, $19, $20, $21 FROM up
 	ON CONFLICT (id) DO UPDATE SET
 		name = excluded.name, display_name = excluded.display_name,
 		description = excluded.description, skills = excluded.skills,
 		endpoints = excluded.endpoints, version = excluded.version,
 		publisher = excluded.publisher, issued_at = excluded.issued_at,
-		envelope = excluded.envelope
+		envelope = excluded.envelope, public_json = excluded.public_json
 )
 SELECT visible FROM up`
 
@@ -97,13 +112,17 @@ func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
 	if err != nil {
 		return fmt.Errorf("postgres: upsert agent %s: encode endpoints: %w", r.ID, err)
 	}
+	public, err := store.PublicRecordJSON(r)
+	if err != nil {
+		return fmt.Errorf("postgres: upsert agent %s: %w", r.ID, err)
+	}
 	return db.InTransaction(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var visible bool
 		err := tx.QueryRow(ctx, upsertAgentSQL,
 			r.ID, int64(r.Seq), r.Tombstone, l.Status, l.Local, r.Owner, l.HostPeerID, r.Tags,
 			r.ExpiresAt, l.LastSeen, l.UpdatedAt,
 			r.Name, r.DisplayName, r.Description, skills, endpoints, r.Version, r.Publisher,
-			r.IssuedAt, l.Envelope,
+			r.IssuedAt, l.Envelope, public,
 		).Scan(&visible)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("postgres: upsert agent %s seq %d: %w", r.ID, r.Seq, store.ErrStale)

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -16,17 +17,22 @@ import (
 // constant fragments; every value (terms, tags, statuses, health, owner,
 // cursor) is a bind parameter.
 //
-// Every order starts with notFailing, so failing agents come last.
+// A search is one statement: a UNION ALL of passes, each newest first and
+// stopping at the page size, and a LIMIT over them, so Postgres runs the
+// passes in order and stops starting new ones once the page is full. The
+// passes are: the agents that are not failing, then the failing ones
+// (DESIGN "Agent health"); within each, without text one pass, with text
+// one per relevance tier (tiers). That is store/sqlite's order too.
 //
-// Plans (EXPLAIN ANALYZE at 100k listings, see bench_test.go): without text,
-// a backward walk of agents_visible_health_pos (default statuses) or
-// agents_status_health_pos (one explicit status) that stops after a page;
-// tags are one containment filter on the row (tags @> ...), checked during
-// that walk or, for a rare tag, served by the GIN index agents_tags; with
-// text, a bitmap scan of the GIN index agents_search, then ts_rank on each
-// match and a top-N sort on (not failing, rank, pos). ts_rank, not
-// ts_rank_cd: it costs a third as much per match, which is what a
-// one-letter query at 100k listings pays.
+// Plans (EXPLAIN ANALYZE at 100k listings, see bench_test.go): each pass
+// is either a backward walk of agents_visible_health_pos (default
+// statuses) or agents_status_health_pos (explicit statuses) that checks
+// the tier's match on each row and stops after a page (a common word), or
+// a bitmap scan of the tier's GIN index and a top-N sort by pos (a rare
+// one); the planner picks with the lexeme statistics of each tsvector
+// column. Tags are one containment filter (tags @> ...). Before migration
+// 0005 every match was ranked with ts_rank: a word in a fifth of 100k
+// listings cost 30-40 ms however few rows the page needed.
 func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error) {
 	cur, hasCursor, err := store.DecodeCursor(q.Cursor)
 	if err != nil {
@@ -40,13 +46,14 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 
 	var b sqlBuilder
 	var where []string
-	switch st := statusFilter(q.Statuses); len(st) {
+	statuses := statusFilter(q.Statuses)
+	switch len(statuses) {
 	case 0:
 		where = append(where, "a.visible")
 	case 1:
-		where = append(where, "NOT a.tombstone", "a.status = "+b.arg(st[0]))
+		where = append(where, "NOT a.tombstone", "a.status = "+b.arg(statuses[0]))
 	default:
-		where = append(where, "NOT a.tombstone", "a.status = ANY("+b.arg(st)+")")
+		where = append(where, "NOT a.tombstone", "a.status = ANY("+b.arg(statuses)+")")
 	}
 	if tags := dedupe(q.Tags); len(tags) > 0 {
 		where = append(where, "a.tags @> "+b.arg(tags)+"::text[]")
@@ -57,69 +64,152 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	if q.Owner != "" {
 		where = append(where, "a.owner = "+b.arg(q.Owner))
 	}
-
-	// The inner query picks the page on the narrow agents table; only those
-	// rows are then joined with agent_records. It is aliased a, like the
-	// table, so listingColumns reads from it.
-	var inner string
-	if len(terms) > 0 && q.Sort == store.SortNewest {
-		// Newest first among the matches: the keyset of a search without
-		// text, the text one more filter.
-		where = append(where, "a.search @@ to_tsquery('simple', "+b.arg(tsQuery(terms))+")")
-		terms = nil
-	}
+	order := []tier{{0, ""}}
 	if len(terms) > 0 {
-		where = append(where, "a.search @@ query")
-		if hasCursor {
-			where = append(where, "("+notFailing+", rk.rank, a.pos) < ("+b.arg(!cur.Failing)+"::boolean, "+b.arg(cur.Rank)+"::float8, "+b.arg(cur.Pos)+"::bigint)")
+		query := "to_tsquery('simple', " + b.arg(tsQuery(terms)) + ")"
+		order = textTiers(query)
+		if q.Sort == store.SortNewest {
+			order = []tier{{0, "a.search @@ " + query}}
 		}
-		inner = `SELECT ` + agentColumns + `, rk.rank
-	FROM agents a
-		CROSS JOIN to_tsquery('simple', ` + b.arg(tsQuery(terms)) + `) AS query
-		CROSS JOIN LATERAL (SELECT ts_rank(a.search, query)::float8 AS rank) AS rk
-	WHERE ` + strings.Join(where, " AND ") + `
-	ORDER BY ` + notFailing + ` DESC, rk.rank DESC, a.pos DESC
-	LIMIT ` + b.arg(limit+1)
-	} else {
-		if hasCursor {
-			where = append(where, "("+notFailing+", a.pos) < ("+b.arg(!cur.Failing)+"::boolean, "+b.arg(cur.Pos)+"::bigint)")
-		}
-		inner = `SELECT ` + agentColumns + `, 0::float8 AS rank
-	FROM agents a
-	WHERE ` + strings.Join(where, " AND ") + `
-	ORDER BY ` + notFailing + ` DESC, a.pos DESC
-	LIMIT ` + b.arg(limit+1)
 	}
+	limitArg := b.arg(limit + 1)
+
+	var passes []string
+	for _, failing := range healthPasses(q.Health) {
+		if hasCursor && cur.Failing && !failing {
+			continue
+		}
+		atCursor := hasCursor && cur.Failing == failing
+		health := notFailing
+		if failing {
+			health = "NOT " + notFailing
+		}
+		for _, t := range order {
+			if atCursor && t.rank < cur.Rank {
+				continue
+			}
+			w := append(slices.Clip(where), health)
+			if t.match != "" {
+				w = append(w, t.match)
+			}
+			if atCursor && t.rank == cur.Rank {
+				w = append(w, "a.pos < "+b.arg(cur.Pos))
+			}
+			passes = append(passes, `(SELECT `+agentColumns+`, `+strconv.FormatBool(failing)+` AS failing, `+strconv.Itoa(int(t.rank))+`::float8 AS rank
+	FROM agents a
+	WHERE `+strings.Join(w, " AND ")+`
+	ORDER BY a.pos DESC
+	LIMIT `+limitArg+`)`)
+		}
+	}
+	if len(passes) == 0 {
+		return store.SearchPage{Listings: []store.Listing{}}, nil
+	}
+	columns := listingColumns
+	if q.PublicOnly {
+		columns = publicColumns
+	}
+	// The passes pick the page on the narrow agents table; only those rows
+	// are then joined with agent_records. Postgres runs the branches of a
+	// UNION ALL in order under the LIMIT; the rows are put in page order
+	// again below, as the join does not keep it.
 	sql := `-- name: search_agents
-SELECT ` + listingColumns + `, a.rank
-FROM (` + inner + `) AS a
-	JOIN agent_records r ON r.id = a.id
-ORDER BY ` + notFailing + ` DESC, a.rank DESC, a.pos DESC`
+SELECT ` + columns + `, r.public_json, a.failing, a.rank
+FROM (SELECT * FROM (
+` + strings.Join(passes, "\nUNION ALL\n") + `
+) AS p LIMIT ` + limitArg + `) AS a
+	JOIN agent_records r ON r.id = a.id`
 
 	rows, err := db.q.Query(ctx, sql, b.args...)
 	if err != nil {
 		return store.SearchPage{}, dbErr("search agents", err)
 	}
 	defer rows.Close()
-	page := store.SearchPage{Listings: make([]store.Listing, 0, limit)}
-	var next store.Cursor
+	type hit struct {
+		l       store.Listing
+		pos     int64
+		failing bool
+		rank    float64
+	}
+	hits := make([]hit, 0, limit+1)
 	for rows.Next() {
-		var rank float64
-		l, pos, err := scanListing(rows, &rank)
-		if err != nil {
+		var (
+			h      hit
+			public []byte
+		)
+		if h.l, h.pos, err = scanListing(rows, &public, &h.failing, &h.rank); err != nil {
 			return store.SearchPage{}, dbErr("search agents", err)
 		}
-		if len(page.Listings) == limit {
-			page.NextCursor = store.EncodeCursor(next)
-			break
+		h.l.PublicJSON = public
+		if h.l.PublicJSON == nil {
+			if h.l.PublicJSON, err = store.PublicRecordJSON(&h.l.Record); err != nil {
+				return store.SearchPage{}, fmt.Errorf("postgres: search agents: %w", err)
+			}
 		}
-		page.Listings = append(page.Listings, l)
-		next = store.Cursor{Rank: rank, Pos: pos, Failing: l.Health.State == agent.HealthFailing}
+		hits = append(hits, h)
 	}
 	if err := rows.Err(); err != nil {
 		return store.SearchPage{}, dbErr("search agents", err)
 	}
+	// Page order: not failing first, then by tier, then newest first.
+	slices.SortFunc(hits, func(x, y hit) int {
+		if x.failing != y.failing {
+			if x.failing {
+				return 1
+			}
+			return -1
+		}
+		if x.rank != y.rank {
+			return cmp.Compare(x.rank, y.rank)
+		}
+		return cmp.Compare(y.pos, x.pos)
+	})
+	page := store.SearchPage{Listings: make([]store.Listing, 0, min(len(hits), limit))}
+	for i, h := range hits {
+		if i == limit {
+			last := hits[i-1]
+			page.NextCursor = store.EncodeCursor(store.Cursor{Rank: last.rank, Pos: last.pos, Failing: last.failing})
+			break
+		}
+		page.Listings = append(page.Listings, h.l)
+	}
 	return page, nil
+}
+
+// tier is one relevance tier of a text search: its rank (1 is the best;
+// 0 for the single pass without text or newest first) and its match.
+type tier struct {
+	rank  float64
+	match string
+}
+
+// textTiers are the relevance tiers of a text search for the tsquery
+// expression query, best first; within a tier, newest first. A listing's
+// tier depends only on its own text, so the (tier, pos) keyset stays exact
+// while listings arrive. They are store/sqlite's tiers: every term in the
+// name or display name; every term in those or the tags; every term
+// anywhere (the description and skills too).
+func textTiers(query string) []tier {
+	return []tier{
+		{1, "a.search_title @@ " + query},
+		{2, "a.search_head @@ " + query + " AND NOT a.search_title @@ " + query},
+		{3, "a.search @@ " + query + " AND NOT a.search_head @@ " + query},
+	}
+}
+
+// healthPasses is which passes a search makes, in order: the agents that
+// are not failing (false), then the failing ones (true); a health filter
+// may leave one out.
+func healthPasses(health []string) []bool {
+	hs := dedupe(health)
+	var out []bool
+	if len(hs) == 0 || slices.ContainsFunc(hs, func(s string) bool { return s != agent.HealthFailing }) {
+		out = append(out, false)
+	}
+	if len(hs) == 0 || slices.Contains(hs, agent.HealthFailing) {
+		out = append(out, true)
+	}
+	return out
 }
 
 // notFailing is the first key of every search order, spelled as in the

@@ -20,6 +20,19 @@ const listingColumns = `a.id, a.name, a.display_name, a.description, a.tags, a.s
 	a.envelope, a.status, a.last_seen, a.host_peer_id, a.local, a.updated_at, a.pos,
 	a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at`
 
+// publicColumns is listingColumns for a store.SearchQuery.PublicOnly
+// search, followed by public_json: the columns that public_json holds are
+// read only for a row written before it existed, and the envelope not at
+// all.
+const publicColumns = `a.id, a.name, a.display_name,
+	CASE WHEN a.public_json IS NULL THEN a.description ELSE '' END, a.tags,
+	CASE WHEN a.public_json IS NULL THEN a.skills END,
+	CASE WHEN a.public_json IS NULL THEN a.endpoints END,
+	a.version, a.publisher, a.owner, a.seq, a.issued_at, a.expires_at, a.tombstone,
+	NULL, a.status, a.last_seen, a.host_peer_id, a.local, a.updated_at, a.pos,
+	a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at,
+	a.public_json`
+
 // upsertAgentSQL inserts a listing or replaces it when the incoming seq is
 // newer. The WHERE of DO UPDATE makes the seq rule atomic: a stale record
 // updates nothing and RETURNING yields no row. pos is never updated, so a
@@ -27,8 +40,8 @@ const listingColumns = `a.id, a.name, a.display_name, a.description, a.tags, a.s
 const upsertAgentSQL = `-- name: upsert_record
 INSERT INTO agents (id, name, display_name, description, tags, skills, skills_text, endpoints,
 	version, publisher, owner, seq, issued_at, expires_at, tombstone,
-	envelope, status, last_seen, host_peer_id, local, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	envelope, status, last_seen, host_peer_id, local, updated_at, public_json)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET
 	name = excluded.name, display_name = excluded.display_name,
 	description = excluded.description, tags = excluded.tags,
@@ -39,7 +52,7 @@ ON CONFLICT (id) DO UPDATE SET
 	tombstone = excluded.tombstone, envelope = excluded.envelope,
 	status = excluded.status, last_seen = excluded.last_seen,
 	host_peer_id = excluded.host_peer_id, local = excluded.local,
-	updated_at = excluded.updated_at
+	updated_at = excluded.updated_at, public_json = excluded.public_json
 WHERE excluded.seq > agents.seq
 RETURNING pos`
 
@@ -75,12 +88,16 @@ func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: upsert agent %s: encode endpoints: %w", r.ID, err)
 	}
+	public, err := store.PublicRecordJSON(r)
+	if err != nil {
+		return fmt.Errorf("sqlite: upsert agent %s: %w", r.ID, err)
+	}
 	return db.inTx(ctx, func(ctx context.Context, tx execer) error {
 		var pos int64
 		err := tx.QueryRowContext(ctx, upsertAgentSQL,
 			r.ID, r.Name, r.DisplayName, r.Description, tags, skills, skillsText(r.Skills), endpoints,
 			r.Version, r.Publisher, r.Owner, int64(r.Seq), nanos(r.IssuedAt), nanos(r.ExpiresAt), boolInt(r.Tombstone),
-			l.Envelope, l.Status, nanos(l.LastSeen), l.HostPeerID, boolInt(l.Local), nanos(l.UpdatedAt),
+			l.Envelope, l.Status, nanos(l.LastSeen), l.HostPeerID, boolInt(l.Local), nanos(l.UpdatedAt), public,
 		).Scan(&pos)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: upsert agent %s seq %d: %w", r.ID, r.Seq, store.ErrStale)

@@ -15,7 +15,7 @@ func TestMigrationBindsOldConversations(t *testing.T) {
 	path := openMigrated(t)
 	// Down to version 1; reopening runs every later migration up again.
 	var downs []string
-	for _, f := range []string{"sqlite/0003_agent_health.down.sql", "sqlite/0002_conversation_agent_owner.down.sql"} {
+	for _, f := range []string{"sqlite/0005_public_json.down.sql", "sqlite/0003_agent_health.down.sql", "sqlite/0002_conversation_agent_owner.down.sql"} {
 		down, err := migrations.SQLite.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -27,7 +27,7 @@ func TestMigrationBindsOldConversations(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
-		downs[0], downs[1],
+		downs[0], downs[1], downs[2],
 		`UPDATE schema_migrations SET version = 1, dirty = 0`,
 		`INSERT INTO agents (id, name, publisher, owner, seq, issued_at, expires_at, status) VALUES ('agent-1', 'bot', '12D3KooWHost', 'alice', 1, 0, 0, 'online')`,
 		`INSERT INTO conversations (id, agent_id, owner_key, created_at, updated_at) VALUES ('known', 'agent-1', 'user:1', 0, 0), ('unknown', 'agent-2', 'user:1', 0, 0)`,

@@ -54,7 +54,7 @@ func TestQueryPlans(t *testing.T) {
 			}
 			terms := store.SearchTerms(q.Q)
 			if len(terms) == 0 {
-				for _, p := range newestQueries(q, cur, hasCursor) {
+				for _, p := range newestQueries(q, listingColumns, cur, hasCursor) {
 					p.args[len(p.args)-1] = 21
 					driver := "SCAN a" // the rowid, backwards: no sort below
 					if hasCursor && p.failing == cur.Failing {
@@ -76,7 +76,7 @@ func TestQueryPlans(t *testing.T) {
 				continue
 			}
 			for _, order := range [][]tier{tiers, newestTier} {
-				for _, tq := range tierQueries(q, terms, order, cur, hasCursor) {
+				for _, tq := range tierQueries(q, listingColumns, terms, order, cur, hasCursor) {
 					tq.args[len(tq.args)-1] = 21
 					all = append(all, explained{fmt.Sprintf("text %s pass failing=%v tier %v cursor %+v", describe(q, hasCursor), tq.failing, tq.rank, cur), tq.query, tq.args, "SCAN agents_fts VIRTUAL TABLE"})
 				}

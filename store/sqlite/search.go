@@ -73,23 +73,41 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 		return store.SearchPage{}, fmt.Errorf("sqlite: search agents: %w", err)
 	}
 	limit := store.NormalizeLimit(q.Limit)
+	columns := listingColumns + ", a.public_json"
+	if q.PublicOnly {
+		columns = publicColumns
+	}
 	var plan []passQuery
 	if terms := store.SearchTerms(q.Q); len(terms) > 0 {
 		order := tiers
 		if q.Sort == store.SortNewest {
 			order = newestTier
 		}
-		plan = tierQueries(q, terms, order, cur, hasCursor)
+		plan = tierQueries(q, columns, terms, order, cur, hasCursor)
 	} else {
-		plan = newestQueries(q, cur, hasCursor)
+		plan = newestQueries(q, columns, cur, hasCursor)
 	}
-	queries := make([]string, len(plan))
+	queries := make([]string, len(plan), len(plan)+1)
 	for i, p := range plan {
 		queries[i] = p.query
 	}
+	queries = append(queries, anyFailingSQL)
 	pb := pageBuilder{limit: limit}
 	err = db.inReadTx(ctx, func(ctx context.Context, tx execer) error {
+		askedFailing := false
 		for _, p := range plan {
+			if p.failing && !askedFailing {
+				// The failing pass costs a text search like the others;
+				// most catalogues have no failing agent to find.
+				askedFailing = true
+				var n int
+				if err := tx.QueryRowContext(ctx, anyFailingSQL).Scan(&n); err != nil {
+					return dbErr("search agents", err)
+				}
+				if n == 0 {
+					break
+				}
+			}
 			// Only as many rows as the page still needs, plus one to know
 			// whether there is more.
 			p.args[len(p.args)-1] = limit + 1 - len(pb.page.Listings)
@@ -107,6 +125,11 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	}
 	return pb.page, nil
 }
+
+// anyFailingSQL tells whether any listing is failing: a look at the
+// partial index agents_failing.
+const anyFailingSQL = `-- name: any_failing
+SELECT EXISTS (SELECT 1 FROM agents WHERE health_state = 'failing')`
 
 // passQuery is one pass of a search: its SQL (listingColumns, in page
 // order), whether it walks the failing agents, and its relevance tier (0
@@ -134,8 +157,8 @@ func healthPasses(health []string) []bool {
 }
 
 // newestQueries is the plan of a search without text: each pass newest
-// first, from the cursor's pass on.
-func newestQueries(q store.SearchQuery, cur store.Cursor, hasCursor bool) []passQuery {
+// first, from the cursor's pass on, selecting columns.
+func newestQueries(q store.SearchQuery, columns string, cur store.Cursor, hasCursor bool) []passQuery {
 	tags := dedupe(q.Tags)
 	var plan []passQuery
 	for _, failing := range healthPasses(q.Health) {
@@ -154,7 +177,7 @@ func newestQueries(q store.SearchQuery, cur store.Cursor, hasCursor bool) []pass
 			where = append(where, posCol+" < "+b.arg(cur.Pos))
 		}
 		query := `-- name: search_agents
-SELECT ` + listingColumns + ` FROM ` + from + `
+SELECT ` + columns + ` FROM ` + from + `
 WHERE ` + strings.Join(where, " AND ") + `
 ORDER BY ` + posCol + ` DESC LIMIT ` + b.arg(0)
 		plan = append(plan, passQuery{failing: failing, query: query, args: b.args})
@@ -164,7 +187,7 @@ ORDER BY ` + posCol + ` DESC LIMIT ` + b.arg(0)
 
 // tierQueries is the plan of a text search: per pass, one query per tier
 // (tiers, or newestTier), from the cursor's pass and tier on.
-func tierQueries(q store.SearchQuery, terms []string, tiers []tier, cur store.Cursor, hasCursor bool) []passQuery {
+func tierQueries(q store.SearchQuery, columns string, terms []string, tiers []tier, cur store.Cursor, hasCursor bool) []passQuery {
 	all := ftsQuery(terms)
 	tags := dedupe(q.Tags)
 	var plan []passQuery
@@ -185,7 +208,7 @@ func tierQueries(q store.SearchQuery, terms []string, tiers []tier, cur store.Cu
 			// CROSS JOIN keeps FTS5 the driver: without statistics SQLite may
 			// otherwise walk agents_owner and sort (seen with owner + cursor).
 			query := `-- name: search_agents
-SELECT ` + listingColumns + `
+SELECT ` + columns + `
 FROM agents_fts CROSS JOIN agents a ON a.pos = agents_fts.rowid
 WHERE ` + strings.Join(where, " AND ") + `
 ORDER BY agents_fts.rowid DESC LIMIT ` + b.arg(0)
@@ -215,9 +238,15 @@ func (pb *pageBuilder) collect(ctx context.Context, q execer, p passQuery) error
 			pb.page.NextCursor = store.EncodeCursor(pb.last)
 			break
 		}
-		l, pos, err := scanListing(rows)
+		var public []byte
+		l, pos, err := scanListing(rows, &public)
 		if err != nil {
 			return dbErr("search agents", err)
+		}
+		if l.PublicJSON = public; public == nil {
+			if l.PublicJSON, err = store.PublicRecordJSON(&l.Record); err != nil {
+				return fmt.Errorf("sqlite: search agents: %w", err)
+			}
 		}
 		pb.page.Listings = append(pb.page.Listings, l)
 		pb.last = store.Cursor{Rank: p.rank, Pos: pos, Failing: p.failing}
