@@ -174,6 +174,24 @@ func (r *Registry) Update(ctx context.Context, a Actor, id string, in Input) (st
 // backend is stored first, so the agent answers as soon as anyone sees it;
 // if publishing fails, the previous backend (old, or none) is put back.
 func (r *Registry) publish(ctx context.Context, id, owner string, prevSeq uint64, in Input, old *agent.Backend) (store.Listing, error) {
+	rec, err := r.sign(ctx, id, owner, prevSeq, in, old)
+	if err != nil {
+		return store.Listing{}, err
+	}
+	now := rec.IssuedAt
+	// Stored: from here on the answer is a success, whatever the read-back
+	// does (an error now would refuse a registration that was made).
+	l, err := r.Store.GetAgent(ctx, id)
+	if err != nil {
+		r.logger().WarnContext(ctx, "reading a saved agent back failed; answering from its record", "id", id, "err", err)
+		return store.Listing{Record: *rec, Status: store.StatusOnline, LastSeen: now, HostPeerID: rec.HostPeerID(), Local: true, UpdatedAt: now}, nil
+	}
+	return l, nil
+}
+
+// sign validates, stores the backend and publishes the record (publish
+// without the read-back; a batch does not need it).
+func (r *Registry) sign(ctx context.Context, id, owner string, prevSeq uint64, in Input, old *agent.Backend) (*agent.Record, error) {
 	now := r.now()
 	rec := &agent.Record{
 		ID:          id,
@@ -191,23 +209,16 @@ func (r *Registry) publish(ctx context.Context, id, owner string, prevSeq uint64
 		ExpiresAt:   now.Add(r.TTL),
 	}
 	if err := validate(rec, in.Backend, now, r.AllowPrivate); err != nil {
-		return store.Listing{}, err
+		return nil, err
 	}
 	if err := r.Store.PutBackend(ctx, id, in.Backend); err != nil {
-		return store.Listing{}, fmt.Errorf("store backend: %w", err)
+		return nil, fmt.Errorf("store backend: %w", err)
 	}
 	if err := r.Publisher.Publish(ctx, rec); err != nil {
 		r.restoreBackend(id, old)
-		return store.Listing{}, fmt.Errorf("publish agent: %w", err)
+		return nil, fmt.Errorf("publish agent: %w", err)
 	}
-	// Stored: from here on the answer is a success, whatever the read-back
-	// does (an error now would refuse a registration that was made).
-	l, err := r.Store.GetAgent(ctx, id)
-	if err != nil {
-		r.logger().WarnContext(ctx, "reading a saved agent back failed; answering from its record", "id", id, "err", err)
-		return store.Listing{Record: *rec, Status: store.StatusOnline, LastSeen: now, HostPeerID: rec.HostPeerID(), Local: true, UpdatedAt: now}, nil
-	}
-	return l, nil
+	return rec, nil
 }
 
 // restoreBackend undoes PutBackend after a failed publish, on a fresh
