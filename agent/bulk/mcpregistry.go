@@ -23,8 +23,23 @@ type Server struct {
 
 // Remote is one of a server's remote transports.
 type Remote struct {
-	Type string `json:"type"`
-	URL  string `json:"url"`
+	Type      string `json:"type"`
+	URL       string `json:"url"`
+	Variables map[string]struct {
+		Default string `json:"default"`
+	} `json:"variables"`
+}
+
+// resolved is r's URL with each {variable} replaced by its default; ok is
+// false when a variable has none.
+func (r Remote) resolved() (string, bool) {
+	u := r.URL
+	for name, v := range r.Variables {
+		if v.Default != "" {
+			u = strings.ReplaceAll(u, "{"+name+"}", v.Default)
+		}
+	}
+	return u, !strings.ContainsAny(u, "{}")
 }
 
 // serverEntry is an item of /v0.1/servers' "servers": {"server": {...},
@@ -106,13 +121,13 @@ func FromServer(s Server, tool string) (registry.Input, error) {
 	var url string
 	for _, want := range []string{"streamable-http", "sse"} {
 		for _, r := range s.Remotes {
-			if r.Type == want && url == "" && !strings.Contains(r.URL, "{") {
-				url = r.URL
+			if u, ok := r.resolved(); ok && r.Type == want && url == "" {
+				url = u
 			}
 		}
 	}
 	if url == "" {
-		return registry.Input{}, errors.New("it has no remote (streamable-http or sse) without URL variables; only remote MCP servers can be listed")
+		return registry.Input{}, errors.New("it has no remote (streamable-http or sse) whose URL variables all have defaults; only remote MCP servers can be listed")
 	}
 	short := s.Name
 	if i := strings.LastIndexByte(short, '/'); i >= 0 {
