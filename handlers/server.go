@@ -112,6 +112,10 @@ type Server struct {
 	pages       *portal.Pages
 	metrics     *metrics
 	chatLimits  *httpkit.Rates
+	// operatorWrites is the operator token's write budget, apart from
+	// (and far above) the per-client one, so a script can register a
+	// catalogue.
+	operatorWrites *httpkit.Rates
 	lifetime    context.Context // ends at CloseChats
 	endLifetime context.CancelFunc
 }
@@ -167,6 +171,7 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	s.sessions = httpkit.NewSessions(st, cfg.SecureCookies)
 	s.sessions.RenderError = s.renderError
 	s.chatLimits = httpkit.NewRates(cfg.ChatRateLimit)
+	s.operatorWrites = httpkit.NewRates(OperatorWritesPerMinute)
 	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,
 		Registry: s.Registry, Chat: s.Chat, Accounts: accounts, Sessions: s.sessions,
 		ChatLimits: s.chatLimits, Logger: logger, Version: cfg.Version, Now: now}
@@ -175,7 +180,7 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	}
 	s.lifetime, s.endLifetime = context.WithCancel(context.Background())
 	s.API = &api.API{Catalog: st, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
-		ChatRates: s.chatLimits, Version: cfg.Version, Now: now, Fail: s.renderError}
+		ChatRates: s.chatLimits, Version: cfg.Version, Now: now, Fail: s.renderError, Logger: logger}
 	s.ChatSocket = &chatws.Handler{Chat: s.Chat, Sessions: s.sessions,
 		Sockets: connlimit.NewCounter(cfg.MaxSocketsPerClient), Rates: s.chatLimits,
 		AllowOrigin: s.originRule().admits, Lifetime: s.lifetime, Fail: s.renderError, Logger: logger, Now: now}
