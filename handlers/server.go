@@ -108,16 +108,16 @@ type Server struct {
 	// A2A serves the A2A protocol: agent cards and JSON-RPC endpoints.
 	A2A *a2a.Server
 
-	sessions    *httpkit.Sessions
-	pages       *portal.Pages
-	metrics     *metrics
-	chatLimits  *httpkit.Rates
+	sessions   *httpkit.Sessions
+	pages      *portal.Pages
+	metrics    *metrics
+	chatLimits *httpkit.Rates
 	// operatorWrites is the operator token's write budget, apart from
 	// (and far above) the per-client one, so a script can register a
 	// catalogue.
 	operatorWrites *httpkit.Rates
-	lifetime    context.Context // ends at CloseChats
-	endLifetime context.CancelFunc
+	lifetime       context.Context // ends at CloseChats
+	endLifetime    context.CancelFunc
 }
 
 // New builds a Server and registers its metrics with reg.
