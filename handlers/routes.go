@@ -66,6 +66,10 @@ func (s *Server) Handler() http.Handler {
 	// MCP clients send no Origin.
 	r.Handle("/mcp", s.mcpOrHelp(s.publicMCP().Handler()))
 
+	// The MCP Registry's read API (/v0.1): the catalogue as a registry.
+	r.Get("/v0.1/servers", s.MCPRegistry.List)
+	r.Get("/v0.1/servers/*", s.MCPRegistry.Server)
+
 	// Bulk registration (operator token): a bigger body than the rest of
 	// the API.
 	r.With(s.limitBody(MaxBatchBytes), writeLimit).Post("/api/v1/agents:batch", s.API.BatchAgents)

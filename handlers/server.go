@@ -28,6 +28,7 @@ import (
 	"github.com/agentsite/agentsite/handlers/chatws"
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/handlers/mcpregistry"
 	"github.com/agentsite/agentsite/handlers/mcpserver"
 	"github.com/agentsite/agentsite/handlers/portal"
 	"github.com/agentsite/agentsite/store"
@@ -107,6 +108,8 @@ type Server struct {
 	ChatSocket *chatws.Handler
 	// A2A serves the A2A protocol: agent cards and JSON-RPC endpoints.
 	A2A *a2a.Server
+	// MCPRegistry is the MCP Registry's read API (/v0.1) on the catalogue.
+	MCPRegistry *mcpregistry.Handler
 
 	sessions   *httpkit.Sessions
 	pages      *portal.Pages
@@ -189,6 +192,7 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 		TurnTimeout: cfg.StreamWriteTimeout - cfg.StreamWriteTimeout/10, // the answer is written before the deadline
 	})
 	s.A2A.Now = now
+	s.MCPRegistry = &mcpregistry.Handler{Catalog: st, PublicURL: cfg.PublicURL, Fail: s.renderError}
 	m, err := newMetrics(reg, st)
 	if err != nil {
 		return nil, err
