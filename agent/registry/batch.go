@@ -120,6 +120,9 @@ func (r *Registry) batchOne(ctx context.Context, a Actor, it BatchItem) BatchRes
 	case !a.CanManage(prev):
 		res.Err = fieldError("name", msgNameInUse)
 		return res
+	case r.signable(prev) != nil:
+		res.Err = r.signable(prev)
+		return res
 	default:
 		outcome = OutcomeUpdated
 		prevSeq = prev.Record.Seq

@@ -85,7 +85,21 @@ var (
 	// ErrNameTaken: EnsureOperatorAgent found the name held by a user's
 	// agent (or its tombstone) on this node.
 	ErrNameTaken = agent.NewError(agent.KindConflict, agent.CodeConflict, "The name belongs to an agent of a user of this node.")
+	// ErrOtherReplica: the agent is hosted by another node sharing this
+	// node's database (a replica of the same portal); only its key can
+	// sign a new version.
+	ErrOtherReplica = agent.NewError(agent.KindConflict, agent.CodeConflict,
+		"This agent is hosted by another node of this portal (its key signs it); change it through that node.")
 )
+
+// signable refuses a change to l when this node cannot sign it: a listing
+// another replica of the portal published into the shared database.
+func (r *Registry) signable(l store.Listing) error {
+	if l.Record.Publisher != r.PeerID {
+		return ErrOtherReplica.Wrap(fmt.Errorf("agent %s is published by %s", l.Record.ID, l.Record.Publisher))
+	}
+	return nil
+}
 
 // Field errors of a registration.
 const (
@@ -148,15 +162,18 @@ func (r *Registry) Update(ctx context.Context, a Actor, id string, in Input) (st
 	if err != nil {
 		return store.Listing{}, err
 	}
+	if !a.CanManage(prev) {
+		return store.Listing{}, ErrNotYours
+	}
+	if err := r.signable(prev); err != nil {
+		return store.Listing{}, err
+	}
 	newID, err := r.Publisher.AgentID(in.Name)
 	if err != nil {
 		return store.Listing{}, fmt.Errorf("derive agent id: %w", err)
 	}
 	if newID != id {
 		return store.Listing{}, fieldError("name", msgNameFixed)
-	}
-	if !a.CanManage(prev) {
-		return store.Listing{}, ErrNotYours
 	}
 	old, err := r.Store.GetBackend(ctx, id)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -247,6 +264,9 @@ func (r *Registry) Delete(ctx context.Context, a Actor, id string) error {
 	if !a.CanManage(prev) {
 		return ErrNotYours
 	}
+	if err := r.signable(prev); err != nil {
+		return err
+	}
 	now := r.now()
 	rec := prev.Record
 	rec.Tombstone = true
@@ -312,7 +332,8 @@ func (r *Registry) Refresh(ctx context.Context, window time.Duration) (int, erro
 	now := r.now()
 	n := 0
 	for _, l := range local {
-		if l.Record.Tombstone || l.Record.ExpiresAt.Sub(now) > window {
+		// Another replica's agents (a shared database) are its to re-sign.
+		if l.Record.Tombstone || l.Record.ExpiresAt.Sub(now) > window || l.Record.Publisher != r.PeerID {
 			continue
 		}
 		rec := l.Record
