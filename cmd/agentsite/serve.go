@@ -64,8 +64,8 @@ type Main struct {
 	// debugServer serves pprof on --debug-addr (nil when off).
 	debugServer   *http.Server
 	debugListener net.Listener
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
+	cancel        context.CancelFunc
+	wg            sync.WaitGroup
 }
 
 // NewMain returns a Main with default configuration.
