@@ -64,8 +64,12 @@ func (r *Registry) Batch(ctx context.Context, a Actor, items iter.Seq[BatchItem]
 		wg.Add(1)
 		go func(q <-chan BatchItem) {
 			defer wg.Done()
+			if b, ok := r.Store.(store.Batcher); ok {
+				r.batchChunks(ctx, a, b, q, report)
+				return
+			}
 			for it := range q {
-				report(r.batchOne(ctx, a, it))
+				report(r.batchOne(ctx, a, it, nil))
 			}
 		}(queues[i])
 	}
@@ -86,9 +90,54 @@ func (r *Registry) Batch(ctx context.Context, a Actor, items iter.Seq[BatchItem]
 	return err
 }
 
+// BatchChunk is how many items one transaction of a batch holds, when the
+// store can run one (store.Batcher).
+const BatchChunk = 200
+
+// batchChunks registers q's items BatchChunk at a time, each chunk in one
+// store transaction; results are reported once their chunk committed (a
+// failed commit refuses the whole chunk, saying why).
+func (r *Registry) batchChunks(ctx context.Context, a Actor, b store.Batcher, q <-chan BatchItem, report func(BatchResult)) {
+	for {
+		it, ok := <-q
+		if !ok {
+			return
+		}
+		items := []BatchItem{it}
+	fill:
+		for len(items) < BatchChunk {
+			select {
+			case it, ok := <-q:
+				if !ok {
+					break fill
+				}
+				items = append(items, it)
+			default:
+				break fill
+			}
+		}
+		results := make([]BatchResult, 0, len(items))
+		err := b.InBatch(ctx, func(ctx context.Context) error {
+			seen := map[string]uint64{}
+			for _, it := range items {
+				results = append(results, r.batchOne(ctx, a, it, seen))
+			}
+			return nil
+		})
+		for _, res := range results {
+			if err != nil && res.Outcome != OutcomeRefused {
+				res.Outcome, res.Err = OutcomeRefused, fmt.Errorf("the transaction of its batch failed: %w", err)
+			}
+			report(res)
+		}
+	}
+}
+
 // batchOne registers one item: an update of the live agent of that name
-// when a may manage it, else a creation (with Create's rules).
-func (r *Registry) batchOne(ctx context.Context, a Actor, it BatchItem) BatchResult {
+// when a may manage it, else a creation (with Create's rules). seen, in a
+// batch transaction, holds the seq each agent of the transaction got so
+// far (its reads may not see its own writes); nil outside one.
+func (r *Registry) batchOne(ctx context.Context, a Actor, it BatchItem, seen map[string]uint64) BatchResult {
 	res := BatchResult{Index: it.Index, Name: it.Input.Name, Outcome: OutcomeRefused}
 	if it.Err != nil {
 		res.Err = it.Err
@@ -106,7 +155,15 @@ func (r *Registry) batchOne(ctx context.Context, a Actor, it BatchItem) BatchRes
 	var kept *agent.Backend
 	outcome := OutcomeCreated
 	prev, err := r.Store.GetAgent(ctx, id)
+	if written, ok := seen[id]; ok { // an earlier item of this transaction
+		if errors.Is(err, store.ErrNotFound) || (err == nil && prev.Record.Seq < written) {
+			prevSeq = written
+			outcome = OutcomeUpdated
+			err = errSeenInBatch
+		}
+	}
 	switch {
+	case errors.Is(err, errSeenInBatch):
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		res.Err = fmt.Errorf("look up agent: %w", err)
@@ -137,10 +194,18 @@ func (r *Registry) batchOne(ctx context.Context, a Actor, it BatchItem) BatchRes
 			return res
 		}
 	}
-	if _, err := r.sign(ctx, id, owner, prevSeq, in, kept); err != nil {
+	rec, err := r.sign(ctx, id, owner, prevSeq, in, kept, seen != nil)
+	if err != nil {
 		res.Err = err
 		return res
+	}
+	if seen != nil {
+		seen[id] = rec.Seq
 	}
 	res.Outcome = outcome
 	return res
 }
+
+// errSeenInBatch marks an item whose agent an earlier item of the same
+// batch transaction wrote.
+var errSeenInBatch = errors.New("written earlier in this batch")

@@ -191,7 +191,7 @@ func (r *Registry) Update(ctx context.Context, a Actor, id string, in Input) (st
 // backend is stored first, so the agent answers as soon as anyone sees it;
 // if publishing fails, the previous backend (old, or none) is put back.
 func (r *Registry) publish(ctx context.Context, id, owner string, prevSeq uint64, in Input, old *agent.Backend) (store.Listing, error) {
-	rec, err := r.sign(ctx, id, owner, prevSeq, in, old)
+	rec, err := r.sign(ctx, id, owner, prevSeq, in, old, false)
 	if err != nil {
 		return store.Listing{}, err
 	}
@@ -208,7 +208,10 @@ func (r *Registry) publish(ctx context.Context, id, owner string, prevSeq uint64
 
 // sign validates, stores the backend and publishes the record (publish
 // without the read-back; a batch does not need it).
-func (r *Registry) sign(ctx context.Context, id, owner string, prevSeq uint64, in Input, old *agent.Backend) (*agent.Record, error) {
+//
+// In a batch transaction (inBatch), a failed publish puts the old backend
+// back inside the transaction; else on a fresh context.
+func (r *Registry) sign(ctx context.Context, id, owner string, prevSeq uint64, in Input, old *agent.Backend, inBatch bool) (*agent.Record, error) {
 	now := r.now()
 	rec := &agent.Record{
 		ID:          id,
@@ -232,7 +235,11 @@ func (r *Registry) sign(ctx context.Context, id, owner string, prevSeq uint64, i
 		return nil, fmt.Errorf("store backend: %w", err)
 	}
 	if err := r.Publisher.Publish(ctx, rec); err != nil {
-		r.restoreBackend(id, old)
+		restoreCtx := context.Background()
+		if inBatch {
+			restoreCtx = ctx
+		}
+		r.restoreBackend(restoreCtx, id, old)
 		return nil, fmt.Errorf("publish agent: %w", err)
 	}
 	return rec, nil
@@ -240,8 +247,8 @@ func (r *Registry) sign(ctx context.Context, id, owner string, prevSeq uint64, i
 
 // restoreBackend undoes PutBackend after a failed publish, on a fresh
 // context (the caller's may be what failed).
-func (r *Registry) restoreBackend(id string, old *agent.Backend) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (r *Registry) restoreBackend(parent context.Context, id string, old *agent.Backend) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
 	defer cancel()
 	var err error
 	if old != nil {
