@@ -16,6 +16,11 @@ import (
 const (
 	MaxFormBytes = 64 << 10
 	MaxAPIBytes  = 64 << 10
+	// MaxBatchBytes bounds POST /api/v1/agents:batch (1000 registrations).
+	MaxBatchBytes = 16 << 20
+	// OperatorWritesPerMinute is the operator token's budget of API
+	// writes (a batch counts once), in place of the per-client one.
+	OperatorWritesPerMinute = 600
 )
 
 // Handler returns the whole URL space of the node.
@@ -34,8 +39,8 @@ func (s *Server) Handler() http.Handler {
 	// and editing agents (forms and API scripts) more loosely.
 	authLimit := httprate.LimitBy(s.Config.RateLimit, time.Minute, httpkit.ClientKeyFunc,
 		httprate.WithLimitHandler(s.tooManyRequests))
-	writeLimit := httprate.LimitBy(6*s.Config.RateLimit, time.Minute, httpkit.ClientKeyFunc,
-		httprate.WithLimitHandler(s.tooManyRequests))
+	writeLimit := s.operatorOr(httprate.LimitBy(6*s.Config.RateLimit, time.Minute, httpkit.ClientKeyFunc,
+		httprate.WithLimitHandler(s.tooManyRequests)))
 
 	// Health and metrics: no session, no body.
 	r.Get("/healthz", s.healthz)
@@ -60,6 +65,14 @@ func (s *Server) Handler() http.Handler {
 	// wants refused too (mcpserver applies it to GET and DELETE as well);
 	// MCP clients send no Origin.
 	r.Handle("/mcp", s.mcpOrHelp(s.publicMCP().Handler()))
+
+	// The MCP Registry's read API (/v0.1): the catalogue as a registry.
+	r.Get("/v0.1/servers", s.MCPRegistry.List)
+	r.Get("/v0.1/servers/*", s.MCPRegistry.Server)
+
+	// Bulk registration (operator token): a bigger body than the rest of
+	// the API.
+	r.With(s.limitBody(MaxBatchBytes), writeLimit).Post("/api/v1/agents:batch", s.API.BatchAgents)
 
 	// JSON API.
 	r.Route("/api/v1", func(r chi.Router) {
@@ -122,4 +135,24 @@ func (s *Server) Handler() http.Handler {
 	})
 	r.NotFound(s.notFound)
 	return r
+}
+
+// operatorOr is perClient for everyone but requests bearing the operator
+// token, which spend the operator's own, higher budget instead (a script
+// registering a catalogue would exhaust one client's in a minute).
+func (s *Server) operatorOr(perClient func(http.Handler) http.Handler) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		limited := perClient(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !s.Accounts.IsOperator(r) {
+				limited.ServeHTTP(w, r)
+				return
+			}
+			if !s.operatorWrites.Allow("operator", time.Now()) {
+				s.tooManyRequests(w, r)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/agentsite/agentsite/handlers/chatws"
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/handlers/mcpregistry"
 	"github.com/agentsite/agentsite/handlers/mcpserver"
 	"github.com/agentsite/agentsite/handlers/portal"
 	"github.com/agentsite/agentsite/store"
@@ -118,13 +119,19 @@ type Server struct {
 	ChatSocket *chatws.Handler
 	// A2A serves the A2A protocol: agent cards and JSON-RPC endpoints.
 	A2A *a2a.Server
+	// MCPRegistry is the MCP Registry's read API (/v0.1) on the catalogue.
+	MCPRegistry *mcpregistry.Handler
 
-	sessions    *httpkit.Sessions
-	pages       *portal.Pages
-	metrics     *metrics
-	chatLimits  *httpkit.Rates
-	lifetime    context.Context // ends at CloseChats
-	endLifetime context.CancelFunc
+	sessions   *httpkit.Sessions
+	pages      *portal.Pages
+	metrics    *metrics
+	chatLimits *httpkit.Rates
+	// operatorWrites is the operator token's write budget, apart from
+	// (and far above) the per-client one, so a script can register a
+	// catalogue.
+	operatorWrites *httpkit.Rates
+	lifetime       context.Context // ends at CloseChats
+	endLifetime    context.CancelFunc
 }
 
 // New builds a Server and registers its metrics with reg.
@@ -178,6 +185,7 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	s.sessions = httpkit.NewSessions(st, cfg.SecureCookies)
 	s.sessions.RenderError = s.renderError
 	s.chatLimits = httpkit.NewRates(cfg.ChatRateLimit)
+	s.operatorWrites = httpkit.NewRates(OperatorWritesPerMinute)
 	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,
 		Registry: s.Registry, Chat: s.Chat, Accounts: accounts, Sessions: s.sessions,
 		ChatLimits: s.chatLimits, Logger: logger, Version: cfg.Version, Now: now}
@@ -188,7 +196,7 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	s.Live = &chat.Live{Chat: s.Chat, Lifetime: s.lifetime, Logger: logger}
 	s.pages.Live = s.Live
 	s.API = &api.API{Catalog: st, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
-		ChatRates: s.chatLimits, Version: cfg.Version, Now: now, Fail: s.renderError}
+		ChatRates: s.chatLimits, Version: cfg.Version, Now: now, Fail: s.renderError, Logger: logger}
 	s.ChatSocket = &chatws.Handler{Chat: s.Chat, Live: s.Live, Sessions: s.sessions,
 		Sockets: connlimit.NewCounter(cfg.MaxSocketsPerClient), Rates: s.chatLimits,
 		AllowOrigin: s.originRule().admits, Lifetime: s.lifetime, Fail: s.renderError, Logger: logger, Now: now}
@@ -197,6 +205,7 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 		TurnTimeout: cfg.StreamWriteTimeout - cfg.StreamWriteTimeout/10, // the answer is written before the deadline
 	})
 	s.A2A.Now = now
+	s.MCPRegistry = &mcpregistry.Handler{Catalog: st, PublicURL: cfg.PublicURL, Fail: s.renderError}
 	m, err := newMetrics(reg, st)
 	if err != nil {
 		return nil, err

@@ -349,3 +349,14 @@ func (c Composed) Memo(ctx context.Context, key string, load func(ctx context.Co
 	}
 	return load(ctx, c.Network)
 }
+
+// Batcher is an engine that can run many writes as one transaction (bulk
+// import). Inside fn, every call of the engine made with fn's context
+// writes into that transaction, each call on its own (a refused call, such
+// as a stale upsert, undoes only itself); the whole commits when fn
+// returns nil and is rolled back otherwise. Reads made with fn's context
+// may not see the batch's own writes before it commits. fn's context
+// belongs to one goroutine.
+type Batcher interface {
+	InBatch(ctx context.Context, fn func(ctx context.Context) error) error
+}

@@ -85,7 +85,21 @@ var (
 	// ErrNameTaken: EnsureOperatorAgent found the name held by a user's
 	// agent (or its tombstone) on this node.
 	ErrNameTaken = agent.NewError(agent.KindConflict, agent.CodeConflict, "The name belongs to an agent of a user of this node.")
+	// ErrOtherReplica: the agent is hosted by another node sharing this
+	// node's database (a replica of the same portal); only its key can
+	// sign a new version.
+	ErrOtherReplica = agent.NewError(agent.KindConflict, agent.CodeConflict,
+		"This agent is hosted by another node of this portal (its key signs it); change it through that node.")
 )
+
+// signable refuses a change to l when this node cannot sign it: a listing
+// another replica of the portal published into the shared database.
+func (r *Registry) signable(l store.Listing) error {
+	if l.Record.Publisher != r.PeerID {
+		return ErrOtherReplica.Wrap(fmt.Errorf("agent %s is published by %s", l.Record.ID, l.Record.Publisher))
+	}
+	return nil
+}
 
 // Field errors of a registration.
 const (
@@ -148,15 +162,18 @@ func (r *Registry) Update(ctx context.Context, a Actor, id string, in Input) (st
 	if err != nil {
 		return store.Listing{}, err
 	}
+	if !a.CanManage(prev) {
+		return store.Listing{}, ErrNotYours
+	}
+	if err := r.signable(prev); err != nil {
+		return store.Listing{}, err
+	}
 	newID, err := r.Publisher.AgentID(in.Name)
 	if err != nil {
 		return store.Listing{}, fmt.Errorf("derive agent id: %w", err)
 	}
 	if newID != id {
 		return store.Listing{}, fieldError("name", msgNameFixed)
-	}
-	if !a.CanManage(prev) {
-		return store.Listing{}, ErrNotYours
 	}
 	old, err := r.Store.GetBackend(ctx, id)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -174,6 +191,27 @@ func (r *Registry) Update(ctx context.Context, a Actor, id string, in Input) (st
 // backend is stored first, so the agent answers as soon as anyone sees it;
 // if publishing fails, the previous backend (old, or none) is put back.
 func (r *Registry) publish(ctx context.Context, id, owner string, prevSeq uint64, in Input, old *agent.Backend) (store.Listing, error) {
+	rec, err := r.sign(ctx, id, owner, prevSeq, in, old, false)
+	if err != nil {
+		return store.Listing{}, err
+	}
+	now := rec.IssuedAt
+	// Stored: from here on the answer is a success, whatever the read-back
+	// does (an error now would refuse a registration that was made).
+	l, err := r.Store.GetAgent(ctx, id)
+	if err != nil {
+		r.logger().WarnContext(ctx, "reading a saved agent back failed; answering from its record", "id", id, "err", err)
+		return store.Listing{Record: *rec, Status: store.StatusOnline, LastSeen: now, HostPeerID: rec.HostPeerID(), Local: true, UpdatedAt: now}, nil
+	}
+	return l, nil
+}
+
+// sign validates, stores the backend and publishes the record (publish
+// without the read-back; a batch does not need it).
+//
+// In a batch transaction (inBatch), a failed publish puts the old backend
+// back inside the transaction; else on a fresh context.
+func (r *Registry) sign(ctx context.Context, id, owner string, prevSeq uint64, in Input, old *agent.Backend, inBatch bool) (*agent.Record, error) {
 	now := r.now()
 	rec := &agent.Record{
 		ID:          id,
@@ -191,29 +229,26 @@ func (r *Registry) publish(ctx context.Context, id, owner string, prevSeq uint64
 		ExpiresAt:   now.Add(r.TTL),
 	}
 	if err := validate(rec, in.Backend, now, r.AllowPrivate); err != nil {
-		return store.Listing{}, err
+		return nil, err
 	}
 	if err := r.Store.PutBackend(ctx, id, in.Backend); err != nil {
-		return store.Listing{}, fmt.Errorf("store backend: %w", err)
+		return nil, fmt.Errorf("store backend: %w", err)
 	}
 	if err := r.Publisher.Publish(ctx, rec); err != nil {
-		r.restoreBackend(id, old)
-		return store.Listing{}, fmt.Errorf("publish agent: %w", err)
+		restoreCtx := context.Background()
+		if inBatch {
+			restoreCtx = ctx
+		}
+		r.restoreBackend(restoreCtx, id, old)
+		return nil, fmt.Errorf("publish agent: %w", err)
 	}
-	// Stored: from here on the answer is a success, whatever the read-back
-	// does (an error now would refuse a registration that was made).
-	l, err := r.Store.GetAgent(ctx, id)
-	if err != nil {
-		r.logger().WarnContext(ctx, "reading a saved agent back failed; answering from its record", "id", id, "err", err)
-		return store.Listing{Record: *rec, Status: store.StatusOnline, LastSeen: now, HostPeerID: rec.HostPeerID(), Local: true, UpdatedAt: now}, nil
-	}
-	return l, nil
+	return rec, nil
 }
 
 // restoreBackend undoes PutBackend after a failed publish, on a fresh
 // context (the caller's may be what failed).
-func (r *Registry) restoreBackend(id string, old *agent.Backend) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (r *Registry) restoreBackend(parent context.Context, id string, old *agent.Backend) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
 	defer cancel()
 	var err error
 	if old != nil {
@@ -235,6 +270,9 @@ func (r *Registry) Delete(ctx context.Context, a Actor, id string) error {
 	}
 	if !a.CanManage(prev) {
 		return ErrNotYours
+	}
+	if err := r.signable(prev); err != nil {
+		return err
 	}
 	now := r.now()
 	rec := prev.Record
@@ -301,7 +339,8 @@ func (r *Registry) Refresh(ctx context.Context, window time.Duration) (int, erro
 	now := r.now()
 	n := 0
 	for _, l := range local {
-		if l.Record.Tombstone || l.Record.ExpiresAt.Sub(now) > window {
+		// Another replica's agents (a shared database) are its to re-sign.
+		if l.Record.Tombstone || l.Record.ExpiresAt.Sub(now) > window || l.Record.Publisher != r.PeerID {
 			continue
 		}
 		rec := l.Record

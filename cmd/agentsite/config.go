@@ -51,6 +51,7 @@ type Config struct {
 	ProbeInterval         time.Duration
 	LogLevel              string
 	LogFormat             string
+	DebugAddr             string
 }
 
 // DefaultP2PListen listens on every interface on a free TCP and QUIC port.
@@ -128,6 +129,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.ProbeInterval, "probe-interval", time.Minute, "how often this node probes each of its agents' backends (jittered ±10%) for their health")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
+	fs.StringVar(&c.DebugAddr, "debug-addr", "", "loopback address for net/http/pprof, e.g. 127.0.0.1:6060 (empty: off)")
 	return fs
 }
 
@@ -232,6 +234,9 @@ func (c *Config) Validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
+	if c.DebugAddr != "" && !loopbackAddr(c.DebugAddr) {
+		errs = append(errs, fmt.Errorf("--debug-addr %q must be a loopback host:port such as 127.0.0.1:6060 (profiles are not for the public)", c.DebugAddr))
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, errors.New("--log-format must be text or json"))
 	}
@@ -282,4 +287,18 @@ func (c *Config) connLimits() connlimit.Limits {
 		}
 	}
 	return connlimit.Limits{PerClient: c.MaxConnsPerIP, Total: total, Refusing: max(total/8, 16), Exempt: exempt}
+}
+
+// loopbackAddr reports whether addr is host:port on a loopback address
+// (or localhost).
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }

@@ -49,6 +49,7 @@ const usage = `usage: agentsite <command> [flags]
 commands:
   serve     run a node and its portal (agentsite serve --help for flags)
   keygen    create the node key in --data-dir if missing and print the peer ID
+  import    register the agents of a file (JSON lines, MCP Registry list, A2A cards) on this node
   demo      run a local planet of three nodes on 127.0.0.1:8081-8083 (agentsite demo --help)
   version   print the version
 `
@@ -73,6 +74,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return m.Close()
 	case "demo":
 		return runDemo(ctx, args[1:], stdout, stderr)
+	case "import":
+		return runImport(ctx, args[1:], getenv, os.Stdin, stdout, stderr)
 	case "keygen":
 		fs := flag.NewFlagSet("agentsite keygen", flag.ContinueOnError)
 		fs.SetOutput(stderr)

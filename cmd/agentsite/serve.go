@@ -61,8 +61,11 @@ type Main struct {
 
 	httpServer *http.Server
 	listener   net.Listener
-	cancel     context.CancelFunc
-	wg         sync.WaitGroup
+	// debugServer serves pprof on --debug-addr (nil when off).
+	debugServer   *http.Server
+	debugListener net.Listener
+	cancel        context.CancelFunc
+	wg            sync.WaitGroup
 }
 
 // NewMain returns a Main with default configuration.
@@ -226,6 +229,9 @@ func (m *Main) Run(ctx context.Context) error {
 			m.Logger.Error("HTTP server stopped", "err", err)
 		}
 	}()
+	if err := m.startDebug(); err != nil {
+		return err
+	}
 	m.Logger.Info("AgentSite is up", "portal", m.HTTPURL(), "addrs", node.Addrs())
 	return nil
 }
@@ -264,6 +270,12 @@ func (m *Main) Close() error {
 			errs = append(errs, fmt.Errorf("HTTP shutdown: %w", err))
 		}
 		cancel()
+	}
+	if m.debugServer != nil {
+		if err := m.debugServer.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("debug server close: %w", err))
+		}
+		m.debugServer = nil
 	}
 	if m.cancel != nil {
 		m.cancel()

@@ -8,6 +8,7 @@ package api
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -58,4 +59,6 @@ type API struct {
 	// Fail answers an error: the node's one error renderer (JSON on
 	// these routes), which logs server faults and never leaks them.
 	Fail func(w http.ResponseWriter, r *http.Request, err error)
+	// Logger logs what answers do not say (nil: nothing).
+	Logger *slog.Logger
 }

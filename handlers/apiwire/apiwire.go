@@ -117,3 +117,32 @@ type Error struct {
 	Message string            `json:"message"`
 	Fields  map[string]string `json:"fields,omitempty"`
 }
+
+// MaxBatchItems bounds the items of one POST /api/v1/agents:batch.
+const MaxBatchItems = 1000
+
+// BatchRequest is the body of POST /api/v1/agents:batch (operator token):
+// up to MaxBatchItems registrations, each registered as POST
+// /api/v1/agents would (an item whose name this node already hosts
+// updates that agent).
+type BatchRequest struct {
+	Items []AgentInput `json:"items"`
+}
+
+// BatchResponse is what became of each item, in the request's order.
+type BatchResponse struct {
+	Results []BatchResult `json:"results"`
+	Created int           `json:"created"`
+	Updated int           `json:"updated"`
+	Refused int           `json:"refused"`
+}
+
+// BatchResult is one item's outcome: created, updated or refused (with
+// the error a single registration would have answered).
+type BatchResult struct {
+	Index   int    `json:"index"`
+	Name    string `json:"name"`
+	ID      string `json:"id,omitempty"`
+	Outcome string `json:"outcome"`
+	Error   *Error `json:"error,omitempty"`
+}

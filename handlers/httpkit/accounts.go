@@ -170,6 +170,15 @@ func NewAPIToken() (token string, hash []byte, err error) {
 var ErrUnauthorized = Errorf(http.StatusUnauthorized, string(agent.CodeUnauthorized),
 	"Send 'Authorization: Bearer <token>' with the operator token or a personal API token from /account.")
 
+// IsOperator reports whether r carries the operator token (compared in
+// constant time), without touching the store.
+func (s *Accounts) IsOperator(r *http.Request) bool {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	op := s.OperatorToken
+	return ok && op != "" && strings.EqualFold(scheme, "Bearer") &&
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(op)) == 1
+}
+
 // Bearer authenticates a bearer token: the operator token (compared in
 // constant time) or a personal API token.
 func (s *Accounts) Bearer(r *http.Request) (Principal, error) {

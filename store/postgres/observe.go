@@ -25,6 +25,10 @@ var _ querier = bounded{}
 // Exec implements querier.
 func (b bounded) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	ctx, end := b.opts.Bound(ctx)
+	if tx := batchTx(ctx, b.pool); tx != nil {
+		tag, err := batchExec(ctx, tx, sql, args...)
+		return tag, end(err)
+	}
 	tag, err := b.pool.Exec(ctx, sql, args...)
 	return tag, end(err)
 }
@@ -32,7 +36,13 @@ func (b bounded) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 // Query implements querier.
 func (b bounded) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	ctx, end := b.opts.Bound(ctx)
-	rows, err := b.pool.Query(ctx, sql, args...)
+	var rows pgx.Rows
+	var err error
+	if tx := batchTx(ctx, b.pool); tx != nil {
+		rows, err = tx.Query(ctx, sql, args...)
+	} else {
+		rows, err = b.pool.Query(ctx, sql, args...)
+	}
 	if err != nil {
 		return rows, end(err)
 	}
@@ -42,6 +52,9 @@ func (b bounded) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 // QueryRow implements querier.
 func (b bounded) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	ctx, end := b.opts.Bound(ctx)
+	if tx := batchTx(ctx, b.pool); tx != nil {
+		return boundedRow{row: tx.QueryRow(ctx, sql, args...), end: end}
+	}
 	return boundedRow{row: b.pool.QueryRow(ctx, sql, args...), end: end}
 }
 

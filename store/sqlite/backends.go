@@ -9,6 +9,10 @@ import (
 	"github.com/agentsite/agentsite/agent"
 )
 
+const putBackendSQL = `-- name: put_backend
+INSERT INTO agent_backends (agent_id, config, updated_at) VALUES (?, ?, ?)
+ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at`
+
 // PutBackend implements store.Backends. The backend (API key included) is
 // stored as JSON; the database file is the node's secret store, like its
 // key file next to it.
@@ -17,10 +21,7 @@ func (db *DB) PutBackend(ctx context.Context, agentID string, b agent.Backend) e
 	if err != nil {
 		return fmt.Errorf("sqlite: put backend of agent %s: encode: %w", agentID, err)
 	}
-	_, err = db.w.ExecContext(ctx, `-- name: put_backend
-INSERT INTO agent_backends (agent_id, config, updated_at) VALUES (?, ?, ?)
-ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at`,
-		agentID, string(config), time.Now().UnixNano())
+	_, err = db.w.ExecContext(ctx, putBackendSQL, agentID, string(config), time.Now().UnixNano())
 	return dbErr("put backend of agent "+agentID, err)
 }
 

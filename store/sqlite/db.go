@@ -122,6 +122,9 @@ func dsn(path string, readOnly bool) string {
 		q.Add("_pragma", "query_only(1)")
 	} else {
 		q.Set("_txlock", "immediate")
+		// Savepoints' sub-journals (a bulk import's one per store call)
+		// in memory, not a temporary file written page by page.
+		q.Add("_pragma", "temp_store(MEMORY)")
 	}
 	return path + "?" + q.Encode()
 }
@@ -161,6 +164,9 @@ func (db *DB) inReadTx(ctx context.Context, fn func(ctx context.Context, tx exec
 // gets the bounded context and must run its statements with it.
 func (db *DB) runTx(ctx context.Context, pool *sql.DB, cache *stmtCache, opts *sql.TxOptions, warm []string, fn func(ctx context.Context, tx execer) error) error {
 	ctx, end := db.opts.Bound(ctx)
+	if tx := batchTx(ctx, pool); tx != nil { // no warming: the pool's one connection is the batch's
+		return end(db.inSavepoint(ctx, tx, cache, fn))
+	}
 	cache.warm(ctx, warm...)
 	return end(db.tx(ctx, pool, cache, opts, fn))
 }

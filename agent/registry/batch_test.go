@@ -1,0 +1,120 @@
+package registry_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/agent/registry/registrytest"
+	"github.com/agentsite/agentsite/store"
+)
+
+// TestBatch registers a batch with creations, an update, a refusal of
+// every kind and a parse error; each item ends as a form registration of
+// it would, with the seq rule, and one bad item refuses only itself.
+func TestBatch(t *testing.T) {
+	registrytest.Engines(t, func(t *testing.T, st store.Store) {
+		env := registrytest.New(t, st)
+		ctx := t.Context()
+		existing := mustCreate(t, env, registry.Operator, registrytest.Input("existing"))
+		bobs := mustCreate(t, env, bob, registrytest.Input("bobs-agent"))
+
+		upd := registrytest.Input("existing")
+		upd.Description = "Updated by the batch."
+		bad := registrytest.Input("bad-one")
+		bad.Backend = agent.Backend{Kind: "nope"}
+		items := []registry.BatchItem{
+			{Index: 0, Input: registrytest.Input("new-one")},
+			{Index: 1, Input: upd},
+			{Index: 2, Input: bad},
+			{Index: 3, Err: errors.New("line 4: not JSON")},
+			{Index: 4, Input: registrytest.Input("bobs-agent")},
+			{Index: 5, Input: registrytest.Input("new-two")},
+		}
+		var got []registry.BatchResult
+		err := env.Registry.Batch(ctx, alice, slices.Values(items), 4, func(r registry.BatchResult) { got = append(got, r) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(got, func(a, b registry.BatchResult) int { return a.Index - b.Index })
+		want := []string{registry.OutcomeCreated, registry.OutcomeRefused, registry.OutcomeRefused,
+			registry.OutcomeRefused, registry.OutcomeRefused, registry.OutcomeCreated}
+		if len(got) != len(items) {
+			t.Fatalf("%d results, want %d: %+v", len(got), len(items), got)
+		}
+		for i, r := range got {
+			if r.Outcome != want[i] {
+				t.Errorf("item %d: outcome %s (%v), want %s", i, r.Outcome, r.Err, want[i])
+			}
+		}
+		// alice may not update the operator's agent; the operator may.
+		wantField(t, got[1].Err, "name", "already registered")
+		wantField(t, got[2].Err, "backend.kind", "")
+		wantField(t, got[4].Err, "name", "already registered")
+		if got[3].Err == nil || got[3].Err.Error() != "line 4: not JSON" {
+			t.Errorf("parse error = %v", got[3].Err)
+		}
+		l := mustGet(t, st, got[0].ID)
+		if l.Record.Owner != "alice" || !l.Local || l.Record.Name != "new-one" {
+			t.Errorf("created listing = %+v", l)
+		}
+		if b, err := st.GetBackend(ctx, got[0].ID); err != nil || b.Builtin != "echo" {
+			t.Errorf("backend = %+v, %v", b, err)
+		}
+		if mustGet(t, st, bobs.Record.ID).Record.Seq != bobs.Record.Seq {
+			t.Error("bob's agent changed")
+		}
+
+		var res []registry.BatchResult
+		if err := env.Registry.Batch(ctx, registry.Operator, slices.Values([]registry.BatchItem{{Input: upd}}), 1,
+			func(r registry.BatchResult) { res = append(res, r) }); err != nil {
+			t.Fatal(err)
+		}
+		if res[0].Outcome != registry.OutcomeUpdated {
+			t.Fatalf("operator update: %+v", res[0])
+		}
+		after := mustGet(t, st, existing.Record.ID)
+		wantSeqAfter(t, after.Record.Seq, existing.Record.Seq, env.Clock.Now())
+		if after.Record.Description != "Updated by the batch." {
+			t.Errorf("description = %q", after.Record.Description)
+		}
+	})
+}
+
+// TestBatchSameNameInOrder: items of one name go through one worker in
+// order, so the last one wins and every seq is above the previous.
+func TestBatchSameNameInOrder(t *testing.T) {
+	registrytest.Engines(t, func(t *testing.T, st store.Store) {
+		env := registrytest.New(t, st)
+		var items []registry.BatchItem
+		for i := range 20 {
+			in := registrytest.Input("same")
+			in.Description = "version " + string(rune('a'+i))
+			items = append(items, registry.BatchItem{Index: i, Input: in})
+		}
+		var n [3]int
+		err := env.Registry.Batch(t.Context(), registry.Operator, slices.Values(items), 8, func(r registry.BatchResult) {
+			switch r.Outcome {
+			case registry.OutcomeCreated:
+				n[0]++
+			case registry.OutcomeUpdated:
+				n[1]++
+			default:
+				n[2]++
+				t.Errorf("refused: %v", r.Err)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != [3]int{1, 19, 0} {
+			t.Fatalf("created/updated/refused = %v, want 1/19/0", n)
+		}
+		id, _ := env.Publisher.AgentID("same")
+		if got := mustGet(t, st, id).Record.Description; got != "version t" {
+			t.Fatalf("last description = %q, want the last item's", got)
+		}
+	})
+}

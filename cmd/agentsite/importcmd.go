@@ -1,0 +1,363 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/bulk"
+	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/agent/runtime"
+	"github.com/agentsite/agentsite/handlers/apiwire"
+	"github.com/agentsite/agentsite/p2p"
+	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/store/storeopen"
+)
+
+// importConfig is the settings of `agentsite import`.
+type importConfig struct {
+	Format        string
+	DataDir       string
+	DatabaseURL   string
+	Node          string
+	OperatorToken string
+	MCPTool       string
+	Workers       int
+	BatchSize     int
+	RecordTTL     time.Duration
+	AllowPrivate  bool
+	MaxReasons    int
+	File          string
+}
+
+const importUsage = `usage: agentsite import [flags] FILE   (FILE "-" is standard input)
+
+Registers every item of FILE as an agent of this node, each as a form
+registration would (validation, seq rule, signed by the node key). Either on
+a stopped node's --data-dir / --database-url, or through a running node's
+API with --node URL and --operator-token. Progress goes to stderr; the
+summary (created, updated, refused with reasons) to stdout.
+
+flags:
+`
+
+func parseImport(args []string, getenv func(string) string, out io.Writer) (importConfig, error) {
+	var c importConfig
+	fs := flag.NewFlagSet("agentsite import", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() { fmt.Fprint(out, importUsage); fs.PrintDefaults() }
+	fs.StringVar(&c.Format, "format", bulk.FormatJSONL, "file format: "+strings.Join(bulk.Formats, ", "))
+	fs.StringVar(&c.DataDir, "data-dir", "./data", "data dir of the (stopped) node: its key and, without --database-url, its SQLite database")
+	fs.StringVar(&c.DatabaseURL, "database-url", "", "the node's database (postgres://... or sqlite:PATH); empty: SQLite in the data dir")
+	fs.StringVar(&c.Node, "node", "", "base URL of a running node to import through (POST /api/v1/agents:batch); needs --operator-token")
+	fs.StringVar(&c.OperatorToken, "operator-token", "", "the running node's operator token (with --node)")
+	fs.StringVar(&c.MCPTool, "mcp-tool", "", "mcp-registry: the tool each server's agent calls (the registry lists none; empty: the server's short name)")
+	fs.IntVar(&c.Workers, "workers", 8, "items registered at once (1-16)")
+	fs.IntVar(&c.BatchSize, "batch-size", 500, "items per API request (with --node; at most 1000)")
+	fs.DurationVar(&c.RecordTTL, "record-ttl", time.Hour, "lifetime of the records signed (as the node's --record-ttl; the node re-signs them when it runs)")
+	fs.BoolVar(&c.AllowPrivate, "allow-private-endpoints", false, "allow backends on loopback/private addresses (as the node's flag)")
+	fs.IntVar(&c.MaxReasons, "max-reasons", 100, "refused items listed one by one in the summary (the rest are counted)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, name := range []string{"data-dir", "database-url", "operator-token", "record-ttl", "allow-private-endpoints"} {
+		if v, ok := lookupEnv(getenv, EnvName(name)); ok && !given[name] {
+			if err := fs.Set(name, v); err != nil {
+				return c, fmt.Errorf("%s=%q: %w", EnvName(name), v, err)
+			}
+		}
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return c, errors.New("give exactly one FILE to import")
+	}
+	c.File = fs.Arg(0)
+	switch {
+	case c.Node != "" && c.OperatorToken == "":
+		return c, errors.New("--node needs --operator-token (or AGENTSITE_OPERATOR_TOKEN)")
+	case c.BatchSize < 1 || c.BatchSize > apiwire.MaxBatchItems:
+		return c, fmt.Errorf("--batch-size must be 1..%d", apiwire.MaxBatchItems)
+	case c.RecordTTL < time.Minute || c.RecordTTL > agent.MaxTTL:
+		return c, fmt.Errorf("--record-ttl must be between 1m and %s", agent.MaxTTL)
+	}
+	if !slices.Contains(bulk.Formats, c.Format) {
+		return c, fmt.Errorf("--format must be one of %s", strings.Join(bulk.Formats, ", "))
+	}
+	return c, nil
+}
+
+// runImport is `agentsite import`.
+func runImport(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	c, err := parseImport(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	in := stdin
+	if c.File != "-" {
+		f, err := os.Open(c.File)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", c.File, err)
+		}
+		defer f.Close()
+		in = f
+	}
+	rt := runtime.NewRuntime(nil, runtime.RuntimeOptions{AllowPrivate: c.AllowPrivate, UserAgent: "AgentSite/" + buildVersion(),
+		Logger: slog.New(slog.DiscardHandler)})
+	defer rt.Close()
+	items, err := bulk.Items(ctx, in, bulk.Options{Format: c.Format, MCPTool: c.MCPTool, FetchCard: cardFetcher(rt)})
+	if err != nil {
+		return err
+	}
+	sum := newImportSummary(stderr, c.MaxReasons)
+	if c.Node != "" {
+		err = importThroughNode(ctx, c, items, sum)
+	} else {
+		err = importOffline(ctx, c, items, sum)
+	}
+	sum.print(stdout)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+// cardFetcher fetches A2A cards through the runtime's guarded client.
+func cardFetcher(rt *runtime.Runtime) bulk.CardFetcher {
+	return func(ctx context.Context, url string) (bulk.Card, error) {
+		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		card, err := rt.ProbeA2A(ctx, url)
+		if err != nil {
+			return bulk.Card{}, err
+		}
+		out := bulk.Card{Name: card.Name, Description: card.Description, Version: card.Version}
+		for _, s := range card.Skills {
+			out.Skills = append(out.Skills, agent.Skill{ID: s.ID, Name: s.Name, Description: s.Description, Examples: s.Examples})
+		}
+		return out, nil
+	}
+}
+
+// importOffline registers into a stopped node's store, signing with its
+// key, through the same registry and Sink the node uses.
+func importOffline(ctx context.Context, c importConfig, items iter.Seq[registry.BatchItem], sum *importSummary) error {
+	if err := prepareDataDir(c.DataDir); err != nil {
+		return err
+	}
+	key, _, err := p2p.LoadOrCreateKey(filepath.Join(c.DataDir, keyFile))
+	if err != nil {
+		return err
+	}
+	self, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("peer id: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(sum.progress, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	st, engine, err := storeopen.OpenWith(ctx, c.DatabaseURL, c.DataDir, logger, store.Options{Timeout: 30 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	fmt.Fprintf(sum.progress, "importing into %s as node %s\n", engine, self)
+	sink := &store.Sink{Store: st, SelfID: self.String()}
+	reg := &registry.Registry{Store: st, Publisher: p2p.NewPublisher(key, sink), PeerID: self.String(),
+		TTL: c.RecordTTL, AllowPrivate: c.AllowPrivate, Logger: logger}
+	return reg.Batch(ctx, registry.Operator, items, c.Workers, sum.add)
+}
+
+// importThroughNode sends the items to a running node's batch API,
+// BatchSize at a time; items that could not be read stay here, refused.
+func importThroughNode(ctx context.Context, c importConfig, items iter.Seq[registry.BatchItem], sum *importSummary) error {
+	client := &http.Client{Timeout: 5 * time.Minute}
+	endpoint := strings.TrimRight(c.Node, "/") + "/api/v1/agents:batch"
+	fmt.Fprintf(sum.progress, "importing through %s\n", endpoint)
+	var batch []apiwire.AgentInput
+	var index []int
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		res, err := postBatch(ctx, client, endpoint, c.OperatorToken, batch)
+		if err != nil {
+			return err
+		}
+		for _, r := range res.Results {
+			out := registry.BatchResult{Index: index[r.Index], Name: r.Name, ID: r.ID, Outcome: r.Outcome}
+			if r.Error != nil {
+				out.Err = apiError{*r.Error}
+			}
+			sum.add(out)
+		}
+		batch, index = batch[:0], index[:0]
+		return nil
+	}
+	for it := range items {
+		if it.Err != nil {
+			sum.add(registry.BatchResult{Index: it.Index, Name: it.Input.Name, Outcome: registry.OutcomeRefused, Err: it.Err})
+			continue
+		}
+		batch = append(batch, apiwire.AgentInput(it.Input))
+		index = append(index, it.Index)
+		if len(batch) == c.BatchSize {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// postBatch sends one batch, waiting and retrying when the node says it is
+// over budget or its store is busy (429, 503 with Retry-After).
+func postBatch(ctx context.Context, client *http.Client, endpoint, token string, items []apiwire.AgentInput) (apiwire.BatchResponse, error) {
+	body, err := json.Marshal(apiwire.BatchRequest{Items: items})
+	if err != nil {
+		return apiwire.BatchResponse{}, err
+	}
+	for attempt := 0; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+		if err != nil {
+			return apiwire.BatchResponse{}, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return apiwire.BatchResponse{}, fmt.Errorf("POST %s: %w", endpoint, err)
+		}
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		resp.Body.Close()
+		if err != nil {
+			return apiwire.BatchResponse{}, fmt.Errorf("read the answer: %w", err)
+		}
+		if (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) && attempt < 5 {
+			wait := time.Duration(1<<attempt) * time.Second
+			select {
+			case <-ctx.Done():
+				return apiwire.BatchResponse{}, ctx.Err()
+			case <-time.After(wait):
+			}
+			continue
+		}
+		if resp.StatusCode != http.StatusOK {
+			var eb apiwire.ErrorBody
+			if json.Unmarshal(raw, &eb) == nil && eb.Error.Message != "" {
+				return apiwire.BatchResponse{}, fmt.Errorf("the node refused the batch (%d %s): %s", resp.StatusCode, eb.Error.Code, eb.Error.Message)
+			}
+			return apiwire.BatchResponse{}, fmt.Errorf("the node answered %s", resp.Status)
+		}
+		var out apiwire.BatchResponse
+		if err := json.Unmarshal(raw, &out); err != nil {
+			return out, fmt.Errorf("the node's answer is not a batch result: %w", err)
+		}
+		if len(out.Results) != len(items) {
+			return out, fmt.Errorf("the node answered %d results for %d items", len(out.Results), len(items))
+		}
+		return out, nil
+	}
+}
+
+// apiError is a refusal the node sent, as an error.
+type apiError struct{ e apiwire.Error }
+
+func (a apiError) Error() string {
+	msg := a.e.Message
+	for f, m := range a.e.Fields {
+		msg += fmt.Sprintf(" %s: %s;", f, m)
+	}
+	return strings.TrimSuffix(msg, ";")
+}
+
+// importSummary counts outcomes, prints progress at most once a second,
+// and keeps the first refusals' reasons.
+type importSummary struct {
+	progress   io.Writer
+	maxReasons int
+	start      time.Time
+	last       time.Time
+	created    int
+	updated    int
+	refused    int
+	reasons    []string
+}
+
+func newImportSummary(progress io.Writer, maxReasons int) *importSummary {
+	now := time.Now()
+	return &importSummary{progress: progress, maxReasons: maxReasons, start: now, last: now}
+}
+
+func (s *importSummary) total() int { return s.created + s.updated + s.refused }
+
+// add records one result (Batch calls it from one goroutine at a time).
+func (s *importSummary) add(r registry.BatchResult) {
+	switch r.Outcome {
+	case registry.OutcomeCreated:
+		s.created++
+	case registry.OutcomeUpdated:
+		s.updated++
+	default:
+		s.refused++
+		if len(s.reasons) < s.maxReasons {
+			s.reasons = append(s.reasons, fmt.Sprintf("item %d (%s): %s", r.Index+1, orDash(r.Name), reason(r.Err)))
+		}
+	}
+	if now := time.Now(); now.Sub(s.last) >= time.Second {
+		s.last = now
+		el := now.Sub(s.start).Seconds()
+		fmt.Fprintf(s.progress, "%d items (%d created, %d updated, %d refused), %.0f/s\n",
+			s.total(), s.created, s.updated, s.refused, float64(s.total())/el)
+	}
+}
+
+func (s *importSummary) print(w io.Writer) {
+	el := time.Since(s.start)
+	fmt.Fprintf(w, "%d items in %s: %d created, %d updated, %d refused\n",
+		s.total(), el.Round(time.Millisecond), s.created, s.updated, s.refused)
+	for _, r := range s.reasons {
+		fmt.Fprintln(w, "refused", r)
+	}
+	if more := s.refused - len(s.reasons); more > 0 {
+		fmt.Fprintf(w, "... and %d more refused (--max-reasons)\n", more)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// reason is why an item was refused, fields and all.
+func reason(err error) string {
+	var ve *agent.ValidationError
+	if errors.As(err, &ve) {
+		var parts []string
+		for f, m := range ve.Fields {
+			parts = append(parts, f+": "+m)
+		}
+		slices.Sort(parts)
+		return strings.Join(parts, "; ")
+	}
+	if err == nil {
+		return "refused"
+	}
+	return err.Error()
+}

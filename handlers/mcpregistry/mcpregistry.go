@@ -1,0 +1,317 @@
+// Package mcpregistry serves the MCP Registry's read API (the
+// modelcontextprotocol/registry OpenAPI, /v0.1) on the catalogue, so MCP
+// registry aggregators and clients read the planet as if it were a
+// registry: every listed agent with an MCP endpoint is a "server" whose
+// remote is this node's /mcp (and the agent's own public MCP URL, if its
+// record has one). Read-only: publishing goes through AgentSite's own
+// registration. Errors are the registry's shape, {"error": "..."}, as its
+// clients expect on these paths.
+package mcpregistry
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/store"
+)
+
+// Paging of /v0.1/servers, as the official registry's.
+const (
+	DefaultLimit = 30
+	MaxLimit     = 100
+)
+
+// Namespace prefixes every server name: "agentsite.<agent id>/<agent
+// name>", so a name leads back to exactly one listing.
+const Namespace = "agentsite."
+
+// Catalog is what the surface reads.
+type Catalog interface {
+	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
+	GetAgent(ctx context.Context, id string) (store.Listing, error)
+}
+
+// Handler serves /v0.1.
+type Handler struct {
+	Catalog Catalog
+	// PublicURL is --public-url ("" : the request's origin).
+	PublicURL string
+	// Fail answers a server fault (logged, never leaked); nil: a plain 500.
+	Fail func(w http.ResponseWriter, r *http.Request, err error)
+}
+
+// ServerList is the answer of GET /v0.1/servers.
+type ServerList struct {
+	Servers  []ServerResponse `json:"servers"`
+	Metadata Metadata         `json:"metadata"`
+}
+
+// Metadata pages a ServerList.
+type Metadata struct {
+	NextCursor string `json:"nextCursor,omitempty"`
+	Count      int    `json:"count"`
+}
+
+// ServerResponse is one server with the registry's metadata.
+type ServerResponse struct {
+	Server ServerDetail   `json:"server"`
+	Meta   map[string]any `json:"_meta,omitempty"`
+}
+
+// ServerDetail is a server.json.
+type ServerDetail struct {
+	Schema      string         `json:"$schema,omitempty"`
+	Name        string         `json:"name"`
+	Title       string         `json:"title,omitempty"`
+	Description string         `json:"description"`
+	Version     string         `json:"version"`
+	WebsiteURL  string         `json:"websiteUrl,omitempty"`
+	Remotes     []Remote       `json:"remotes,omitempty"`
+	Meta        map[string]any `json:"_meta,omitempty"`
+}
+
+// Remote is a remote transport.
+type Remote struct {
+	Type string `json:"type"`
+	URL  string `json:"url"`
+}
+
+// Official is the registry-managed metadata key.
+const Official = "io.modelcontextprotocol.registry/official"
+
+// AgentMeta is the key of what AgentSite adds about the agent.
+const AgentMeta = "io.agentsite/agent"
+
+// defaultVersion stands in for a listing without a version (the registry
+// requires one).
+const defaultVersion = "0.0.0"
+
+// maxDescription is the registry's bound on a server's description (in
+// characters).
+const maxDescription = 100
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	httpkit.WriteJSON(w, status, errorBody{Error: msg})
+}
+
+func (h *Handler) fault(w http.ResponseWriter, r *http.Request, err error) {
+	e := httpkit.Classify(err)
+	if e == httpkit.ErrInternal && h.Fail != nil {
+		h.Fail(w, r, err)
+		return
+	}
+	httpkit.SetRetryAfter(w, e)
+	h.fail(w, r, e.Status, e.Message)
+}
+
+// List is GET /v0.1/servers?search&cursor&limit&updated_since.
+func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	q := store.SearchQuery{Q: strings.TrimSpace(v.Get("search")), Cursor: v.Get("cursor"), Limit: DefaultLimit}
+	if len(q.Q) > 256 {
+		h.fail(w, r, http.StatusBadRequest, "search: at most 256 bytes")
+		return
+	}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxLimit {
+			h.fail(w, r, http.StatusBadRequest, "limit: must be a number from 1 to 100")
+			return
+		}
+		q.Limit = n
+	}
+	if _, _, err := store.DecodeCursor(q.Cursor); err != nil {
+		h.fail(w, r, http.StatusBadRequest, "cursor: invalid; start again without one")
+		return
+	}
+	var since time.Time
+	if s := v.Get("updated_since"); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			h.fail(w, r, http.StatusBadRequest, "updated_since: must be an RFC 3339 time, e.g. 2025-08-07T13:15:04Z")
+			return
+		}
+		since = t
+	}
+	if ver := v.Get("version"); ver != "" && ver != "latest" {
+		// Every listing has one version, the latest; filter on it below.
+		q.Limit = MaxLimit
+	}
+	page, err := h.Catalog.SearchAgents(r.Context(), q)
+	if err != nil {
+		h.fault(w, r, err)
+		return
+	}
+	origin := httpkit.Origin(r, h.PublicURL)
+	out := ServerList{Servers: []ServerResponse{}, Metadata: Metadata{NextCursor: page.NextCursor}}
+	for _, l := range page.Listings {
+		if !hasMCP(l.Record) || (!since.IsZero() && l.UpdatedAt.Before(since)) {
+			continue
+		}
+		s := FromListing(l, origin)
+		if ver := v.Get("version"); ver != "" && ver != "latest" && s.Server.Version != ver {
+			continue
+		}
+		out.Servers = append(out.Servers, s)
+	}
+	out.Metadata.Count = len(out.Servers)
+	httpkit.WriteJSON(w, http.StatusOK, out)
+}
+
+// Server is GET /v0.1/servers/{serverName}/versions[/{version}]: the
+// listing's one version (the latest), or the list of it.
+func (h *Handler) Server(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/v0.1/servers/")
+	var rawName, ver string
+	listVersions := false
+	switch {
+	case strings.HasSuffix(rest, "/versions"):
+		rawName, listVersions = strings.TrimSuffix(rest, "/versions"), true
+	case strings.Contains(rest, "/versions/"):
+		i := strings.LastIndex(rest, "/versions/")
+		rawName, ver = rest[:i], rest[i+len("/versions/"):]
+	default:
+		h.fail(w, r, http.StatusNotFound, "Not found")
+		return
+	}
+	name, err1 := url.PathUnescape(rawName)
+	ver, err2 := url.PathUnescape(ver)
+	if err1 != nil || err2 != nil {
+		h.fail(w, r, http.StatusNotFound, "Server not found")
+		return
+	}
+	l, err := h.lookup(r.Context(), name)
+	if errors.Is(err, errNoServer) {
+		h.fail(w, r, http.StatusNotFound, "Server not found")
+		return
+	}
+	if err != nil {
+		h.fault(w, r, err)
+		return
+	}
+	s := FromListing(l, httpkit.Origin(r, h.PublicURL))
+	if listVersions {
+		httpkit.WriteJSON(w, http.StatusOK, ServerList{Servers: []ServerResponse{s}, Metadata: Metadata{Count: 1}})
+		return
+	}
+	if ver != "latest" && ver != s.Server.Version {
+		h.fail(w, r, http.StatusNotFound, "Server version not found")
+		return
+	}
+	httpkit.WriteJSON(w, http.StatusOK, s)
+}
+
+var errNoServer = errors.New("no such server")
+
+// lookup finds the listing a server name stands for.
+func (h *Handler) lookup(ctx context.Context, name string) (store.Listing, error) {
+	ns, short, ok := strings.Cut(name, "/")
+	id, isOurs := strings.CutPrefix(ns, Namespace)
+	if !ok || !isOurs || !agent.ValidID(id) {
+		return store.Listing{}, errNoServer
+	}
+	l, err := h.Catalog.GetAgent(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return l, errNoServer
+	case err != nil:
+		return l, err
+	case l.Record.Tombstone || l.Record.Name != short || !hasMCP(l.Record):
+		return l, errNoServer
+	}
+	return l, nil
+}
+
+// ServerName is the registry name of agent rec.
+func ServerName(rec agent.Record) string { return Namespace + rec.ID + "/" + rec.Name }
+
+// hasMCP reports whether rec can be reached over MCP: through its host
+// (every AgentSite agent) or at a public MCP URL of its own.
+func hasMCP(rec agent.Record) bool {
+	for _, e := range rec.Endpoints {
+		if e.Kind == agent.EndpointLibp2pMCP || e.Kind == agent.EndpointHTTPMCP {
+			return true
+		}
+	}
+	return false
+}
+
+// FromListing is l as a registry server, reached through origin's /mcp.
+func FromListing(l store.Listing, origin string) ServerResponse {
+	rec := l.Record
+	desc := firstChars(strings.Join(strings.Fields(rec.Description), " "), maxDescription)
+	if desc == "" {
+		desc = firstChars(cmpOr(rec.DisplayName, rec.Name), maxDescription)
+	}
+	version := cmpOr(rec.Version, defaultVersion)
+	remotes := []Remote{{Type: "streamable-http", URL: origin + "/mcp"}}
+	for _, e := range rec.Endpoints {
+		if e.Kind == agent.EndpointHTTPMCP && e.URL != "" {
+			remotes = append(remotes, Remote{Type: "streamable-http", URL: e.URL})
+		}
+	}
+	health := l.Health.State
+	if health == "" {
+		health = agent.HealthUnknown
+	}
+	return ServerResponse{
+		Server: ServerDetail{
+			Name:        ServerName(rec),
+			Title:       firstChars(rec.DisplayName, maxDescription),
+			Description: desc,
+			Version:     version,
+			WebsiteURL:  origin + "/agents/" + rec.ID,
+			Remotes:     remotes,
+			Meta: map[string]any{AgentMeta: map[string]any{
+				"id":         rec.ID,
+				"status":     l.Status,
+				"health":     health,
+				"host":       l.HostPeerID,
+				"tags":       rec.Tags,
+				"mcp_tool":   "send_message",
+				"a2a_card":   origin + "/a2a/" + rec.ID + "/agent-card.json",
+				"how_to_use": "call send_message with this agent_id on the remote, or use the A2A card",
+			}},
+		},
+		Meta: map[string]any{Official: map[string]any{
+			"status":      "active",
+			"publishedAt": rec.IssuedAt.UTC().Format(time.RFC3339),
+			"updatedAt":   l.UpdatedAt.UTC().Format(time.RFC3339),
+			"isLatest":    true,
+		}},
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// firstChars is s cut to n characters (runes).
+func firstChars(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for j := range s {
+		if i == n {
+			return strings.TrimSpace(s[:j])
+		}
+		i++
+	}
+	return s
+}

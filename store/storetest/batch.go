@@ -1,0 +1,83 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/store"
+)
+
+var batchCases = []testCase{
+	{"BatchCommitsTogether", testBatchCommits},
+	{"BatchRollsBack", testBatchRollsBack},
+}
+
+func batcher(t *testing.T, s store.Store) store.Batcher {
+	t.Helper()
+	b, ok := s.(store.Batcher)
+	if !ok { // a composition (the read cache's suite); both engines are Batchers
+		t.Skipf("%T is not a store.Batcher", s)
+	}
+	return b
+}
+
+// testBatchCommits: writes in a batch (listings with the seq rule,
+// backends) land together; a stale upsert inside is refused alone.
+func testBatchCommits(t *testing.T, s store.Store) {
+	ctx := testContext(t)
+	at := now()
+	p := newPublisher(t)
+	one := p.listing(t, at, agent.Record{Name: "batch-one", Seq: 5})
+	two := p.listing(t, at, agent.Record{Name: "batch-two", Seq: 5})
+	older := p.listing(t, at, agent.Record{Name: "batch-one", Seq: 4})
+	err := batcher(t, s).InBatch(ctx, func(ctx context.Context) error {
+		if err := s.UpsertRecord(ctx, one); err != nil {
+			return err
+		}
+		if err := s.PutBackend(ctx, one.Record.ID, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}); err != nil {
+			return err
+		}
+		if err := s.UpsertRecord(ctx, older); !errors.Is(err, store.ErrStale) {
+			t.Errorf("stale upsert in a batch: %v, want ErrStale", err)
+		}
+		return s.UpsertRecord(ctx, two)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, s, one.Record.ID); got.Record.Seq != 5 {
+		t.Errorf("batch-one seq = %d, want 5", got.Record.Seq)
+	}
+	mustGet(t, s, two.Record.ID)
+	if b, err := s.GetBackend(ctx, one.Record.ID); err != nil || b.Builtin != "echo" {
+		t.Errorf("backend = %+v, %v", b, err)
+	}
+}
+
+// testBatchRollsBack: a batch whose function fails leaves nothing.
+func testBatchRollsBack(t *testing.T, s store.Store) {
+	ctx := testContext(t)
+	p := newPublisher(t)
+	l := p.listing(t, now(), agent.Record{Name: "never-there", Seq: 1})
+	boom := errors.New("boom")
+	err := batcher(t, s).InBatch(ctx, func(ctx context.Context) error {
+		if err := s.UpsertRecord(ctx, l); err != nil {
+			return err
+		}
+		if err := s.PutBackend(ctx, l.Record.ID, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("InBatch = %v, want the function's error", err)
+	}
+	if _, err := s.GetAgent(ctx, l.Record.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("listing after a rolled-back batch: %v, want not found", err)
+	}
+	if _, err := s.GetBackend(ctx, l.Record.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("backend after a rolled-back batch: %v, want not found", err)
+	}
+}
