@@ -74,7 +74,9 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	}
 	limit := store.NormalizeLimit(q.Limit)
 	var plan []passQuery
-	if terms := store.SearchTerms(q.Q); len(terms) > 0 {
+	if q.Sort == store.SortName {
+		plan = nameQueries(q, store.SearchTerms(q.Q), cur, hasCursor)
+	} else if terms := store.SearchTerms(q.Q); len(terms) > 0 {
 		order := tiers
 		if q.Sort == store.SortNewest {
 			order = newestTier
@@ -116,6 +118,42 @@ type passQuery struct {
 	rank    float64
 	query   string
 	args    []any
+	// byName: the query orders by nameKey and selects it after
+	// listingColumns (store.SortName).
+	byName bool
+}
+
+// nameKey is the sort key of store.SortName: SQLite's lower() folds ASCII
+// only, and the comparison is by bytes; the same expression orders and
+// bounds the keyset.
+const nameKey = `lower(a.display_name)`
+
+// nameQueries is the plan of a search by name: each pass (not failing,
+// failing) ordered by nameKey then pos, from the cursor on; a text query
+// is one more filter (every term, anywhere).
+func nameQueries(q store.SearchQuery, terms []string, cur store.Cursor, hasCursor bool) []passQuery {
+	tags := dedupe(q.Tags)
+	var plan []passQuery
+	for _, failing := range healthPasses(q.Health) {
+		if hasCursor && cur.Failing && !failing {
+			continue
+		}
+		var b sqlBuilder
+		where := b.filters(q, tags, false, failing)
+		if len(terms) > 0 {
+			where = append(where, "a.pos IN (SELECT rowid FROM agents_fts WHERE agents_fts MATCH "+b.arg(ftsQuery(terms))+")")
+		}
+		if hasCursor && cur.Failing == failing {
+			k, p := b.arg(cur.Name), b.arg(cur.Pos)
+			where = append(where, "("+nameKey+" > "+k+" OR ("+nameKey+" = "+k+" AND a.pos > "+p+"))")
+		}
+		query := `-- name: search_agents_by_name
+SELECT ` + listingColumns + `, ` + nameKey + ` FROM agents a
+WHERE ` + strings.Join(where, " AND ") + `
+ORDER BY ` + nameKey + `, a.pos LIMIT ` + b.arg(0)
+		plan = append(plan, passQuery{failing: failing, query: query, args: b.args, byName: true})
+	}
+	return plan
 }
 
 // healthPasses is which passes a search makes, in order: the agents that
@@ -215,12 +253,19 @@ func (pb *pageBuilder) collect(ctx context.Context, q execer, p passQuery) error
 			pb.page.NextCursor = store.EncodeCursor(pb.last)
 			break
 		}
-		l, pos, err := scanListing(rows)
+		var (
+			key   string
+			extra []any
+		)
+		if p.byName {
+			extra = append(extra, &key)
+		}
+		l, pos, err := scanListing(rows, extra...)
 		if err != nil {
 			return dbErr("search agents", err)
 		}
 		pb.page.Listings = append(pb.page.Listings, l)
-		pb.last = store.Cursor{Rank: p.rank, Pos: pos, Failing: p.failing}
+		pb.last = store.Cursor{Rank: p.rank, Pos: pos, Name: key, Failing: p.failing}
 	}
 	if err := rows.Err(); err != nil {
 		return dbErr("search agents", err)
