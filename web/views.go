@@ -115,6 +115,7 @@ type AgentsView struct {
 	StatusOptions []Option
 	HealthOptions []Option
 	Chips         []TagChip
+	VisibleChips  int // how many chips show before the "more" control
 	ClearHref     string // "" when no filter is active
 	Results       ResultsView
 	SortOptions   []Option // relevance (with a query), newest, name
@@ -189,6 +190,16 @@ type NodesView struct {
 	AgentsHosted int
 	Version      string
 	Nodes        []NodeRow
+	// NodesKnown counts every node of the network this node knows,
+	// itself included.
+	NodesKnown int
+	Map        NetMap
+	// Reachability is how other nodes can reach this one (public, private
+	// or unknown), from p2p's NAT detection; "" until p2p reports it.
+	Reachability string
+	// RelayAddrs are the relayed addresses this node can be reached at
+	// when it is private; empty until p2p reports them.
+	RelayAddrs []string
 }
 
 // NodeRow is one known node.
@@ -291,4 +302,21 @@ type ErrorView struct {
 	Status  int
 	Title   string
 	Message string
+}
+
+// firstChips are the tag chips shown at once; selected chips always are.
+func firstChips(v AgentsView) []TagChip {
+	n := max(v.VisibleChips, 0)
+	if n == 0 || n > len(v.Chips) {
+		n = len(v.Chips)
+	}
+	for n < len(v.Chips) && v.Chips[n].Selected {
+		n++
+	}
+	return v.Chips[:n]
+}
+
+// moreChips are the chips behind the "more" control.
+func moreChips(v AgentsView) []TagChip {
+	return v.Chips[len(firstChips(v)):]
 }
