@@ -115,7 +115,7 @@ type AgentsView struct {
 	StatusOptions []Option
 	HealthOptions []Option
 	Chips         []TagChip
-	VisibleChips  int // how many chips show before the "more" control
+	VisibleChips  int    // how many chips show before the "more" control
 	ClearHref     string // "" when no filter is active
 	Results       ResultsView
 	SortOptions   []Option // relevance (with a query), newest, name
@@ -239,6 +239,9 @@ type AgentFormView struct {
 	Tags        string // comma-separated, as typed
 	Version     string
 	Skills      []SkillRow
+	// FocusSkill is the index of the block "Add skill" just added (its
+	// first field gets autofocus), or 0 (none) otherwise.
+	FocusSkill int
 	Backend     BackendForm
 	Errors      map[string]string
 	// CanTest shows the Test backend button; Test is what it found (a
