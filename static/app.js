@@ -143,3 +143,29 @@
     if (first) first.focus();
   });
 })();
+
+// The theme toggle (hidden without JavaScript, where the system theme
+// applies): switches between light and dark from whatever shows now, and
+// remembers the choice for theme.js.
+(function () {
+  "use strict";
+  function current() {
+    var t = document.documentElement.getAttribute("data-theme");
+    if (t) return t;
+    return window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+  }
+  function label(btn) {
+    var dark = current() === "dark";
+    btn.setAttribute("aria-pressed", String(dark));
+    btn.setAttribute("title", dark ? "Dark theme on: switch to light" : "Dark theme off: switch to dark");
+  }
+  document.querySelectorAll("[data-theme-toggle]").forEach(label);
+  document.addEventListener("click", function (ev) {
+    var btn = ev.target.closest && ev.target.closest("[data-theme-toggle]");
+    if (!btn) return;
+    var next = current() === "dark" ? "light" : "dark";
+    document.documentElement.setAttribute("data-theme", next);
+    try { window.localStorage.setItem("agentsite-theme", next); } catch (e) { /* not remembered */ }
+    document.querySelectorAll("[data-theme-toggle]").forEach(label);
+  });
+})();

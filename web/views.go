@@ -23,9 +23,10 @@ type Page struct {
 // Assets are the content-hashed URLs of the static files (static.Path),
 // passed in because web does not import static.
 type Assets struct {
-	CSS  string
-	HTMX string
-	JS   string
+	CSS   string
+	HTMX  string
+	JS    string
+	Theme string // theme.js, loaded in <head> before the stylesheet
 }
 
 // AgentCard is one listing in a list: search results, recent agents, the
@@ -242,8 +243,8 @@ type AgentFormView struct {
 	// FocusSkill is the index of the block "Add skill" just added (its
 	// first field gets autofocus), or 0 (none) otherwise.
 	FocusSkill int
-	Backend     BackendForm
-	Errors      map[string]string
+	Backend    BackendForm
+	Errors     map[string]string
 	// CanTest shows the Test backend button; Test is what it found (a
 	// form re-rendered without JavaScript).
 	CanTest bool
