@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # they create and drop their own databases.
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: help run build test a2a-sdk test-short bench bench-p2p bench-chat load generate lint fuzz demo clean
+.PHONY: help run build test a2a-sdk axe test-short bench bench-p2p bench-chat load generate lint fuzz demo clean
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -21,7 +21,7 @@ HTTP_ADDR ?= 127.0.0.1:8080
 run: build ## start a node + portal on embedded SQLite at http://127.0.0.1:8080 (HTTP_ADDR=... for another)
 	$(BIN) serve --data-dir ./data --http-addr $(HTTP_ADDR)
 
-test: a2a-sdk ## run every test (race detector on; real SQLite, Postgres, Chromium and the A2A JS SDK)
+test: a2a-sdk axe ## run every test (race detector on; real SQLite, Postgres, Chromium and the A2A JS SDK)
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
 
@@ -31,6 +31,13 @@ test: a2a-sdk ## run every test (race detector on; real SQLite, Postgres, Chromi
 a2a-sdk:
 	@if [ ! -d testdata/a2a-js/node_modules ] && command -v npm >/dev/null 2>&1; then \
 		npm ci --prefix testdata/a2a-js --no-audit --no-fund; fi
+
+# axe-core (pinned in testdata/axe), which the browser suite injects into
+# every portal page to check accessibility; installed once, if npm is here
+# (the suite skips loudly otherwise, and fails under CI=true).
+axe:
+	@if [ ! -d testdata/axe/node_modules ] && command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix testdata/axe --no-audit --no-fund; fi
 
 test-short: ## the fast tests only
 	$(GO) test -short -count=1 ./...

@@ -46,6 +46,12 @@ type NetMapNode struct {
 func NewNetMap(self NetPeer, peers []NetPeer) NetMap {
 	cx, cy := float64(netMapWidth)/2, float64(netMapHeight)/2
 	m := NetMap{Width: netMapWidth, Height: netMapHeight, Self: NetMapNode{NetPeer: self, X: cx, Y: cy, LX: cx, LY: cy + 42, Anchor: "middle"}}
+	if len(peers) == 0 {
+		// This node alone: a small picture, not an empty circle.
+		m.Height = 120
+		m.Self.Y, m.Self.LY = 44, 100
+		return m
+	}
 	if len(peers) > netMapMaxPeer {
 		m.Hidden = len(peers) - netMapMaxPeer
 		peers = peers[:netMapMaxPeer]

@@ -181,9 +181,11 @@ func TestBrowserLookEveryPage(t *testing.T) {
 			for _, v := range vs {
 				t.Errorf("%s, %s: axe %s (%s): %s\n\t%s", stage, theme, v.ID, v.Impact, v.Help, strings.Join(v.Nodes, "\n\t"))
 			}
+			// Against the emulated width too: a mobile viewport widens its
+			// layout (innerWidth) to fit a page that is too wide.
 			wide := Run(b, stage+": measure", chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth]`))
-			if wide[0] > wide[1] {
-				t.Errorf("%s, %s: scrolls sideways: scrollWidth %d > innerWidth %d", stage, theme, wide[0], wide[1])
+			if wide[0] > wide[1] || wide[0] > int(vp.width) {
+				t.Errorf("%s, %s: scrolls sideways: scrollWidth %d, innerWidth %d, screen %d", stage, theme, wide[0], wide[1], vp.width)
 			}
 			// A screenshot of every page in the light theme; the dark
 			// ones signed out only (the same pages, half the time).
