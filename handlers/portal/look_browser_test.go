@@ -234,6 +234,20 @@ func TestBrowserLookEveryPage(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`[data-testid="signup-form"] button[type="submit"]`)),
 		chromedp.WaitVisible(Tid("nav-account")),
 	)
+	// "Add skill" with JavaScript: a block cloned in place, numbered, no
+	// page load, the focus in its first field.
+	b.Do("add a skill block", chromedp.Navigate(base+"/register"), chromedp.WaitVisible(Tid("add-skill")),
+		chromedp.Evaluate[chromedp.Void](`window.__noReload = true; document.querySelector('#skill-0-id').value = 'typed'`),
+		chromedp.Click(Tid("add-skill")), chromedp.WaitVisible(`#skill-1-id`))
+	added := Run(b, "read the skill blocks", chromedp.Evaluate[[]string](`[String(window.__noReload === true),
+		String(document.querySelectorAll('[data-testid="skill-rows"] .skill-row').length),
+		document.querySelectorAll('[data-testid="skill-rows"] legend')[1].textContent,
+		document.activeElement.id, document.querySelector('#skill-0-id').value,
+		document.querySelector('label[for="skill-1-name"]') ? 'label' : 'no label']`))
+	if added[0] != "true" || added[1] != "2" || added[2] != "Skill 2" || added[3] != "skill-1-id" || added[4] != "typed" || added[5] != "label" {
+		t.Errorf("after Add skill with JS: [no reload, blocks, legend, focus, first id, label] = %q", added)
+	}
+	b.AssertClean("add skill")
 	userConv := newConversation()
 	for _, vp := range viewports {
 		setViewport(vp)
