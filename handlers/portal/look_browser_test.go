@@ -92,7 +92,7 @@ func TestBrowserLookEveryPage(t *testing.T) {
 	started := time.Now()
 	shots := screenshotsDir(t)
 	e := NewChat(t)
-	b := NewBrowser(t, path, 6*time.Minute)
+	b := NewBrowser(t, path, 8*time.Minute)
 	base := e.TS.URL
 
 	// An agent to show, search and chat with; a second one so that the
