@@ -127,7 +127,7 @@ func TestBrowserLookEveryPage(t *testing.T) {
 	newConversation := func() string {
 		b.Do("open the chat", chromedp.Navigate(base+"/chat/"+id), chromedp.WaitVisible(Tid("composer")))
 		b.Do("send a message",
-			chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="composer-input"]').value = 'Hello **there**, how are you?'; document.querySelector('[data-testid="composer"]').submit()`),
+			chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="composer-input"]').value = 'A-first-message-without-spaces-long-enough-to-push-the-conversation-list-wider-than-a-phone **and bold**'; document.querySelector('[data-testid="composer"]').submit()`),
 			chromedp.WaitVisible(`[data-testid="message"]`),
 		)
 		loc := Run(b, "read the location", chromedp.Location())
@@ -137,6 +137,8 @@ func TestBrowserLookEveryPage(t *testing.T) {
 		}
 		return u.RequestURI()
 	}
+	// The conversation list's long, unbroken title must not widen the page
+	// (it did at 390 px: 536 px wide).
 
 	type pg struct{ name, path string }
 	pagesFor := func(conv string) []pg {
