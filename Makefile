@@ -23,7 +23,7 @@ ECHO_DELAY ?= 50ms
 run: build ## start a node + portal on embedded SQLite at http://127.0.0.1:8080 (HTTP_ADDR=... for another)
 	$(BIN) serve --data-dir ./data --http-addr $(HTTP_ADDR) --echo-delay $(ECHO_DELAY)
 
-test: a2a-sdk ## run every test (race detector on; real SQLite, Postgres, Chromium and the A2A JS SDK)
+test: a2a-sdk axe ## run every test (race detector on; real SQLite, Postgres, Chromium and the A2A JS SDK)
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
 
@@ -33,6 +33,13 @@ test: a2a-sdk ## run every test (race detector on; real SQLite, Postgres, Chromi
 a2a-sdk:
 	@if [ ! -d testdata/a2a-js/node_modules ] && command -v npm >/dev/null 2>&1; then \
 		npm ci --prefix testdata/a2a-js --no-audit --no-fund; fi
+
+# axe-core (pinned in testdata/axe), which the browser suite injects into
+# every portal page to check accessibility; installed once, if npm is here
+# (the suite skips loudly otherwise, and fails under CI=true).
+axe:
+	@if [ ! -d testdata/axe/node_modules ] && command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix testdata/axe --no-audit --no-fund; fi
 
 test-short: ## the fast tests only
 	$(GO) test -short -count=1 ./...

@@ -103,6 +103,7 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/agents/{id}", s.pages.PageAgent)
 		r.Get("/nodes", s.pages.PageNodes)
 		r.Get("/help/status", s.pages.PageStatusHelp)
+		r.Get("/chat", s.pages.PageChatIndex)
 		r.Get("/chat/{id}", s.pages.PageChat)
 		r.Post("/chat/{id}", s.pages.SubmitChat)
 		r.Post("/chat/{id}/conversations/{cid}/rename", s.pages.SubmitRenameConversation)

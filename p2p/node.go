@@ -333,3 +333,15 @@ func (n *Node) Close() error {
 	errs = append(errs, n.host.Close())
 	return errors.Join(errs...)
 }
+
+// ConnectedPeers is the peer ids this node is connected to now, sorted
+// (the network page draws them).
+func (n *Node) ConnectedPeers() []string {
+	ps := n.host.Network().Peers()
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p.String())
+	}
+	sort.Strings(out)
+	return out
+}

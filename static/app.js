@@ -110,3 +110,62 @@
     }
   });
 })();
+
+// "Add skill" on the agent form: without JavaScript it is a submit button
+// (action=add-skill) and the server answers with one more block; here the
+// block is cloned from the form's <template> in place. The template's
+// ids and names hold __i__ (the index) and __n__ (its number).
+(function () {
+  "use strict";
+  document.addEventListener("click", function (ev) {
+    var btn = ev.target.closest && ev.target.closest("[data-add-skill]");
+    if (!btn) return;
+    var form = btn.form;
+    var rows = form && form.querySelector("[data-skill-rows]");
+    var tpl = form && form.querySelector("template[data-skill-template]");
+    if (!rows || !tpl) return;
+    ev.preventDefault();
+    var i = rows.querySelectorAll(".skill-row").length;
+    var max = parseInt(btn.getAttribute("data-max"), 10) || 16;
+    if (i >= max) return;
+    var block = tpl.content.firstElementChild.cloneNode(true);
+    block.querySelectorAll("[id], [for], [aria-describedby], [data-testid]").forEach(function (el) {
+      ["id", "for", "aria-describedby"].forEach(function (a) {
+        var v = el.getAttribute(a);
+        if (v !== null) el.setAttribute(a, v.split("__i__").join(String(i)));
+      });
+    });
+    var legend = block.querySelector("legend");
+    if (legend) legend.textContent = legend.textContent.split("__n__").join(String(i + 1));
+    rows.appendChild(block);
+    if (i + 1 >= max) btn.hidden = true;
+    var first = block.querySelector("input, textarea");
+    if (first) first.focus();
+  });
+})();
+
+// The theme toggle (hidden without JavaScript, where the system theme
+// applies): switches between light and dark from whatever shows now, and
+// remembers the choice for theme.js.
+(function () {
+  "use strict";
+  function current() {
+    var t = document.documentElement.getAttribute("data-theme");
+    if (t) return t;
+    return window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+  }
+  function label(btn) {
+    var dark = current() === "dark";
+    btn.setAttribute("aria-pressed", String(dark));
+    btn.setAttribute("title", dark ? "Dark theme on: switch to light" : "Dark theme off: switch to dark");
+  }
+  document.querySelectorAll("[data-theme-toggle]").forEach(label);
+  document.addEventListener("click", function (ev) {
+    var btn = ev.target.closest && ev.target.closest("[data-theme-toggle]");
+    if (!btn) return;
+    var next = current() === "dark" ? "light" : "dark";
+    document.documentElement.setAttribute("data-theme", next);
+    try { window.localStorage.setItem("agentsite-theme", next); } catch (e) { /* not remembered */ }
+    document.querySelectorAll("[data-theme-toggle]").forEach(label);
+  });
+})();

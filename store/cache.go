@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,7 +14,7 @@ import (
 )
 
 // Cache wraps a Network and keeps the answers of the read-heavy portal
-// queries (SearchAgents, Stats, ListTags, RecentAgents) for a short time.
+// queries (SearchAgents, TagFacets, Stats, ListTags, RecentAgents) for a short time.
 // Every write that can change them (UpsertRecord, SetHostStatus, SetHealth,
 // ExpireListings, UpsertNode) bumps a generation counter, and an entry of an older
 // generation is never served, so the cache cannot show a listing state the
@@ -136,6 +137,19 @@ func SearchKey(q SearchQuery) string {
 // value as read-only.
 func (c *Cache) Memo(ctx context.Context, key string, load func(ctx context.Context, n Network) (any, error)) (any, error) {
 	return c.get(ctx, "memo\x00"+key, func(ctx context.Context) (any, error) { return load(ctx, c.next) })
+}
+
+// TagFacets implements Network from the cache when it can: keyed by every
+// field of q it depends on (not cursor, limit or sort) and by limit, and
+// dropped by any write like the other cached reads.
+func (c *Cache) TagFacets(ctx context.Context, q SearchQuery, limit int) ([]TagCount, error) {
+	key := fmt.Sprintf("facets\x00%s\x00%s\x00%s\x00%s\x00%s\x00%d",
+		q.Q, strings.Join(q.Tags, ","), strings.Join(q.Statuses, ","), strings.Join(q.Health, ","), q.Owner, NormalizeLimit(limit))
+	v, err := c.get(ctx, key, func(ctx context.Context) (any, error) { return c.next.TagFacets(ctx, q, limit) })
+	if err != nil {
+		return nil, err
+	}
+	return v.([]TagCount), nil
 }
 
 // Stats implements Network from the cache when it can.

@@ -8,12 +8,13 @@ import (
 
 // Cursor is the keyset position after the last row of a page: Pos is the
 // listing's first-seen sequence number, Rank its relevance score (only with a
-// text query), Failing whether it is among the failing agents that come
-// last. Engines encode and decode it with EncodeCursor/DecodeCursor so both
+// text query), Name its sort key (only with SortName), Failing whether it
+// is among the failing agents that come last. Engines encode and decode it with EncodeCursor/DecodeCursor so both
 // produce the same opaque strings.
 type Cursor struct {
 	Rank    float64 `json:"r,omitempty"`
 	Pos     int64   `json:"p"`
+	Name    string  `json:"n,omitempty"`
 	Failing bool    `json:"f,omitempty"`
 }
 
@@ -31,7 +32,7 @@ func DecodeCursor(s string) (c Cursor, ok bool, err error) {
 	if s == "" {
 		return Cursor{}, false, nil
 	}
-	if len(s) > 256 {
+	if len(s) > 1024 {
 		return Cursor{}, false, ErrBadCursor
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)

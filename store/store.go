@@ -70,9 +70,11 @@ type SearchQuery struct {
 	Health   []string // only these health states (agent.Health*); empty: any
 	Limit    int      // 1..MaxLimit; 0 means DefaultLimit
 	Cursor   string   // opaque, from a previous page's NextCursor
-	// Sort orders a text search: SortRelevance ("" too) or SortNewest.
-	// Without text the order is always newest first. Failing agents come
-	// last in every order.
+	// Sort orders the results: SortRelevance ("" too) or SortNewest order
+	// a text search (without text the order is newest first); SortName
+	// orders by display name (lower-cased; the engine's own byte order),
+	// then first-seen, with or without text. Failing agents come last in
+	// every order.
 	Sort string
 	// PublicOnly says the caller sends the listings as JSON and reads only
 	// PublicJSON and the node's own fields (Status, LastSeen, HostPeerID,
@@ -86,6 +88,7 @@ type SearchQuery struct {
 const (
 	SortRelevance = "relevance"
 	SortNewest    = "newest"
+	SortName      = "name"
 )
 
 // Page limits.
@@ -193,6 +196,12 @@ type Catalogue interface {
 	RecentAgents(ctx context.Context, limit int) ([]Listing, error)
 	// ListTags returns tags of visible listings, most used first.
 	ListTags(ctx context.Context, limit int) ([]TagCount, error)
+	// TagFacets counts the tags of the listings SearchAgents would find for
+	// q (its text, tags, statuses, health and owner; not its cursor, limit
+	// or sort): each tag with how many of those listings carry it, most
+	// first then by tag, at most limit (NormalizeLimit) tags. Adding any
+	// returned tag to q.Tags therefore finds at least one listing.
+	TagFacets(ctx context.Context, q SearchQuery, limit int) ([]TagCount, error)
 	// Stats counts visible listings, their tags and the known nodes (the
 	// overview page).
 	Stats(ctx context.Context) (Stats, error)

@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/agentsite/agentsite/agent"
@@ -63,7 +64,31 @@ func (f AgentFormView) OtherErrors() []string {
 
 func (f AgentFormView) err(key string) string { return fieldErr(f.Errors, key) }
 
-func skillKey(i int, field string) string { return fmt.Sprintf("skills[%d].%s", i, field) }
+func skillKey(i int, field string) string {
+	if i < 0 {
+		return "skills[" + skillSlot + "]." + field
+	}
+	return fmt.Sprintf("skills[%d].%s", i, field)
+}
+
+// skillSlot stands for the index in the <template> of a skill block
+// (index -1); app.js replaces it with the new block's index.
+const skillSlot = "__i__"
+
+// skillLegend is a skill block's legend ("Skill 2"); the template's says
+// "Skill __n__", for app.js to number.
+func skillLegend(i int) string {
+	if i < 0 {
+		return "Skill __n__"
+	}
+	return "Skill " + strconv.Itoa(i+1)
+}
+
+// canAddSkill says whether the form has room for another skill block.
+func canAddSkill(v AgentFormView) bool { return len(v.Skills) < agent.MaxSkills }
+
+// maxSkillsText is agent.MaxSkills for the data-max attribute.
+func maxSkillsText() string { return strconv.Itoa(agent.MaxSkills) }
 
 // skillInput is the form field name of a skill row's field.
 func skillInput(field string) string { return "skill_" + field }
@@ -89,7 +114,12 @@ func builtinOptions(selected string) []Option {
 // "backend_url").
 func inputName(key string) string { return strings.ReplaceAll(key, ".", "_") }
 
-func skillDOMID(i int, field string) string { return fmt.Sprintf("skill-%d-%s", i, field) }
+func skillDOMID(i int, field string) string {
+	if i < 0 {
+		return "skill-" + skillSlot + "-" + field
+	}
+	return fmt.Sprintf("skill-%d-%s", i, field)
+}
 
 func nameHelp(edit bool) string {
 	if edit {

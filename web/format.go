@@ -47,7 +47,7 @@ func isoTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // pageTitle is the document title of a page.
 func pageTitle(title string) string {
-	if title == "" {
+	if title == "" || title == "AgentHub" {
 		return "AgentHub"
 	}
 	return title + " · AgentHub"

@@ -57,7 +57,7 @@ func HomePage(v HomeView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = stat("count-nodes", v.Nodes, "Nodes known", "/nodes").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = stat("count-nodes", v.Nodes, "Nodes in the network", "/nodes").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

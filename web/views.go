@@ -23,9 +23,10 @@ type Page struct {
 // Assets are the content-hashed URLs of the static files (static.Path),
 // passed in because web does not import static.
 type Assets struct {
-	CSS  string
-	HTMX string
-	JS   string
+	CSS   string
+	HTMX  string
+	JS    string
+	Theme string // theme.js, loaded in <head> before the stylesheet
 }
 
 // AgentCard is one listing in a list: search results, recent agents, the
@@ -115,6 +116,7 @@ type AgentsView struct {
 	StatusOptions []Option
 	HealthOptions []Option
 	Chips         []TagChip
+	VisibleChips  int    // how many chips show before the "more" control
 	ClearHref     string // "" when no filter is active
 	Results       ResultsView
 	SortOptions   []Option // relevance (with a query), newest, name
@@ -190,6 +192,10 @@ type NodesView struct {
 	Version      string
 	Nodes        []NodeRow
 	NAT          NodeNAT // reachability, relay addresses, peers by connection
+	// NodesKnown counts every node of the network this node knows,
+	// itself included.
+	NodesKnown int
+	Map        NetMap
 }
 
 // NodeRow is one known node.
@@ -229,8 +235,11 @@ type AgentFormView struct {
 	Tags        string // comma-separated, as typed
 	Version     string
 	Skills      []SkillRow
-	Backend     BackendForm
-	Errors      map[string]string
+	// FocusSkill is the index of the block "Add skill" just added (its
+	// first field gets autofocus), or 0 (none) otherwise.
+	FocusSkill int
+	Backend    BackendForm
+	Errors     map[string]string
 	// CanTest shows the Test backend button; Test is what it found (a
 	// form re-rendered without JavaScript).
 	CanTest bool
@@ -301,4 +310,21 @@ type NodeNAT struct {
 	RelayAddrs   []string // full addresses through relays
 	DirectPeers  int
 	RelayedPeers int
+}
+
+// firstChips are the tag chips shown at once; selected chips always are.
+func firstChips(v AgentsView) []TagChip {
+	n := max(v.VisibleChips, 0)
+	if n == 0 || n > len(v.Chips) {
+		n = len(v.Chips)
+	}
+	for n < len(v.Chips) && v.Chips[n].Selected {
+		n++
+	}
+	return v.Chips[:n]
+}
+
+// moreChips are the chips behind the "more" control.
+func moreChips(v AgentsView) []TagChip {
+	return v.Chips[len(firstChips(v)):]
 }

@@ -10,8 +10,27 @@ import (
 	"github.com/agentsite/agentsite/web"
 )
 
-// minSkillRows is how many skill blocks the form always offers.
-const minSkillRows = 3
+// actionAddSkill is the value of the form's "Add skill" submit button
+// (name=action): without JavaScript it re-renders the form with one more
+// skill block, every typed value kept; app.js adds the block in place.
+const actionAddSkill = "add-skill"
+
+// addSkillRow is the view after "Add skill": the posted skill blocks as
+// they were (blank ones too, in place) and one blank more, up to
+// agent.MaxSkills.
+func addSkillRow(f url.Values, v web.AgentFormView) web.AgentFormView {
+	ids, names, descs, exs := f["skill_id"], f["skill_name"], f["skill_description"], f["skill_examples"]
+	rows := min(max(len(ids), len(names), len(descs), len(exs)), agent.MaxSkills)
+	v.Skills = make([]web.SkillRow, 0, rows+1)
+	for i := range rows {
+		v.Skills = append(v.Skills, web.SkillRow{ID: at(ids, i), Name: at(names, i), Description: at(descs, i), Examples: at(exs, i)})
+	}
+	if len(v.Skills) < agent.MaxSkills {
+		v.Skills = append(v.Skills, web.SkillRow{})
+	}
+	v.FocusSkill = len(v.Skills) - 1
+	return v
+}
 
 // parseAgentForm reads the register/edit form into the input saveAgent
 // takes and the view that re-renders it after an error. Blank skill blocks
@@ -123,12 +142,10 @@ func newAgentForm() web.AgentFormView {
 	}
 }
 
-// padSkillRows adds blank blocks: at least minSkillRows, and one spare
-// below the filled ones, up to the record's limit.
+// padSkillRows gives a form without skills one blank block; more come
+// one at a time with "Add skill".
 func padSkillRows(rows []web.SkillRow) []web.SkillRow {
-	want := max(minSkillRows, len(rows)+1)
-	want = max(min(want, agent.MaxSkills), len(rows))
-	for len(rows) < want {
+	if len(rows) == 0 {
 		rows = append(rows, web.SkillRow{})
 	}
 	return rows

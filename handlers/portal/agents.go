@@ -14,9 +14,13 @@ import (
 	"github.com/agentsite/agentsite/web"
 )
 
-// searchTagChips is how many of the most used tags the search page offers
-// as filters.
-const searchTagChips = 24
+// Tag chips of the search page: the tags of the current results (TagFacets),
+// at most searchTagChips; the first visibleTagChips show, the rest are
+// behind a "more" control.
+const (
+	searchTagChips  = 100
+	visibleTagChips = 12
+)
 
 // statusChoices are the status filter's options; "" is the default
 // (online and stale).
@@ -42,6 +46,7 @@ var healthChoices = []web.Option{
 var sortChoices = []web.Option{
 	{Value: "", Label: "Best match"},
 	{Value: store.SortNewest, Label: "Newest"},
+	{Value: store.SortName, Label: "Name (A–Z)"},
 }
 
 // searchState is the search as the visitor typed it, for the form and for
@@ -117,11 +122,11 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 		sort:   vals.Get("sort"),
 	}
 	switch st.sort {
-	case "", store.SortRelevance, store.SortNewest:
+	case "", store.SortRelevance, store.SortNewest, store.SortName:
 		q.Sort = st.sort
 	default:
 		if qerr == nil {
-			qerr = &agent.ValidationError{Fields: map[string]string{"sort": "must be relevance or newest"}}
+			qerr = &agent.ValidationError{Fields: map[string]string{"sort": "must be relevance, newest or name"}}
 		}
 	}
 	res := web.ResultsView{Filtered: st.q != "" || len(st.tags) > 0 || st.status != "" || st.health != "", Count: -1}
@@ -160,7 +165,15 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 		p.render(w, r, http.StatusOK, web.MoreResults(res))
 		return
 	}
-	tags, err := p.Catalog.ListTags(ctx, searchTagChips)
+	// The chips count the tags of what the filter finds now, so none of
+	// them leads to an empty page; an invalid query gets the overall tags.
+	var tags []store.TagCount
+	var err error
+	if qerr == nil {
+		tags, err = p.Catalog.TagFacets(ctx, q, searchTagChips)
+	} else {
+		tags, err = p.Catalog.ListTags(ctx, searchTagChips)
+	}
 	if err != nil {
 		p.RenderError(w, r, err)
 		return
@@ -172,6 +185,7 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 		HealthOptions: selectOptions(healthChoices, st.health),
 		SortOptions:   selectOptions(sortChoices, sortValue(st.sort)),
 		Chips:         tagChips(st, tagCounts(tags)),
+		VisibleChips:  visibleTagChips,
 		Results:       res,
 	}
 	if res.Filtered {
@@ -221,8 +235,8 @@ func selectOptions(choices []web.Option, selected string) []web.Option {
 	return out
 }
 
-// tagChips offers the most used tags, plus any selected tag that is not
-// among them, selected ones first.
+// tagChips offers the tags of the current results (most used first), plus
+// any selected tag that is not among them, selected ones first.
 func tagChips(st searchState, top []web.TagCount) []web.TagChip {
 	selected := map[string]bool{}
 	for _, t := range st.tags {

@@ -129,8 +129,12 @@ func TestAgentsSearchHTMX(t *testing.T) {
 	if oob.AttrOr("hx-swap-oob", "") != "true" {
 		t.Error("tag filters are not swapped out of band")
 	}
-	if href := oob.Find(`[data-tag="language"]`).AttrOr("href", ""); href != "/agents?q=weath&tag=language" {
+	if href := oob.Find(`[data-tag="weather"]`).AttrOr("href", ""); href != "/agents?q=weath&tag=weather" {
 		t.Errorf("chip href = %q, want the new query in it", href)
+	}
+	// The chips follow the query: no tag of what it does not find.
+	if oob.Find(`[data-tag="language"]`).Length() != 0 {
+		t.Error("a chip for language, which no result of q=weath has")
 	}
 	// An invalid query still swaps in its message (2xx).
 	doc = e.Page("/agents?status=nope", 200, "HX-Request", "true", "HX-Target", "results")

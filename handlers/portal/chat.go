@@ -178,7 +178,7 @@ func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, con
 		p.RenderError(w, r, err)
 		return
 	}
-	v.Page = p.page(r, p.viewer(r), "Chat with "+rec.DisplayName, "agents")
+	v.Page = p.page(r, p.viewer(r), "Chat with "+rec.DisplayName, "chat")
 	p.render(w, r, status, web.ChatPage(v))
 }
 

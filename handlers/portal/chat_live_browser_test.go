@@ -278,8 +278,3 @@ func TestChatBrowserRenameDelete(t *testing.T) {
 	b.AssertClean("read-only conversation")
 }
 
-// jsString quotes s for a script.
-func jsString(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	return `"` + r.Replace(s) + `"`
-}

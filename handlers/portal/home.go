@@ -30,12 +30,19 @@ func (p *Pages) PageHome(w http.ResponseWriter, r *http.Request) {
 		p.RenderError(w, r, err)
 		return
 	}
+	// Counted as the Network page counts: every node heard from or
+	// connected, and this one.
+	nodes, err := p.Catalog.ListNodes(ctx)
+	if err != nil {
+		p.RenderError(w, r, err)
+		return
+	}
 	v := web.HomeView{
 		Page:    p.page(r, p.viewer(r), "", "home"),
 		Agents:  stats.Agents,
 		Online:  stats.OnlineAgents,
 		Tags:    stats.Tags,
-		Nodes:   stats.Nodes,
+		Nodes:   len(netPeers(p.Node, p.Node.PeerID(), nodes)) + 1,
 		Recent:  p.cards(recent),
 		TopTags: tagCounts(tags),
 	}

@@ -25,6 +25,7 @@ type Catalog interface {
 	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
 	RecentAgents(ctx context.Context, limit int) ([]store.Listing, error)
 	ListTags(ctx context.Context, limit int) ([]store.TagCount, error)
+	TagFacets(ctx context.Context, q store.SearchQuery, limit int) ([]store.TagCount, error)
 	Stats(ctx context.Context) (store.Stats, error)
 	ListLocal(ctx context.Context) ([]store.Listing, error)
 	ListNodes(ctx context.Context) ([]store.Node, error)

@@ -28,6 +28,12 @@ func (p *Pages) SubmitRegister(w http.ResponseWriter, r *http.Request) {
 	u := userFrom(r.Context())
 	in, v := parseAgentForm(r.PostForm)
 	v.Action = "/register"
+	if r.PostForm.Get("action") == actionAddSkill {
+		v = addSkillRow(r.PostForm, v)
+		v.Page = p.page(r, u, "Register an agent", "register")
+		p.renderAgentForm(w, r, http.StatusOK, v)
+		return
+	}
 	if r.PostForm.Has("test_backend") {
 		v.Page = p.page(r, u, "Register an agent", "register")
 		p.testBackend(w, r, v, in.Backend)
@@ -125,6 +131,12 @@ func (p *Pages) SubmitEditAgent(w http.ResponseWriter, r *http.Request) {
 		v.Backend.HasStoredKey = stored.APIKey != ""
 		v.Page = p.page(r, u, "Edit "+l.Record.DisplayName, "account")
 		return stored, true
+	}
+	if r.PostForm.Get("action") == actionAddSkill {
+		if _, ok := again(); ok {
+			p.renderAgentForm(w, r, http.StatusOK, addSkillRow(r.PostForm, v))
+		}
+		return
 	}
 	if r.PostForm.Has("test_backend") {
 		if stored, ok := again(); ok {

@@ -58,9 +58,10 @@ func (p *Pages) page(r *http.Request, u *store.User, title, nav string) web.Page
 		Nav:   nav,
 		Flash: flash,
 		Assets: web.Assets{
-			CSS:  static.Path("app.css"),
-			HTMX: static.Path("htmx.min.js"),
-			JS:   static.Path("app.js"),
+			CSS:   static.Path("app.css"),
+			HTMX:  static.Path("htmx.min.js"),
+			JS:    static.Path("app.js"),
+			Theme: static.Path("theme.js"),
 		},
 	}
 	if u != nil {

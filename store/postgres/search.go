@@ -64,6 +64,9 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	if q.Owner != "" {
 		where = append(where, "a.owner = "+b.arg(q.Owner))
 	}
+	if q.Sort == store.SortName {
+		return db.searchByName(ctx, &b, where, terms, cur, hasCursor, limit)
+	}
 	order := []tier{{0, ""}}
 	if len(terms) > 0 {
 		query := "to_tsquery('simple', " + b.arg(tsQuery(terms)) + ")"
@@ -314,4 +317,117 @@ FROM agents WHERE NOT tombstone AND status IN ('online', 'stale')`).Scan(&s.Agen
 		return store.Stats{}, dbErr("stats", err)
 	}
 	return s, nil
+}
+
+// nameKey is the sort key of store.SortName, compared by bytes (COLLATE
+// "C", whatever the database's collation); the same expression orders and
+// bounds the keyset.
+const nameKey = `(lower(r.display_name) COLLATE "C")`
+
+// searchByName is SearchAgents with store.SortName: not failing first, then
+// by nameKey and pos, the text (if any) one more filter. where holds the
+// other filters, their arguments in b.
+func (db *DB) searchByName(ctx context.Context, b *sqlBuilder, where []string, terms []string, cur store.Cursor, hasCursor bool, limit int) (store.SearchPage, error) {
+	if len(terms) > 0 {
+		where = append(where, "a.search @@ to_tsquery('simple', "+b.arg(tsQuery(terms))+")")
+	}
+	if hasCursor {
+		k, p := b.arg(cur.Name)+"::text", b.arg(cur.Pos)+"::bigint"
+		after := "(" + nameKey + " > " + k + " OR (" + nameKey + " = " + k + " AND a.pos > " + p + "))"
+		if cur.Failing {
+			where = append(where, "NOT "+notFailing, after)
+		} else {
+			where = append(where, "(NOT "+notFailing+" OR "+after+")")
+		}
+	}
+	sql := `-- name: search_agents_by_name
+SELECT ` + listingColumns + `, ` + nameKey + `, r.public_json
+FROM ` + listingFrom + `
+WHERE ` + strings.Join(where, " AND ") + `
+ORDER BY ` + notFailing + ` DESC, ` + nameKey + `, a.pos
+LIMIT ` + b.arg(limit+1)
+	rows, err := db.q.Query(ctx, sql, b.args...)
+	if err != nil {
+		return store.SearchPage{}, dbErr("search agents", err)
+	}
+	defer rows.Close()
+	page := store.SearchPage{Listings: make([]store.Listing, 0, limit)}
+	var next store.Cursor
+	for rows.Next() {
+		var (
+			key    string
+			public []byte
+		)
+		l, pos, err := scanListing(rows, &key, &public)
+		if err != nil {
+			return store.SearchPage{}, dbErr("search agents", err)
+		}
+		if l.PublicJSON = public; l.PublicJSON == nil {
+			if l.PublicJSON, err = store.PublicRecordJSON(&l.Record); err != nil {
+				return store.SearchPage{}, fmt.Errorf("postgres: search agents: %w", err)
+			}
+		}
+		if len(page.Listings) == limit {
+			page.NextCursor = store.EncodeCursor(next)
+			break
+		}
+		page.Listings = append(page.Listings, l)
+		next = store.Cursor{Pos: pos, Name: key, Failing: l.Health.State == agent.HealthFailing}
+	}
+	if err := rows.Err(); err != nil {
+		return store.SearchPage{}, dbErr("search agents", err)
+	}
+	return page, nil
+}
+
+// TagFacets implements store.Catalogue: the tags of the matching rows of
+// agents (the filters of SearchAgents), unnested and grouped.
+func (db *DB) TagFacets(ctx context.Context, q store.SearchQuery, limit int) ([]store.TagCount, error) {
+	if unmatchable(q.Owner) || slices.ContainsFunc(q.Tags, unmatchable) || slices.ContainsFunc(q.Statuses, unmatchable) || slices.ContainsFunc(q.Health, unmatchable) {
+		return []store.TagCount{}, nil
+	}
+	var b sqlBuilder
+	var where []string
+	switch st := statusFilter(q.Statuses); len(st) {
+	case 0:
+		where = append(where, "a.visible")
+	default:
+		where = append(where, "NOT a.tombstone", "a.status = ANY("+b.arg(st)+")")
+	}
+	if tags := dedupe(q.Tags); len(tags) > 0 {
+		where = append(where, "a.tags @> "+b.arg(tags)+"::text[]")
+	}
+	if hs := dedupe(q.Health); len(hs) > 0 {
+		where = append(where, "a.health_state = ANY("+b.arg(hs)+")")
+	}
+	if q.Owner != "" {
+		where = append(where, "a.owner = "+b.arg(q.Owner))
+	}
+	if terms := store.SearchTerms(q.Q); len(terms) > 0 {
+		where = append(where, "a.search @@ to_tsquery('simple', "+b.arg(tsQuery(terms))+")")
+	}
+	sql := `-- name: tag_facets
+SELECT t.tag, count(*) AS n
+FROM agents a CROSS JOIN LATERAL unnest(a.tags) AS t(tag)
+WHERE ` + strings.Join(where, " AND ") + `
+GROUP BY t.tag
+ORDER BY n DESC, t.tag COLLATE "C"
+LIMIT ` + b.arg(store.NormalizeLimit(limit))
+	rows, err := db.q.Query(ctx, sql, b.args...)
+	if err != nil {
+		return nil, dbErr("tag facets", err)
+	}
+	defer rows.Close()
+	out := []store.TagCount{}
+	for rows.Next() {
+		var tc store.TagCount
+		if err := rows.Scan(&tc.Tag, &tc.Count); err != nil {
+			return nil, dbErr("tag facets", err)
+		}
+		out = append(out, tc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("tag facets", err)
+	}
+	return out, nil
 }

@@ -78,7 +78,9 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 		columns = publicColumns
 	}
 	var plan []passQuery
-	if terms := store.SearchTerms(q.Q); len(terms) > 0 {
+	if q.Sort == store.SortName {
+		plan = nameQueries(q, columns, store.SearchTerms(q.Q), cur, hasCursor)
+	} else if terms := store.SearchTerms(q.Q); len(terms) > 0 {
 		order := tiers
 		if q.Sort == store.SortNewest {
 			order = newestTier
@@ -139,6 +141,42 @@ type passQuery struct {
 	rank    float64
 	query   string
 	args    []any
+	// byName: the query orders by nameKey and selects it after
+	// listingColumns (store.SortName).
+	byName bool
+}
+
+// nameKey is the sort key of store.SortName: SQLite's lower() folds ASCII
+// only, and the comparison is by bytes; the same expression orders and
+// bounds the keyset.
+const nameKey = `lower(a.display_name)`
+
+// nameQueries is the plan of a search by name: each pass (not failing,
+// failing) ordered by nameKey then pos, from the cursor on; a text query
+// is one more filter (every term, anywhere).
+func nameQueries(q store.SearchQuery, columns string, terms []string, cur store.Cursor, hasCursor bool) []passQuery {
+	tags := dedupe(q.Tags)
+	var plan []passQuery
+	for _, failing := range healthPasses(q.Health) {
+		if hasCursor && cur.Failing && !failing {
+			continue
+		}
+		var b sqlBuilder
+		where := b.filters(q, tags, false, failing)
+		if len(terms) > 0 {
+			where = append(where, "a.pos IN (SELECT rowid FROM agents_fts WHERE agents_fts MATCH "+b.arg(ftsQuery(terms))+")")
+		}
+		if hasCursor && cur.Failing == failing {
+			k, p := b.arg(cur.Name), b.arg(cur.Pos)
+			where = append(where, "("+nameKey+" > "+k+" OR ("+nameKey+" = "+k+" AND a.pos > "+p+"))")
+		}
+		query := `-- name: search_agents_by_name
+SELECT ` + columns + `, ` + nameKey + ` FROM agents a
+WHERE ` + strings.Join(where, " AND ") + `
+ORDER BY ` + nameKey + `, a.pos LIMIT ` + b.arg(0)
+		plan = append(plan, passQuery{failing: failing, query: query, args: b.args, byName: true})
+	}
+	return plan
 }
 
 // healthPasses is which passes a search makes, in order: the agents that
@@ -238,8 +276,15 @@ func (pb *pageBuilder) collect(ctx context.Context, q execer, p passQuery) error
 			pb.page.NextCursor = store.EncodeCursor(pb.last)
 			break
 		}
-		var public []byte
-		l, pos, err := scanListing(rows, &public)
+		var (
+			public []byte
+			key    string
+		)
+		extra := []any{&public}
+		if p.byName {
+			extra = append(extra, &key)
+		}
+		l, pos, err := scanListing(rows, extra...)
 		if err != nil {
 			return dbErr("search agents", err)
 		}
@@ -249,7 +294,7 @@ func (pb *pageBuilder) collect(ctx context.Context, q execer, p passQuery) error
 			}
 		}
 		pb.page.Listings = append(pb.page.Listings, l)
-		pb.last = store.Cursor{Rank: p.rank, Pos: pos, Failing: p.failing}
+		pb.last = store.Cursor{Rank: p.rank, Pos: pos, Name: key, Failing: p.failing}
 	}
 	if err := rows.Err(); err != nil {
 		return dbErr("search agents", err)

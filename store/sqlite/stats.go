@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"strings"
 
 	"github.com/agentsite/agentsite/store"
 )
@@ -71,6 +72,48 @@ LIMIT ?`, store.NormalizeLimit(limit))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, dbErr("list tags", err)
+	}
+	return out, nil
+}
+
+// TagFacets implements store.Catalogue: the tags of the matching listings
+// (the filters of SearchAgents, both health passes at once), grouped.
+func (db *DB) TagFacets(ctx context.Context, q store.SearchQuery, limit int) ([]store.TagCount, error) {
+	var b sqlBuilder
+	where := []string{"a.tombstone = 0", "a.status IN (" + b.list(statusFilter(q.Statuses)) + ")"}
+	if hs := dedupe(q.Health); len(hs) > 0 {
+		where = append(where, "a.health_state IN ("+b.list(hs)+")")
+	}
+	for _, tag := range dedupe(q.Tags) {
+		where = append(where, "EXISTS (SELECT 1 FROM agent_tags t2 WHERE t2.tag = "+b.arg(tag)+" AND t2.agent_pos = a.pos)")
+	}
+	if q.Owner != "" {
+		where = append(where, "a.owner = "+b.arg(q.Owner))
+	}
+	if terms := store.SearchTerms(q.Q); len(terms) > 0 {
+		where = append(where, "a.pos IN (SELECT rowid FROM agents_fts WHERE agents_fts MATCH "+b.arg(ftsQuery(terms))+")")
+	}
+	query := `-- name: tag_facets
+SELECT t.tag, count(*) AS n FROM agents a JOIN agent_tags t ON t.agent_pos = a.pos
+WHERE ` + strings.Join(where, " AND ") + `
+GROUP BY t.tag
+ORDER BY n DESC, t.tag
+LIMIT ` + b.arg(store.NormalizeLimit(limit))
+	rows, err := db.r.QueryContext(ctx, query, b.args...)
+	if err != nil {
+		return nil, dbErr("tag facets", err)
+	}
+	defer rows.Close()
+	out := []store.TagCount{}
+	for rows.Next() {
+		var tc store.TagCount
+		if err := rows.Scan(&tc.Tag, &tc.Count); err != nil {
+			return nil, dbErr("tag facets", err)
+		}
+		out = append(out, tc)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("tag facets", err)
 	}
 	return out, nil
 }
