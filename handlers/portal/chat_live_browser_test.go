@@ -277,4 +277,3 @@ func TestChatBrowserRenameDelete(t *testing.T) {
 	chatShot(b, "chat-readonly.png")
 	b.AssertClean("read-only conversation")
 }
-
