@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	libp2phttp "github.com/libp2p/go-libp2p/p2p/http"
+	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/agentsite/agentsite/agent"
 )
@@ -101,6 +103,14 @@ func (n *Node) ConnectHost(ctx context.Context, hostPeerID string) error {
 			info.Addrs = append(info.Addrs, found.Addrs...)
 		}
 		fcancel()
+	}
+	// A host behind NAT is reachable through the relay it holds a slot
+	// on; when neither the peerstore nor the DHT has its relay address
+	// yet (identify push still on its way), try the circuits through the
+	// relays this node is connected to: a relay that holds no slot for
+	// the host refuses at once.
+	if !slices.ContainsFunc(info.Addrs, isRelayed) {
+		info.Addrs = append(info.Addrs, n.circuitsVia(pid, 4)...)
 	}
 	if err := n.host.Connect(cctx, info); err != nil {
 		if ctx.Err() != nil {
@@ -208,4 +218,31 @@ func (n *Node) hostID(hostPeerID string) (peer.ID, error) {
 		return "", fmt.Errorf("%w: the agent is hosted by this node", agent.ErrHostUnreachable)
 	}
 	return pid, nil
+}
+
+// circuitsVia is up to max circuit addresses (…/p2p/<relay>/p2p-circuit)
+// through connected peers that serve circuit relay v2, the host pid
+// excluded.
+func (n *Node) circuitsVia(pid peer.ID, max int) []ma.Multiaddr {
+	var out []ma.Multiaddr
+	for _, r := range n.host.Network().Peers() {
+		if r == pid || len(out) >= max {
+			continue
+		}
+		if ok, _ := n.host.Peerstore().SupportsProtocols(r, relayHop); len(ok) == 0 {
+			continue
+		}
+		for _, c := range n.host.Network().ConnsToPeer(r) {
+			if c.Stat().Limited {
+				continue
+			}
+			circuit, err := ma.NewMultiaddr("/p2p/" + r.String() + "/p2p-circuit")
+			if err != nil {
+				continue
+			}
+			out = append(out, c.RemoteMultiaddr().Encapsulate(circuit))
+			break
+		}
+	}
+	return out
 }

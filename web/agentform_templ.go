@@ -775,12 +775,12 @@ func AgentFormPage(v AgentFormView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 74, "\">Cancel</a> <button type=\"submit\" class=\"btn btn-primary\">Save changes</button> ")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 74, "\">Cancel</a> <button type=\"submit\" class=\"btn btn-primary\" data-testid=\"agent-form-submit\">Save changes</button> ")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 75, "<a class=\"btn btn-ghost\" href=\"/agents\">Cancel</a> <button type=\"submit\" class=\"btn btn-primary\">Register agent</button> ")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 75, "<a class=\"btn btn-ghost\" href=\"/agents\">Cancel</a> <button type=\"submit\" class=\"btn btn-primary\" data-testid=\"agent-form-submit\">Register agent</button> ")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

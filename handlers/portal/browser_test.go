@@ -63,7 +63,7 @@ func TestBrowserPortalFlow(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("skill-0-name"), "Repeat after me"),
 		chromedp.SetValue(chromedp.ID("backend-kind"), "builtin"),
 		chromedp.SetValue(chromedp.ID("backend-builtin"), "echo"),
-		chromedp.Click(chromedp.CSS(`[data-testid="agent-form"] button[type="submit"]`)),
+		chromedp.Click(Tid("agent-form-submit")),
 		chromedp.WaitVisible(Tid("agent-detail")),
 	)
 	id := Run(b, "read the agent id", chromedp.AttributeValue(Tid("agent-detail"), "data-agent-id")).Value
