@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +136,7 @@ func TestAPIErrors(t *testing.T) {
 		{"bad status", "GET", "/api/v1/agents?status=sleepy", nil, nil, 400, "bad_query", []string{"status"}},
 		{"bad health", "GET", "/api/v1/agents?health=healthy,sleepy", nil, nil, 400, "bad_query", []string{"health"}},
 		{"bad tag", "GET", "/api/v1/agents?tag=%3Cscript%3E", nil, nil, 400, "bad_query", []string{"tag"}},
+		{"bad sort", "GET", "/api/v1/agents?sort=popular", nil, nil, 400, "bad_query", []string{"sort"}},
 		{"bad cursor", "GET", "/api/v1/agents?cursor=garbage!", nil, nil, 400, "bad_query", []string{"cursor"}},
 		{"unknown id", "GET", "/api/v1/agents/" + strings.Repeat("a", agent.IDLen), nil, nil, 404, "not_found", nil},
 		{"junk id", "GET", "/api/v1/agents/..%2f..%2fetc", nil, nil, 404, "not_found", nil},
@@ -214,6 +216,22 @@ func TestAPISearchAndPagination(t *testing.T) {
 		none := Decode[apiwire.AgentList](t, e.Do("GET", "/api/v1/agents?status=offline", nil))
 		if len(none.Agents) != 0 {
 			t.Errorf("status=offline gave %d agents", len(none.Agents))
+		}
+
+		// sort=name orders by display name, across pages too.
+		var names []string
+		cursor = ""
+		for range 10 {
+			list := Decode[apiwire.AgentList](t, e.Do("GET", "/api/v1/agents?sort=name&limit=3&cursor="+cursor, nil))
+			for _, a := range list.Agents {
+				names = append(names, strings.ToLower(a.DisplayName))
+			}
+			if cursor = list.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if len(names) < 8 || !slices.IsSorted(names) {
+			t.Errorf("sort=name gave %q, want at least 8 names in order", names)
 		}
 	})
 }

@@ -40,6 +40,11 @@ func ParseSearchQuery(v url.Values) (store.SearchQuery, error) {
 		}
 		q.Limit = n
 	}
+	switch q.Sort = v.Get("sort"); q.Sort {
+	case "", store.SortRelevance, store.SortNewest, store.SortName:
+	default:
+		fields["sort"] = "must be relevance, newest or name"
+	}
 	if _, _, err := store.DecodeCursor(q.Cursor); err != nil {
 		fields["cursor"] = "is invalid; start again without one"
 	}

@@ -121,14 +121,6 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 		limit:  vals.Get("limit"),
 		sort:   vals.Get("sort"),
 	}
-	switch st.sort {
-	case "", store.SortRelevance, store.SortNewest, store.SortName:
-		q.Sort = st.sort
-	default:
-		if qerr == nil {
-			qerr = &agent.ValidationError{Fields: map[string]string{"sort": "must be relevance, newest or name"}}
-		}
-	}
 	res := web.ResultsView{Filtered: st.q != "" || len(st.tags) > 0 || st.status != "" || st.health != "", Count: -1}
 	status := http.StatusOK
 	if qerr != nil {

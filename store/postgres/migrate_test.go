@@ -96,7 +96,7 @@ func TestOpenBadURL(t *testing.T) {
 func TestMigrationBindsOldConversations(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	// Down to version 1; opening runs every later migration up again.
-	for _, f := range []string{"postgres/0005_search_tiers.down.sql", "postgres/0003_agent_health.down.sql", "postgres/0002_conversation_agent_owner.down.sql"} {
+	for _, f := range []string{"postgres/0004_search_tiers.down.sql", "postgres/0003_agent_health.down.sql", "postgres/0002_conversation_agent_owner.down.sql"} {
 		down, err := migrations.Postgres.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

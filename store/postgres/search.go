@@ -31,7 +31,7 @@ import (
 // a bitmap scan of the tier's GIN index and a top-N sort by pos (a rare
 // one); the planner picks with the lexeme statistics of each tsvector
 // column. Tags are one containment filter (tags @> ...). Before migration
-// 0005 every match was ranked with ts_rank: a word in a fifth of 100k
+// 0004 every match was ranked with ts_rank: a word in a fifth of 100k
 // listings cost 30-40 ms however few rows the page needed.
 func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error) {
 	cur, hasCursor, err := store.DecodeCursor(q.Cursor)

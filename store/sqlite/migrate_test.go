@@ -15,7 +15,7 @@ func TestMigrationBindsOldConversations(t *testing.T) {
 	path := openMigrated(t)
 	// Down to version 1; reopening runs every later migration up again.
 	var downs []string
-	for _, f := range []string{"sqlite/0005_public_json.down.sql", "sqlite/0003_agent_health.down.sql", "sqlite/0002_conversation_agent_owner.down.sql"} {
+	for _, f := range []string{"sqlite/0004_public_json.down.sql", "sqlite/0003_agent_health.down.sql", "sqlite/0002_conversation_agent_owner.down.sql"} {
 		down, err := migrations.SQLite.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

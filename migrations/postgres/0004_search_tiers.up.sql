@@ -1,4 +1,4 @@
--- 0005: text search by relevance tiers, and each record's public JSON kept
+-- 0004: text search by relevance tiers, and each record's public JSON kept
 -- precomputed (store/postgres/search.go, BENCHMARKS.md "Distinct queries").
 --
 -- search_title is the name and display name, search_head those and the
