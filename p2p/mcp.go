@@ -136,7 +136,7 @@ func (n *Node) MCPClient(hostPeerID string) (*http.Client, error) {
 		// timeout). A node that does not serve it fails MCP's initialize.
 		hh.SetPeerMetadata(pid, libp2phttp.PeerMeta{agent.MCPProtocol: {Path: agent.MCPProtocol + "/"}})
 	}
-	rt, err := hh.NamespaceRoundTripper(resettingRoundTripper{h: n.host, server: pid}, agent.MCPProtocol, pid)
+	rt, err := hh.NamespaceRoundTripper(resettingRoundTripper{h: limitedOK{Host: n.host, n: n}, server: pid}, agent.MCPProtocol, pid)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", agent.ErrHostUnreachable, pid.ShortString(), err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 )
@@ -281,19 +283,7 @@ LIMIT $1`, store.NormalizeLimit(limit))
 	if err != nil {
 		return nil, dbErr("list tags", err)
 	}
-	defer rows.Close()
-	out := []store.TagCount{}
-	for rows.Next() {
-		var tc store.TagCount
-		if err := rows.Scan(&tc.Tag, &tc.Count); err != nil {
-			return nil, dbErr("list tags", err)
-		}
-		out = append(out, tc)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbErr("list tags", err)
-	}
-	return out, nil
+	return tagCounts(rows, "list tags")
 }
 
 // Stats implements store.Catalogue. Listings are counted in one index-only scan
@@ -417,17 +407,23 @@ LIMIT ` + b.arg(store.NormalizeLimit(limit))
 	if err != nil {
 		return nil, dbErr("tag facets", err)
 	}
+	return tagCounts(rows, "tag facets")
+}
+
+// tagCounts reads (tag, count) rows and closes them; op names the read in
+// errors.
+func tagCounts(rows pgx.Rows, op string) ([]store.TagCount, error) {
 	defer rows.Close()
 	out := []store.TagCount{}
 	for rows.Next() {
 		var tc store.TagCount
 		if err := rows.Scan(&tc.Tag, &tc.Count); err != nil {
-			return nil, dbErr("tag facets", err)
+			return nil, dbErr(op, err)
 		}
 		out = append(out, tc)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbErr("tag facets", err)
+		return nil, dbErr(op, err)
 	}
 	return out, nil
 }

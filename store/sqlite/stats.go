@@ -61,19 +61,7 @@ LIMIT ?`, store.NormalizeLimit(limit))
 	if err != nil {
 		return nil, dbErr("list tags", err)
 	}
-	defer rows.Close()
-	out := []store.TagCount{}
-	for rows.Next() {
-		var tc store.TagCount
-		if err := rows.Scan(&tc.Tag, &tc.Count); err != nil {
-			return nil, dbErr("list tags", err)
-		}
-		out = append(out, tc)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbErr("list tags", err)
-	}
-	return out, nil
+	return tagCounts(rows, "list tags")
 }
 
 // TagFacets implements store.Catalogue: the tags of the matching listings
@@ -103,17 +91,23 @@ LIMIT ` + b.arg(store.NormalizeLimit(limit))
 	if err != nil {
 		return nil, dbErr("tag facets", err)
 	}
+	return tagCounts(rows, "tag facets")
+}
+
+// tagCounts reads (tag, count) rows and closes them; op names the read in
+// errors.
+func tagCounts(rows rowSet, op string) ([]store.TagCount, error) {
 	defer rows.Close()
 	out := []store.TagCount{}
 	for rows.Next() {
 		var tc store.TagCount
 		if err := rows.Scan(&tc.Tag, &tc.Count); err != nil {
-			return nil, dbErr("tag facets", err)
+			return nil, dbErr(op, err)
 		}
 		out = append(out, tc)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbErr("tag facets", err)
+		return nil, dbErr(op, err)
 	}
 	return out, nil
 }
