@@ -330,4 +330,11 @@ var _ Store = Composed{}
 // belongs to one goroutine.
 type Batcher interface {
 	InBatch(ctx context.Context, fn func(ctx context.Context) error) error
+	// InBatchWhole is InBatch without a savepoint per call: cheaper (on
+	// SQLite a savepoint flushes the full-text index, on Postgres each
+	// costs round trips), but a call that fails may leave part of its
+	// writes in the transaction, or (Postgres) the transaction unusable.
+	// fn must then return an error, so the whole is rolled back; the
+	// caller redoes the work with InBatch to refuse only the failing call.
+	InBatchWhole(ctx context.Context, fn func(ctx context.Context) error) error
 }

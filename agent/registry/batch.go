@@ -69,7 +69,8 @@ func (r *Registry) Batch(ctx context.Context, a Actor, items iter.Seq[BatchItem]
 				return
 			}
 			for it := range q {
-				report(r.batchOne(ctx, a, it, nil))
+				res, _ := r.batchOne(ctx, a, it, nil)
+				report(res)
 			}
 		}(queues[i])
 	}
@@ -116,38 +117,77 @@ func (r *Registry) batchChunks(ctx context.Context, a Actor, b store.Batcher, q 
 				break fill
 			}
 		}
-		results := make([]BatchResult, 0, len(items))
-		err := b.InBatch(ctx, func(ctx context.Context) error {
-			seen := map[string]uint64{}
-			for _, it := range items {
-				results = append(results, r.batchOne(ctx, a, it, seen))
-			}
-			return nil
-		})
+		results := r.batchChunk(ctx, a, b, items)
 		for _, res := range results {
-			if err != nil && res.Outcome != OutcomeRefused {
-				res.Outcome, res.Err = OutcomeRefused, fmt.Errorf("the transaction of its batch failed: %w", err)
-			}
 			report(res)
 		}
 	}
 }
 
+// batchChunk runs items in one transaction and returns their results once
+// it committed (a failed commit refuses every item, saying why). It first
+// tries the transaction without a savepoint per store call
+// (InBatchWhole), which is what nearly every chunk needs: refusals by
+// validation, name or owner are decided before anything is written. If a
+// store call fails there, the whole is rolled back and the chunk is run
+// again with a savepoint per call, so that failure refuses its item only.
+func (r *Registry) batchChunk(ctx context.Context, a Actor, b store.Batcher, items []BatchItem) []BatchResult {
+	var results []BatchResult
+	errRedo := errors.New("a store call failed: redo with savepoints")
+	err := b.InBatchWhole(ctx, func(ctx context.Context) error {
+		results = make([]BatchResult, 0, len(items))
+		seen := map[string]uint64{}
+		for _, it := range items {
+			res, wrote := r.batchOne(ctx, a, it, seen)
+			if res.Outcome == OutcomeRefused && wrote {
+				return errRedo
+			}
+			results = append(results, res)
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		err = b.InBatch(ctx, func(ctx context.Context) error {
+			results = make([]BatchResult, 0, len(items))
+			seen := map[string]uint64{}
+			for _, it := range items {
+				res, _ := r.batchOne(ctx, a, it, seen)
+				results = append(results, res)
+			}
+			return nil
+		})
+	}
+	if err != nil && len(results) < len(items) { // the first try's, cut short
+		results = results[:0]
+		for _, it := range items {
+			results = append(results, BatchResult{Index: it.Index, Name: it.Input.Name, Outcome: OutcomeRefused})
+		}
+	}
+	for i := range results {
+		if err != nil && results[i].Outcome != OutcomeRefused || err != nil && results[i].Err == nil {
+			results[i].Outcome, results[i].Err = OutcomeRefused, fmt.Errorf("the transaction of its batch failed: %w", err)
+		}
+	}
+	return results
+}
+
 // batchOne registers one item: an update of the live agent of that name
 // when a may manage it, else a creation (with Create's rules). seen, in a
 // batch transaction, holds the seq each agent of the transaction got so
-// far (its reads may not see its own writes); nil outside one.
-func (r *Registry) batchOne(ctx context.Context, a Actor, it BatchItem, seen map[string]uint64) BatchResult {
-	res := BatchResult{Index: it.Index, Name: it.Input.Name, Outcome: OutcomeRefused}
+// far (its reads may not see its own writes); nil outside one. stored
+// reports that a refusal came from the store (a failed read or write),
+// not from the item's own validation, name or owner.
+func (r *Registry) batchOne(ctx context.Context, a Actor, it BatchItem, seen map[string]uint64) (res BatchResult, stored bool) {
+	res = BatchResult{Index: it.Index, Name: it.Input.Name, Outcome: OutcomeRefused}
 	if it.Err != nil {
 		res.Err = it.Err
-		return res
+		return res, false
 	}
 	in := it.Input
 	id, err := r.Publisher.AgentID(in.Name)
 	if err != nil {
 		res.Err = &agent.ValidationError{Fields: map[string]string{"name": err.Error()}}
-		return res
+		return res, false
 	}
 	res.ID = id
 	var prevSeq uint64
@@ -167,19 +207,19 @@ func (r *Registry) batchOne(ctx context.Context, a Actor, it BatchItem, seen map
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		res.Err = fmt.Errorf("look up agent: %w", err)
-		return res
+		return res, true
 	case prev.Record.Tombstone:
 		if !a.Operator && prev.Record.Owner != a.Owner {
 			res.Err = fieldError("name", MsgNameReserved)
-			return res
+			return res, false
 		}
 		prevSeq = prev.Record.Seq
 	case !a.CanManage(prev):
 		res.Err = fieldError("name", msgNameInUse)
-		return res
+		return res, false
 	case r.signable(prev) != nil:
 		res.Err = r.signable(prev)
-		return res
+		return res, false
 	default:
 		outcome = OutcomeUpdated
 		prevSeq = prev.Record.Seq
@@ -191,19 +231,23 @@ func (r *Registry) batchOne(ctx context.Context, a Actor, it BatchItem, seen map
 			in.Backend = KeepKey(in.Backend, old)
 		case !errors.Is(err, store.ErrNotFound):
 			res.Err = fmt.Errorf("load backend: %w", err)
-			return res
+			return res, true
 		}
 	}
-	rec, err := r.sign(ctx, id, owner, prevSeq, in, kept, seen != nil)
+	rec, err := r.newRecord(id, owner, prevSeq, in)
 	if err != nil {
 		res.Err = err
-		return res
+		return res, false
+	}
+	if err := r.deliver(ctx, rec, in.Backend, kept, seen != nil); err != nil {
+		res.Err = err
+		return res, true
 	}
 	if seen != nil {
 		seen[id] = rec.Seq
 	}
 	res.Outcome = outcome
-	return res
+	return res, false
 }
 
 // errSeenInBatch marks an item whose agent an earlier item of the same

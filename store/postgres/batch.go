@@ -15,17 +15,42 @@ var _ store.Batcher = (*DB)(nil)
 // batchKey carries a batch's transaction on pool in a context.
 type batchKey struct{ pool *pgxpool.Pool }
 
+// batch is what a batch's context carries: its transaction, and whether
+// calls run without their own savepoint (InBatchWhole).
+type batch struct {
+	tx    pgx.Tx
+	whole bool
+}
+
 // batchTx is the batch transaction ctx carries for pool, or nil.
 func batchTx(ctx context.Context, pool *pgxpool.Pool) pgx.Tx {
-	tx, _ := ctx.Value(batchKey{pool}).(pgx.Tx)
-	return tx
+	if b, ok := ctx.Value(batchKey{pool}).(batch); ok {
+		return b.tx
+	}
+	return nil
+}
+
+// batchWhole reports whether ctx's batch on pool runs calls without savepoints.
+func batchWhole(ctx context.Context, pool *pgxpool.Pool) bool {
+	b, _ := ctx.Value(batchKey{pool}).(batch)
+	return b.whole
 }
 
 // InBatch implements store.Batcher: one transaction on one pooled
 // connection, one commit; every store call inside runs in a savepoint
 // (pgx's nested transaction), so a failing one is undone alone and does
 // not abort the batch. A batch inside a batch joins it.
-func (db *DB) InBatch(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+func (db *DB) InBatch(ctx context.Context, fn func(ctx context.Context) error) error {
+	return db.inBatch(ctx, false, fn)
+}
+
+// InBatchWhole implements store.Batcher: InBatch without the savepoints,
+// so one round trip per statement.
+func (db *DB) InBatchWhole(ctx context.Context, fn func(ctx context.Context) error) error {
+	return db.inBatch(ctx, true, fn)
+}
+
+func (db *DB) inBatch(ctx context.Context, whole bool, fn func(ctx context.Context) error) (err error) {
 	if batchTx(ctx, db.q.pool) != nil {
 		return fn(ctx)
 	}
@@ -42,7 +67,7 @@ func (db *DB) InBatch(ctx context.Context, fn func(ctx context.Context) error) (
 			rollback(ctx, tx, db.logger)
 		}
 	}()
-	if err := fn(context.WithValue(ctx, batchKey{db.q.pool}, tx)); err != nil {
+	if err := fn(context.WithValue(ctx, batchKey{db.q.pool}, batch{tx: tx, whole: whole})); err != nil {
 		return err
 	}
 	return dbErr("commit batch", tx.Commit(ctx))
@@ -57,7 +82,10 @@ const (
 
 // inSavepoint runs fn, one store call of a batch, in its own savepoint of
 // tx: undone alone if it fails, so the batch goes on.
-func inSavepoint(ctx context.Context, tx pgx.Tx, fn func() error) error {
+func inSavepoint(ctx context.Context, tx pgx.Tx, whole bool, fn func() error) error {
+	if whole {
+		return fn()
+	}
 	if _, err := tx.Exec(ctx, savepointSQL); err != nil {
 		return dbErr("savepoint", err)
 	}
@@ -72,8 +100,8 @@ func inSavepoint(ctx context.Context, tx pgx.Tx, fn func() error) error {
 }
 
 // batchExec runs one statement of a batch in its own savepoint.
-func batchExec(ctx context.Context, tx pgx.Tx, sql string, args ...any) (tag pgconn.CommandTag, err error) {
-	err = inSavepoint(ctx, tx, func() error {
+func batchExec(ctx context.Context, tx pgx.Tx, whole bool, sql string, args ...any) (tag pgconn.CommandTag, err error) {
+	err = inSavepoint(ctx, tx, whole, func() error {
 		var e error
 		tag, e = tx.Exec(ctx, sql, args...)
 		return e

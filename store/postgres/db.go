@@ -186,7 +186,7 @@ func (db *DB) InTransaction(ctx context.Context, fn func(ctx context.Context, tx
 
 func (db *DB) inTransaction(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
 	if outer := batchTx(ctx, db.q.pool); outer != nil { // a savepoint of the batch
-		return inSavepoint(ctx, outer, func() error { return fn(ctx, outer) })
+		return inSavepoint(ctx, outer, batchWhole(ctx, db.q.pool), func() error { return fn(ctx, outer) })
 	}
 	tx, err := db.q.pool.BeginTx(ctx, txOptions(ctx))
 	if err != nil {

@@ -26,7 +26,7 @@ var _ querier = bounded{}
 func (b bounded) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	ctx, end := b.opts.Bound(ctx)
 	if tx := batchTx(ctx, b.pool); tx != nil {
-		tag, err := batchExec(ctx, tx, sql, args...)
+		tag, err := batchExec(ctx, tx, batchWhole(ctx, b.pool), sql, args...)
 		return tag, end(err)
 	}
 	tag, err := b.pool.Exec(ctx, sql, args...)
