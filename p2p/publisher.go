@@ -63,10 +63,23 @@ func (p *Publisher) Publish(ctx context.Context, rec *agent.Record) error {
 // from the envelope, with every field checked as Open checks it; records
 // from the network are always verified (Open).
 func (p *Publisher) PublishFresh(ctx context.Context, rec *agent.Record) error {
-	env, opened, err := agent.SealOpened(rec, p.key, p.now())
+	env, opened, err := p.SealFresh(rec)
 	if err != nil {
 		return err
 	}
+	return p.deliver(ctx, opened, env)
+}
+
+// SealFresh is PublishFresh's first half: the envelope and the record
+// decoded from it (agent.SealOpened), delivered nowhere. Safe for
+// concurrent use.
+func (p *Publisher) SealFresh(rec *agent.Record) ([]byte, *agent.Record, error) {
+	return agent.SealOpened(rec, p.key, p.now())
+}
+
+// Deliver is PublishFresh's second half: opened and env, from SealFresh,
+// to the sink (and the network when announcing).
+func (p *Publisher) Deliver(ctx context.Context, opened *agent.Record, env []byte) error {
 	return p.deliver(ctx, opened, env)
 }
 

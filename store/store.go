@@ -321,6 +321,13 @@ type Composed struct {
 
 var _ Store = Composed{}
 
+// AgentsGetter is an engine that reads many listings in one query (a
+// bulk import reads each chunk's previous versions at once). Ids with no
+// listing are left out; the order is unspecified.
+type AgentsGetter interface {
+	GetAgents(ctx context.Context, ids []string) ([]Listing, error)
+}
+
 // Batcher is an engine that can run many writes as one transaction (bulk
 // import). Inside fn, every call of the engine made with fn's context
 // writes into that transaction, each call on its own (a refused call, such

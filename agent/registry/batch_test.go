@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/agentsite/agentsite/agent"
@@ -197,8 +198,8 @@ func TestBatchWholeThenSavepoints(t *testing.T) {
 	})
 }
 
-// TestBatchSkipsOwnVerification: a batch publishes through PublishFresh
-// (no verification of the signature just made), a form through Publish.
+// TestBatchSkipsOwnVerification: a batch seals through SealFresh (no
+// verification of the signature just made), a form through Publish.
 func TestBatchSkipsOwnVerification(t *testing.T) {
 	st := sqlitetest.Open(t)
 	env := registrytest.New(t, st)
@@ -210,7 +211,7 @@ func TestBatchSkipsOwnVerification(t *testing.T) {
 	}
 	mustCreate(t, env, registry.Operator, registrytest.Input("form-one"))
 	if cp.fresh != 1 || cp.verified != 1 {
-		t.Errorf("PublishFresh %d, Publish %d; want 1 and 1", cp.fresh, cp.verified)
+		t.Errorf("SealFresh %d, Publish %d; want 1 and 1", cp.fresh, cp.verified)
 	}
 	id, _ := env.Publisher.AgentID("fresh-one")
 	if l := mustGet(t, st, id); l.Record.Name != "fresh-one" {
@@ -220,6 +221,7 @@ func TestBatchSkipsOwnVerification(t *testing.T) {
 
 type countingPublisher struct {
 	*p2p.Publisher
+	mu              sync.Mutex
 	fresh, verified int
 }
 
@@ -228,7 +230,9 @@ func (c *countingPublisher) Publish(ctx context.Context, rec *agent.Record) erro
 	return c.Publisher.Publish(ctx, rec)
 }
 
-func (c *countingPublisher) PublishFresh(ctx context.Context, rec *agent.Record) error {
+func (c *countingPublisher) SealFresh(rec *agent.Record) ([]byte, *agent.Record, error) {
+	c.mu.Lock()
 	c.fresh++
-	return c.Publisher.PublishFresh(ctx, rec)
+	c.mu.Unlock()
+	return c.Publisher.SealFresh(rec)
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/agentsite/agentsite/agent"
@@ -14,6 +15,43 @@ var batchCases = []testCase{
 	{"BatchRollsBack", testBatchRollsBack},
 	{"BatchWholeCommitsTogether", testBatchWholeCommits},
 	{"BatchWholeRollsBack", testBatchWholeRollsBack},
+	{"GetAgents", testGetAgents},
+}
+
+// testGetAgents: many listings in one read, missing ids left out,
+// tombstones included; nothing for no ids.
+func testGetAgents(t *testing.T, s store.Store) {
+	g, ok := s.(store.AgentsGetter)
+	if !ok {
+		t.Skipf("%T is not a store.AgentsGetter", s)
+	}
+	ctx := testContext(t)
+	p := newPublisher(t)
+	a := p.listing(t, now(), agent.Record{Name: "many-a", Seq: 3, Tags: []string{"alpha"}})
+	b := p.listing(t, now(), agent.Record{Name: "many-b", Seq: 4, Tombstone: true})
+	missing := p.listing(t, now(), agent.Record{Name: "many-missing", Seq: 1})
+	for _, l := range []store.Listing{a, b} {
+		if err := s.UpsertRecord(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := g.GetAgents(ctx, []string{a.Record.ID, missing.Record.ID, b.Record.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]store.Listing{}
+	for _, l := range got {
+		byID[l.Record.ID] = l
+	}
+	if len(got) != 2 || byID[a.Record.ID].Record.Seq != 3 || !byID[b.Record.ID].Record.Tombstone {
+		t.Fatalf("GetAgents = %+v", got)
+	}
+	if one := mustGet(t, s, a.Record.ID); !reflect.DeepEqual(one.Record, byID[a.Record.ID].Record) {
+		t.Errorf("GetAgents record differs from GetAgent's:\n%+v\n%+v", byID[a.Record.ID].Record, one.Record)
+	}
+	if got, err := g.GetAgents(ctx, nil); err != nil || len(got) != 0 {
+		t.Errorf("GetAgents(nil) = %v, %v", got, err)
+	}
 }
 
 // testBatchWholeCommits: InBatchWhole's writes (listings, tags, backends,
