@@ -77,10 +77,26 @@ func (p *Publisher) SealFresh(rec *agent.Record) ([]byte, *agent.Record, error) 
 	return agent.SealOpened(rec, p.key, p.now())
 }
 
-// Deliver is PublishFresh's second half: opened and env, from SealFresh,
-// to the sink (and the network when announcing).
-func (p *Publisher) Deliver(ctx context.Context, opened *agent.Record, env []byte) error {
-	return p.deliver(ctx, opened, env)
+// Store is the sink half of PublishFresh's delivery: opened and env, from
+// SealFresh, to the sink only. A batch stores in its transaction and
+// announces (Announce) once that committed.
+func (p *Publisher) Store(ctx context.Context, opened *agent.Record, env []byte) error {
+	if _, err := p.sink.Put(ctx, opened, env); err != nil {
+		return fmt.Errorf("deliver record: %w", err)
+	}
+	return nil
+}
+
+// Announce is the network half: env sent to the network when the
+// publisher announces (AnnounceWith), else nothing.
+func (p *Publisher) Announce(ctx context.Context, opened *agent.Record, env []byte) error {
+	if p.announce == nil {
+		return nil
+	}
+	if err := p.announce(ctx, opened, env); err != nil {
+		return fmt.Errorf("announce record: %w", err)
+	}
+	return nil
 }
 
 func (p *Publisher) deliver(ctx context.Context, verified *agent.Record, env []byte) error {

@@ -134,15 +134,19 @@ func (r *Registry) batchChunks(ctx context.Context, a Actor, b store.Batcher, q 
 // again with a savepoint per call, so that failure refuses its item only.
 func (r *Registry) batchChunk(ctx context.Context, a Actor, b store.Batcher, items []BatchItem) []BatchResult {
 	var results []BatchResult
+	var stored []preparedItem
 	errRedo := errors.New("a store call failed: redo with savepoints")
 	err := b.InBatchWhole(ctx, func(ctx context.Context) error {
 		var err error
-		results, err = r.batchWhole(ctx, a, items)
+		results, stored, err = r.batchWhole(ctx, a, items)
 		if err != nil {
 			return errRedo
 		}
 		return nil
 	})
+	if err == nil {
+		r.announceAll(ctx, stored)
+	}
 	if err != nil && ctx.Err() == nil {
 		err = b.InBatch(ctx, func(ctx context.Context) error {
 			results = make([]BatchResult, 0, len(items))
@@ -174,14 +178,17 @@ func (r *Registry) batchChunk(ctx context.Context, a Actor, b store.Batcher, ite
 // FreshPublisher sealed in parallel (the CPU-heavy part, on every core),
 // then written in order. Any store failure ends it with an error (the
 // caller rolls back and redoes the chunk item by item).
-func (r *Registry) batchWhole(ctx context.Context, a Actor, items []BatchItem) ([]BatchResult, error) {
+//
+// It returns, with the results, the items stored through a FreshPublisher,
+// to announce once the transaction committed (announceAll).
+func (r *Registry) batchWhole(ctx context.Context, a Actor, items []BatchItem) ([]BatchResult, []preparedItem, error) {
 	seen := map[string]uint64{}
 	prevs := r.prevs(ctx, items)
 	ps := make([]preparedItem, len(items))
 	for i, it := range items {
 		p, stored := r.batchPrepare(ctx, a, it, seen, prevs)
 		if stored {
-			return nil, p.res.Err
+			return nil, nil, p.res.Err
 		}
 		if p.rec != nil {
 			seen[p.res.ID] = p.rec.Seq
@@ -193,11 +200,12 @@ func (r *Registry) batchWhole(ctx context.Context, a Actor, items []BatchItem) (
 		r.sealAll(fp, ps)
 		for _, p := range ps {
 			if p.rec != nil && p.env == nil { // refused when sealed: item by item
-				return nil, p.res.Err
+				return nil, nil, p.res.Err
 			}
 		}
 	}
 	results := make([]BatchResult, len(ps))
+	var stored []preparedItem
 	for i := range ps {
 		p := &ps[i]
 		results[i] = p.res
@@ -206,19 +214,35 @@ func (r *Registry) batchWhole(ctx context.Context, a Actor, items []BatchItem) (
 		}
 		if !fresh {
 			if err := r.deliver(ctx, p.rec, p.in.Backend, p.kept, true); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		} else {
 			if err := r.Store.PutBackend(ctx, p.rec.ID, p.in.Backend); err != nil {
-				return nil, fmt.Errorf("store backend: %w", err)
+				return nil, nil, fmt.Errorf("store backend: %w", err)
 			}
-			if err := fp.Deliver(ctx, p.opened, p.env); err != nil {
-				return nil, fmt.Errorf("publish agent: %w", err)
+			if err := fp.Store(ctx, p.opened, p.env); err != nil {
+				return nil, nil, fmt.Errorf("publish agent: %w", err)
 			}
+			stored = append(stored, *p)
 		}
 		results[i].Outcome = p.outcome
 	}
-	return results, nil
+	return results, stored, nil
+}
+
+// announceAll sends a committed chunk's records to the network. The
+// records are stored: a failed announcement is logged, and the network
+// learns the record at its next refresh.
+func (r *Registry) announceAll(ctx context.Context, stored []preparedItem) {
+	fp, ok := r.Publisher.(FreshPublisher)
+	if !ok {
+		return
+	}
+	for _, p := range stored {
+		if err := fp.Announce(ctx, p.opened, p.env); err != nil {
+			r.logger().WarnContext(ctx, "announcing an imported agent failed; the network gets it at its next refresh", "id", p.opened.ID, "err", err)
+		}
+	}
 }
 
 // sealAll seals the records of ps on as many goroutines as there are

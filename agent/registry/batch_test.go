@@ -236,3 +236,37 @@ func (c *countingPublisher) SealFresh(rec *agent.Record) ([]byte, *agent.Record,
 	c.mu.Unlock()
 	return c.Publisher.SealFresh(rec)
 }
+
+// TestBatchAnnouncesAfterCommit: a chunk's records go to the network only
+// once its transaction committed (a chunk rolled back and redone must not
+// have announced records it then refuses).
+func TestBatchAnnouncesAfterCommit(t *testing.T) {
+	st := sqlitetest.Open(t)
+	env := registrytest.New(t, st)
+	ap := &announcingPublisher{Publisher: env.Publisher, st: st, t: t}
+	env.Registry.Publisher = ap
+	items := []registry.BatchItem{{Index: 0, Input: registrytest.Input("ann-one")}, {Index: 1, Input: registrytest.Input("ann-two")}}
+	if err := env.Registry.Batch(t.Context(), registry.Operator, slices.Values(items), 1, func(registry.BatchResult) {}); err != nil {
+		t.Fatal(err)
+	}
+	if ap.announced != 2 {
+		t.Errorf("%d records announced, want 2", ap.announced)
+	}
+}
+
+type announcingPublisher struct {
+	*p2p.Publisher
+	st        store.Store
+	t         *testing.T
+	announced int
+}
+
+// Announce checks the record is committed: SQLite's readers see only
+// committed writes.
+func (a *announcingPublisher) Announce(ctx context.Context, rec *agent.Record, env []byte) error {
+	a.announced++
+	if _, err := a.st.GetAgent(ctx, rec.ID); err != nil {
+		a.t.Errorf("announced %s before its transaction committed: %v", rec.Name, err)
+	}
+	return a.Publisher.Announce(ctx, rec, env)
+}

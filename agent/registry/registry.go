@@ -250,12 +250,14 @@ func (r *Registry) newRecord(id, owner string, prevSeq uint64, in Input) (*agent
 // FreshPublisher is a Publisher that can skip verifying the signature it
 // just made (the bulk import's path: the record is still decoded from the
 // envelope and its fields checked as Open would). PublishFresh is
-// SealFresh then Deliver; a batch seals many records in parallel, then
-// delivers them in order.
+// SealFresh, Store and Announce; a batch seals many records in parallel,
+// stores them in order in its transaction and announces them once it
+// committed.
 type FreshPublisher interface {
 	PublishFresh(ctx context.Context, rec *agent.Record) error
 	SealFresh(rec *agent.Record) (env []byte, opened *agent.Record, err error)
-	Deliver(ctx context.Context, opened *agent.Record, env []byte) error
+	Store(ctx context.Context, opened *agent.Record, env []byte) error
+	Announce(ctx context.Context, opened *agent.Record, env []byte) error
 }
 
 // deliver stores rec's backend and publishes rec (without the read-back).
