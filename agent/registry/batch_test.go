@@ -179,9 +179,12 @@ func TestBatchWholeThenSavepoints(t *testing.T) {
 			}
 		}
 		ok([]string{registry.OutcomeCreated, registry.OutcomeCreated, registry.OutcomeCreated, registry.OutcomeCreated, registry.OutcomeUpdated})
-		if fs.whole != 1 || fs.save != 0 {
-			t.Errorf("clean chunk: %d whole and %d savepoint transactions, want 1 and 0", fs.whole, fs.save)
+		// The items may come in one chunk or several (the worker takes
+		// what is queued); none needs savepoints.
+		if fs.whole < 1 || fs.save != 0 {
+			t.Errorf("clean batch: %d whole and %d savepoint transactions, want some and 0", fs.whole, fs.save)
 		}
+		wholeBefore := fs.whole
 		id, err := env.Publisher.AgentID("w-fails")
 		if err != nil {
 			t.Fatal(err)
@@ -189,8 +192,8 @@ func TestBatchWholeThenSavepoints(t *testing.T) {
 		fs.failID = id
 		before := mustGet(t, st, id)
 		ok([]string{registry.OutcomeUpdated, registry.OutcomeUpdated, registry.OutcomeRefused, registry.OutcomeUpdated, registry.OutcomeUpdated})
-		if fs.whole != 2 || fs.save != 1 {
-			t.Errorf("failing chunk: %d whole and %d savepoint transactions, want 2 and 1", fs.whole, fs.save)
+		if fs.whole <= wholeBefore || fs.save != 1 {
+			t.Errorf("failing batch: %d more whole and %d savepoint transactions, want some and 1 (the failing chunk's redo)", fs.whole-wholeBefore, fs.save)
 		}
 		if mustGet(t, st, id).Record.Seq != before.Record.Seq {
 			t.Error("the refused item's agent changed")
