@@ -488,3 +488,33 @@ func (p *rawPayload) UnmarshalRecord(b []byte) error {
 	*p = bytes.Clone(b)
 	return nil
 }
+
+// TestSealOpenedIsOpen: SealOpened returns the envelope Seal makes and
+// the very record Open decodes from it; an invalid record is refused.
+func TestSealOpenedIsOpen(t *testing.T) {
+	key := newKey(t)
+	for name, in := range map[string]*Record{"full": fullRecord(t, key, testNow), "minimal": minimalRecord(testNow)} {
+		t.Run(name, func(t *testing.T) {
+			data, got, err := SealOpened(in, key, testNow)
+			if err != nil {
+				t.Fatalf("SealOpened: %v", err)
+			}
+			want, err := Open(data, testNow)
+			if err != nil {
+				t.Fatalf("Open of SealOpened's envelope: %v", err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("SealOpened record:\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+	bad := fullRecord(t, key, testNow)
+	bad.Name = "Bad Name"
+	if _, _, err := SealOpened(bad, key, testNow); !errors.Is(err, ErrInvalidField) {
+		t.Fatalf("SealOpened(invalid) = %v, want ErrInvalidField", err)
+	}
+	expired := fullRecord(t, key, testNow)
+	if _, _, err := SealOpened(expired, key, expired.ExpiresAt); err == nil {
+		t.Fatal("SealOpened of an expired record succeeded")
+	}
+}

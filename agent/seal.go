@@ -52,6 +52,32 @@ func Seal(r *Record, key crypto.PrivKey, now time.Time) ([]byte, error) {
 	return b, nil
 }
 
+// SealOpened seals r as Seal does and returns, with the envelope, the
+// record Open would return from it (decoded from the signed payload, every
+// field checked at now, expiry included) without verifying the signature
+// just made: for a signer that delivers its own records in bulk.
+func SealOpened(r *Record, key crypto.PrivKey, now time.Time) ([]byte, *Record, error) {
+	env, err := Seal(r, key, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	payload, err := r.MarshalRecord()
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode agent record: %w", err)
+	}
+	var rec Record
+	if err := rec.UnmarshalRecord(payload); err != nil {
+		return nil, nil, err
+	}
+	if err := rec.validateFields(now, false); err != nil {
+		return nil, nil, err
+	}
+	if !now.Before(rec.ExpiresAt) {
+		return nil, nil, fmt.Errorf("%w at %s", ErrExpired, rec.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	return env, &rec, nil
+}
+
 // Open verifies a marshalled envelope and returns the record inside: size,
 // signature, signature domain, payload type, publisher and id bound to the
 // signing key, and every field valid at now (expiry included).

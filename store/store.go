@@ -359,6 +359,13 @@ func (c Composed) Memo(ctx context.Context, key string, load func(ctx context.Co
 	return load(ctx, c.Network)
 }
 
+// AgentsGetter is an engine that reads many listings in one query (a
+// bulk import reads each chunk's previous versions at once). Ids with no
+// listing are left out; the order is unspecified.
+type AgentsGetter interface {
+	GetAgents(ctx context.Context, ids []string) ([]Listing, error)
+}
+
 // Batcher is an engine that can run many writes as one transaction (bulk
 // import). Inside fn, every call of the engine made with fn's context
 // writes into that transaction, each call on its own (a refused call, such
@@ -368,4 +375,11 @@ func (c Composed) Memo(ctx context.Context, key string, load func(ctx context.Co
 // belongs to one goroutine.
 type Batcher interface {
 	InBatch(ctx context.Context, fn func(ctx context.Context) error) error
+	// InBatchWhole is InBatch without a savepoint per call: cheaper (on
+	// SQLite a savepoint flushes the full-text index, on Postgres each
+	// costs round trips), but a call that fails may leave part of its
+	// writes in the transaction, or (Postgres) the transaction unusable.
+	// fn must then return an error, so the whole is rolled back; the
+	// caller redoes the work with InBatch to refuse only the failing call.
+	InBatchWhole(ctx context.Context, fn func(ctx context.Context) error) error
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"iter"
+	goruntime "runtime"
 	"sync"
 
 	"github.com/agentsite/agentsite/agent"
@@ -60,7 +61,7 @@ func (r *Registry) Batch(ctx context.Context, a Actor, items iter.Seq[BatchItem]
 	}
 	var wg sync.WaitGroup
 	for i := range queues {
-		queues[i] = make(chan BatchItem, 64)
+		queues[i] = make(chan BatchItem, BatchChunk)
 		wg.Add(1)
 		go func(q <-chan BatchItem) {
 			defer wg.Done()
@@ -69,7 +70,8 @@ func (r *Registry) Batch(ctx context.Context, a Actor, items iter.Seq[BatchItem]
 				return
 			}
 			for it := range q {
-				report(r.batchOne(ctx, a, it, nil))
+				res, _ := r.batchOne(ctx, a, it, nil, nil)
+				report(res)
 			}
 		}(queues[i])
 	}
@@ -92,7 +94,7 @@ func (r *Registry) Batch(ctx context.Context, a Actor, items iter.Seq[BatchItem]
 
 // BatchChunk is how many items one transaction of a batch holds, when the
 // store can run one (store.Batcher).
-const BatchChunk = 200
+const BatchChunk = 500
 
 // batchChunks registers q's items BatchChunk at a time, each chunk in one
 // store transaction; results are reported once their chunk committed (a
@@ -116,45 +118,256 @@ func (r *Registry) batchChunks(ctx context.Context, a Actor, b store.Batcher, q 
 				break fill
 			}
 		}
-		results := make([]BatchResult, 0, len(items))
-		err := b.InBatch(ctx, func(ctx context.Context) error {
-			seen := map[string]uint64{}
-			for _, it := range items {
-				results = append(results, r.batchOne(ctx, a, it, seen))
-			}
-			return nil
-		})
+		results := r.batchChunk(ctx, a, b, items)
 		for _, res := range results {
-			if err != nil && res.Outcome != OutcomeRefused {
-				res.Outcome, res.Err = OutcomeRefused, fmt.Errorf("the transaction of its batch failed: %w", err)
-			}
 			report(res)
 		}
 	}
 }
 
+// batchChunk runs items in one transaction and returns their results once
+// it committed (a failed commit refuses every item, saying why). It first
+// tries the transaction without a savepoint per store call
+// (InBatchWhole), which is what nearly every chunk needs: refusals by
+// validation, name or owner are decided before anything is written. If a
+// store call fails there, the whole is rolled back and the chunk is run
+// again with a savepoint per call, so that failure refuses its item only.
+func (r *Registry) batchChunk(ctx context.Context, a Actor, b store.Batcher, items []BatchItem) []BatchResult {
+	var results []BatchResult
+	var stored []preparedItem
+	errRedo := errors.New("a store call failed: redo with savepoints")
+	err := b.InBatchWhole(ctx, func(ctx context.Context) error {
+		var err error
+		results, stored, err = r.batchWhole(ctx, a, items)
+		if err != nil {
+			return errRedo
+		}
+		return nil
+	})
+	if err == nil {
+		r.announceAll(ctx, stored)
+	}
+	if err != nil && ctx.Err() == nil {
+		err = b.InBatch(ctx, func(ctx context.Context) error {
+			results = make([]BatchResult, 0, len(items))
+			seen := map[string]uint64{}
+			prevs := r.prevs(ctx, items)
+			for _, it := range items {
+				res, _ := r.batchOne(ctx, a, it, seen, prevs)
+				results = append(results, res)
+			}
+			return nil
+		})
+	}
+	if err != nil && len(results) < len(items) { // the first try's, cut short
+		results = results[:0]
+		for _, it := range items {
+			results = append(results, BatchResult{Index: it.Index, Name: it.Input.Name, Outcome: OutcomeRefused})
+		}
+	}
+	for i := range results {
+		if err != nil && results[i].Outcome != OutcomeRefused || err != nil && results[i].Err == nil {
+			results[i].Outcome, results[i].Err = OutcomeRefused, fmt.Errorf("the transaction of its batch failed: %w", err)
+		}
+	}
+	return results
+}
+
+// batchWhole is a chunk's work in a transaction without savepoints: every
+// item decided and its record built in order, the records of a
+// FreshPublisher sealed in parallel (the CPU-heavy part, on every core),
+// then written in order. Any store failure ends it with an error (the
+// caller rolls back and redoes the chunk item by item).
+//
+// It returns, with the results, the items stored through a FreshPublisher,
+// to announce once the transaction committed (announceAll).
+func (r *Registry) batchWhole(ctx context.Context, a Actor, items []BatchItem) ([]BatchResult, []preparedItem, error) {
+	seen := map[string]uint64{}
+	prevs := r.prevs(ctx, items)
+	ps := make([]preparedItem, len(items))
+	for i, it := range items {
+		p, stored := r.batchPrepare(ctx, a, it, seen, prevs)
+		if stored {
+			return nil, nil, p.res.Err
+		}
+		if p.rec != nil {
+			seen[p.res.ID] = p.rec.Seq
+		}
+		ps[i] = p
+	}
+	fp, fresh := r.Publisher.(FreshPublisher)
+	if fresh {
+		r.sealAll(fp, ps)
+		for _, p := range ps {
+			if p.rec != nil && p.env == nil { // refused when sealed: item by item
+				return nil, nil, p.res.Err
+			}
+		}
+	}
+	results := make([]BatchResult, len(ps))
+	var stored []preparedItem
+	for i := range ps {
+		p := &ps[i]
+		results[i] = p.res
+		if p.rec == nil {
+			continue
+		}
+		if !fresh {
+			if err := r.deliver(ctx, p.rec, p.in.Backend, p.kept, true); err != nil {
+				return nil, nil, err
+			}
+		} else {
+			if err := r.Store.PutBackend(ctx, p.rec.ID, p.in.Backend); err != nil {
+				return nil, nil, fmt.Errorf("store backend: %w", err)
+			}
+			if err := fp.Store(ctx, p.opened, p.env); err != nil {
+				return nil, nil, fmt.Errorf("publish agent: %w", err)
+			}
+			stored = append(stored, *p)
+		}
+		results[i].Outcome = p.outcome
+	}
+	return results, stored, nil
+}
+
+// announceAll sends a committed chunk's records to the network. The
+// records are stored: a failed announcement is logged, and the network
+// learns the record at its next refresh.
+func (r *Registry) announceAll(ctx context.Context, stored []preparedItem) {
+	fp, ok := r.Publisher.(FreshPublisher)
+	if !ok {
+		return
+	}
+	for _, p := range stored {
+		if err := fp.Announce(ctx, p.opened, p.env); err != nil {
+			r.logger().WarnContext(ctx, "announcing an imported agent failed; the network gets it at its next refresh", "id", p.opened.ID, "err", err)
+		}
+	}
+}
+
+// sealAll seals the records of ps on as many goroutines as there are
+// CPUs; a record refused by Seal is refused as Publish would refuse it.
+func (r *Registry) sealAll(fp FreshPublisher, ps []preparedItem) {
+	n := min(goruntime.GOMAXPROCS(0), 8)
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(ps); i += n {
+				p := &ps[i]
+				if p.rec == nil {
+					continue
+				}
+				env, opened, err := fp.SealFresh(p.rec)
+				if err != nil {
+					p.res.Err = fmt.Errorf("publish agent: %w", err)
+					continue
+				}
+				p.env, p.opened = env, opened
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// prevs reads the listings items may update, in one query when the store
+// can (store.AgentsGetter); nil otherwise, or if that read failed (each
+// item then reads its own).
+func (r *Registry) prevs(ctx context.Context, items []BatchItem) map[string]store.Listing {
+	g, ok := r.Store.(store.AgentsGetter)
+	if !ok {
+		return nil
+	}
+	ids := make([]string, 0, len(items))
+	for _, it := range items {
+		if it.Err != nil {
+			continue
+		}
+		if id, err := r.Publisher.AgentID(it.Input.Name); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	list, err := g.GetAgents(ctx, ids)
+	if err != nil {
+		r.logger().WarnContext(ctx, "reading a batch's agents at once failed; reading them one by one", "err", err)
+		return nil
+	}
+	m := make(map[string]store.Listing, len(list))
+	for _, l := range list {
+		m[l.Record.ID] = l
+	}
+	return m
+}
+
 // batchOne registers one item: an update of the live agent of that name
 // when a may manage it, else a creation (with Create's rules). seen, in a
 // batch transaction, holds the seq each agent of the transaction got so
-// far (its reads may not see its own writes); nil outside one.
-func (r *Registry) batchOne(ctx context.Context, a Actor, it BatchItem, seen map[string]uint64) BatchResult {
+// far (its reads may not see its own writes); nil outside one. stored
+// reports that a refusal came from the store (a failed read or write),
+// not from the item's own validation, name or owner.
+//
+// prevs, when not nil, holds the listings of the chunk's ids as read at
+// the start of its transaction (an id missing has none).
+func (r *Registry) batchOne(ctx context.Context, a Actor, it BatchItem, seen map[string]uint64, prevs map[string]store.Listing) (res BatchResult, stored bool) {
+	p, stored := r.batchPrepare(ctx, a, it, seen, prevs)
+	if p.rec == nil {
+		return p.res, stored
+	}
+	res = p.res
+	if err := r.deliver(ctx, p.rec, p.in.Backend, p.kept, seen != nil); err != nil {
+		res.Err = err
+		return res, true
+	}
+	if seen != nil {
+		seen[res.ID] = p.rec.Seq
+	}
+	res.Outcome = p.outcome
+	return res, false
+}
+
+// preparedItem is an item of a batch decided (create or update, at which
+// seq) and its record built and validated, not yet signed nor written.
+// rec is nil when the item is refused (res says why).
+type preparedItem struct {
+	res     BatchResult
+	outcome string
+	in      Input
+	rec     *agent.Record
+	kept    *agent.Backend
+	env     []byte        // the sealed envelope (batchWhole)
+	opened  *agent.Record // the record decoded from env
+}
+
+// batchPrepare is batchOne up to the write: the reads, the name and owner
+// rules, the seq, the record. stored reports a refusal by the store.
+func (r *Registry) batchPrepare(ctx context.Context, a Actor, it BatchItem, seen map[string]uint64, prevs map[string]store.Listing) (p preparedItem, stored bool) {
 	res := BatchResult{Index: it.Index, Name: it.Input.Name, Outcome: OutcomeRefused}
+	p.res = res
 	if it.Err != nil {
-		res.Err = it.Err
-		return res
+		p.res.Err = it.Err
+		return p, false
 	}
 	in := it.Input
 	id, err := r.Publisher.AgentID(in.Name)
 	if err != nil {
-		res.Err = &agent.ValidationError{Fields: map[string]string{"name": err.Error()}}
-		return res
+		p.res.Err = &agent.ValidationError{Fields: map[string]string{"name": err.Error()}}
+		return p, false
 	}
-	res.ID = id
+	p.res.ID = id
 	var prevSeq uint64
 	owner := a.Owner
 	var kept *agent.Backend
 	outcome := OutcomeCreated
-	prev, err := r.Store.GetAgent(ctx, id)
+	var prev store.Listing
+	if prevs != nil {
+		var ok bool
+		if prev, ok = prevs[id]; !ok {
+			err = store.ErrNotFound
+		}
+	} else {
+		prev, err = r.Store.GetAgent(ctx, id)
+	}
 	if written, ok := seen[id]; ok { // an earlier item of this transaction
 		if errors.Is(err, store.ErrNotFound) || (err == nil && prev.Record.Seq < written) {
 			prevSeq = written
@@ -166,20 +379,20 @@ func (r *Registry) batchOne(ctx context.Context, a Actor, it BatchItem, seen map
 	case errors.Is(err, errSeenInBatch):
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
-		res.Err = fmt.Errorf("look up agent: %w", err)
-		return res
+		p.res.Err = fmt.Errorf("look up agent: %w", err)
+		return p, true
 	case prev.Record.Tombstone:
 		if !a.Operator && prev.Record.Owner != a.Owner {
-			res.Err = fieldError("name", MsgNameReserved)
-			return res
+			p.res.Err = fieldError("name", MsgNameReserved)
+			return p, false
 		}
 		prevSeq = prev.Record.Seq
 	case !a.CanManage(prev):
-		res.Err = fieldError("name", msgNameInUse)
-		return res
+		p.res.Err = fieldError("name", msgNameInUse)
+		return p, false
 	case r.signable(prev) != nil:
-		res.Err = r.signable(prev)
-		return res
+		p.res.Err = r.signable(prev)
+		return p, false
 	default:
 		outcome = OutcomeUpdated
 		prevSeq = prev.Record.Seq
@@ -190,20 +403,17 @@ func (r *Registry) batchOne(ctx context.Context, a Actor, it BatchItem, seen map
 			kept = &old
 			in.Backend = KeepKey(in.Backend, old)
 		case !errors.Is(err, store.ErrNotFound):
-			res.Err = fmt.Errorf("load backend: %w", err)
-			return res
+			p.res.Err = fmt.Errorf("load backend: %w", err)
+			return p, true
 		}
 	}
-	rec, err := r.sign(ctx, id, owner, prevSeq, in, kept, seen != nil)
+	rec, err := r.newRecord(id, owner, prevSeq, in)
 	if err != nil {
-		res.Err = err
-		return res
+		p.res.Err = err
+		return p, false
 	}
-	if seen != nil {
-		seen[id] = rec.Seq
-	}
-	res.Outcome = outcome
-	return res
+	p.rec, p.in, p.kept, p.outcome = rec, in, kept, outcome
+	return p, false
 }
 
 // errSeenInBatch marks an item whose agent an earlier item of the same

@@ -1,14 +1,18 @@
 package registry_test
 
 import (
+	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/agent/registry/registrytest"
+	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/store/sqlite/sqlitetest"
 )
 
 // TestBatch registers a batch with creations, an update, a refusal of
@@ -117,4 +121,155 @@ func TestBatchSameNameInOrder(t *testing.T) {
 			t.Fatalf("last description = %q, want the last item's", got)
 		}
 	})
+}
+
+// failingStore fails PutBackend for one agent id, and counts the batch
+// transactions of each kind.
+type failingStore struct {
+	store.Store
+	failID      string
+	whole, save int
+}
+
+func (f *failingStore) PutBackend(ctx context.Context, id string, b agent.Backend) error {
+	if id == f.failID {
+		return errors.New("disk on fire")
+	}
+	return f.Store.PutBackend(ctx, id, b)
+}
+
+func (f *failingStore) InBatch(ctx context.Context, fn func(ctx context.Context) error) error {
+	f.save++
+	return f.Store.(store.Batcher).InBatch(ctx, fn)
+}
+
+func (f *failingStore) InBatchWhole(ctx context.Context, fn func(ctx context.Context) error) error {
+	f.whole++
+	return f.Store.(store.Batcher).InBatchWhole(ctx, fn)
+}
+
+// TestBatchWholeThenSavepoints: a chunk runs first without a savepoint
+// per call; a store failure in it rolls the chunk back and runs it again
+// with savepoints, so only the failing item is refused and the others
+// are created once, with the seq rule.
+func TestBatchWholeThenSavepoints(t *testing.T) {
+	registrytest.Engines(t, func(t *testing.T, st store.Store) {
+		fs := &failingStore{Store: st}
+		env := registrytest.New(t, fs)
+		ctx := t.Context()
+		names := []string{"w-one", "w-two", "w-fails", "w-three", "w-one"}
+		items := make([]registry.BatchItem, len(names))
+		for i, n := range names {
+			items[i] = registry.BatchItem{Index: i, Input: registrytest.Input(n)}
+		}
+		ok := func(want []string) {
+			t.Helper()
+			var got []registry.BatchResult
+			if err := env.Registry.Batch(ctx, registry.Operator, slices.Values(items), 1, func(r registry.BatchResult) { got = append(got, r) }); err != nil {
+				t.Fatal(err)
+			}
+			slices.SortFunc(got, func(a, b registry.BatchResult) int { return a.Index - b.Index })
+			if len(got) != len(want) {
+				t.Fatalf("%d results, want %d", len(got), len(want))
+			}
+			for i, r := range got {
+				if r.Outcome != want[i] {
+					t.Errorf("item %d (%s): %s (%v), want %s", i, r.Name, r.Outcome, r.Err, want[i])
+				}
+			}
+		}
+		ok([]string{registry.OutcomeCreated, registry.OutcomeCreated, registry.OutcomeCreated, registry.OutcomeCreated, registry.OutcomeUpdated})
+		// The items may come in one chunk or several (the worker takes
+		// what is queued); none needs savepoints.
+		if fs.whole < 1 || fs.save != 0 {
+			t.Errorf("clean batch: %d whole and %d savepoint transactions, want some and 0", fs.whole, fs.save)
+		}
+		wholeBefore := fs.whole
+		id, err := env.Publisher.AgentID("w-fails")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs.failID = id
+		before := mustGet(t, st, id)
+		ok([]string{registry.OutcomeUpdated, registry.OutcomeUpdated, registry.OutcomeRefused, registry.OutcomeUpdated, registry.OutcomeUpdated})
+		if fs.whole <= wholeBefore || fs.save != 1 {
+			t.Errorf("failing batch: %d more whole and %d savepoint transactions, want some and 1 (the failing chunk's redo)", fs.whole-wholeBefore, fs.save)
+		}
+		if mustGet(t, st, id).Record.Seq != before.Record.Seq {
+			t.Error("the refused item's agent changed")
+		}
+	})
+}
+
+// TestBatchSkipsOwnVerification: a batch seals through SealFresh (no
+// verification of the signature just made), a form through Publish.
+func TestBatchSkipsOwnVerification(t *testing.T) {
+	st := sqlitetest.Open(t)
+	env := registrytest.New(t, st)
+	cp := &countingPublisher{Publisher: env.Publisher}
+	env.Registry.Publisher = cp
+	ctx := t.Context()
+	if err := env.Registry.Batch(ctx, registry.Operator, slices.Values([]registry.BatchItem{{Input: registrytest.Input("fresh-one")}}), 1, func(registry.BatchResult) {}); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, env, registry.Operator, registrytest.Input("form-one"))
+	if cp.fresh != 1 || cp.verified != 1 {
+		t.Errorf("SealFresh %d, Publish %d; want 1 and 1", cp.fresh, cp.verified)
+	}
+	id, _ := env.Publisher.AgentID("fresh-one")
+	if l := mustGet(t, st, id); l.Record.Name != "fresh-one" {
+		t.Errorf("listing = %+v", l.Record)
+	}
+}
+
+type countingPublisher struct {
+	*p2p.Publisher
+	mu              sync.Mutex
+	fresh, verified int
+}
+
+func (c *countingPublisher) Publish(ctx context.Context, rec *agent.Record) error {
+	c.verified++
+	return c.Publisher.Publish(ctx, rec)
+}
+
+func (c *countingPublisher) SealFresh(rec *agent.Record) ([]byte, *agent.Record, error) {
+	c.mu.Lock()
+	c.fresh++
+	c.mu.Unlock()
+	return c.Publisher.SealFresh(rec)
+}
+
+// TestBatchAnnouncesAfterCommit: a chunk's records go to the network only
+// once its transaction committed (a chunk rolled back and redone must not
+// have announced records it then refuses).
+func TestBatchAnnouncesAfterCommit(t *testing.T) {
+	st := sqlitetest.Open(t)
+	env := registrytest.New(t, st)
+	ap := &announcingPublisher{Publisher: env.Publisher, st: st, t: t}
+	env.Registry.Publisher = ap
+	items := []registry.BatchItem{{Index: 0, Input: registrytest.Input("ann-one")}, {Index: 1, Input: registrytest.Input("ann-two")}}
+	if err := env.Registry.Batch(t.Context(), registry.Operator, slices.Values(items), 1, func(registry.BatchResult) {}); err != nil {
+		t.Fatal(err)
+	}
+	if ap.announced != 2 {
+		t.Errorf("%d records announced, want 2", ap.announced)
+	}
+}
+
+type announcingPublisher struct {
+	*p2p.Publisher
+	st        store.Store
+	t         *testing.T
+	announced int
+}
+
+// Announce checks the record is committed: SQLite's readers see only
+// committed writes.
+func (a *announcingPublisher) Announce(ctx context.Context, rec *agent.Record, env []byte) error {
+	a.announced++
+	if _, err := a.st.GetAgent(ctx, rec.ID); err != nil {
+		a.t.Errorf("announced %s before its transaction committed: %v", rec.Name, err)
+	}
+	return a.Publisher.Announce(ctx, rec, env)
 }

@@ -212,6 +212,19 @@ func (r *Registry) publish(ctx context.Context, id, owner string, prevSeq uint64
 // In a batch transaction (inBatch), a failed publish puts the old backend
 // back inside the transaction; else on a fresh context.
 func (r *Registry) sign(ctx context.Context, id, owner string, prevSeq uint64, in Input, old *agent.Backend, inBatch bool) (*agent.Record, error) {
+	rec, err := r.newRecord(id, owner, prevSeq, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.deliver(ctx, rec, in.Backend, old, inBatch); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// newRecord builds and validates the record of in, at seq past prevSeq;
+// it writes nothing.
+func (r *Registry) newRecord(id, owner string, prevSeq uint64, in Input) (*agent.Record, error) {
 	now := r.now()
 	rec := &agent.Record{
 		ID:          id,
@@ -231,18 +244,42 @@ func (r *Registry) sign(ctx context.Context, id, owner string, prevSeq uint64, i
 	if err := validate(rec, in.Backend, now, r.AllowPrivate); err != nil {
 		return nil, err
 	}
-	if err := r.Store.PutBackend(ctx, id, in.Backend); err != nil {
-		return nil, fmt.Errorf("store backend: %w", err)
+	return rec, nil
+}
+
+// FreshPublisher is a Publisher that can skip verifying the signature it
+// just made (the bulk import's path: the record is still decoded from the
+// envelope and its fields checked as Open would). PublishFresh is
+// SealFresh, Store and Announce; a batch seals many records in parallel,
+// stores them in order in its transaction and announces them once it
+// committed.
+type FreshPublisher interface {
+	PublishFresh(ctx context.Context, rec *agent.Record) error
+	SealFresh(rec *agent.Record) (env []byte, opened *agent.Record, err error)
+	Store(ctx context.Context, opened *agent.Record, env []byte) error
+	Announce(ctx context.Context, opened *agent.Record, env []byte) error
+}
+
+// deliver stores rec's backend and publishes rec (without the read-back).
+func (r *Registry) deliver(ctx context.Context, rec *agent.Record, b agent.Backend, old *agent.Backend, inBatch bool) error {
+	if err := r.Store.PutBackend(ctx, rec.ID, b); err != nil {
+		return fmt.Errorf("store backend: %w", err)
 	}
-	if err := r.Publisher.Publish(ctx, rec); err != nil {
+	var err error
+	if fp, ok := r.Publisher.(FreshPublisher); ok && inBatch {
+		err = fp.PublishFresh(ctx, rec)
+	} else {
+		err = r.Publisher.Publish(ctx, rec)
+	}
+	if err != nil {
 		restoreCtx := context.Background()
 		if inBatch {
 			restoreCtx = ctx
 		}
-		r.restoreBackend(restoreCtx, id, old)
-		return nil, fmt.Errorf("publish agent: %w", err)
+		r.restoreBackend(restoreCtx, rec.ID, old)
+		return fmt.Errorf("publish agent: %w", err)
 	}
-	return rec, nil
+	return nil
 }
 
 // restoreBackend undoes PutBackend after a failed publish, on a fresh

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -42,6 +43,7 @@ type importConfig struct {
 	RecordTTL     time.Duration
 	AllowPrivate  bool
 	MaxReasons    int
+	CPUProfile    string
 	File          string
 }
 
@@ -72,6 +74,7 @@ func parseImport(args []string, getenv func(string) string, out io.Writer) (impo
 	fs.DurationVar(&c.RecordTTL, "record-ttl", time.Hour, "lifetime of the records signed (as the node's --record-ttl; the node re-signs them when it runs)")
 	fs.BoolVar(&c.AllowPrivate, "allow-private-endpoints", false, "allow backends on loopback/private addresses (as the node's flag)")
 	fs.IntVar(&c.MaxReasons, "max-reasons", 100, "refused items listed one by one in the summary (the rest are counted)")
+	fs.StringVar(&c.CPUProfile, "cpu-profile", "", "write a CPU profile of the import to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -108,6 +111,17 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	c, err := parseImport(args, getenv, stderr)
 	if err != nil {
 		return err
+	}
+	if c.CPUProfile != "" {
+		pf, err := os.Create(c.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("create CPU profile: %w", err)
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fmt.Errorf("start CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	in := stdin
 	if c.File != "-" {

@@ -152,6 +152,17 @@ SELECT `+listingColumns+` FROM `+listingFrom+` WHERE a.id = $1`, id)
 	return l, nil
 }
 
+var _ store.AgentsGetter = (*DB)(nil)
+
+// GetAgents implements store.AgentsGetter: one query.
+func (db *DB) GetAgents(ctx context.Context, ids []string) ([]store.Listing, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return queryListings(ctx, db.q, "get agents", `-- name: get_agents
+SELECT `+listingColumns+` FROM `+listingFrom+` WHERE a.id = ANY($1)`, ids)
+}
+
 // RecentAgents implements store.Catalogue.
 func (db *DB) RecentAgents(ctx context.Context, limit int) ([]store.Listing, error) {
 	return queryListings(ctx, db.q, "recent agents",

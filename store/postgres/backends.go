@@ -14,7 +14,7 @@ func (db *DB) PutBackend(ctx context.Context, agentID string, b agent.Backend) e
 	if err != nil {
 		return fmt.Errorf("postgres: put backend of agent %s: encode: %w", agentID, err)
 	}
-	_, err = db.q.Exec(ctx, `-- name: put_backend
+	err = db.q.ExecLater(ctx, `-- name: put_backend
 INSERT INTO agent_backends (agent_id, config, updated_at) VALUES ($1, $2, now())
 ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at`,
 		agentID, config)

@@ -185,8 +185,11 @@ func (db *DB) InTransaction(ctx context.Context, fn func(ctx context.Context, tx
 }
 
 func (db *DB) inTransaction(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
-	if outer := batchTx(ctx, db.q.pool); outer != nil { // a savepoint of the batch
-		return inSavepoint(ctx, outer, func() error { return fn(ctx, outer) })
+	if b := batchOf(ctx, db.q.pool); b != nil { // a savepoint of the batch
+		if b.whole {
+			return fn(ctx, wholeTx{Tx: b.tx, b: b})
+		}
+		return inSavepoint(ctx, b.tx, false, func() error { return fn(ctx, b.tx) })
 	}
 	tx, err := db.q.pool.BeginTx(ctx, txOptions(ctx))
 	if err != nil {

@@ -158,6 +158,22 @@ SELECT `+listingColumns+` FROM agents a WHERE a.id = ?`, id)
 	return l, nil
 }
 
+var _ store.AgentsGetter = (*DB)(nil)
+
+// GetAgents implements store.AgentsGetter: one query, the ids passed as
+// one JSON array.
+func (db *DB) GetAgents(ctx context.Context, ids []string) ([]store.Listing, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("encode ids: %w", err)
+	}
+	return queryListings(ctx, db.r, "get agents", `-- name: get_agents
+SELECT `+listingColumns+` FROM agents a WHERE a.id IN (SELECT value FROM json_each(?))`, string(list))
+}
+
 // RecentAgents implements store.Catalogue: a backward walk of the rowid.
 func (db *DB) RecentAgents(ctx context.Context, limit int) ([]store.Listing, error) {
 	return queryListings(ctx, db.r, "recent agents", `-- name: recent_agents
