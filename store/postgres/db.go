@@ -56,6 +56,8 @@ type DB struct {
 	q      bounded
 	opts   store.Options
 	logger *slog.Logger
+	// size is what searches know of the catalogue's size (searchPlan).
+	size catalogueSize
 }
 
 var _ store.Store = (*DB)(nil)
