@@ -44,29 +44,10 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	}
 	limit := store.NormalizeLimit(q.Limit)
 	terms := store.SearchTerms(q.Q)
-	if unmatchable(q.Owner) || slices.ContainsFunc(q.Tags, unmatchable) || slices.ContainsFunc(q.Statuses, unmatchable) || slices.ContainsFunc(q.Health, unmatchable) {
-		return store.SearchPage{Listings: []store.Listing{}}, nil
-	}
-
 	var b sqlBuilder
-	var where []string
-	statuses := statusFilter(q.Statuses)
-	switch len(statuses) {
-	case 0:
-		where = append(where, "a.visible")
-	case 1:
-		where = append(where, "NOT a.tombstone", "a.status = "+b.arg(statuses[0]))
-	default:
-		where = append(where, "NOT a.tombstone", "a.status = ANY("+b.arg(statuses)+")")
-	}
-	if tags := dedupe(q.Tags); len(tags) > 0 {
-		where = append(where, "a.tags @> "+b.arg(tags)+"::text[]")
-	}
-	if hs := dedupe(q.Health); len(hs) > 0 {
-		where = append(where, "a.health_state = ANY("+b.arg(hs)+")")
-	}
-	if q.Owner != "" {
-		where = append(where, "a.owner = "+b.arg(q.Owner))
+	where, ok := b.filters(q)
+	if !ok {
+		return store.SearchPage{Listings: []store.Listing{}}, nil
 	}
 	if q.Sort == store.SortName {
 		return db.searchByName(ctx, &b, where, terms, cur, hasCursor, limit)
@@ -375,25 +356,10 @@ LIMIT ` + b.arg(limit+1)
 // TagFacets implements store.Catalogue: the tags of the matching rows of
 // agents (the filters of SearchAgents), unnested and grouped.
 func (db *DB) TagFacets(ctx context.Context, q store.SearchQuery, limit int) ([]store.TagCount, error) {
-	if unmatchable(q.Owner) || slices.ContainsFunc(q.Tags, unmatchable) || slices.ContainsFunc(q.Statuses, unmatchable) || slices.ContainsFunc(q.Health, unmatchable) {
-		return []store.TagCount{}, nil
-	}
 	var b sqlBuilder
-	var where []string
-	switch st := statusFilter(q.Statuses); len(st) {
-	case 0:
-		where = append(where, "a.visible")
-	default:
-		where = append(where, "NOT a.tombstone", "a.status = ANY("+b.arg(st)+")")
-	}
-	if tags := dedupe(q.Tags); len(tags) > 0 {
-		where = append(where, "a.tags @> "+b.arg(tags)+"::text[]")
-	}
-	if hs := dedupe(q.Health); len(hs) > 0 {
-		where = append(where, "a.health_state = ANY("+b.arg(hs)+")")
-	}
-	if q.Owner != "" {
-		where = append(where, "a.owner = "+b.arg(q.Owner))
+	where, ok := b.filters(q)
+	if !ok {
+		return []store.TagCount{}, nil
 	}
 	if terms := store.SearchTerms(q.Q); len(terms) > 0 {
 		where = append(where, "a.search @@ to_tsquery('simple', "+b.arg(tsQuery(terms))+")")
@@ -462,4 +428,31 @@ SELECT reltuples FROM pg_class WHERE oid = 'agents'::regclass`).Scan(&rows); err
 		return append([]any{pgx.QueryExecModeDescribeExec}, args...)
 	}
 	return args
+}
+
+// filters are the conditions on agents a of a search's filters (statuses,
+// tags, health, owner; not the text), shared by SearchAgents and
+// TagFacets. ok is false when a value cannot match anything.
+func (b *sqlBuilder) filters(q store.SearchQuery) (where []string, ok bool) {
+	if unmatchable(q.Owner) || slices.ContainsFunc(q.Tags, unmatchable) || slices.ContainsFunc(q.Statuses, unmatchable) || slices.ContainsFunc(q.Health, unmatchable) {
+		return nil, false
+	}
+	switch statuses := statusFilter(q.Statuses); len(statuses) {
+	case 0:
+		where = append(where, "a.visible")
+	case 1:
+		where = append(where, "NOT a.tombstone", "a.status = "+b.arg(statuses[0]))
+	default:
+		where = append(where, "NOT a.tombstone", "a.status = ANY("+b.arg(statuses)+")")
+	}
+	if tags := dedupe(q.Tags); len(tags) > 0 {
+		where = append(where, "a.tags @> "+b.arg(tags)+"::text[]")
+	}
+	if hs := dedupe(q.Health); len(hs) > 0 {
+		where = append(where, "a.health_state = ANY("+b.arg(hs)+")")
+	}
+	if q.Owner != "" {
+		where = append(where, "a.owner = "+b.arg(q.Owner))
+	}
+	return where, true
 }
