@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -29,11 +30,13 @@ type row struct {
 	Elapsed     time.Duration   // first request sent to last response read
 	Batch       *vegeta.Metrics // the fixed batch of batchPerClient*c requests
 	BatchWall   time.Duration
+	CPU         []cpuShare // who used the CPUs during the timed run, if measured
 }
 
 // loopbackTransport is an HTTP transport that can only dial loopback
 // addresses and never uses a proxy: the load must not leave the machine.
-func loopbackTransport(idle int) *http.Transport {
+// It keeps up to idle connections per host, to up to hosts hosts.
+func loopbackTransport(idle, hosts int) *http.Transport {
 	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
 		Proxy: nil,
@@ -47,18 +50,21 @@ func loopbackTransport(idle int) *http.Transport {
 			}
 			return d.DialContext(ctx, network, addr)
 		},
-		MaxIdleConns:        idle,
+		MaxIdleConns:        idle * max(hosts, 1),
 		MaxIdleConnsPerHost: idle,
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   false,
 	}
 }
 
-// targetURLs expands the path template with every query.
-func targetURLs(baseURL string, cfg *config) []string {
+// targetURLs expands the path template with every query, the i-th on the
+// base URL i mod len(baseURLs): a targeter walking the list sends
+// consecutive requests round-robin to the replicas, and each query to one
+// replica only.
+func targetURLs(baseURLs []string, cfg *config) []string {
 	urls := make([]string, len(cfg.Queries))
 	for i, q := range cfg.Queries {
-		urls[i] = baseURL + fmt.Sprintf(cfg.Path, url.QueryEscape(q))
+		urls[i] = baseURLs[i%len(baseURLs)] + fmt.Sprintf(cfg.Path, url.QueryEscape(q))
 	}
 	return urls
 }
@@ -91,10 +97,10 @@ func (p countPacer) Rate(time.Duration) float64 { return 0 }
 // preflight fetches every query once (limit 100) and prints how many
 // listings it matches, so a broken seed or route fails loudly before timing.
 func preflight(ctx context.Context, baseURL string, cfg *config, progress func(string, ...any)) error {
-	client := &http.Client{Transport: loopbackTransport(1), Timeout: cfg.Timeout}
+	client := &http.Client{Transport: loopbackTransport(1, 1), Timeout: cfg.Timeout}
 	defer client.CloseIdleConnections()
 	var parts []string
-	urls := targetURLs(baseURL, cfg)
+	urls := targetURLs([]string{baseURL}, cfg)
 	if cfg.Mix == "distinct" {
 		// A sample from the end of the list, which the run reaches last
 		// if at all, so the preflight does not warm the cache for it.
@@ -129,16 +135,18 @@ func preflight(ctx context.Context, baseURL string, cfg *config, progress func(s
 		q, _ := url.Parse(u)
 		parts = append(parts, fmt.Sprintf("%q %d%s", q.Query().Get("q"), len(page.Agents), more))
 	}
-	progress("matches per query (first page of 100): %s", strings.Join(parts, ", "))
+	progress("matches per query on %s (first page of 100): %s", baseURL, strings.Join(parts, ", "))
 	return nil
 }
 
-// attackAll measures every concurrency level in turn.
-func attackAll(ctx context.Context, baseURL string, cfg *config, sent *atomic.Uint64, progress func(string, ...any)) ([]row, error) {
-	urls := targetURLs(baseURL, cfg)
+// attackAll measures every concurrency level in turn, spreading the
+// requests round-robin over baseURLs (the replicas of one portal, or one
+// server). meter, if not nil, measures the CPU use of each timed run.
+func attackAll(ctx context.Context, baseURLs []string, cfg *config, sent *atomic.Uint64, meter *cpuMeter, progress func(string, ...any)) ([]row, error) {
+	urls := targetURLs(baseURLs, cfg)
 	var rows []row
 	for _, c := range cfg.Concurrency {
-		r, err := attackLevel(ctx, urls, c, cfg, sent, progress)
+		r, err := attackLevel(ctx, urls, len(baseURLs), c, cfg, sent, meter, progress)
 		if err != nil {
 			return nil, err
 		}
@@ -148,9 +156,10 @@ func attackAll(ctx context.Context, baseURL string, cfg *config, sent *atomic.Ui
 }
 
 // attackLevel runs, at concurrency c and on one pool of keep-alive
-// connections: a warm-up, the timed run, then the fixed batch.
-func attackLevel(ctx context.Context, urls []string, c int, cfg *config, sent *atomic.Uint64, progress func(string, ...any)) (row, error) {
-	tr := loopbackTransport(c)
+// connections to the hosts servers: a warm-up, the timed run, then the
+// fixed batch.
+func attackLevel(ctx context.Context, urls []string, hosts, c int, cfg *config, sent *atomic.Uint64, meter *cpuMeter, progress func(string, ...any)) (row, error) {
+	tr := loopbackTransport(c, hosts)
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	targeter := rotatingTargeter(urls, sent)
@@ -167,11 +176,15 @@ func attackLevel(ctx context.Context, urls []string, c int, cfg *config, sent *a
 	tick := func(m *vegeta.Metrics, elapsed time.Duration) {
 		progress("c=%d: %d requests (%.0f req/s) after %.0fs", c, m.Requests, float64(m.Requests)/elapsed.Seconds(), elapsed.Seconds())
 	}
+	before := meter.sample()
 	m, wall, err := attackOnce(ctx, client, targeter, c, cfg, vegeta.Rate{Freq: 0}, cfg.Duration, tick)
 	if err != nil {
 		return r, err
 	}
 	r.Timed, r.Elapsed = m, wall
+	if r.CPU = meter.shares(before, meter.sample(), runtime.NumCPU()); r.CPU != nil {
+		progress("c=%d: CPU during the timed run, %% of one CPU: %s", c, cpuText(r.CPU))
+	}
 
 	n := batchPerClient * c
 	progress("c=%d: fixed batch of %d requests", c, n)

@@ -28,10 +28,10 @@ const ceilingBodies = 2000
 // headers; a query beyond those gets one of them by hash), and runs the
 // same levels against it.
 func runCeiling(ctx context.Context, baseURL string, cfg *config, progress func(string, ...any)) ([]row, error) {
-	urls := targetURLs(baseURL, cfg)
+	urls := targetURLs([]string{baseURL}, cfg)
 	urls = urls[:min(len(urls), ceilingBodies)]
 	progress("ceiling: recording %d answers of agentsite", len(urls))
-	client := &http.Client{Transport: loopbackTransport(4), Timeout: cfg.Timeout}
+	client := &http.Client{Transport: loopbackTransport(4, 1), Timeout: cfg.Timeout}
 	defer client.CloseIdleConnections()
 	bodies := make([][]byte, len(urls))
 	byURI := make(map[string][]byte, len(urls))
@@ -92,5 +92,5 @@ func runCeiling(ctx context.Context, baseURL string, cfg *config, progress func(
 		}
 	}()
 	progress("ceiling: bare net/http server on %s", ln.Addr())
-	return attackAll(ctx, "http://"+ln.Addr().String(), cfg, &atomic.Uint64{}, progress)
+	return attackAll(ctx, []string{"http://" + ln.Addr().String()}, cfg, &atomic.Uint64{}, nil, progress)
 }

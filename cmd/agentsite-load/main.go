@@ -56,6 +56,9 @@ type config struct {
 	// Ceiling also runs the same requests against a bare net/http server
 	// sending the bytes agentsite sent, and reports the ratio.
 	Ceiling bool
+	// Replicas is how many agentsite processes serve the run, portal
+	// replicas on one Postgres database; requests go round-robin.
+	Replicas int
 }
 
 func main() {
@@ -96,6 +99,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.Mix, "mix", "fixed", "query mix: fixed (rotate --queries) or distinct (--distinct one- and two-word queries from the catalogue's vocabulary, none sent twice)")
 	fs.IntVar(&c.Distinct, "distinct", 100_000, "number of distinct queries of --mix distinct (at least 2000; the run wraps around if it sends more)")
 	fs.BoolVar(&c.Ceiling, "ceiling", false, "also measure a bare net/http server sending the same bytes (the ceiling of this machine), and report the ratio")
+	fs.IntVar(&c.Replicas, "replicas", 1, fmt.Sprintf("number of agentsite processes serving the run (1..%d): portal replicas on one database, each with its own data dir and port, requests round-robin; more than 1 needs --store postgres", maxReplicas))
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -139,6 +143,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.Distinct < 2000 || c.Distinct > 1_000_000 {
 		errs = append(errs, errors.New("--distinct must be between 2000 and 1000000"))
+	}
+	if c.Replicas < 1 || c.Replicas > maxReplicas {
+		errs = append(errs, fmt.Errorf("--replicas must be between 1 and %d", maxReplicas))
+	} else if c.Replicas > 1 && c.Store != "postgres" {
+		errs = append(errs, fmt.Errorf("--replicas %d needs --store postgres: replicas share one Postgres database, and a SQLite store belongs to one process", c.Replicas))
 	}
 	if strings.Count(c.Path, "%s") != 1 || !strings.HasPrefix(c.Path, "/") {
 		errs = append(errs, errors.New("--path must start with / and contain %s exactly once"))
@@ -185,28 +194,38 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	srv, err := startServer(ctx, bin, db, progress)
+	srvs, err := startServers(ctx, bin, db, cfg.Replicas, tmp, progress)
 	if err != nil {
 		return err
 	}
-	defer srv.stop(progress)
+	defer stopServers(srvs, progress)
+	bases := baseURLs(srvs)
 
 	if cfg.Mix == "distinct" {
 		cfg.Queries = distinctQueries(cfg.Distinct, cfg.Listings)
 		progress("%d distinct queries from the catalogue's vocabulary, e.g. %q", len(cfg.Queries), cfg.Queries[:min(8, len(cfg.Queries))])
 	}
-	if err := preflight(ctx, srv.baseURL, cfg, progress); err != nil {
-		return err
+	for _, base := range bases {
+		if err := preflight(ctx, base, cfg, progress); err != nil {
+			return err
+		}
+	}
+	if len(bases) > 1 {
+		progress("requests go round-robin to %d replicas: %s", len(bases), strings.Join(bases, ", "))
 	}
 	sent := &atomic.Uint64{}
-	rows, err := attackAll(ctx, srv.baseURL, cfg, sent, progress)
+	rows, err := attackAll(ctx, bases, cfg, sent, &cpuMeter{servers: srvs}, progress)
 	if err != nil {
 		return err
 	}
-	rss, peak := srv.memory()
+	var mem []memory
+	for _, s := range srvs {
+		rss, peak := s.memory()
+		mem = append(mem, memory{Name: s.name, RSS: rss, Peak: peak})
+	}
 	var ceiling []row
 	if cfg.Ceiling {
-		if ceiling, err = runCeiling(ctx, srv.baseURL, cfg, progress); err != nil {
+		if ceiling, err = runCeiling(ctx, bases[0], cfg, progress); err != nil {
 			return err
 		}
 	}
@@ -216,6 +235,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Sent:     sent.Load(),
 		Ceiling:  ceiling,
 		Store:    cfg.Store,
+		Replicas: len(srvs),
 		Listings: cfg.Listings,
 		Settled:  cfg.Settle || cfg.Store == "sqlite",
 		Busy:     busy,
@@ -225,7 +245,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Rows:     rows,
 		Date:     time.Now(),
 	}
-	rep.RSS, rep.PeakRSS = rss, peak
+	rep.Memory = mem
 	if err := rep.write(stdout); err != nil {
 		return err
 	}

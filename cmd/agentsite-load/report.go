@@ -23,6 +23,7 @@ type report struct {
 	Sent     uint64 // requests sent to agentsite (warm-ups and batches too)
 	Ceiling  []row  // the same levels against the bare net/http server, if measured
 	Store    string
+	Replicas int // agentsite processes that served the run (portal replicas on one database if more than 1)
 	Listings int
 	Settled  bool    // statistics and indexes settled after seeding
 	Busy     float64 // CPU busy fraction sampled when the tool started, -1 if unknown
@@ -31,16 +32,35 @@ type report struct {
 	CPUs     int
 	Rows     []row
 	Date     time.Time
-	RSS      int64 // server resident set size at the end, bytes
-	PeakRSS  int64 // server peak resident set size, bytes
+	Memory   []memory // of each server, in start order
+}
+
+// memory is one server's resident set size at the end of the agentsite
+// runs and its peak, in bytes (zero where unknown).
+type memory struct {
+	Name      string
+	RSS, Peak int64
+}
+
+// servedBy says which agentsite processes served the run.
+func (r *report) servedBy() string {
+	if r.Replicas <= 1 {
+		return "one agentsite process"
+	}
+	return fmt.Sprintf("%d agentsite replicas on one %s database (own data dirs and ports), requests round-robin; replicas, database and load generator share the CPUs", r.Replicas, r.Store)
 }
 
 // write prints the report as markdown.
 func (r *report) write(w io.Writer) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "\n### %s, %d listings: GET %s\n\n", r.Store, r.Listings, r.Path)
+	replicas := ""
+	if r.Replicas > 1 {
+		replicas = fmt.Sprintf(", %d replicas", r.Replicas)
+	}
+	fmt.Fprintf(&b, "\n### %s, %d listings%s: GET %s\n\n", r.Store, r.Listings, replicas, r.Path)
 	fmt.Fprintf(&b, "%s · %d CPUs (%s busy before the run) · %s/%s · %s · closed loop, keep-alive, %s per level after a warm-up; load generator on the same machine\n\n",
 		r.Date.Format("2006-01-02 15:04 MST"), r.CPUs, busyText(r.Busy), runtime.GOOS, runtime.GOARCH, runtime.Version(), r.Duration)
+	fmt.Fprintf(&b, "Served by %s.\n\n", r.servedBy())
 	if r.Mix == "distinct" {
 		wrapped := "none sent twice"
 		if r.Sent > uint64(r.Queries) {
@@ -51,10 +71,19 @@ func (r *report) write(w io.Writer) error {
 		fmt.Fprintf(&b, "Mix: %d search terms rotated.\n\n", r.Queries)
 	}
 	table(&b, r.Rows)
+	for _, row := range r.Rows {
+		if row.CPU != nil {
+			fmt.Fprintf(&b, "\nCPU during the timed run at %d clients, in %% of one CPU (%d CPUs = %d %%): %s.\n", row.Concurrency, r.CPUs, 100*r.CPUs, cpuText(row.CPU))
+		}
+	}
 	if len(r.Ceiling) > 0 {
 		b.WriteString("\nThe same requests against a bare net/http server on this machine sending the same bytes (the ceiling):\n\n")
 		table(&b, r.Ceiling)
-		b.WriteString("\n| clients | agentsite req/s | ceiling req/s | agentsite / ceiling |\n|---:|---:|---:|---:|\n")
+		who := "agentsite"
+		if r.Replicas > 1 {
+			who = fmt.Sprintf("agentsite (%d replicas)", r.Replicas)
+		}
+		fmt.Fprintf(&b, "\n| clients | %s req/s | ceiling req/s | agentsite / ceiling |\n|---:|---:|---:|---:|\n", who)
 		for i, row := range r.Rows {
 			if i >= len(r.Ceiling) || row.Elapsed <= 0 || r.Ceiling[i].Elapsed <= 0 {
 				continue
@@ -70,7 +99,15 @@ func (r *report) write(w io.Writer) error {
 	if !r.Settled {
 		b.WriteString("\nMeasured right after the bulk seed, without VACUUM ANALYZE (--settle=false).\n")
 	}
-	fmt.Fprintf(&b, "\nServer RSS at the end of the agentsite runs: %s (peak %s).\n", mib(r.RSS), mib(r.PeakRSS))
+	if len(r.Memory) == 1 {
+		fmt.Fprintf(&b, "\nServer RSS at the end of the agentsite runs: %s (peak %s).\n", mib(r.Memory[0].RSS), mib(r.Memory[0].Peak))
+	} else if len(r.Memory) > 1 {
+		parts := make([]string, len(r.Memory))
+		for i, m := range r.Memory {
+			parts[i] = fmt.Sprintf("%s %s (peak %s)", m.Name, mib(m.RSS), mib(m.Peak))
+		}
+		fmt.Fprintf(&b, "\nRSS of each replica at the end of the agentsite runs: %s.\n", strings.Join(parts, ", "))
+	}
 	_, err := w.Write(b.Bytes())
 	return err
 }

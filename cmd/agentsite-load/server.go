@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -19,21 +20,70 @@ const (
 	stopTimeout  = 10 * time.Second // from SIGTERM to SIGKILL
 )
 
-// server is the agentsite process under test.
+// maxReplicas bounds --replicas.
+const maxReplicas = 8
+
+// server is an agentsite process under test.
 type server struct {
 	proc    *procs.Process
 	baseURL string
+	name    string // "agentsite", or "replica 2" of a portal of several
 }
 
-// startServer runs `agentsite serve` on a free loopback port against db and
-// waits until it answers GET /readyz with 200. Its log goes to stderr.
-func startServer(ctx context.Context, bin string, db *database, progress func(string, ...any)) (*server, error) {
+// startServers starts the n agentsite processes of the run: the first on
+// db's data dir (the seeded one; for SQLite, the store itself), each further
+// one as a portal replica on the same database with a data dir (and so a
+// key) of its own under tmp. On error it stops the ones already started.
+func startServers(ctx context.Context, bin string, db *database, n int, tmp string, progress func(string, ...any)) ([]*server, error) {
+	var srvs []*server
+	for i := range n {
+		dataDir, name := db.dataDir, "agentsite"
+		if n > 1 {
+			name = fmt.Sprintf("replica %d", i+1)
+		}
+		if i > 0 {
+			dataDir = filepath.Join(tmp, fmt.Sprintf("data-replica-%d", i+1))
+			if err := os.MkdirAll(dataDir, 0o700); err != nil {
+				stopServers(srvs, progress)
+				return nil, err
+			}
+		}
+		s, err := startServer(ctx, bin, db, dataDir, name, progress)
+		if err != nil {
+			stopServers(srvs, progress)
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		srvs = append(srvs, s)
+	}
+	return srvs, nil
+}
+
+// stopServers stops every server, the last started first.
+func stopServers(srvs []*server, progress func(string, ...any)) {
+	for i := len(srvs) - 1; i >= 0; i-- {
+		srvs[i].stop(progress)
+	}
+}
+
+// baseURLs are the servers' base URLs, in start order.
+func baseURLs(srvs []*server) []string {
+	out := make([]string, len(srvs))
+	for i, s := range srvs {
+		out[i] = s.baseURL
+	}
+	return out
+}
+
+// startServer runs `agentsite serve` on a free loopback port against db with
+// data dir dataDir and waits until it answers GET /readyz with 200. Its log
+// goes to stderr.
+func startServer(ctx context.Context, bin string, db *database, dataDir, name string, progress func(string, ...any)) (*server, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}
 	args := []string{"serve",
-		"--data-dir", db.dataDir,
+		"--data-dir", dataDir,
 		"--http-addr", addr,
 		"--demo-agents=false",
 		"--p2p-listen", "/ip4/127.0.0.1/tcp/0",
@@ -54,13 +104,13 @@ func startServer(ctx context.Context, bin string, db *database, progress func(st
 	if err != nil {
 		return nil, err
 	}
-	s := &server{proc: p, baseURL: "http://" + addr}
-	progress("started agentsite (pid %d) on %s", p.Pid(), s.baseURL)
+	s := &server{proc: p, baseURL: "http://" + addr, name: name}
+	progress("started %s (pid %d) on %s", name, p.Pid(), s.baseURL)
 	if err := p.WaitReady(ctx, s.baseURL+"/readyz", readyTimeout); err != nil {
 		s.stop(progress)
 		return nil, err
 	}
-	progress("server ready (%.1fs)", time.Since(start).Seconds())
+	progress("%s ready (%.1fs)", name, time.Since(start).Seconds())
 	return s, nil
 }
 
@@ -78,10 +128,10 @@ func freeLoopbackAddr() (string, error) {
 // it ended.
 func (s *server) stop(progress func(string, ...any)) {
 	if err := s.proc.Stop(stopTimeout); err != nil {
-		progress("warning: %v", err)
+		progress("warning: %s: %v", s.name, err)
 		return
 	}
-	progress("server stopped")
+	progress("%s stopped", s.name)
 }
 
 // memory returns the server's resident set size and its peak, in bytes, from
