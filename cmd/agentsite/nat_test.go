@@ -49,7 +49,13 @@ func (pl *natPlanet) startHomes() {
 // it returns how long that took since h started.
 func (pl *natPlanet) waitReserved(h *nattest.Node, since time.Time) time.Duration {
 	pl.t.Helper()
-	nattest.Eventually(pl.t, 90*time.Second, 250*time.Millisecond, h.Spec.Name+" private with a reservation on P", func() (bool, string) {
+	// A reservation needs AutoNAT v1 to call the node private: one probe,
+	// 15 s (the server's dial-back timeout). When a probe ends in any other
+	// error (seen under load when a connection closes during the dial-back)
+	// go-libp2p leaves the node unknown and probes again only after its
+	// fixed 90 s retry interval, which no option changes; the deadline
+	// covers that second probe.
+	nattest.Eventually(pl.t, 150*time.Second, 250*time.Millisecond, h.Spec.Name+" private with a reservation on P", func() (bool, string) {
 		info, err := h.Info()
 		if err != nil {
 			return false, err.Error()
