@@ -19,11 +19,11 @@ type cpuMeter struct {
 // cpuSample is the CPU time, in clock ticks, used so far.
 type cpuSample struct {
 	ok       bool
-	total    uint64   // all CPUs, busy and idle (/proc/stat)
-	idle     uint64   // idle and iowait
-	servers  []uint64 // user+system of each server
-	postgres uint64   // user+system of every process named postgres
-	self     uint64   // user+system of this process
+	total    uint64         // all CPUs, busy and idle (/proc/stat)
+	idle     uint64         // idle and iowait
+	servers  []uint64       // user+system of each server
+	postgres map[int]uint64 // user+system of each process named postgres, by pid
+	self     uint64         // user+system of this process
 }
 
 // cpuShare is one consumer's CPU use over an interval, in percent of one
@@ -64,9 +64,11 @@ func (m *cpuMeter) sample() cpuSample {
 	}
 	s.self, _ = procTicks("/proc/self/stat")
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	s.postgres = make(map[int]uint64)
 	for _, p := range stats {
 		if t, comm := procTicks(p); comm == "postgres" {
-			s.postgres += t
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			s.postgres[pid] = t
 		}
 	}
 	s.ok = true
@@ -93,7 +95,13 @@ func (m *cpuMeter) shares(a, b cpuSample, cpus int) []cpuShare {
 		known += p
 		out = append(out, cpuShare{Name: m.servers[i].name, Percent: p})
 	}
-	pg, self := pct(a.postgres, b.postgres), pct(a.self, b.self)
+	// Per process: a backend that ends between the samples takes its
+	// ticks with it, and one that starts counts from zero.
+	var pg float64
+	for pid, t := range b.postgres {
+		pg += pct(a.postgres[pid], t)
+	}
+	self := pct(a.self, b.self)
 	idle := pct(a.idle, b.idle)
 	known += pg + self
 	other := max(0, 100*float64(cpus)-idle-known)

@@ -136,8 +136,8 @@ func TestProcTicks(t *testing.T) {
 // TestCPUShares: the shares of two samples add up to all CPUs.
 func TestCPUShares(t *testing.T) {
 	m := &cpuMeter{servers: []*server{{name: "replica 1"}, {name: "replica 2"}}}
-	a := cpuSample{ok: true, total: 1000, idle: 100, servers: []uint64{10, 20}, postgres: 5, self: 1}
-	b := cpuSample{ok: true, total: 1200, idle: 110, servers: []uint64{60, 70}, postgres: 55, self: 31}
+	a := cpuSample{ok: true, total: 1000, idle: 100, servers: []uint64{10, 20}, postgres: map[int]uint64{7: 5, 8: 40}, self: 1}
+	b := cpuSample{ok: true, total: 1200, idle: 110, servers: []uint64{60, 70}, postgres: map[int]uint64{7: 35, 9: 20}, self: 31}
 	got := cpuText(m.shares(a, b, 2))
 	want := "replica 1 50 %, replica 2 50 %, postgres (all its processes) 50 %, load generator 30 %, other 10 %, idle 10 %"
 	if got != want {
