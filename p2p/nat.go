@@ -258,6 +258,19 @@ func (n *Node) PeerKinds() (direct, relayed int) {
 	return direct, relayed
 }
 
+// RelayedPeers is the peer ids this node is connected to only through a
+// relay (no direct connection), sorted: the network page marks them.
+func (n *Node) RelayedPeers() []string {
+	var out []string
+	for _, p := range n.host.Network().Peers() {
+		if !n.DirectTo(p) {
+			out = append(out, p.String())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // DirectTo reports whether the node has a direct (not relayed) connection
 // to p.
 func (n *Node) DirectTo(p peer.ID) bool {

@@ -7,7 +7,8 @@ import (
 
 // The network picture of /nodes: this node in the centre, the peers it
 // knows on a circle around it, a solid line to each connected peer and a
-// dashed one to peers heard from (heartbeats) but not connected now. It is
+// dashed one to peers heard from (heartbeats) but not connected now, a
+// dotted one to peers connected only through a relay. It is
 // plain server-rendered SVG: no script, and it scales with the page.
 const (
 	netMapWidth   = 560 // the SVG's viewBox
@@ -21,6 +22,7 @@ type NetPeer struct {
 	PeerID    string
 	Status    string // online | stale | offline; "" when only connected
 	Connected bool   // a live libp2p connection from this node now
+	Relayed   bool   // connected only through a relay (no direct connection)
 	Agents    int
 }
 
@@ -31,6 +33,9 @@ type NetMap struct {
 	Self   NetMapNode
 	Peers  []NetMapNode
 	Hidden int // peers not drawn
+	// Relayed: some drawn peer is connected only through a relay (the
+	// legend then explains the dotted line).
+	Relayed bool
 }
 
 // NetMapNode is one drawn node.
@@ -78,6 +83,7 @@ func NewNetMap(self NetPeer, peers []NetPeer) NetMap {
 			}
 		}
 		m.Peers = append(m.Peers, n)
+		m.Relayed = m.Relayed || (p.Connected && p.Relayed)
 	}
 	return m
 }
@@ -96,7 +102,10 @@ func netNodeClass(n NetMapNode) string {
 
 // netEdgeClass is the CSS class of the line to a peer.
 func netEdgeClass(n NetMapNode) string {
-	if n.Connected {
+	switch {
+	case n.Connected && n.Relayed:
+		return "net-edge net-edge-connected net-edge-relayed"
+	case n.Connected:
 		return "net-edge net-edge-connected"
 	}
 	return "net-edge net-edge-heard"

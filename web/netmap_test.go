@@ -1,7 +1,9 @@
 package web
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +34,33 @@ func TestNetMapLayout(t *testing.T) {
 	}
 	if got := NodeName("12D3KooWabcdefXYZ123"); got != "node XYZ123" {
 		t.Errorf("NodeName = %q", got)
+	}
+}
+
+// TestNetMapRelayedEdges: a peer connected only through a relay gets the
+// dotted relayed edge (and the map says it has one); a direct or a
+// heard-from peer does not.
+func TestNetMapRelayedEdges(t *testing.T) {
+	peers := []NetPeer{
+		{PeerID: "12D3KooWdirect", Connected: true},
+		{PeerID: "12D3KooWrelayed", Connected: true, Relayed: true},
+		{PeerID: "12D3KooWheard", Status: "online"},
+	}
+	m := NewNetMap(NetPeer{PeerID: "self"}, peers)
+	if !m.Relayed {
+		t.Error("map with a relayed peer: Relayed = false")
+	}
+	var b strings.Builder
+	if err := netMap(m).Render(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(b.String(), `data-relayed="true"`); got != 1 {
+		t.Errorf("%d relayed edges drawn, want 1:\n%s", got, b.String())
+	}
+	if got := strings.Count(b.String(), "net-edge-relayed"); got != 1 {
+		t.Errorf("%d edges with the relayed class, want 1", got)
+	}
+	if NewNetMap(NetPeer{PeerID: "self"}, peers[:1]).Relayed || NewNetMap(NetPeer{PeerID: "self"}, []NetPeer{{PeerID: "x", Relayed: true}}).Relayed {
+		t.Error("Relayed set without a connected relayed peer")
 	}
 }

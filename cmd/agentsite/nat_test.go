@@ -214,6 +214,11 @@ func TestNAT(t *testing.T) {
 		if info := pl.h2.MustInfo(t); info.RelayedPeers < 1 {
 			t.Fatalf("H2 has no relayed peer: %+v", info)
 		}
+		// The network picture draws the relayed link as such.
+		code, body, err := pl.h2.Do("GET", "/nodes", nil)
+		if err != nil || code != http.StatusOK || !strings.Contains(string(body), `data-relayed="true"`) || !strings.Contains(string(body), "connected through a relay") {
+			t.Errorf("H2 /nodes: %d %v; no relayed link drawn", code, err)
+		}
 	})
 	if !ok {
 		return

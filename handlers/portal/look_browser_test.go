@@ -122,13 +122,17 @@ func TestBrowserLookEveryPage(t *testing.T) {
 	}
 	var tNav, tAxe, tShot time.Duration
 
-	// newConversation sends one message with the composer's no-JS path
-	// (form.submit() skips chat.js) and returns the conversation page.
+	// newConversation sends one message (with a fenced code block) with the
+	// composer's no-JS path (form.submit() skips chat.js) and returns the
+	// conversation page.
 	newConversation := func() string {
 		b.Do("open the chat", chromedp.Navigate(base+"/chat/"+id), chromedp.WaitVisible(Tid("composer")))
 		b.Do("send a message",
-			chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="composer-input"]').value = 'A-first-message-without-spaces-long-enough-to-push-the-conversation-list-wider-than-a-phone **and bold**'; document.querySelector('[data-testid="composer"]').submit()`),
+			chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="composer-input"]').value = 'A-first-message-without-spaces-long-enough-to-push-the-conversation-list-wider-than-a-phone **and bold**\n\n~~~go\nfunc main() { fmt.Println("highlighted in both themes") }\n~~~'; document.querySelector('[data-testid="composer"]').submit()`),
 			chromedp.WaitVisible(`[data-testid="message"]`),
+			// The echoed code block is highlighted: axe checks its colours
+			// in both themes.
+			chromedp.WaitVisible(`pre.chroma`),
 		)
 		loc := Run(b, "read the location", chromedp.Location())
 		u, err := url.Parse(loc)

@@ -9,19 +9,21 @@ import (
 	"github.com/agentsite/agentsite/web"
 )
 
-// peerLister is a Node that can say which peers it is connected to
-// (p2p.Node can); without it the picture shows only the nodes heard from.
+// peerLister is a Node that can say which peers it is connected to, and
+// which of them only through a relay (p2p.Node can); without it the
+// picture shows only the nodes heard from.
 type peerLister interface {
 	ConnectedPeers() []string
+	RelayedPeers() []string
 }
 
 // netPeers is every peer of the picture but self: connected ones first
 // (so they are drawn when there are many), then the ones only heard from,
 // each group in peer id order.
 func netPeers(n Node, self string, nodes []store.Node) []web.NetPeer {
-	var connected []string
+	var connected, relayed []string
 	if pl, ok := n.(peerLister); ok {
-		connected = pl.ConnectedPeers()
+		connected, relayed = pl.ConnectedPeers(), pl.RelayedPeers()
 	}
 	byID := map[string]web.NetPeer{}
 	for _, nd := range nodes {
@@ -35,6 +37,7 @@ func netPeers(n Node, self string, nodes []store.Node) []web.NetPeer {
 		}
 		p := byID[id]
 		p.PeerID, p.Connected = id, true
+		p.Relayed = slices.Contains(relayed, id)
 		byID[id] = p
 	}
 	out := make([]web.NetPeer, 0, len(byID))

@@ -2,6 +2,7 @@ package markdown
 
 import (
 	"bytes"
+	"fmt"
 	"html"
 	"io"
 	"strings"
@@ -15,8 +16,12 @@ import (
 	"github.com/yuin/goldmark/util"
 )
 
-// Style is the chroma style of the highlighting rules in static/app.css.
-const Style = "github"
+// Style and DarkStyle are the chroma styles of the highlighting rules in
+// static/app.css, for the light and the dark theme.
+const (
+	Style     = "github"
+	DarkStyle = "github-dark"
+)
 
 // nodeRenderer renders code blocks (highlighted when their fence names a
 // language chroma knows) inside a div.code-block, where static/chat.js
@@ -79,9 +84,11 @@ func (n *nodeRenderer) code(w util.BufWriter, src []byte, node ast.Node, enterin
 	if f, ok := node.(*ast.FencedCodeBlock); ok && f.Info != nil {
 		lang = string(f.Language(src))
 	}
+	// The block scrolls sideways on a narrow screen: tabindex lets a
+	// keyboard reach and scroll it (axe: scrollable-region-focusable).
 	_, _ = io.WriteString(w, `<div class="code-block">`)
 	if !n.highlight(w, lang, body.String()) {
-		_, _ = io.WriteString(w, `<pre><code>`+html.EscapeString(body.String())+`</code></pre>`)
+		_, _ = io.WriteString(w, `<pre tabindex="0"><code>`+html.EscapeString(body.String())+`</code></pre>`)
 	}
 	_, _ = io.WriteString(w, `</div>`)
 	return ast.WalkSkipChildren, nil
@@ -105,7 +112,7 @@ func (n *nodeRenderer) highlight(w io.Writer, lang, code string) bool {
 	if err := n.formatter.Format(&out, styles.Get(Style), it); err != nil {
 		return false
 	}
-	_, _ = io.WriteString(w, `<pre class="chroma"><code class="language-`+langClass(l.Config().Name)+`">`)
+	_, _ = io.WriteString(w, `<pre class="chroma" tabindex="0"><code class="language-`+langClass(l.Config().Name)+`">`)
 	_, _ = w.Write(out.Bytes())
 	_, _ = io.WriteString(w, `</code></pre>`)
 	return true
@@ -133,14 +140,51 @@ func (n *nodeRenderer) image(w util.BufWriter, src []byte, node ast.Node, enteri
 	return ast.WalkSkipChildren, nil
 }
 
-// CSS is the highlighting rules for Style, by chroma's class names: the
-// block between the chroma markers in static/app.css (a test keeps them
-// equal; regenerate with `go test ./web/markdown -run TestCSS -update`).
+// CSS is the highlighting rules, by chroma's class names: Style's under
+// the light theme, DarkStyle's under the dark one (a visitor's choice,
+// data-theme on <html>, or else the system's), each palette scoped so that
+// none of its rules leaks into the other theme. It is the block between the
+// chroma markers in static/app.css (a test keeps them equal; regenerate
+// with `go test ./web/markdown -run TestCSS -update`).
 func CSS() (string, error) {
-	var b bytes.Buffer
-	f := chromahtml.New(chromahtml.WithClasses(true))
-	if err := f.WriteCSS(&b, styles.Get(Style)); err != nil {
+	light, err := styleRules(Style)
+	if err != nil {
 		return "", err
 	}
+	dark, err := styleRules(DarkStyle)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	scoped := func(prefix string, rules []string) {
+		for _, r := range rules {
+			b.WriteString(prefix + r)
+		}
+	}
+	scoped(`:root[data-theme="light"] `, light)
+	b.WriteString("@media not (prefers-color-scheme: dark) {\n")
+	scoped(`  :root:not([data-theme="dark"]) `, light)
+	b.WriteString("}\n")
+	scoped(`:root[data-theme="dark"] `, dark)
+	b.WriteString("@media (prefers-color-scheme: dark) {\n")
+	scoped(`  :root:not([data-theme="light"]) `, dark)
+	b.WriteString("}\n")
 	return b.String(), nil
+}
+
+// styleRules is chroma's CSS for a style, one rule per line
+// (".chroma .k { ... }\n"), without its comments and without the page-wide
+// .bg rule (.chroma sets the code block's own background).
+func styleRules(name string) ([]string, error) {
+	var buf bytes.Buffer
+	if err := chromahtml.New(chromahtml.WithClasses(true)).WriteCSS(&buf, styles.Get(name)); err != nil {
+		return nil, fmt.Errorf("markdown: css of chroma style %s: %w", name, err)
+	}
+	var rules []string
+	for _, line := range strings.SplitAfter(buf.String(), "\n") {
+		if _, rule, ok := strings.Cut(line, "*/ "); ok && strings.HasPrefix(rule, ".chroma") {
+			rules = append(rules, rule)
+		}
+	}
+	return rules, nil
 }

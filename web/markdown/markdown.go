@@ -67,6 +67,8 @@ func policy() *bluemonday.Policy {
 	p.AllowAttrs("start").Matching(bluemonday.Integer).OnElements("ol")
 	p.AllowAttrs("align").Matching(regexp.MustCompile(`^(left|center|right)$`)).OnElements("th", "td")
 	p.AllowAttrs("class").Matching(classes).OnElements("div", "pre", "code", "span")
+	// Code blocks are keyboard-focusable so a keyboard can scroll them.
+	p.AllowAttrs("tabindex").Matching(regexp.MustCompile(`^0$`)).OnElements("pre")
 	p.AllowAttrs("href").OnElements("a")
 	p.AllowURLSchemes("http", "https", "mailto")
 	p.AllowRelativeURLs(false)

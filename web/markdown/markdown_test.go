@@ -142,3 +142,15 @@ func TestCSS(t *testing.T) {
 		t.Fatal("static/app.css lacks chroma's current rules: run go test ./web/markdown -run TestCSS -update")
 	}
 }
+
+// TestCodeBlocksFocusable: code blocks (highlighted or not) can take the
+// keyboard focus, so a keyboard can scroll one that overflows: the
+// attribute survives the sanitizer.
+func TestCodeBlocksFocusable(t *testing.T) {
+	r := markdown.New()
+	for _, src := range []string{"```go\nfunc main() {}\n```", "```\nplain\n```", "    indented"} {
+		if got := string(r.Render(src)); !strings.Contains(got, `<pre tabindex="0"`) && !strings.Contains(got, `<pre class="chroma" tabindex="0"`) {
+			t.Errorf("%q renders without a focusable pre: %s", src, got)
+		}
+	}
+}
