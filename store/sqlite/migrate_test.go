@@ -15,7 +15,7 @@ func TestMigrationBindsOldConversations(t *testing.T) {
 	path := openMigrated(t)
 	// Down to version 1; reopening runs every later migration up again.
 	var downs []string
-	for _, f := range []string{"sqlite/0004_public_json.down.sql", "sqlite/0003_agent_health.down.sql", "sqlite/0002_conversation_agent_owner.down.sql"} {
+	for _, f := range []string{"sqlite/0005_search_head_fts.down.sql", "sqlite/0004_public_json.down.sql", "sqlite/0003_agent_health.down.sql", "sqlite/0002_conversation_agent_owner.down.sql"} {
 		down, err := migrations.SQLite.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -27,7 +27,7 @@ func TestMigrationBindsOldConversations(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
-		downs[0], downs[1], downs[2],
+		downs[0], downs[1], downs[2], downs[3],
 		`UPDATE schema_migrations SET version = 1, dirty = 0`,
 		`INSERT INTO agents (id, name, publisher, owner, seq, issued_at, expires_at, status) VALUES ('agent-1', 'bot', '12D3KooWHost', 'alice', 1, 0, 0, 'online')`,
 		`INSERT INTO conversations (id, agent_id, owner_key, created_at, updated_at) VALUES ('known', 'agent-1', 'user:1', 0, 0), ('unknown', 'agent-2', 'user:1', 0, 0)`,
@@ -53,4 +53,58 @@ func TestMigrationBindsOldConversations(t *testing.T) {
 			t.Errorf("conversation %s after migrating: agent owner/publisher = %q, want %q", id, got, want)
 		}
 	}
+}
+
+// TestMigrationFillsHeadIndexes: migration 5 fills agents_fts_title and
+// agents_fts_head from the listings already stored (tombstones left out),
+// and its triggers keep them with agents_fts afterwards.
+func TestMigrationFillsHeadIndexes(t *testing.T) {
+	path := openMigrated(t)
+	down, err := migrations.SQLite.ReadFile("sqlite/0005_search_head_fts.down.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	exec := func(q string) {
+		t.Helper()
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	exec(string(down))
+	exec(`UPDATE schema_migrations SET version = 4, dirty = 0`)
+	exec(`INSERT INTO agents (pos, id, name, display_name, description, tags, seq, issued_at, expires_at, status, tombstone) VALUES
+		(1, 'a1', 'weather-bot', 'Weather Bot', 'forecasts', '["geo"]', 1, 0, 0, 'online', 0),
+		(2, 'a2', 'geo-bot', 'Geo Bot', 'weather maps', '["weather"]', 1, 0, 0, 'online', 0),
+		(3, 'a3', 'gone', 'Gone', 'weather', '["weather"]', 1, 0, 0, 'online', 1)`)
+
+	matches := func(when string, want map[string]string) {
+		t.Helper()
+		for table, w := range want {
+			var got string
+			q := `SELECT coalesce(group_concat(rowid), '') FROM (SELECT rowid FROM ` + table + ` WHERE ` + table + ` MATCH '"weather"*' ORDER BY rowid)`
+			if err := raw.QueryRow(q).Scan(&got); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			if got != w {
+				t.Errorf("%s: %s matches weather* at rowids %q, want %q", when, table, got, w)
+			}
+		}
+	}
+
+	db, err := sqlite.Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatalf("open a version 4 database: %v", err)
+	}
+	defer db.Close()
+	matches("after migrating", map[string]string{"agents_fts": "1,2", "agents_fts_title": "1", "agents_fts_head": "1,2"})
+	// Writes after the migration go through the new triggers.
+	exec(`UPDATE agents SET display_name = 'Sky Bot', name = 'sky-bot' WHERE pos = 1`)
+	exec(`INSERT INTO agents (pos, id, name, seq, issued_at, expires_at, status) VALUES (4, 'a4', 'weatherly', 1, 0, 0, 'online')`)
+	exec(`UPDATE agents SET tombstone = 1 WHERE pos = 2`)
+	matches("after writes", map[string]string{"agents_fts": "4", "agents_fts_title": "4", "agents_fts_head": "4"})
 }

@@ -26,6 +26,8 @@ var BenchSizes = []int{10_000, 100_000}
 // shared by that size's sub-benchmarks:
 //
 //	SearchText    a free-text query (rotating: a common word, a two-word AND, a short prefix)
+//	SearchDistinct a free-text query never asked before in the run (distinctQueries),
+//	              as agentsite-load's distinct mix sends: no cache helps
 //	SearchTag     one tag, first page
 //	SearchNoQuery the default listing, page 2 (through the cursor of page 1)
 //	GetByID       one listing by id
@@ -61,6 +63,17 @@ func runBenchmarks(b *testing.B, s store.Store, ls []store.Listing) {
 		i := 0
 		for b.Loop() {
 			search(b, store.SearchQuery{Q: queries[i%len(queries)], Limit: store.DefaultLimit})
+			i++
+		}
+	})
+	b.Run("SearchDistinct", func(b *testing.B) {
+		queries := distinctQueries(ls)
+		i := 0
+		for b.Loop() {
+			// Some pairs match nothing: an empty page is a valid answer here.
+			if _, err := s.SearchAgents(ctx, store.SearchQuery{Q: queries[i%len(queries)], Limit: store.DefaultLimit}); err != nil {
+				b.Fatalf("SearchAgents(%q): %v", queries[i%len(queries)], err)
+			}
 			i++
 		}
 	})
@@ -242,4 +255,43 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// distinctQueries is the vocabulary of ls as distinct search-box queries,
+// in a fixed random order: every word of three letters or more once on its
+// own, then two-word queries whose words occur together in one listing,
+// no two the same set of words (as cmd/agentsite-load's distinct mix).
+func distinctQueries(ls []store.Listing) []string {
+	rng := rand.New(rand.NewPCG(7, 42))
+	words := func(l store.Listing) []string {
+		r := l.Record
+		text := strings.ToLower(r.Name + " " + r.DisplayName + " " + r.Description + " " + strings.Join(r.Tags, " "))
+		var out []string
+		for _, f := range strings.FieldsFunc(text, func(c rune) bool { return c < 'a' || c > 'z' }) {
+			if len(f) >= 3 && f != "the" && f != "and" && f != "this" && f != "agent" && !contains(out, f) {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range ls {
+		for _, w := range words(l) {
+			if !seen[w] {
+				seen[w] = true
+				out = append(out, w)
+			}
+		}
+	}
+	for tries := 0; len(out) < 5000 && tries < 100_000; tries++ {
+		ws := words(ls[rng.IntN(len(ls))])
+		a, c := ws[rng.IntN(len(ws))], ws[rng.IntN(len(ws))]
+		if key := min(a, c) + " " + max(a, c); a != c && !seen[key] {
+			seen[key] = true
+			out = append(out, a+" "+c)
+		}
+	}
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
 }
