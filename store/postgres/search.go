@@ -21,14 +21,19 @@ import (
 // constant fragments; every value (terms, tags, statuses, health, owner,
 // cursor) is a bind parameter.
 //
-// A search is one statement: a UNION ALL of passes, each newest first and
-// stopping at the page size, and a LIMIT over them, so Postgres runs the
-// passes in order and stops starting new ones once the page is full. The
-// passes are: the agents that are not failing, then the failing ones
-// (DESIGN "Agent health"); within each, without text one pass, with text
-// one per relevance tier (tiers). That is store/sqlite's order too.
+// A search walks the agents that are not failing, then the failing ones
+// (DESIGN "Agent health"). Each of those two passes is one statement: a
+// UNION ALL of its relevance tiers (tiers; one branch without text or
+// newest first), each newest first and stopping at the page size, under a
+// LIMIT, so Postgres runs the tiers in order and stops starting new ones
+// once the page is full. That is store/sqlite's order too. The failing
+// pass runs only when the first left the page short and some listing is
+// failing (agents_failing, a partial index: one probe): a six-branch
+// statement cost ~60 % more per search than the three branches that fill
+// almost every page (pgbench, generic plans, 10k listings), though the
+// failing branches never ran.
 //
-// Plans (EXPLAIN ANALYZE at 100k listings, see bench_test.go): each pass
+// Plans (EXPLAIN ANALYZE at 100k listings, see bench_test.go): each tier
 // is either a backward walk of agents_visible_health_pos (default
 // statuses) or agents_status_health_pos (explicit statuses) that checks
 // the tier's match on each row and stops after a page (a common word), or
@@ -44,103 +49,44 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	}
 	limit := store.NormalizeLimit(q.Limit)
 	terms := store.SearchTerms(q.Q)
-	var b sqlBuilder
-	where, ok := b.filters(q)
-	if !ok {
-		return store.SearchPage{Listings: []store.Listing{}}, nil
-	}
 	if q.Sort == store.SortName {
+		var b sqlBuilder
+		where, ok := b.filters(q)
+		if !ok {
+			return store.SearchPage{Listings: []store.Listing{}}, nil
+		}
 		return db.searchByName(ctx, &b, where, terms, cur, hasCursor, limit)
 	}
-	order := []tier{{0, ""}}
-	if len(terms) > 0 {
-		query := "to_tsquery('simple', " + b.arg(tsQuery(terms)) + ")"
-		order = textTiers(query)
-		if q.Sort == store.SortNewest {
-			order = []tier{{0, "a.search @@ " + query}}
-		}
-	}
-	limitArg := b.arg(limit + 1)
-
-	var passes []string
-	for _, failing := range healthPasses(q.Health) {
+	var hits []searchHit
+	for i, failing := range healthPasses(q.Health) {
 		if hasCursor && cur.Failing && !failing {
 			continue
 		}
-		atCursor := hasCursor && cur.Failing == failing
-		health := notFailing
-		if failing {
-			health = "NOT " + notFailing
+		need := limit + 1 - len(hits)
+		if need <= 0 {
+			break
 		}
-		for _, t := range order {
-			if atCursor && t.rank < cur.Rank {
-				continue
+		if failing && i > 0 {
+			// After a short first pass: most catalogues have no failing
+			// listing to add.
+			var any bool
+			if err := db.q.QueryRow(ctx, anyFailingSQL).Scan(&any); err != nil {
+				return store.SearchPage{}, dbErr("search agents", err)
 			}
-			w := append(slices.Clip(where), health)
-			if t.match != "" {
-				w = append(w, t.match)
-			}
-			if atCursor && t.rank == cur.Rank {
-				w = append(w, "a.pos < "+b.arg(cur.Pos))
-			}
-			passes = append(passes, `(SELECT `+agentColumns+`, `+strconv.FormatBool(failing)+` AS failing, `+strconv.Itoa(int(t.rank))+`::float8 AS rank
-	FROM agents a
-	WHERE `+strings.Join(w, " AND ")+`
-	ORDER BY a.pos DESC
-	LIMIT `+limitArg+`)`)
-		}
-	}
-	if len(passes) == 0 {
-		return store.SearchPage{Listings: []store.Listing{}}, nil
-	}
-	columns := listingColumns
-	if q.PublicOnly {
-		columns = publicColumns
-	}
-	// The passes pick the page on the narrow agents table; only those rows
-	// are then joined with agent_records. Postgres runs the branches of a
-	// UNION ALL in order under the LIMIT; the rows are put in page order
-	// again below, as the join does not keep it.
-	sql := `-- name: search_agents
-SELECT ` + columns + `, r.public_json, a.failing, a.rank
-FROM (SELECT * FROM (
-` + strings.Join(passes, "\nUNION ALL\n") + `
-) AS p LIMIT ` + limitArg + `) AS a
-	JOIN agent_records r ON r.id = a.id`
-
-	rows, err := db.q.Query(ctx, sql, db.searchArgs(ctx, b.args)...)
-	if err != nil {
-		return store.SearchPage{}, dbErr("search agents", err)
-	}
-	defer rows.Close()
-	type hit struct {
-		l       store.Listing
-		pos     int64
-		failing bool
-		rank    float64
-	}
-	hits := make([]hit, 0, limit+1)
-	for rows.Next() {
-		var (
-			h      hit
-			public []byte
-		)
-		if h.l, h.pos, err = scanListing(rows, &public, &h.failing, &h.rank); err != nil {
-			return store.SearchPage{}, dbErr("search agents", err)
-		}
-		h.l.PublicJSON = public
-		if h.l.PublicJSON == nil {
-			if h.l.PublicJSON, err = store.PublicRecordJSON(&h.l.Record); err != nil {
-				return store.SearchPage{}, fmt.Errorf("postgres: search agents: %w", err)
+			if !any {
+				break
 			}
 		}
-		hits = append(hits, h)
-	}
-	if err := rows.Err(); err != nil {
-		return store.SearchPage{}, dbErr("search agents", err)
+		sql, args, ok := passSQL(q, terms, failing, hasCursor && cur.Failing == failing, cur, need)
+		if !ok {
+			return store.SearchPage{Listings: []store.Listing{}}, nil
+		}
+		if hits, err = db.collectHits(ctx, hits, sql, db.searchArgs(ctx, args)); err != nil {
+			return store.SearchPage{}, err
+		}
 	}
 	// Page order: not failing first, then by tier, then newest first.
-	slices.SortFunc(hits, func(x, y hit) int {
+	slices.SortFunc(hits, func(x, y searchHit) int {
 		if x.failing != y.failing {
 			if x.failing {
 				return 1
@@ -162,6 +108,111 @@ FROM (SELECT * FROM (
 		page.Listings = append(page.Listings, h.l)
 	}
 	return page, nil
+}
+
+// anyFailingSQL tells whether any listing is failing: one probe of the
+// partial index agents_failing (migration 0005).
+const anyFailingSQL = `-- name: any_failing
+SELECT EXISTS (SELECT 1 FROM agents WHERE health_state = 'failing')`
+
+// searchHit is one row of a search pass, with its place in the page order.
+type searchHit struct {
+	l       store.Listing
+	pos     int64
+	failing bool
+	rank    float64
+}
+
+// passSQL is the statement of one health pass of a search (failing or
+// not): its tiers as a UNION ALL under a LIMIT of need rows, from the
+// cursor on when atCursor. ok is false when a filter value cannot match.
+func passSQL(q store.SearchQuery, terms []string, failing, atCursor bool, cur store.Cursor, need int) (sql string, args []any, ok bool) {
+	var b sqlBuilder
+	where, ok := b.filters(q)
+	if !ok {
+		return "", nil, false
+	}
+	order := []tier{{0, ""}}
+	if len(terms) > 0 {
+		query := "to_tsquery('simple', " + b.arg(tsQuery(terms)) + ")"
+		order = textTiers(query)
+		if q.Sort == store.SortNewest {
+			order = []tier{{0, "a.search @@ " + query}}
+		}
+	}
+	limitArg := b.arg(need)
+	health := notFailing
+	if failing {
+		health = "NOT " + notFailing
+	}
+	var branches []string
+	for _, t := range order {
+		if atCursor && t.rank < cur.Rank {
+			continue
+		}
+		w := append(slices.Clip(where), health)
+		if t.match != "" {
+			w = append(w, t.match)
+		}
+		if atCursor && t.rank == cur.Rank {
+			w = append(w, "a.pos < "+b.arg(cur.Pos))
+		}
+		branches = append(branches, `(SELECT `+agentColumns+`, `+strconv.FormatBool(failing)+` AS failing, `+strconv.Itoa(int(t.rank))+`::float8 AS rank
+	FROM agents a
+	WHERE `+strings.Join(w, " AND ")+`
+	ORDER BY a.pos DESC
+	LIMIT `+limitArg+`)`)
+	}
+	if len(branches) == 0 {
+		return "", nil, false
+	}
+	columns := listingColumns
+	if q.PublicOnly {
+		columns = publicColumns
+	}
+	// The tiers pick the page on the narrow agents table; only those rows
+	// are then joined with agent_records. Postgres runs the branches of a
+	// UNION ALL in order under the LIMIT; the rows are put in page order
+	// again by the caller, as the join does not keep it.
+	return `-- name: search_agents
+SELECT ` + columns + `, r.public_json, a.failing, a.rank
+FROM (SELECT * FROM (
+` + strings.Join(branches, "\nUNION ALL\n") + `
+) AS p LIMIT ` + limitArg + `) AS a
+	JOIN agent_records r ON r.id = a.id`, b.args, true
+}
+
+// collectHits runs one pass and appends its rows to hits. A listing
+// already there (its health changed between the two passes' statements)
+// is not added twice.
+func (db *DB) collectHits(ctx context.Context, hits []searchHit, sql string, args []any) ([]searchHit, error) {
+	rows, err := db.q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, dbErr("search agents", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			h      searchHit
+			public []byte
+		)
+		if h.l, h.pos, err = scanListing(rows, &public, &h.failing, &h.rank); err != nil {
+			return nil, dbErr("search agents", err)
+		}
+		h.l.PublicJSON = public
+		if h.l.PublicJSON == nil {
+			if h.l.PublicJSON, err = store.PublicRecordJSON(&h.l.Record); err != nil {
+				return nil, fmt.Errorf("postgres: search agents: %w", err)
+			}
+		}
+		if !slices.ContainsFunc(hits, func(x searchHit) bool { return x.l.Record.ID == h.l.Record.ID }) {
+			hits = append(hits, h)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("search agents", err)
+	}
+	return hits, nil
 }
 
 // tier is one relevance tier of a text search: its rank (1 is the best;
