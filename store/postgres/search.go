@@ -79,7 +79,7 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 		}
 		sql, args, ok := passSQL(q, terms, failing, hasCursor && cur.Failing == failing, cur, need)
 		if !ok {
-			return store.SearchPage{Listings: []store.Listing{}}, nil
+			continue // nothing in this pass can match
 		}
 		if hits, err = db.collectHits(ctx, hits, sql, db.searchArgs(ctx, args)); err != nil {
 			return store.SearchPage{}, err
@@ -125,7 +125,9 @@ type searchHit struct {
 
 // passSQL is the statement of one health pass of a search (failing or
 // not): its tiers as a UNION ALL under a LIMIT of need rows, from the
-// cursor on when atCursor. ok is false when a filter value cannot match.
+// cursor on when atCursor. ok is false when the pass cannot match
+// anything: a filter value that no row can hold, or a cursor past its
+// tiers.
 func passSQL(q store.SearchQuery, terms []string, failing, atCursor bool, cur store.Cursor, need int) (sql string, args []any, ok bool) {
 	var b sqlBuilder
 	where, ok := b.filters(q)
