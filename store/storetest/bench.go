@@ -286,6 +286,9 @@ func distinctQueries(ls []store.Listing) []string {
 	}
 	for tries := 0; len(out) < 5000 && tries < 100_000; tries++ {
 		ws := words(ls[rng.IntN(len(ls))])
+		if len(ws) < 2 {
+			continue
+		}
 		a, c := ws[rng.IntN(len(ws))], ws[rng.IntN(len(ws))]
 		if key := min(a, c) + " " + max(a, c); a != c && !seen[key] {
 			seen[key] = true
