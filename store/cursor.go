@@ -4,6 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // Cursor is the keyset position after the last row of a page: Pos is the
@@ -43,6 +46,22 @@ func DecodeCursor(s string) (c Cursor, ok bool, err error) {
 		return Cursor{}, false, ErrBadCursor
 	}
 	return c, true, nil
+}
+
+// HealthPasses is which passes a search makes, in page order: the agents
+// that are not failing (false), then the failing ones (true), which come
+// last (DESIGN "Agent health"); a health filter may leave one out. Both
+// engines plan their searches by it; the cursor's Failing says which pass
+// a page stopped in.
+func HealthPasses(health []string) []bool {
+	var out []bool
+	if len(health) == 0 || slices.ContainsFunc(health, func(s string) bool { return s != agent.HealthFailing }) {
+		out = append(out, false)
+	}
+	if len(health) == 0 || slices.Contains(health, agent.HealthFailing) {
+		out = append(out, true)
+	}
+	return out
 }
 
 // NormalizeLimit clamps a page size.

@@ -58,7 +58,7 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 		return db.searchByName(ctx, &b, where, terms, cur, hasCursor, limit)
 	}
 	var hits []searchHit
-	for i, failing := range healthPasses(q.Health) {
+	for i, failing := range store.HealthPasses(q.Health) {
 		if hasCursor && cur.Failing && !failing {
 			continue
 		}
@@ -236,21 +236,6 @@ func textTiers(query string) []tier {
 		{2, "a.search_head @@ " + query + " AND NOT a.search_title @@ " + query},
 		{3, "a.search @@ " + query + " AND NOT a.search_head @@ " + query},
 	}
-}
-
-// healthPasses is which passes a search makes, in order: the agents that
-// are not failing (false), then the failing ones (true); a health filter
-// may leave one out.
-func healthPasses(health []string) []bool {
-	hs := dedupe(health)
-	var out []bool
-	if len(hs) == 0 || slices.ContainsFunc(hs, func(s string) bool { return s != agent.HealthFailing }) {
-		out = append(out, false)
-	}
-	if len(hs) == 0 || slices.Contains(hs, agent.HealthFailing) {
-		out = append(out, true)
-	}
-	return out
 }
 
 // notFailing is the first key of every search order, spelled as in the

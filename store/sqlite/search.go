@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -171,7 +170,7 @@ const nameKey = `lower(a.display_name)`
 func nameQueries(q store.SearchQuery, columns string, terms []string, cur store.Cursor, hasCursor bool) []passQuery {
 	tags := dedupe(q.Tags)
 	var plan []passQuery
-	for _, failing := range healthPasses(q.Health) {
+	for _, failing := range store.HealthPasses(q.Health) {
 		if hasCursor && cur.Failing && !failing {
 			continue
 		}
@@ -193,27 +192,12 @@ ORDER BY ` + nameKey + `, a.pos LIMIT ` + b.arg(0)
 	return plan
 }
 
-// healthPasses is which passes a search makes, in order: the agents that
-// are not failing, then the failing ones; a health filter may leave one
-// out.
-func healthPasses(health []string) []bool {
-	hs := dedupe(health)
-	var out []bool
-	if len(hs) == 0 || slices.ContainsFunc(hs, func(s string) bool { return s != agent.HealthFailing }) {
-		out = append(out, false)
-	}
-	if len(hs) == 0 || slices.Contains(hs, agent.HealthFailing) {
-		out = append(out, true)
-	}
-	return out
-}
-
 // newestQueries is the plan of a search without text: each pass newest
 // first, from the cursor's pass on, selecting columns.
 func newestQueries(q store.SearchQuery, columns string, cur store.Cursor, hasCursor bool) []passQuery {
 	tags := dedupe(q.Tags)
 	var plan []passQuery
-	for _, failing := range healthPasses(q.Health) {
+	for _, failing := range store.HealthPasses(q.Health) {
 		if hasCursor && cur.Failing && !failing {
 			continue
 		}
@@ -243,7 +227,7 @@ func tierQueries(q store.SearchQuery, columns string, terms []string, tiers []ti
 	all := ftsQuery(terms)
 	tags := dedupe(q.Tags)
 	var plan []passQuery
-	for _, failing := range healthPasses(q.Health) {
+	for _, failing := range store.HealthPasses(q.Health) {
 		if hasCursor && cur.Failing && !failing {
 			continue
 		}
