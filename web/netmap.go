@@ -2,6 +2,7 @@ package web
 
 import (
 	"math"
+	"slices"
 	"strconv"
 )
 
@@ -33,9 +34,12 @@ type NetMap struct {
 	Self   NetMapNode
 	Peers  []NetMapNode
 	Hidden int // peers not drawn
-	// Relayed: some drawn peer is connected only through a relay (the
-	// legend then explains the dotted line).
-	Relayed bool
+}
+
+// Relayed reports whether some drawn peer is connected only through a
+// relay (the legend then explains the dotted line).
+func (m NetMap) Relayed() bool {
+	return slices.ContainsFunc(m.Peers, func(p NetMapNode) bool { return p.Connected && p.Relayed })
 }
 
 // NetMapNode is one drawn node.
@@ -83,7 +87,6 @@ func NewNetMap(self NetPeer, peers []NetPeer) NetMap {
 			}
 		}
 		m.Peers = append(m.Peers, n)
-		m.Relayed = m.Relayed || (p.Connected && p.Relayed)
 	}
 	return m
 }

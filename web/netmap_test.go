@@ -47,7 +47,7 @@ func TestNetMapRelayedEdges(t *testing.T) {
 		{PeerID: "12D3KooWheard", Status: "online"},
 	}
 	m := NewNetMap(NetPeer{PeerID: "self"}, peers)
-	if !m.Relayed {
+	if !m.Relayed() {
 		t.Error("map with a relayed peer: Relayed = false")
 	}
 	var b strings.Builder
@@ -60,7 +60,7 @@ func TestNetMapRelayedEdges(t *testing.T) {
 	if got := strings.Count(b.String(), "net-edge-relayed"); got != 1 {
 		t.Errorf("%d edges with the relayed class, want 1", got)
 	}
-	if NewNetMap(NetPeer{PeerID: "self"}, peers[:1]).Relayed || NewNetMap(NetPeer{PeerID: "self"}, []NetPeer{{PeerID: "x", Relayed: true}}).Relayed {
+	if NewNetMap(NetPeer{PeerID: "self"}, peers[:1]).Relayed() || NewNetMap(NetPeer{PeerID: "self"}, []NetPeer{{PeerID: "x", Relayed: true}}).Relayed() {
 		t.Error("Relayed set without a connected relayed peer")
 	}
 }

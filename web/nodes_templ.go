@@ -119,7 +119,7 @@ func NodesPage(v NodesView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if v.Map.Relayed {
+			if v.Map.Relayed() {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 8, "<span class=\"legend-line legend-relayed\" aria-hidden=\"true\"></span> connected through a relay")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
