@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,8 +142,7 @@ func (c *Cache) Memo(ctx context.Context, key string, load func(ctx context.Cont
 // field of q it depends on (not cursor, limit or sort) and by limit, and
 // dropped by any write like the other cached reads.
 func (c *Cache) TagFacets(ctx context.Context, q SearchQuery, limit int) ([]TagCount, error) {
-	key := fmt.Sprintf("facets\x00%s\x00%s\x00%s\x00%s\x00%s\x00%d",
-		q.Q, strings.Join(q.Tags, ","), strings.Join(q.Statuses, ","), strings.Join(q.Health, ","), q.Owner, NormalizeLimit(limit))
+	key := "facets\x00" + SearchKey(SearchQuery{Q: q.Q, Tags: q.Tags, Statuses: q.Statuses, Health: q.Health, Owner: q.Owner, Limit: limit})
 	v, err := c.get(ctx, key, func(ctx context.Context) (any, error) { return c.next.TagFacets(ctx, q, limit) })
 	if err != nil {
 		return nil, err
