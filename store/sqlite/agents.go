@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
-	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -95,7 +93,7 @@ func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
 	return db.inTx(ctx, func(ctx context.Context, tx execer) error {
 		var pos int64
 		err := tx.QueryRowContext(ctx, upsertAgentSQL,
-			r.ID, r.Name, r.DisplayName, r.Description, tags, skills, skillsText(r.Skills), endpoints,
+			r.ID, r.Name, r.DisplayName, r.Description, tags, skills, store.SkillsText(r.Skills), endpoints,
 			r.Version, r.Publisher, r.Owner, int64(r.Seq), nanos(r.IssuedAt), nanos(r.ExpiresAt), boolInt(r.Tombstone),
 			l.Envelope, l.Status, nanos(l.LastSeen), l.HostPeerID, boolInt(l.Local), nanos(l.UpdatedAt), public,
 		).Scan(&pos)
@@ -127,24 +125,6 @@ func jsonOrNull[T any](s []T) (any, error) {
 		return nil, err
 	}
 	return string(b), nil
-}
-
-// skillsText flattens skills into the text the full-text index sees.
-func skillsText(skills []agent.Skill) string {
-	var b strings.Builder
-	for _, s := range skills {
-		b.WriteString(s.ID)
-		b.WriteByte('\n')
-		b.WriteString(s.Name)
-		b.WriteByte('\n')
-		b.WriteString(s.Description)
-		b.WriteByte('\n')
-		for _, ex := range s.Examples {
-			b.WriteString(ex)
-			b.WriteByte('\n')
-		}
-	}
-	return b.String()
 }
 
 // GetAgent implements store.Catalogue.
