@@ -69,6 +69,10 @@ type Config struct {
 	// RateLimit is the number of login and sign-up attempts one IP may make
 	// per minute (registrations and API writes: six times that). 0: 10.
 	RateLimit int
+	// SearchIndexLoaded tells whether the in-process search index has
+	// loaded (/readyz shows it; searches work meanwhile, from the
+	// database). nil: the node has no index.
+	SearchIndexLoaded func() bool
 	// ChatRateLimit is the number of chat turns one IP (or account) may
 	// send per minute, over the WebSocket and the message API. 0: 120.
 	ChatRateLimit int

@@ -3,8 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -110,8 +113,43 @@ func startServer(ctx context.Context, bin string, db *database, dataDir, name st
 		s.stop(progress)
 		return nil, err
 	}
-	progress("%s ready (%.1fs)", name, time.Since(start).Seconds())
+	if err := waitSearchIndex(ctx, s.baseURL, readyTimeout); err != nil {
+		s.stop(progress)
+		return nil, err
+	}
+	progress("%s ready, search index loaded (%.1fs)", name, time.Since(start).Seconds())
 	return s, nil
+}
+
+// waitSearchIndex waits until the server's /readyz no longer says its
+// search index is loading, so the run measures the node as it serves
+// once started, not its first seconds.
+func waitSearchIndex(ctx context.Context, base string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: 5 * time.Second}
+	for {
+		var ready struct {
+			Checks map[string]string `json:"checks"`
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			err = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&ready)
+			resp.Body.Close()
+		}
+		if err == nil && ready.Checks["search_index"] != "loading" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: search index still loading after %v (last error: %v)", base, timeout, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // freeLoopbackAddr asks the kernel for a free port on 127.0.0.1.

@@ -27,6 +27,7 @@ import (
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/p2p/peermcp"
 	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/store/searchindex"
 	"github.com/agentsite/agentsite/store/storeopen"
 )
 
@@ -114,7 +115,8 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Store = st
-	network, full := cachedStore(st)
+	indexed, indexLoaded := m.searchIndex(ctx, st)
+	network, full := cachedStore(indexed)
 	selfID, err := peer.IDFromPrivateKey(key)
 	if err != nil {
 		return fmt.Errorf("peer id: %w", err)
@@ -162,6 +164,7 @@ func (m *Main) Run(ctx context.Context) error {
 		TrustedProxies:        m.Config.TrustedProxies,
 		MetricsToken:          m.Config.MetricsToken,
 		PublicURL:             m.Config.PublicURL,
+		SearchIndexLoaded:     indexLoaded,
 	}, reg)
 	if err != nil {
 		return fmt.Errorf("build HTTP handlers: %w", err)
@@ -234,6 +237,25 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	m.Logger.Info("AgentSite is up", "portal", m.HTTPURL(), "addrs", node.Addrs())
 	return nil
+}
+
+// searchIndex puts the in-process search index in front of st
+// (store/searchindex) and starts loading it: searches use the database
+// until it has loaded, then the index. Every write of the node passes
+// through it, so a search finds what the node just wrote. loaded tells
+// whether it has loaded (nil without an index).
+func (m *Main) searchIndex(ctx context.Context, st store.Store) (indexed store.Store, loaded func() bool) {
+	e, ok := st.(searchindex.Engine)
+	if !ok {
+		return st, nil
+	}
+	idx := searchindex.New(e, m.Logger)
+	m.goLoop(ctx, func(ctx context.Context) {
+		if err := idx.Run(ctx); err != nil && ctx.Err() == nil {
+			m.Logger.Error("search index stopped; searches use the database", "err", err)
+		}
+	})
+	return idx, idx.Loaded
 }
 
 // cachedStore puts the read cache in front of st's network view (listings

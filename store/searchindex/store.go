@@ -1,0 +1,330 @@
+package searchindex
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/store"
+)
+
+// Engine is what the index stands in front of: a whole store with a change
+// feed, which runs batches and reads many listings at once (both engines).
+type Engine interface {
+	store.Store
+	store.ChangeFeed
+	store.Batcher
+	store.AgentsGetter
+}
+
+// Store is an Engine whose text searches the index answers once it has
+// loaded (Run); until then, and for what it does not answer (store.SortName),
+// the engine does. Every other call goes to the engine.
+type Store struct {
+	Engine
+	log *slog.Logger
+	// PollEvery bounds how old the index may be when a search starts,
+	// for the writes of other processes (New sets 1 s).
+	PollEvery time.Duration
+
+	mu sync.RWMutex
+	ix *index
+	// ready: the index holds every listing up to its first catch-up.
+	ready atomic.Bool
+
+	// syncMu serialises catch-ups; after and gaps belong to it.
+	syncMu sync.Mutex
+	after  int64               // the largest change number applied
+	gaps   map[int64]time.Time // numbers below after not seen yet (Postgres: in-flight transactions)
+	// writes counts this process's writes through the Store; synced is
+	// its value when the last catch-up started, lastSync when it ended.
+	writes   atomic.Uint64
+	synced   atomic.Uint64
+	lastSync atomic.Int64
+
+	answered, passed atomic.Uint64
+}
+
+var _ Engine = (*Store)(nil)
+
+// New puts an index in front of e; it answers searches once Run has loaded
+// it.
+func New(e Engine, log *slog.Logger) *Store {
+	return &Store{Engine: e, log: log, PollEvery: time.Second, ix: newIndex(), gaps: map[int64]time.Time{}}
+}
+
+// Batch sizes of the change feed reads.
+const (
+	loadBatch = 5_000
+	syncBatch = 2_000
+	// maxGaps bounds the numbers a catch-up asks for again; gapTTL how
+	// long it asks (a transaction that took a number and has not
+	// committed since has rolled back, or the number was replaced by a
+	// newer change of its row).
+	maxGaps = 4096
+	gapTTL  = time.Minute
+)
+
+// Run loads the index from the change feed, then keeps it caught up every
+// PollEvery until ctx ends. It logs the load's progress.
+func (s *Store) Run(ctx context.Context) error {
+	if err := s.Load(ctx); err != nil {
+		return err
+	}
+	t := time.NewTicker(s.PollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := s.catchUp(ctx, true); err != nil && ctx.Err() == nil {
+				s.log.Warn("search index: catching up with the store failed; searches use the database until it succeeds", "err", err)
+			}
+		}
+	}
+}
+
+// Load reads every listing into the index; searches use it afterwards.
+func (s *Store) Load(ctx context.Context) error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	start, begun, logged := s.writes.Load(), time.Now(), time.Now()
+	n := 0
+	for {
+		docs, err := s.Engine.ListingChanges(ctx, s.after, nil, loadBatch)
+		if err != nil {
+			return fmt.Errorf("search index: load: %w", err)
+		}
+		s.applyLocked(docs, false)
+		n += len(docs)
+		if len(docs) < loadBatch {
+			break
+		}
+		if time.Since(logged) > 5*time.Second {
+			s.log.Info("search index: loading", "listings", n, "elapsed", time.Since(begun).Round(time.Millisecond))
+			logged = time.Now()
+		}
+	}
+	// A transaction that took a number below the last one read and had
+	// not committed yet: ask for the last numbers again until they show.
+	now := time.Now()
+	for seq := max(1, s.after-maxGaps+1); seq <= s.after; seq++ {
+		s.gaps[seq] = now
+	}
+	if err := s.catchUpLocked(ctx, start); err != nil {
+		return fmt.Errorf("search index: load: %w", err)
+	}
+	s.mu.RLock()
+	held := len(s.ix.docs)
+	s.mu.RUnlock()
+	s.ready.Store(true)
+	s.log.Info("search index: loaded", "listings", held, "elapsed", time.Since(begun).Round(time.Millisecond))
+	return nil
+}
+
+// catchUp applies the changes since the last catch-up: always when force,
+// otherwise only when this process wrote since then or PollEvery passed.
+func (s *Store) catchUp(ctx context.Context, force bool) error {
+	w := s.writes.Load()
+	if !force && s.current(w) {
+		return nil
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if !force && s.current(w) {
+		return nil // another search caught up meanwhile
+	}
+	return s.catchUpLocked(ctx, s.writes.Load())
+}
+
+// current tells whether a catch-up started after the writes counted by w,
+// and not longer than PollEvery ago.
+func (s *Store) current(w uint64) bool {
+	return s.synced.Load() >= w && time.Since(time.Unix(0, s.lastSync.Load())) < s.PollEvery
+}
+
+// catchUpLocked reads the changes past s.after (and the gaps); w is the
+// write count before the first read. syncMu is held.
+func (s *Store) catchUpLocked(ctx context.Context, w uint64) error {
+	now := time.Now()
+	also := make([]int64, 0, len(s.gaps))
+	for seq, seen := range s.gaps {
+		if now.Sub(seen) > gapTTL {
+			delete(s.gaps, seq)
+			continue
+		}
+		also = append(also, seq)
+	}
+	for {
+		docs, err := s.Engine.ListingChanges(ctx, s.after, also, syncBatch)
+		if err != nil {
+			return fmt.Errorf("search index: catch up: %w", err)
+		}
+		s.applyLocked(docs, true)
+		if len(docs) < syncBatch {
+			break
+		}
+		also = nil
+	}
+	s.synced.Store(w)
+	s.lastSync.Store(time.Now().UnixNano())
+	return nil
+}
+
+// applyLocked puts docs (in change number order, some perhaps below
+// s.after: gaps filled) into the index; with trackGaps, the numbers
+// skipped on the way are asked for again later. syncMu is held.
+func (s *Store) applyLocked(docs []store.IndexDoc, trackGaps bool) {
+	if len(docs) == 0 {
+		return
+	}
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range docs {
+		delete(s.gaps, d.ChangeSeq)
+		if d.ChangeSeq > s.after {
+			if trackGaps {
+				for seq := max(s.after+1, d.ChangeSeq-maxGaps); seq < d.ChangeSeq && len(s.gaps) < maxGaps; seq++ {
+					s.gaps[seq] = now
+				}
+			}
+			s.after = d.ChangeSeq
+		}
+		if old := s.ix.docs[key(d.Pos)]; old != nil && old.seq >= d.ChangeSeq {
+			continue // already applied (a gap asked again, or a load's overlap)
+		}
+		s.ix.apply(d)
+	}
+	s.ix.sortWords()
+}
+
+// SearchAgents implements store.Catalogue from the index when it can.
+func (s *Store) SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error) {
+	cur, hasCursor, err := store.DecodeCursor(q.Cursor)
+	if err != nil || q.Sort == store.SortName || !s.ready.Load() {
+		s.passed.Add(1)
+		return s.Engine.SearchAgents(ctx, q)
+	}
+	limit := store.NormalizeLimit(q.Limit)
+	for attempt := range 2 {
+		if err := s.catchUp(ctx, attempt > 0); err != nil {
+			break
+		}
+		s.mu.RLock()
+		hits := s.ix.page(q, cur, hasCursor, limit)
+		s.mu.RUnlock()
+		page, ok, err := s.read(ctx, q, hits, limit)
+		if err != nil {
+			return store.SearchPage{}, err
+		}
+		if ok {
+			s.answered.Add(1)
+			return page, nil
+		}
+		// A listing of the page changed after the index read it: catch
+		// up and look again.
+	}
+	s.passed.Add(1)
+	return s.Engine.SearchAgents(ctx, q)
+}
+
+// TagFacets implements store.Catalogue from the index once it has
+// loaded.
+func (s *Store) TagFacets(ctx context.Context, q store.SearchQuery, limit int) ([]store.TagCount, error) {
+	if !s.ready.Load() || s.catchUp(ctx, false) != nil {
+		return s.Engine.TagFacets(ctx, q, limit)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.ix.tagCounts(q, store.NormalizeLimit(limit)), nil
+}
+
+// read reads the page's listings from the engine. ok is false when one of
+// them is gone or changed since the index read it.
+func (s *Store) read(ctx context.Context, q store.SearchQuery, hits []hit, limit int) (store.SearchPage, bool, error) {
+	n := min(len(hits), limit)
+	page := store.SearchPage{Listings: make([]store.Listing, 0, n)}
+	if n == 0 {
+		return page, true, nil
+	}
+	pos := make([]int64, n)
+	for i, h := range hits[:n] {
+		pos[i] = h.pos
+	}
+	rows, err := s.Engine.ListingsAt(ctx, pos, q.PublicOnly)
+	if err != nil {
+		return store.SearchPage{}, false, fmt.Errorf("search index: read page: %w", err)
+	}
+	byPos := make(map[int64]*store.PosListing, len(rows))
+	for i := range rows {
+		byPos[rows[i].Pos] = &rows[i]
+	}
+	for _, h := range hits[:n] {
+		r := byPos[h.pos]
+		if r == nil || r.ChangeSeq != h.seq {
+			return store.SearchPage{}, false, nil
+		}
+		page.Listings = append(page.Listings, r.Listing)
+	}
+	if len(hits) > limit {
+		last := hits[limit-1]
+		page.NextCursor = store.EncodeCursor(store.Cursor{Rank: last.rank, Pos: last.pos, Failing: last.failing})
+	}
+	return page, true, nil
+}
+
+// Loaded tells whether the index has loaded and answers searches.
+func (s *Store) Loaded() bool { return s.ready.Load() }
+
+// Counts says how many listings the index holds and how many searches it
+// answered or passed to the engine (for tests and metrics).
+func (s *Store) Counts() (listings int, answered, passed uint64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.ix.docs), s.answered.Load(), s.passed.Load()
+}
+
+// The writes: each is the engine's, then counted, so the next search
+// catches up first.
+
+// UpsertRecord implements store.Catalogue.
+func (s *Store) UpsertRecord(ctx context.Context, l store.Listing) error {
+	defer s.writes.Add(1)
+	return s.Engine.UpsertRecord(ctx, l)
+}
+
+// SetHostStatus implements store.Catalogue.
+func (s *Store) SetHostStatus(ctx context.Context, hostPeerID, status string, lastSeen time.Time) (int, error) {
+	defer s.writes.Add(1)
+	return s.Engine.SetHostStatus(ctx, hostPeerID, status, lastSeen)
+}
+
+// SetHealth implements store.Catalogue.
+func (s *Store) SetHealth(ctx context.Context, hostPeerID string, health map[string]agent.Health) (int, error) {
+	defer s.writes.Add(1)
+	return s.Engine.SetHealth(ctx, hostPeerID, health)
+}
+
+// ExpireListings implements store.Catalogue.
+func (s *Store) ExpireListings(ctx context.Context, now time.Time) (int, error) {
+	defer s.writes.Add(1)
+	return s.Engine.ExpireListings(ctx, now)
+}
+
+// InBatch implements store.Batcher.
+func (s *Store) InBatch(ctx context.Context, fn func(ctx context.Context) error) error {
+	defer s.writes.Add(1)
+	return s.Engine.InBatch(ctx, fn)
+}
+
+// InBatchWhole implements store.Batcher.
+func (s *Store) InBatchWhole(ctx context.Context, fn func(ctx context.Context) error) error {
+	defer s.writes.Add(1)
+	return s.Engine.InBatchWhole(ctx, fn)
+}
