@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"reflect"
 	"slices"
@@ -19,6 +20,7 @@ var changeCases = []testCase{
 	{"ChangesNumberStatusAndHealth", testChangesNumberStatusAndHealth},
 	{"ChangesTombstoneAndExpiry", testChangesTombstoneAndExpiry},
 	{"ChangesAlso", testChangesAlso},
+	{"ChangesInBatch", testChangesInBatch},
 	{"ListingsAt", testListingsAt},
 }
 
@@ -327,13 +329,16 @@ func testChangesTombstoneAndExpiry(t *testing.T, s store.Store) {
 	ctx := testContext(t)
 	at := now()
 	p := newPublisher(t)
-	doomed := p.listing(t, at, agent.Record{Name: "feed-doomed", Tags: []string{"weather"}, Owner: "alice", ExpiresAt: at.Add(3 * time.Hour)})
+	doomedRec := agent.Record{Name: "feed-doomed", Description: "to be deleted", Tags: []string{"weather"}, Owner: "alice", ExpiresAt: at.Add(3 * time.Hour)}
+	doomed := p.listing(t, at, doomedRec)
 	expiring := p.listing(t, at, agent.Record{Name: "feed-expiring", ExpiresAt: at.Add(time.Hour)})
 	lasting := p.listing(t, at, agent.Record{Name: "feed-lasting", ExpiresAt: at.Add(3 * time.Hour)})
 	mustUpsert(t, s, doomed, expiring, lasting)
 	last := lastChange(t, f)
 
-	tomb := p.listing(t, at, agent.Record{Name: "feed-doomed", Owner: "alice", Tombstone: true, Seq: 2, ExpiresAt: at.Add(3 * time.Hour)})
+	// Only the tombstone flag changes: the rest is as it was.
+	doomedRec.Tombstone, doomedRec.Seq = true, 2
+	tomb := p.listing(t, at, doomedRec)
 	mustUpsert(t, s, tomb)
 	docs := wantChanged(t, f, "a tombstone", last, "feed-doomed")
 	if len(docs) == 1 {
@@ -381,7 +386,11 @@ func testChangesAlso(t *testing.T, s store.Store) {
 	n := changeSeqs(docs)
 	// feed-2 moves on: its old number is no row's any more.
 	mustUpsert(t, s, p.listing(t, at, agent.Record{Name: "feed-2", Description: "moved on", Seq: 2}))
-	moved := wantChanged(t, f, "an update", n[4], "feed-2")[0].ChangeSeq
+	docs = wantChanged(t, f, "an update", n[4], "feed-2")
+	if len(docs) != 1 {
+		t.FailNow()
+	}
+	moved := docs[0].ChangeSeq
 
 	for _, c := range []struct {
 		after int64
@@ -407,6 +416,65 @@ func testChangesAlso(t *testing.T, s store.Store) {
 				c.after, c.also, c.limit, got, c.want, n, moved)
 		}
 	}
+}
+
+// testChangesInBatch: writes in a batch (bulk import), with or without
+// savepoints, are numbered as the same writes outside one; a call refused
+// inside a batch, and a batch rolled back, leave no number.
+func testChangesInBatch(t *testing.T, s store.Store) {
+	f := changeFeed(t, s)
+	b, ok := s.(store.Batcher)
+	if !ok {
+		t.Skipf("%T is not a store.Batcher", s)
+	}
+	ctx := testContext(t)
+	at := now()
+	p := newPublisher(t)
+	last := int64(0)
+	for _, whole := range []bool{false, true} {
+		name := map[bool]string{false: "feed-batch", true: "feed-whole"}[whole]
+		run := b.InBatch
+		if whole {
+			run = b.InBatchWhole
+		}
+		one := p.listing(t, at, agent.Record{Name: name + "-one", Seq: 1})
+		two := p.listing(t, at, agent.Record{Name: name + "-two", Seq: 1})
+		newer := p.listing(t, at, agent.Record{Name: name + "-one", Seq: 2, Description: "newer"})
+		same := p.listing(t, at, agent.Record{Name: name + "-two", Seq: 2})
+		err := run(ctx, func(ctx context.Context) error {
+			for _, l := range []store.Listing{one, two, newer, same} {
+				if err := s.UpsertRecord(ctx, l); err != nil {
+					return err
+				}
+			}
+			if !whole {
+				// Refused alone: the batch goes on.
+				if err := s.UpsertRecord(ctx, one); !errors.Is(err, store.ErrStale) {
+					t.Errorf("stale upsert in a batch = %v, want ErrStale", err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("batch (whole %v): %v", whole, err)
+		}
+		docs := wantChanged(t, f, "a batch", last, name+"-two", name+"-one")
+		if len(docs) == 2 {
+			wantDoc(t, docs[1], newer, agent.HealthUnknown)
+			last = docs[1].ChangeSeq
+		}
+	}
+	failed := errors.New("rolled back")
+	err := b.InBatchWhole(ctx, func(ctx context.Context) error {
+		if err := s.UpsertRecord(ctx, p.listing(t, at, agent.Record{Name: "feed-never"})); err != nil {
+			return err
+		}
+		return failed
+	})
+	if !errors.Is(err, failed) {
+		t.Fatalf("InBatchWhole = %v, want the function's error", err)
+	}
+	wantChanged(t, f, "a batch rolled back", last)
 }
 
 // testListingsAt: the listings at the positions asked for (tombstones
