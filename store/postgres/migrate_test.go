@@ -96,7 +96,7 @@ func TestOpenBadURL(t *testing.T) {
 func TestMigrationBindsOldConversations(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	// Down to version 1; opening runs every later migration up again.
-	for _, f := range []string{"postgres/0004_search_tiers.down.sql", "postgres/0003_agent_health.down.sql", "postgres/0002_conversation_agent_owner.down.sql"} {
+	for _, f := range []string{"postgres/0006_listing_changes.down.sql", "postgres/0004_search_tiers.down.sql", "postgres/0003_agent_health.down.sql", "postgres/0002_conversation_agent_owner.down.sql"} {
 		down, err := migrations.Postgres.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -123,5 +123,45 @@ func TestMigrationBindsOldConversations(t *testing.T) {
 		if got := [2]string{c.AgentOwner, c.AgentPublisher}; got != want {
 			t.Errorf("conversation %s after migrating: agent owner/publisher = %q, want %q", id, got, want)
 		}
+	}
+}
+
+// TestMigrationNumbersExistingListings: migration 6 numbers the listings
+// already stored in first-seen order, tombstones included, and a listing
+// written afterwards gets a larger number.
+func TestMigrationNumbersExistingListings(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	down, err := migrations.Postgres.ReadFile("postgres/0006_listing_changes.down.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, url, string(down))
+	exec(t, url, `UPDATE schema_migrations SET version = 5`)
+	insert := func(id string, pos int64, tombstone bool) {
+		t.Helper()
+		exec(t, url, fmt.Sprintf(`INSERT INTO agents (id, pos, seq, status, tombstone, expires_at, last_seen, updated_at, search)
+			OVERRIDING SYSTEM VALUE VALUES ('%s', %d, 1, 'online', %v, now(), now(), now(), ''::tsvector);
+			INSERT INTO agent_records (id, name, issued_at) VALUES ('%[1]s', '%[1]s', now())`, id, pos, tombstone))
+	}
+	insert("a3", 3, false)
+	insert("a7", 7, true)
+
+	db, err := postgres.Open(context.Background(), url, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("open a version 5 database: %v", err)
+	}
+	defer db.Close()
+	insert("a8", 8, false)
+	docs, err := db.ListingChanges(context.Background(), 0, nil, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][3]any
+	for _, d := range docs {
+		got = append(got, [3]any{d.Pos, d.ChangeSeq, d.Tombstone})
+	}
+	want := [][3]any{{int64(3), int64(3), false}, {int64(7), int64(7), true}, {int64(8), int64(8), false}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("after migrating: (pos, change number, tombstone) = %v, want %v", got, want)
 	}
 }

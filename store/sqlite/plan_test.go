@@ -3,6 +3,7 @@ package sqlite
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,4 +154,64 @@ func first(xs []string) string {
 		return ""
 	}
 	return xs[0]
+}
+
+// TestChangeFeedPlans keeps the change feed's reads index-driven:
+// ListingChanges walks agent_changes_seq from after (and probes it for
+// each number of also), never scanning agent_changes or agents, so it
+// sorts at most limit + len(also) rows; ListingsAt looks each position up
+// by rowid.
+func TestChangeFeedPlans(t *testing.T) {
+	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "plans.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, c := range []struct {
+		what, query string
+		args        []any
+		want        []string
+	}{
+		{"listing_changes", listingChangesSQL, []any{5, "[1, 2]", 100}, []string{
+			"SEARCH agent_changes USING COVERING INDEX agent_changes_seq (change_seq>?)",
+			"SEARCH agent_changes USING COVERING INDEX agent_changes_seq (change_seq=?)",
+			"SEARCH a USING INTEGER PRIMARY KEY (rowid=?)",
+		}},
+		{"listings_at", listingsAtSQL, []any{"[1, 2]"}, []string{
+			"SEARCH a USING INTEGER PRIMARY KEY (rowid=?)",
+			"SEARCH c USING INTEGER PRIMARY KEY (rowid=?)",
+		}},
+		{"listings_at public", listingsAtPublicSQL, []any{"[1, 2]"}, []string{
+			"SEARCH a USING INTEGER PRIMARY KEY (rowid=?)",
+			"SEARCH c USING INTEGER PRIMARY KEY (rowid=?)",
+		}},
+	} {
+		rows, err := db.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+c.query, c.args...)
+		if err != nil {
+			t.Fatalf("%s: explain: %v", c.what, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, notUsed int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		text := strings.Join(plan, "; ")
+		for _, w := range c.want {
+			if !slices.ContainsFunc(plan, func(step string) bool { return strings.HasPrefix(step, w) }) {
+				t.Errorf("%s: plan has no step %q:\n%s", c.what, w, text)
+			}
+		}
+		for _, step := range plan {
+			// (listing_changes scans c, its UNION's co-routine, of at
+			// most limit + len(also) rows.)
+			if strings.HasPrefix(step, "SCAN a") || strings.HasPrefix(step, "SCAN agent_changes") {
+				t.Errorf("%s: plan scans a table:\n%s", c.what, text)
+			}
+		}
+	}
 }

@@ -1,0 +1,4 @@
+-- Reverts 0006_listing_changes.
+DROP TRIGGER IF EXISTS agents_change_update;
+DROP TRIGGER IF EXISTS agents_change_insert;
+DROP TABLE IF EXISTS agent_changes;
