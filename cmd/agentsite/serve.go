@@ -115,7 +115,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Store = st
-	indexed, indexLoaded := m.searchIndex(ctx, st)
+	indexed, indexLoaded := m.searchIndex(ctx, st, reg)
 	network, full := cachedStore(indexed)
 	selfID, err := peer.IDFromPrivateKey(key)
 	if err != nil {
@@ -244,12 +244,13 @@ func (m *Main) Run(ctx context.Context) error {
 // until it has loaded, then the index. Every write of the node passes
 // through it, so a search finds what the node just wrote. loaded tells
 // whether it has loaded (nil without an index).
-func (m *Main) searchIndex(ctx context.Context, st store.Store) (indexed store.Store, loaded func() bool) {
+func (m *Main) searchIndex(ctx context.Context, st store.Store, reg prometheus.Registerer) (indexed store.Store, loaded func() bool) {
 	e, ok := st.(searchindex.Engine)
 	if !ok {
 		return st, nil
 	}
 	idx := searchindex.New(e, m.Logger)
+	reg.MustRegister(idx.Collectors()...)
 	m.goLoop(ctx, func(ctx context.Context) {
 		if err := idx.Run(ctx); err != nil && ctx.Err() == nil {
 			m.Logger.Error("search index stopped; searches use the database", "err", err)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 )
@@ -288,6 +290,30 @@ func (s *Store) Counts() (listings int, answered, passed uint64) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return len(s.ix.docs), s.answered.Load(), s.passed.Load()
+}
+
+// Collectors are the index's metrics: listings held, searches answered by
+// the index and by the engine.
+func (s *Store) Collectors() []prometheus.Collector {
+	count := func(pick func(listings int, answered, passed uint64) float64) func() float64 {
+		return func() float64 { return pick(s.Counts()) }
+	}
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "agentsite_search_index_listings",
+			Help: "Listings the in-process search index holds.",
+		}, count(func(n int, _, _ uint64) float64 { return float64(n) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "agentsite_search_index_searches_total",
+			Help:        "Searches, by what answered them: the in-process index, or the database (index loading, sort by name, a bad cursor).",
+			ConstLabels: prometheus.Labels{"by": "index"},
+		}, count(func(_ int, a, _ uint64) float64 { return float64(a) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "agentsite_search_index_searches_total",
+			Help:        "Searches, by what answered them: the in-process index, or the database (index loading, sort by name, a bad cursor).",
+			ConstLabels: prometheus.Labels{"by": "database"},
+		}, count(func(_ int, _, p uint64) float64 { return float64(p) })),
+	}
 }
 
 // The writes: each is the engine's, then counted, so the next search
