@@ -258,6 +258,30 @@ func TestReplicasOnOnePostgres(t *testing.T) {
 	if onA.Seq <= shared.Seq || !strings.HasSuffix(onA.Description, "via A") {
 		t.Errorf("final version = %d %q, want above %d and from A", onA.Seq, onA.Description, shared.Seq)
 	}
+	// Each replica's search index follows the other's writes: B's search
+	// finds the description A wrote last, and the index answered it.
+	for name, r := range map[string]*replica{"A": a, "B": b} {
+		var ready struct {
+			Checks map[string]string `json:"checks"`
+		}
+		getJSON(t, r.url+"/readyz", &ready)
+		if ready.Checks["search_index"] != "ok" {
+			t.Errorf("replica %s /readyz search_index = %q, want ok", name, ready.Checks["search_index"])
+		}
+	}
+	word := strings.Fields(onA.Description)[0] // "v8" or the like: only the last version has it
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		var found apiwire.AgentList
+		call(t, c, "GET", b.url+"/api/v1/agents?q="+url.QueryEscape(word+" via"), false, nil, &found)
+		if len(found.Agents) == 1 && found.Agents[0].ID == shared.ID {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("search %q on B: %d agents, want shared-bot", word, len(found.Agents))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	for name, r := range map[string]*replica{"A": a, "B": b} {
 		if strings.Contains(r.log.String(), "level=ERROR") {
 			t.Errorf("replica %s logged errors:\n%s", name, r.log.String())

@@ -54,7 +54,13 @@ func (a *API) listBody(ctx context.Context, q store.SearchQuery) ([]byte, error)
 		if err != nil {
 			return nil, err
 		}
-		return apiwire.AppendAgentList(make([]byte, 0, 1024*len(page.Listings)+64), page)
+		// Sized for the page: a listing is its public JSON and ~300 bytes
+		// of the node's own fields (growing the buffer copied it twice).
+		size := 64
+		for i := range page.Listings {
+			size += len(page.Listings[i].PublicJSON) + 384
+		}
+		return apiwire.AppendAgentList(make([]byte, 0, size), page)
 	}
 	m, ok := a.Catalog.(Memo)
 	if !ok {

@@ -30,7 +30,7 @@
 package searchindex
 
 import (
-	"encoding/binary"
+	"hash/fnv"
 	"slices"
 	"strings"
 
@@ -63,73 +63,114 @@ func posOf(k uint32) int64 { return int64(^k) }
 // maxPos is the largest position the index can hold (keys are 32 bits).
 const maxPos = 1<<32 - 2
 
-// doc is what the index remembers of one listing: enough to remove it
-// again and to check a page read from the engine against it.
+// doc is what the index remembers of one listing besides its bits: its
+// change number (to check a page read from the engine against it) and a
+// hash of its text (a change that leaves the text alone, such as a status,
+// leaves its words alone). 16 bytes: the index holds no copy of a
+// listing's text or filters, only the bitmaps.
 type doc struct {
-	seq    int64
-	status string
-	health string
-	owner  string
-	tags   []string
-	// terms are the ids of its words (field all), sorted, as uvarint
-	// deltas: a third of a []uint32's memory.
-	terms []byte
-	// title and head hold the ids of the words of those fields that are
-	// not in all's list only by being there: the field bits of each term,
-	// packed in the same order as terms (bit 0 title, bit 1 head).
-	fields []byte
+	seq  int64
+	text uint64
 }
 
-// index is the bitmaps of the listings. Its methods are called with mu
-// held by Index (read for queries, write for changes).
+// posting is the set of listings of one word in one field: a sorted slice
+// of keys while it is small (most words are in few listings, and a roaring
+// bitmap costs ~170 bytes however few it holds), a bitmap beyond.
+type posting struct {
+	small []uint32
+	big   *roaring.Bitmap
+}
+
+// smallMax is the largest posting kept as a slice.
+const smallMax = 24
+
+func (p *posting) add(k uint32) {
+	if p.big != nil {
+		p.big.Add(k)
+		return
+	}
+	i, found := slices.BinarySearch(p.small, k)
+	if found {
+		return
+	}
+	p.small = slices.Insert(p.small, i, k)
+	if len(p.small) > smallMax {
+		p.big = roaring.BitmapOf(p.small...)
+		p.small = nil
+	}
+}
+
+// without removes the keys of gone.
+func (p *posting) without(gone *roaring.Bitmap) {
+	if p.big != nil {
+		p.big.AndNot(gone)
+		return
+	}
+	p.small = slices.DeleteFunc(p.small, gone.Contains)
+}
+
+func (p *posting) empty() bool {
+	if p.big != nil {
+		return p.big.IsEmpty()
+	}
+	return len(p.small) == 0
+}
+
+// index is the bitmaps of the listings. Its methods are called with the
+// Store's lock held (read for queries, write for changes).
 type index struct {
-	docs map[uint32]*doc
+	docs map[uint32]doc
 	// words: a word's id is its place in list; sorted holds the ids in
-	// word order (for prefix ranges), unsortedFrom the ids appended since
-	// it was last sorted.
-	ids          map[string]uint32
+	// word order (for prefix ranges and look-ups), unsortedFrom the ids
+	// appended since it was last sorted, and unsorted those by word. No
+	// map of every word: at 100k listings it was 5 MB of the index's 30.
+	unsorted     map[string]uint32
 	list         []string
 	sorted       []uint32
 	unsortedFrom int
 	// post[f][id] is the set of listings whose field f holds word id.
-	post [nFields][]*roaring.Bitmap
+	post [nFields][]*posting
 	// Filters: status, health state, tag, owner → listings.
 	status, health, tags, owners map[string]*roaring.Bitmap
-	// intern keeps one copy of repeated strings (owners, tags, states).
-	intern map[string]string
+	// visible is the filter of most searches (the default statuses and
+	// nothing else) for each health pass (0 not failing, 1 failing), kept
+	// by apply rather than made again by every search.
+	visible [2]*roaring.Bitmap
 }
 
 func newIndex() *index {
 	return &index{
-		docs: map[uint32]*doc{}, ids: map[string]uint32{},
+		docs: map[uint32]doc{}, unsorted: map[string]uint32{},
 		status: map[string]*roaring.Bitmap{}, health: map[string]*roaring.Bitmap{},
 		tags: map[string]*roaring.Bitmap{}, owners: map[string]*roaring.Bitmap{},
-		intern: map[string]string{},
 	}
-}
-
-func (ix *index) str(s string) string {
-	if v, ok := ix.intern[s]; ok {
-		return v
-	}
-	s = strings.Clone(s)
-	ix.intern[s] = s
-	return s
 }
 
 // wordID returns the id of w, adding it if new.
 func (ix *index) wordID(w string) uint32 {
-	if id, ok := ix.ids[w]; ok {
+	if id, ok := ix.lookup(w); ok {
 		return id
 	}
 	id := uint32(len(ix.list))
 	w = strings.Clone(w)
-	ix.ids[w] = id
+	ix.unsorted[w] = id
 	ix.list = append(ix.list, w)
 	for f := range ix.post {
 		ix.post[f] = append(ix.post[f], nil)
 	}
 	return id
+}
+
+// lookup returns the id of w, if it is a word of the index.
+func (ix *index) lookup(w string) (uint32, bool) {
+	if id, ok := ix.unsorted[w]; ok {
+		return id, true
+	}
+	i, found := slices.BinarySearchFunc(ix.sorted, w, func(id uint32, w string) int { return strings.Compare(ix.list[id], w) })
+	if !found {
+		return 0, false
+	}
+	return ix.sorted[i], true
 }
 
 // sortWords brings sorted up to date: a few new words are inserted in
@@ -152,6 +193,11 @@ func (ix *index) sortWords() {
 		}
 	}
 	ix.unsortedFrom = len(ix.list)
+	if len(ix.unsorted) > 256 {
+		ix.unsorted = map[string]uint32{} // a map keeps the room it grew to
+	} else {
+		clear(ix.unsorted)
+	}
 }
 
 func add(m map[string]*roaring.Bitmap, k string, x uint32) {
@@ -163,33 +209,114 @@ func add(m map[string]*roaring.Bitmap, k string, x uint32) {
 	b.Add(x)
 }
 
-func remove(m map[string]*roaring.Bitmap, k string, x uint32) {
-	if b := m[k]; b != nil {
-		b.Remove(x)
-		if b.IsEmpty() {
-			delete(m, k)
+// textHash is a hash of the text a listing is searched by.
+func textHash(d *store.IndexDoc) uint64 {
+	h := fnv.New64a()
+	for _, s := range [...]string{d.Name, d.DisplayName, d.Description, d.SkillsText} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	for _, t := range d.Tags {
+		h.Write([]byte(t))
+		h.Write([]byte{1})
+	}
+	return h.Sum64()
+}
+
+// apply makes the index hold docs (a tombstone: not hold it), each newer
+// than what it holds of the listing (older ones are skipped). A listing
+// that changed leaves every filter bitmap, and every word's posting if its
+// text changed, in one pass over them for the whole batch, then is added
+// again.
+func (ix *index) apply(docs []store.IndexDoc) {
+	last := make(map[uint32]int, len(docs)) // a listing twice in docs: its newest
+	for i := range docs {
+		d := &docs[i]
+		if d.Pos <= 0 || d.Pos > maxPos {
+			continue
 		}
+		k := key(d.Pos)
+		if j, ok := last[k]; ok && docs[j].ChangeSeq >= d.ChangeSeq {
+			continue
+		}
+		last[k] = i
+	}
+	refiled, retexted := roaring.New(), roaring.New()
+	type change struct {
+		d       *store.IndexDoc
+		k       uint32
+		newText bool
+	}
+	var changes []change
+	for k, i := range last {
+		d := &docs[i]
+		old, held := ix.docs[k]
+		if held && old.seq >= d.ChangeSeq {
+			continue // already applied (a gap asked again, a load's overlap)
+		}
+		h := textHash(d)
+		if held {
+			refiled.Add(k)
+			if d.Tombstone || old.text != h {
+				retexted.Add(k)
+			}
+		}
+		if d.Tombstone {
+			delete(ix.docs, k)
+			continue
+		}
+		ix.docs[k] = doc{seq: d.ChangeSeq, text: h}
+		changes = append(changes, change{d, k, !held || old.text != h})
+	}
+	if !refiled.IsEmpty() {
+		for _, m := range []map[string]*roaring.Bitmap{ix.status, ix.health, ix.tags, ix.owners} {
+			for v, b := range m {
+				if b.AndNot(refiled); b.IsEmpty() {
+					delete(m, v)
+				}
+			}
+		}
+	}
+	if !retexted.IsEmpty() {
+		for id := range ix.list {
+			var done *posting
+			for f := range nFields {
+				p := ix.post[f][id]
+				if p == nil {
+					continue
+				}
+				if p != done { // a shared posting once
+					p.without(retexted)
+					done = p
+				}
+				if p.empty() {
+					ix.post[f][id] = nil
+				}
+			}
+		}
+	}
+	for _, c := range changes {
+		ix.file(c.d, c.k, c.newText)
+	}
+	ix.sortWords()
+	for i, failing := range []bool{false, true} {
+		ix.visible[i] = ix.filterOf(store.SearchQuery{}, failing)
 	}
 }
 
-// apply makes the index hold d (or not, for a tombstone).
-func (ix *index) apply(d store.IndexDoc) {
-	if d.Pos <= 0 || d.Pos > maxPos {
-		return
-	}
-	k := key(d.Pos)
-	ix.drop(k)
-	if d.Tombstone {
-		return
-	}
-	nd := &doc{seq: d.ChangeSeq, status: ix.str(d.Status), health: ix.str(d.Health), owner: ix.str(d.Owner)}
+// file adds the listing d at key k to the filter bitmaps and, with text,
+// to the postings of its words.
+func (ix *index) file(d *store.IndexDoc, k uint32, text bool) {
+	add(ix.status, d.Status, k)
+	add(ix.health, d.Health, k)
+	add(ix.owners, d.Owner, k)
 	for _, t := range d.Tags {
-		t = ix.str(t)
-		if !slices.Contains(nd.tags, t) {
-			nd.tags = append(nd.tags, t)
-		}
+		add(ix.tags, t, k)
 	}
-	// The field bits of each word of the listing.
+	if !text {
+		return
+	}
+	// Each word's fields: bit 0 title, 1 head, 2 all.
 	bits := map[uint32]byte{}
 	mark := func(text string, b byte) {
 		words(text, func(w string) { bits[ix.wordID(w)] |= b })
@@ -201,87 +328,98 @@ func (ix *index) apply(d store.IndexDoc) {
 	}
 	mark(d.Description, 4)
 	mark(d.SkillsText, 4)
-	ids := make([]uint32, 0, len(bits))
-	for id := range bits {
-		ids = append(ids, id)
+	for id, b := range bits {
+		ix.post3(id, b, k)
 	}
-	slices.Sort(ids)
-	var prev uint32
-	for _, id := range ids {
-		nd.terms = binary.AppendUvarint(nd.terms, uint64(id-prev))
-		prev = id
-		nd.fields = append(nd.fields, bits[id])
-		for f := range nFields {
-			if bits[id]&(1<<f) != 0 {
-				b := ix.post[f][id]
-				if b == nil {
-					b = roaring.New()
-					ix.post[f][id] = b
-				}
-				b.Add(k)
-			}
-		}
-	}
-	add(ix.status, nd.status, k)
-	add(ix.health, nd.health, k)
-	add(ix.owners, nd.owner, k)
-	for _, t := range nd.tags {
-		add(ix.tags, t, k)
-	}
-	ix.docs[k] = nd
 }
 
-// drop removes the listing at key k, if held.
-func (ix *index) drop(k uint32) {
-	od := ix.docs[k]
-	if od == nil {
-		return
-	}
-	delete(ix.docs, k)
-	var id uint32
-	for i, rest := 0, od.terms; len(rest) > 0; i++ {
-		delta, n := binary.Uvarint(rest)
-		rest = rest[n:]
-		id += uint32(delta)
-		for f := range nFields {
-			if od.fields[i]&(1<<f) != 0 {
-				if b := ix.post[f][id]; b != nil {
-					b.Remove(k)
-					if b.IsEmpty() {
-						ix.post[f][id] = nil
-					}
-				}
+// post3 adds key k to the postings of word id in the fields of bits. A
+// word in the same listings in several fields (a name's word is in the
+// title, the head and all) has one posting the fields share, made on
+// write: most words of a catalogue are such (a listing's own name or
+// number), and three postings cost three times the memory.
+func (ix *index) post3(id uint32, bits byte, k uint32) {
+	var shared *posting // the posting of the fields of bits, when one
+	for f := range nFields {
+		if bits&(1<<f) == 0 {
+			continue
+		}
+		p := ix.post[f][id]
+		switch {
+		case p == nil && shared != nil:
+			// Empty here, and the fields before got k from shared: the
+			// sets are equal if shared held only k.
+			if shared.len() == 1 {
+				ix.post[f][id] = shared
+				continue
 			}
+			p = &posting{}
+			ix.post[f][id] = p
+		case p == nil:
+			p = &posting{}
+			ix.post[f][id] = p
+		case ix.sharedOutside(id, p, bits):
+			// Another field, which k is not joining, holds p too.
+			p = p.clone()
+			ix.post[f][id] = p
+		case p == shared:
+			continue // k already added through another field
+		}
+		p.add(k)
+		shared = p
+	}
+}
+
+// sharedOutside tells whether a field not in bits holds p for word id.
+func (ix *index) sharedOutside(id uint32, p *posting, bits byte) bool {
+	for g := range nFields {
+		if bits&(1<<g) == 0 && ix.post[g][id] == p {
+			return true
 		}
 	}
-	remove(ix.status, od.status, k)
-	remove(ix.health, od.health, k)
-	remove(ix.owners, od.owner, k)
-	for _, t := range od.tags {
-		remove(ix.tags, t, k)
+	return false
+}
+
+func (p *posting) len() int {
+	if p.big != nil {
+		return int(p.big.GetCardinality())
 	}
+	return len(p.small)
+}
+
+func (p *posting) clone() *posting {
+	if p.big != nil {
+		return &posting{big: p.big.Clone()}
+	}
+	return &posting{small: slices.Clone(p.small)}
 }
 
 // prefix is the set of listings whose field f holds a word starting with
 // p. The result may be shared: callers must not change it.
 func (ix *index) prefix(f field, p string) *roaring.Bitmap {
 	lo, _ := slices.BinarySearchFunc(ix.sorted, p, func(id uint32, p string) int { return strings.Compare(ix.list[id], p) })
-	var bs []*roaring.Bitmap
+	var (
+		bs    []*roaring.Bitmap
+		small []uint32
+	)
 	for _, id := range ix.sorted[lo:] {
 		if !strings.HasPrefix(ix.list[id], p) {
 			break
 		}
-		if b := ix.post[f][id]; b != nil {
-			bs = append(bs, b)
+		if ps := ix.post[f][id]; ps != nil {
+			if ps.big != nil {
+				bs = append(bs, ps.big)
+			} else {
+				small = append(small, ps.small...)
+			}
 		}
 	}
-	switch len(bs) {
-	case 0:
-		return roaring.New()
-	case 1:
+	if len(bs) == 1 && len(small) == 0 {
 		return bs[0]
 	}
-	return roaring.FastOr(bs...)
+	out := roaring.FastOr(bs...)
+	out.AddMany(small)
+	return out
 }
 
 // text is the set of listings whose field f holds every term (each a
@@ -324,8 +462,24 @@ func dedupe(xs []string) []string {
 }
 
 // filter is the set of listings q's filters (statuses, health, tags,
-// owner; not its text) allow in one health pass, failing or not.
+// owner; not its text) allow in one health pass, failing or not. The
+// result may be shared: callers must not change it.
 func (ix *index) filter(q store.SearchQuery, failing bool) *roaring.Bitmap {
+	if st := dedupe(q.Statuses); len(q.Tags) == 0 && q.Owner == "" && len(q.Health) == 0 &&
+		(len(st) == 0 || len(st) == 2 && slices.Contains(st, store.StatusOnline) && slices.Contains(st, store.StatusStale)) {
+		i := 0
+		if failing {
+			i = 1
+		}
+		if v := ix.visible[i]; v != nil {
+			return v
+		}
+	}
+	return ix.filterOf(q, failing)
+}
+
+// filterOf is filter, made.
+func (ix *index) filterOf(q store.SearchQuery, failing bool) *roaring.Bitmap {
 	statuses := q.Statuses
 	if len(dedupe(statuses)) == 0 {
 		statuses = []string{store.StatusOnline, store.StatusStale}
@@ -440,15 +594,11 @@ func (ix *index) tagCounts(q store.SearchQuery, limit int) []store.TagCount {
 	if len(terms) > 0 {
 		found.And(ix.text(all, terms))
 	}
-	counts := map[string]int{}
-	for it := found.Iterator(); it.HasNext(); {
-		for _, t := range ix.docs[it.Next()].tags {
-			counts[t]++
+	out := []store.TagCount{}
+	for t, b := range ix.tags {
+		if n := b.AndCardinality(found); n > 0 {
+			out = append(out, store.TagCount{Tag: t, Count: int(n)})
 		}
-	}
-	out := make([]store.TagCount, 0, len(counts))
-	for t, n := range counts {
-		out = append(out, store.TagCount{Tag: t, Count: n})
 	}
 	slices.SortFunc(out, func(a, b store.TagCount) int {
 		if a.Count != b.Count {

@@ -233,6 +233,22 @@ func TestLoadsExisting(t *testing.T) {
 	if got := search(t, s, "agent 07000"); !slices.Equal(got, []string{"agent-07000"}) {
 		t.Fatalf("search: %v", got)
 	}
+	// A word in every listing (a bitmap) and one in a single listing (a
+	// slice) leave with a changed text.
+	upsert(t, s, listing("agent-07000", "solo", 2), listing("agent-00001", "solo", 2))
+	if got := search(t, s, "bulk 07000"); len(got) != 0 {
+		t.Fatalf("search for the old text: %v", got)
+	}
+	if got := search(t, s, "07000"); !slices.Equal(got, []string{"agent-07000"}) {
+		t.Fatalf("search by name after the change: %v", got)
+	}
+	if got := search(t, s, "solo"); !slices.Equal(got, []string{"agent-07000", "agent-00001"}) {
+		t.Fatalf("search for the new text: %v", got)
+	}
+	upsert(t, s, listing("agent-00001", "bulk", 3))
+	if got := search(t, s, "solo"); !slices.Equal(got, []string{"agent-07000"}) {
+		t.Fatalf("search after changing back: %v", got)
+	}
 }
 
 // BenchmarkIndexed runs the shared store benchmarks with the index in

@@ -198,12 +198,8 @@ func (s *Store) applyLocked(docs []store.IndexDoc, trackGaps bool) {
 			}
 			s.after = d.ChangeSeq
 		}
-		if old := s.ix.docs[key(d.Pos)]; old != nil && old.seq >= d.ChangeSeq {
-			continue // already applied (a gap asked again, or a load's overlap)
-		}
-		s.ix.apply(d)
 	}
-	s.ix.sortWords()
+	s.ix.apply(docs)
 }
 
 // SearchAgents implements store.Catalogue from the index when it can.

@@ -1,0 +1,69 @@
+package searchindex
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/agentsite/agentsite/store"
+)
+
+// pageOf is the positions of the listings of one page of q from ix, in
+// page order, with their tiers.
+func pageOf(ix *index, q string) (pos []int64, ranks []float64) {
+	for _, h := range ix.page(store.SearchQuery{Q: q}, store.Cursor{}, false, 100) {
+		pos, ranks = append(pos, h.pos), append(ranks, h.rank)
+	}
+	return pos, ranks
+}
+
+// TestSharedPostings: a word in the same listings in several fields has
+// one posting they share, split when a listing has the word in fewer
+// fields, and the fields stay right as listings come and go.
+func TestSharedPostings(t *testing.T) {
+	ix := newIndex()
+	doc := func(pos, seq int64, name, desc string, tomb bool) store.IndexDoc {
+		return store.IndexDoc{Pos: pos, ChangeSeq: seq, Name: name, Description: desc, Status: store.StatusOnline, Health: "unknown", Tombstone: tomb}
+	}
+	want := func(q string, wantPos []int64, wantRanks []float64) {
+		t.Helper()
+		pos, ranks := pageOf(ix, q)
+		if !slices.Equal(pos, wantPos) || !slices.Equal(ranks, wantRanks) {
+			t.Fatalf("search %q: pos %v ranks %v, want %v %v", q, pos, ranks, wantPos, wantRanks)
+		}
+	}
+	ix.apply([]store.IndexDoc{doc(1, 1, "alpha", "", false)})
+	id, _ := ix.lookup("alpha")
+	if p := ix.post[title][id]; p == nil || p != ix.post[head][id] || p != ix.post[all][id] {
+		t.Fatal("a word of one listing's name: not one posting for its three fields")
+	}
+	ix.apply([]store.IndexDoc{doc(2, 2, "beta", "alpha", false)})
+	if ix.post[all][id] == ix.post[title][id] {
+		t.Fatal("the word is now in a description too, and all still shares the title's posting")
+	}
+	want("alpha", []int64{1, 2}, []float64{1, 3})
+	ix.apply([]store.IndexDoc{doc(3, 3, "alpha", "", false)}) // in every field of 1 and 3, in all of 2
+	want("alpha", []int64{3, 1, 2}, []float64{1, 1, 3})
+	ix.apply([]store.IndexDoc{doc(1, 4, "", "", true), doc(3, 5, "gamma", "", false)})
+	want("alpha", []int64{2}, []float64{3})
+	if ix.post[title][id] != nil || ix.post[head][id] != nil {
+		t.Fatal("title and head postings of a word no title holds any more are kept")
+	}
+	ix.apply([]store.IndexDoc{doc(2, 6, "beta", "", false)})
+	want("alpha", nil, nil)
+	if ix.post[all][id] != nil {
+		t.Fatal("an empty posting is kept")
+	}
+	// Many listings: the posting turns into a bitmap and back to empty.
+	var docs []store.IndexDoc
+	for i := range int64(2 * smallMax) {
+		docs = append(docs, doc(10+i, 10+i, "delta", "", false))
+	}
+	ix.apply(docs)
+	delta, _ := ix.lookup("delta")
+	if p := ix.post[all][delta]; p == nil || p.big == nil || p.len() != 2*smallMax {
+		t.Fatalf("posting of %d listings: %+v", 2*smallMax, p)
+	}
+	if pos, _ := pageOf(ix, "delt"); len(pos) != 2*smallMax || pos[0] != 10+2*smallMax-1 {
+		t.Fatalf("prefix search over a bitmap: %v", pos)
+	}
+}
