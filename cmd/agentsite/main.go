@@ -44,6 +44,15 @@ func main() {
 	}
 }
 
+// serveGCPercent is the garbage collector's target of a node, unless
+// GOGC or GOMEMLIMIT says otherwise: the heap may grow to 1.5 times what
+// is live rather than twice. A node's live heap is mostly long-lived (the
+// search index, the caches), so the default of 100 mostly doubled them:
+// at 100k listings under a distinct-query load RSS was ~152 MiB with 100,
+// ~120 with 50, for ~15 % fewer searches per second (BENCHMARKS.md
+// "Memory").
+const serveGCPercent = 50
+
 const usage = `usage: agentsite <command> [flags]
 
 commands:
@@ -64,6 +73,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		m := NewMain()
 		if err := m.ParseFlags(args[1:], getenv, stderr); err != nil {
 			return err
+		}
+		if getenv("GOGC") == "" && getenv("GOMEMLIMIT") == "" {
+			debug.SetGCPercent(serveGCPercent)
 		}
 		m.LogOutput = stderr
 		if err := m.Run(ctx); err != nil {

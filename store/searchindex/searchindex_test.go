@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,6 +198,7 @@ func TestChangedBehindTheIndex(t *testing.T) {
 			e := open(t)
 			s := indexed(t, e)
 			s.PollEvery = time.Hour
+			s.RowTTL = 0 // else the row cache serves alpha as read for its TTL, as the read cache would
 			l := listing("alpha", "first of all", 1)
 			upsert(t, s, l, listing("beta", "first again", 1))
 			if got := search(t, s, "first"); !slices.Equal(got, []string{"beta", "alpha"}) {
@@ -262,4 +264,60 @@ func BenchmarkIndexed(b *testing.B) {
 	b.Run("postgres", func(b *testing.B) {
 		storetest.Benchmarks(b, func(b *testing.B) store.Store { return indexed(b, pgtest.Open(b)) })
 	})
+}
+
+// counting counts the engine's page reads.
+type counting struct {
+	searchindex.Engine
+	reads atomic.Int64
+}
+
+func (c *counting) ListingsAt(ctx context.Context, pos []int64, publicOnly bool) ([]store.PosListing, error) {
+	c.reads.Add(int64(len(pos)))
+	return c.Engine.ListingsAt(ctx, pos, publicOnly)
+}
+
+// TestRowCache: a page's listings read once serve the next pages that
+// show them, until this process writes, their change number moves, or
+// their time is up; a search that needs whole listings does not get the
+// public part a PublicOnly search read.
+func TestRowCache(t *testing.T) {
+	e := &counting{Engine: sqlitetest.Open(t)}
+	s := indexed(t, e)
+	s.PollEvery, s.RowTTL = time.Hour, time.Hour
+	upsert(t, s, listing("alpha", "shared words", 1), listing("beta", "shared words", 1))
+	reads := func(q store.SearchQuery) int64 {
+		t.Helper()
+		before := e.reads.Load()
+		page, err := s.SearchAgents(t.Context(), q)
+		if err != nil || len(page.Listings) == 0 {
+			t.Fatalf("search %+v: %d listings, %v", q, len(page.Listings), err)
+		}
+		return e.reads.Load() - before
+	}
+	pub := store.SearchQuery{Q: "shared", PublicOnly: true}
+	if n := reads(pub); n != 2 {
+		t.Fatalf("first search read %d listings, want 2", n)
+	}
+	if n := reads(store.SearchQuery{Q: "words", PublicOnly: true}); n != 0 {
+		t.Fatalf("a second search over the same listings read %d, want 0 (cached)", n)
+	}
+	if n := reads(store.SearchQuery{Q: "shared"}); n != 2 {
+		t.Fatalf("a search for whole listings read %d, want 2 (the cache held public parts)", n)
+	}
+	if n := reads(pub); n != 0 {
+		t.Fatalf("after the whole listings were read: %d reads, want 0", n)
+	}
+	// A write of this process empties it: a health latency moves no
+	// change number.
+	if _, err := s.SetHealth(t.Context(), "host-alpha", map[string]agent.Health{"id-alpha": {State: agent.HealthHealthy, LatencyMS: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	s.RowTTL = time.Nanosecond // what is read from now on is cached for 1ns
+	if n := reads(pub); n != 2 {
+		t.Fatalf("after a write: %d reads, want 2", n)
+	}
+	if n := reads(pub); n != 2 {
+		t.Fatalf("past the TTL: %d reads, want 2", n)
+	}
 }

@@ -32,6 +32,9 @@ type Store struct {
 	// PollEvery bounds how old the index may be when a search starts,
 	// for the writes of other processes (New sets 1 s).
 	PollEvery time.Duration
+	// RowTTL is how long the row cache may serve a listing it read (New
+	// sets 1 s, the read cache's TTL); 0 turns it off.
+	RowTTL time.Duration
 
 	mu sync.RWMutex
 	ix *index
@@ -49,14 +52,40 @@ type Store struct {
 	lastSync atomic.Int64
 
 	answered, passed atomic.Uint64
+
+	rows rowCache
 }
+
+// rowCache keeps the listings pages were last made of, by position, so
+// that the next page with the same listings reads none of them from the
+// database: the newest listings matching common words are on most pages.
+// An entry serves only while its change number is the index's, this
+// process has not written since it was read (the writes a change number
+// does not cover: a new version with the same text, a heartbeat's
+// last_seen, health latencies) and for RowTTL (any write by another
+// process): the read cache's rule (store.Cache).
+type rowCache struct {
+	mu     sync.Mutex
+	writes uint64 // Store.writes when the entries were read
+	rows   map[int64]cachedRow
+}
+
+type cachedRow struct {
+	l       store.Listing
+	seq     int64
+	full    bool // read without PublicOnly: serves any search
+	expires time.Time
+}
+
+// maxRows bounds the row cache (~1.5 KB a listing without its envelope).
+const maxRows = 4096
 
 var _ Engine = (*Store)(nil)
 
 // New puts an index in front of e; it answers searches once Run has loaded
 // it.
 func New(e Engine, log *slog.Logger) *Store {
-	return &Store{Engine: e, log: log, PollEvery: time.Second, ix: newIndex(), gaps: map[int64]time.Time{}}
+	return &Store{Engine: e, log: log, PollEvery: time.Second, RowTTL: time.Second, ix: newIndex(), gaps: map[int64]time.Time{}}
 }
 
 // Batch sizes of the change feed reads.
@@ -243,32 +272,54 @@ func (s *Store) TagFacets(ctx context.Context, q store.SearchQuery, limit int) (
 	return s.ix.tagCounts(q, store.NormalizeLimit(limit)), nil
 }
 
-// read reads the page's listings from the engine. ok is false when one of
-// them is gone or changed since the index read it.
+// read reads the page's listings, from the row cache or the engine. ok is
+// false when one of them is gone or changed since the index read it.
 func (s *Store) read(ctx context.Context, q store.SearchQuery, hits []hit, limit int) (store.SearchPage, bool, error) {
 	n := min(len(hits), limit)
-	page := store.SearchPage{Listings: make([]store.Listing, 0, n)}
-	if n == 0 {
-		return page, true, nil
+	page := store.SearchPage{Listings: make([]store.Listing, n)}
+	w, now := s.writes.Load(), time.Now()
+	var missing []int64
+	s.rows.mu.Lock()
+	if s.rows.writes != w || s.rows.rows == nil {
+		s.rows.rows, s.rows.writes = make(map[int64]cachedRow, maxRows), w
 	}
-	pos := make([]int64, n)
 	for i, h := range hits[:n] {
-		pos[i] = h.pos
-	}
-	rows, err := s.Engine.ListingsAt(ctx, pos, q.PublicOnly)
-	if err != nil {
-		return store.SearchPage{}, false, fmt.Errorf("search index: read page: %w", err)
-	}
-	byPos := make(map[int64]*store.PosListing, len(rows))
-	for i := range rows {
-		byPos[rows[i].Pos] = &rows[i]
-	}
-	for _, h := range hits[:n] {
-		r := byPos[h.pos]
-		if r == nil || r.ChangeSeq != h.seq {
-			return store.SearchPage{}, false, nil
+		if e, ok := s.rows.rows[h.pos]; ok && s.RowTTL > 0 && e.seq == h.seq && now.Before(e.expires) && (e.full || q.PublicOnly) {
+			page.Listings[i] = e.l
+		} else {
+			missing = append(missing, h.pos)
 		}
-		page.Listings = append(page.Listings, r.Listing)
+	}
+	s.rows.mu.Unlock()
+	if len(missing) > 0 {
+		rows, err := s.Engine.ListingsAt(ctx, missing, q.PublicOnly)
+		if err != nil {
+			return store.SearchPage{}, false, fmt.Errorf("search index: read page: %w", err)
+		}
+		byPos := make(map[int64]*store.PosListing, len(rows))
+		for i := range rows {
+			byPos[rows[i].Pos] = &rows[i]
+		}
+		s.rows.mu.Lock()
+		keep := s.RowTTL > 0 && s.rows.writes == w // no write since: what was read may serve
+		if keep && len(s.rows.rows)+len(rows) > maxRows {
+			clear(s.rows.rows)
+		}
+		for i, h := range hits[:n] {
+			if page.Listings[i].Record.ID != "" {
+				continue // from the cache
+			}
+			r := byPos[h.pos]
+			if r == nil || r.ChangeSeq != h.seq {
+				s.rows.mu.Unlock()
+				return store.SearchPage{}, false, nil
+			}
+			page.Listings[i] = r.Listing
+			if keep {
+				s.rows.rows[h.pos] = cachedRow{l: r.Listing, seq: r.ChangeSeq, full: !q.PublicOnly, expires: now.Add(s.RowTTL)}
+			}
+		}
+		s.rows.mu.Unlock()
 	}
 	if len(hits) > limit {
 		last := hits[limit-1]
