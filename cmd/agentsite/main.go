@@ -44,15 +44,6 @@ func main() {
 	}
 }
 
-// serveGCPercent is the garbage collector's target of a node, unless
-// GOGC or GOMEMLIMIT says otherwise: the heap may grow to 1.5 times what
-// is live rather than twice. A node's live heap is mostly long-lived (the
-// search index, the caches), so the default of 100 mostly doubled them:
-// at 100k listings under a distinct-query load RSS was ~152 MiB with 100,
-// ~120 with 50, for ~15 % fewer searches per second (BENCHMARKS.md
-// "Memory").
-const serveGCPercent = 50
-
 const usage = `usage: agentsite <command> [flags]
 
 commands:
@@ -75,7 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		if getenv("GOGC") == "" && getenv("GOMEMLIMIT") == "" {
-			debug.SetGCPercent(serveGCPercent)
+			go tuneMemory(ctx, memTuneEvery)
 		}
 		m.LogOutput = stderr
 		if err := m.Run(ctx); err != nil {
