@@ -280,13 +280,13 @@ func sizeOf(v any) int {
 	case SearchPage:
 		n := overhead + len(v.NextCursor)
 		for i := range v.Listings {
-			n += listingSize(&v.Listings[i])
+			n += ListingSize(&v.Listings[i])
 		}
 		return n
 	case []Listing:
 		n := overhead
 		for i := range v {
-			n += listingSize(&v[i])
+			n += ListingSize(&v[i])
 		}
 		return n
 	case []TagCount:
@@ -295,9 +295,9 @@ func sizeOf(v any) int {
 	return overhead
 }
 
-// listingSize estimates the bytes of a listing: its variable-length parts
+// ListingSize estimates the bytes a listing keeps alive: its variable-length parts
 // and a fixed part for the rest.
-func listingSize(l *Listing) int {
+func ListingSize(l *Listing) int {
 	r := &l.Record
 	n := 512 + len(l.Envelope) + len(l.PublicJSON) + len(r.Description) + len(r.Name) + len(r.DisplayName)
 	for _, t := range r.Tags {

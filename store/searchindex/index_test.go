@@ -67,3 +67,25 @@ func TestSharedPostings(t *testing.T) {
 		t.Fatalf("prefix search over a bitmap: %v", pos)
 	}
 }
+
+// The row cache holds at most maxRowBytes of listings, and its count of
+// bytes stays true when a row is replaced.
+func TestRowCacheBytes(t *testing.T) {
+	c := rowCache{rows: map[int64]cachedRow{}}
+	row := func(n int) cachedRow {
+		return cachedRow{l: store.Listing{PublicJSON: make([]byte, n)}}
+	}
+	one := store.ListingSize(&store.Listing{PublicJSON: make([]byte, 4000)})
+	for p := range int64(2 * maxRowBytes / one) {
+		c.put(p, row(4000))
+		if c.bytes > maxRowBytes || len(c.rows) == 0 {
+			t.Fatalf("after %d puts: %d rows, %d bytes (bound %d)", p+1, len(c.rows), c.bytes, maxRowBytes)
+		}
+	}
+	c.rows, c.bytes = map[int64]cachedRow{}, 0
+	c.put(1, row(4000))
+	c.put(1, row(100))
+	if want := store.ListingSize(&store.Listing{PublicJSON: make([]byte, 100)}); c.bytes != want || len(c.rows) != 1 {
+		t.Fatalf("after replacing a row: %d rows, %d bytes, want 1 row, %d bytes", len(c.rows), c.bytes, want)
+	}
+}

@@ -68,6 +68,7 @@ type rowCache struct {
 	mu     sync.Mutex
 	writes uint64 // Store.writes when the entries were read
 	rows   map[int64]cachedRow
+	bytes  int // store.ListingSize of the rows held
 }
 
 type cachedRow struct {
@@ -77,8 +78,26 @@ type cachedRow struct {
 	expires time.Time
 }
 
-// maxRows bounds the row cache (~1.5 KB a listing without its envelope).
-const maxRows = 4096
+// maxRowBytes bounds the row cache (store.ListingSize of its rows): ~8,000
+// listings read for the API (~2 KB each, without their envelopes), so that
+// a catalogue of 10k listings mostly fits, and a big one costs no more.
+// With 4,096 listings the cache was emptied several times a second under a
+// distinct-query load, and nearly every page was a query to Postgres.
+const maxRowBytes = 16 << 20
+
+// put adds a row, emptying the cache first when it would pass maxRowBytes.
+func (c *rowCache) put(pos int64, e cachedRow) {
+	n := store.ListingSize(&e.l)
+	if old, ok := c.rows[pos]; ok {
+		c.bytes -= store.ListingSize(&old.l)
+	}
+	if c.bytes+n > maxRowBytes {
+		clear(c.rows)
+		c.bytes = 0
+	}
+	c.rows[pos] = e
+	c.bytes += n
+}
 
 var _ Engine = (*Store)(nil)
 
@@ -281,7 +300,7 @@ func (s *Store) read(ctx context.Context, q store.SearchQuery, hits []hit, limit
 	var missing []int64
 	s.rows.mu.Lock()
 	if s.rows.writes != w || s.rows.rows == nil {
-		s.rows.rows, s.rows.writes = make(map[int64]cachedRow, maxRows), w
+		s.rows.rows, s.rows.writes, s.rows.bytes = map[int64]cachedRow{}, w, 0
 	}
 	for i, h := range hits[:n] {
 		if e, ok := s.rows.rows[h.pos]; ok && s.RowTTL > 0 && e.seq == h.seq && now.Before(e.expires) && (e.full || q.PublicOnly) {
@@ -302,9 +321,6 @@ func (s *Store) read(ctx context.Context, q store.SearchQuery, hits []hit, limit
 		}
 		s.rows.mu.Lock()
 		keep := s.RowTTL > 0 && s.rows.writes == w // no write since: what was read may serve
-		if keep && len(s.rows.rows)+len(rows) > maxRows {
-			clear(s.rows.rows)
-		}
 		for i, h := range hits[:n] {
 			if page.Listings[i].Record.ID != "" {
 				continue // from the cache
@@ -316,7 +332,7 @@ func (s *Store) read(ctx context.Context, q store.SearchQuery, hits []hit, limit
 			}
 			page.Listings[i] = r.Listing
 			if keep {
-				s.rows.rows[h.pos] = cachedRow{l: r.Listing, seq: r.ChangeSeq, full: !q.PublicOnly, expires: now.Add(s.RowTTL)}
+				s.rows.put(h.pos, cachedRow{l: r.Listing, seq: r.ChangeSeq, full: !q.PublicOnly, expires: now.Add(s.RowTTL)})
 			}
 		}
 		s.rows.mu.Unlock()
