@@ -443,7 +443,7 @@ func (ix *index) text(f field, terms []string) *roaring.Bitmap {
 // union of the bitmaps of m under keys (deduplicated); nil keys: nil.
 func union(m map[string]*roaring.Bitmap, keys []string) *roaring.Bitmap {
 	var bs []*roaring.Bitmap
-	for _, k := range dedupe(keys) {
+	for _, k := range keys { // a key twice ORs its set twice: no harm
 		if b := m[k]; b != nil {
 			bs = append(bs, b)
 		}
@@ -451,22 +451,18 @@ func union(m map[string]*roaring.Bitmap, keys []string) *roaring.Bitmap {
 	return roaring.FastOr(bs...)
 }
 
-func dedupe(xs []string) []string {
-	out := make([]string, 0, len(xs))
-	for _, x := range xs {
-		if !slices.Contains(out, x) {
-			out = append(out, x)
-		}
-	}
-	return out
+// defaultStatuses tells whether statuses asks for what a search without
+// statuses does: online and stale, each any number of times.
+func defaultStatuses(statuses []string) bool {
+	return len(statuses) == 0 || slices.Contains(statuses, store.StatusOnline) && slices.Contains(statuses, store.StatusStale) &&
+		!slices.ContainsFunc(statuses, func(s string) bool { return s != store.StatusOnline && s != store.StatusStale })
 }
 
 // filter is the set of listings q's filters (statuses, health, tags,
 // owner; not its text) allow in one health pass, failing or not. The
 // result may be shared: callers must not change it.
 func (ix *index) filter(q store.SearchQuery, failing bool) *roaring.Bitmap {
-	if st := dedupe(q.Statuses); len(q.Tags) == 0 && q.Owner == "" && len(q.Health) == 0 &&
-		(len(st) == 0 || len(st) == 2 && slices.Contains(st, store.StatusOnline) && slices.Contains(st, store.StatusStale)) {
+	if len(q.Tags) == 0 && q.Owner == "" && len(q.Health) == 0 && defaultStatuses(q.Statuses) {
 		i := 0
 		if failing {
 			i = 1
@@ -481,7 +477,7 @@ func (ix *index) filter(q store.SearchQuery, failing bool) *roaring.Bitmap {
 // filterOf is filter, made.
 func (ix *index) filterOf(q store.SearchQuery, failing bool) *roaring.Bitmap {
 	statuses := q.Statuses
-	if len(dedupe(statuses)) == 0 {
+	if len(statuses) == 0 {
 		statuses = []string{store.StatusOnline, store.StatusStale}
 	}
 	out := union(ix.status, statuses)
@@ -491,11 +487,11 @@ func (ix *index) filterOf(q store.SearchQuery, failing bool) *roaring.Bitmap {
 		if f := ix.health[agent.HealthFailing]; f != nil {
 			out.AndNot(f)
 		}
-		if hs := dedupe(q.Health); len(hs) > 0 {
-			out.And(union(ix.health, hs))
+		if len(q.Health) > 0 {
+			out.And(union(ix.health, q.Health))
 		}
 	}
-	for _, t := range dedupe(q.Tags) {
+	for _, t := range q.Tags {
 		out.And(orEmpty(ix.tags[t]))
 	}
 	if q.Owner != "" {
