@@ -60,8 +60,8 @@ type cacheEntry struct {
 // CacheMaxBytes bounds the estimated size of what a Cache holds: ~300
 // encoded pages of 20 listings, plenty for the queries that repeat. It
 // was 24 MiB before the search index (store/searchindex) made a miss
-// cheap; under a load of distinct queries it was the largest part of the
-// node's heap at 100k listings, after the index.
+// cheap; with the index, under a load of distinct queries, 24 MiB of
+// cached pages were the largest part of the heap at 100k listings.
 const CacheMaxBytes = 8 << 20
 
 var _ Network = (*Cache)(nil)
