@@ -33,3 +33,15 @@ func PublicRecordJSON(r *agent.Record) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
+
+// SetPublicJSON sets l.PublicJSON to stored, the engine's copy, or for a
+// row written before engines kept one (migration 0004), makes it from the
+// record.
+func (l *Listing) SetPublicJSON(stored []byte) error {
+	if l.PublicJSON = stored; stored != nil {
+		return nil
+	}
+	var err error
+	l.PublicJSON, err = PublicRecordJSON(&l.Record)
+	return err
+}

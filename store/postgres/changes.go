@@ -90,11 +90,8 @@ func (db *DB) ListingsAt(ctx context.Context, pos []int64, publicOnly bool) ([]s
 		if err != nil {
 			return nil, dbErr("listings at", err)
 		}
-		// As SearchAgents fills it.
-		if pl.PublicJSON = public; public == nil {
-			if pl.PublicJSON, err = store.PublicRecordJSON(&pl.Record); err != nil {
-				return nil, fmt.Errorf("postgres: listings at: %w", err)
-			}
+		if err := pl.SetPublicJSON(public); err != nil {
+			return nil, fmt.Errorf("postgres: listings at: %w", err)
 		}
 	}
 	if err := rows.Err(); err != nil {

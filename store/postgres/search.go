@@ -201,11 +201,8 @@ func (db *DB) collectHits(ctx context.Context, hits []searchHit, sql string, arg
 		if h.l, h.pos, err = scanListing(rows, &public, &h.failing, &h.rank); err != nil {
 			return nil, dbErr("search agents", err)
 		}
-		h.l.PublicJSON = public
-		if h.l.PublicJSON == nil {
-			if h.l.PublicJSON, err = store.PublicRecordJSON(&h.l.Record); err != nil {
-				return nil, fmt.Errorf("postgres: search agents: %w", err)
-			}
+		if err := h.l.SetPublicJSON(public); err != nil {
+			return nil, fmt.Errorf("postgres: search agents: %w", err)
 		}
 		if !slices.ContainsFunc(hits, func(x searchHit) bool { return x.l.Record.ID == h.l.Record.ID }) {
 			hits = append(hits, h)
@@ -373,10 +370,8 @@ LIMIT ` + b.arg(limit+1)
 		if err != nil {
 			return store.SearchPage{}, dbErr("search agents", err)
 		}
-		if l.PublicJSON = public; l.PublicJSON == nil {
-			if l.PublicJSON, err = store.PublicRecordJSON(&l.Record); err != nil {
-				return store.SearchPage{}, fmt.Errorf("postgres: search agents: %w", err)
-			}
+		if err := l.SetPublicJSON(public); err != nil {
+			return store.SearchPage{}, fmt.Errorf("postgres: search agents: %w", err)
 		}
 		if len(page.Listings) == limit {
 			page.NextCursor = store.EncodeCursor(next)

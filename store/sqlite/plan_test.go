@@ -102,20 +102,7 @@ func TestQueryPlans(t *testing.T) {
 	// SetHealth walks the heartbeat's entries and finds each agent by id.
 	all = append(all, explained{what: "set_health", query: setHealthSQL, args: []any{"host", "[]"}, wantDriver: "SCAN json_each VIRTUAL TABLE"})
 	for _, e := range all {
-		rows, err := db.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+e.query, e.args...)
-		if err != nil {
-			t.Fatalf("%s: explain: %v", e.what, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notUsed int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := explainPlan(t, db, e.what, e.query, e.args...)
 		text := strings.Join(plan, "; ")
 		if len(plan) == 0 || !strings.HasPrefix(first(plan), e.wantDriver) {
 			t.Errorf("%s: plan starts %q, want %q\n%s", e.what, first(plan), e.wantDriver, text)
@@ -186,20 +173,7 @@ func TestChangeFeedPlans(t *testing.T) {
 			"SEARCH c USING INTEGER PRIMARY KEY (rowid=?)",
 		}},
 	} {
-		rows, err := db.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+c.query, c.args...)
-		if err != nil {
-			t.Fatalf("%s: explain: %v", c.what, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notUsed int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := explainPlan(t, db, c.what, c.query, c.args...)
 		text := strings.Join(plan, "; ")
 		for _, w := range c.want {
 			if !slices.ContainsFunc(plan, func(step string) bool { return strings.HasPrefix(step, w) }) {
@@ -214,4 +188,28 @@ func TestChangeFeedPlans(t *testing.T) {
 			}
 		}
 	}
+}
+
+// explainPlan is the detail column of EXPLAIN QUERY PLAN of query, a step
+// a line.
+func explainPlan(t *testing.T, db *DB, what, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.read.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		t.Fatalf("%s: explain: %v", what, err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notUsed int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: explain: %v", what, err)
+	}
+	return plan
 }

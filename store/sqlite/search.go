@@ -289,10 +289,8 @@ func (pb *pageBuilder) collect(ctx context.Context, q execer, p passQuery) error
 		if err != nil {
 			return dbErr("search agents", err)
 		}
-		if l.PublicJSON = public; public == nil {
-			if l.PublicJSON, err = store.PublicRecordJSON(&l.Record); err != nil {
-				return fmt.Errorf("sqlite: search agents: %w", err)
-			}
+		if err := l.SetPublicJSON(public); err != nil {
+			return fmt.Errorf("sqlite: search agents: %w", err)
 		}
 		pb.page.Listings = append(pb.page.Listings, l)
 		pb.last = store.Cursor{Rank: p.rank, Pos: pos, Name: key, Failing: p.failing}
