@@ -19,6 +19,10 @@ var (
 	ErrKeyMismatch  = errors.New("agent record: publisher or id does not match the signing key")
 	ErrExpired      = errors.New("agent record: expired")
 	ErrInvalidField = errors.New("agent record: invalid field")
+	// ErrOverQuota: the record is valid, but its publisher, or the peer
+	// that relayed it, already placed as many listings on this node as
+	// the node admits (docs/architecture.md "Peers are adversaries").
+	ErrOverQuota = errors.New("agent record: over quota")
 )
 
 // Seal fills the derived fields (publisher, id), validates the record and
