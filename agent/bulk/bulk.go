@@ -77,32 +77,75 @@ func Items(ctx context.Context, r io.Reader, opts Options) (iter.Seq[registry.Ba
 }
 
 // jsonLines reads one item per non-blank line (lines starting with # are
-// comments), each decoded by decode.
+// comments), each decoded by decode. A line longer than MaxItemBytes is
+// refused alone, without being held in memory, and reading goes on with
+// the next line; a refusal names the line's number in the file.
 func jsonLines(r io.Reader, decode func([]byte) (registry.Input, error)) iter.Seq[registry.BatchItem] {
 	return func(yield func(registry.BatchItem) bool) {
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), MaxItemBytes)
-		i := 0
-		for sc.Scan() {
-			line := bytes.TrimSpace(sc.Bytes())
-			if len(line) == 0 || line[0] == '#' {
+		br := bufio.NewReaderSize(r, 64<<10)
+		i, lineNo := 0, 0
+		var buf []byte
+		for {
+			line, tooLong, err := readLine(br, buf[:0])
+			buf = line
+			if err != nil && err != io.EOF {
+				yield(registry.BatchItem{Index: i, Err: fmt.Errorf("reading the file stopped after line %d (%d items): %w", lineNo, i, err)})
+				return
+			}
+			if err == io.EOF && len(line) == 0 && !tooLong {
+				return
+			}
+			lineNo++
+			var it registry.BatchItem
+			switch trimmed := bytes.TrimSpace(line); {
+			case tooLong:
+				it.Err = fmt.Errorf("line %d: %w", lineNo, ErrItemTooLong)
+			case len(trimmed) == 0 || trimmed[0] == '#':
+				if err == io.EOF {
+					return
+				}
 				continue
+			default:
+				in, derr := decode(trimmed)
+				if derr != nil {
+					derr = fmt.Errorf("line %d: %w", lineNo, derr)
+				}
+				it.Input, it.Err = in, derr
 			}
-			in, err := decode(line)
-			if err != nil {
-				err = fmt.Errorf("line %d: %w", i+1, err)
-			}
-			if !yield(registry.BatchItem{Index: i, Input: in, Err: err}) {
+			it.Index = i
+			if !yield(it) || err == io.EOF {
 				return
 			}
 			i++
 		}
-		if err := sc.Err(); err != nil {
-			if errors.Is(err, bufio.ErrTooLong) {
-				err = fmt.Errorf("a line is longer than %d bytes", MaxItemBytes)
+	}
+}
+
+// ErrItemTooLong refuses an item (a line) over MaxItemBytes.
+var ErrItemTooLong = fmt.Errorf("the line is longer than %d KiB, the most one item may be; split or shorten it", MaxItemBytes>>10)
+
+// readLine reads the next line of br into buf (without its end of line).
+// A line over MaxItemBytes is read to its end but not kept: tooLong is
+// set and line is empty. err is io.EOF on the last line (which may have
+// no newline) or once the input is done.
+func readLine(br *bufio.Reader, buf []byte) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(buf)+len(chunk) > MaxItemBytes+2 { // room for "\r\n"
+				tooLong, buf = true, buf[:0]
+			} else {
+				buf = append(buf, chunk...)
 			}
-			yield(registry.BatchItem{Index: i, Err: fmt.Errorf("reading the file stopped after %d items: %w", i, err)})
 		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		buf = bytes.TrimRight(buf, "\r\n")
+		if !tooLong && len(buf) > MaxItemBytes {
+			tooLong, buf = true, buf[:0]
+		}
+		return buf, tooLong, err
 	}
 }
 

@@ -3,6 +3,7 @@ package bulk_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -43,8 +44,52 @@ not json
 	if items[1].Err == nil || !strings.Contains(items[1].Err.Error(), "nmae") {
 		t.Errorf("unknown field: %v", items[1].Err)
 	}
-	if items[2].Err == nil || !strings.HasPrefix(items[2].Err.Error(), "line 3:") || items[2].Index != 2 {
+	if items[2].Err == nil || !strings.HasPrefix(items[2].Err.Error(), "line 5:") || items[2].Index != 2 {
 		t.Errorf("bad line: %+v", items[2])
+	}
+}
+
+// TestJSONLinesLongLine: a line over MaxItemBytes is refused alone, with
+// its line number, and the lines after it are read (issue 18: the reader
+// stopped at such a line and the rest of the file was never imported).
+func TestJSONLinesLongLine(t *testing.T) {
+	// padded is a valid registration of exactly n bytes (JSON whitespace
+	// between its members makes up the length).
+	padded := func(name string, n int) string {
+		head, tail := `{"name":"`+name+`",`, `"backend":{"kind":"builtin","builtin":"echo"}}`
+		return head + strings.Repeat(" ", n-len(head)-len(tail)) + tail
+	}
+	text := padded("a-bot", 100) + "\n" +
+		padded("b-bot", bulk.MaxItemBytes+1) + "\n" +
+		"\n" +
+		padded("c-bot", bulk.MaxItemBytes) + "\r\n" +
+		strings.Repeat("x", 3*bulk.MaxItemBytes) + "\n" +
+		padded("d-bot", 200) // the last line, without a newline
+	for _, format := range []string{"jsonl", "a2a-cards"} {
+		items := collect(t, format, text, bulk.Options{})
+		if len(items) != 5 {
+			t.Fatalf("%s: %d items, want 5: %+v", format, len(items), items)
+		}
+		for i, want := range []int{0, 2, 0, 5, 0} { // the line of each refused item
+			it := items[i]
+			if it.Index != i {
+				t.Errorf("%s: item %d has index %d", format, i, it.Index)
+			}
+			if want == 0 {
+				continue
+			}
+			if !errors.Is(it.Err, bulk.ErrItemTooLong) || !strings.HasPrefix(it.Err.Error(), fmt.Sprintf("line %d: ", want)) {
+				t.Errorf("%s: item %d: %v, want line %d refused as too long", format, i, it.Err, want)
+			}
+		}
+		if format != "jsonl" {
+			continue
+		}
+		for i, name := range map[int]string{0: "a-bot", 2: "c-bot", 4: "d-bot"} {
+			if items[i].Err != nil || items[i].Input.Name != name {
+				t.Errorf("item %d = %q, %v; want %s read", i, items[i].Input.Name, items[i].Err, name)
+			}
+		}
 	}
 }
 

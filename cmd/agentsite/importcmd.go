@@ -149,7 +149,19 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
+	if sum.refused > 0 {
+		return refusedError{refused: sum.refused, total: sum.total()}
+	}
 	return nil
+}
+
+// refusedError is the outcome of an import that refused some items: the
+// command exits non-zero so that a script sees it, though the other items
+// were imported.
+type refusedError struct{ refused, total int }
+
+func (e refusedError) Error() string {
+	return fmt.Sprintf("%d of %d items were refused (the summary says why); the others were imported", e.refused, e.total)
 }
 
 // cardFetcher fetches A2A cards through the runtime's guarded client.
