@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -15,7 +16,7 @@ import (
 func (n *Node) startPubSub() error {
 	ps, err := pubsub.NewGossipSub(n.ctx, n.host,
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
-		pubsub.WithPeerScore(scoreParams(TopicRecords, TopicStatus), scoreThresholds()),
+		pubsub.WithPeerScore(scoreParams(func(p peer.ID) float64 { return n.adm.score(p, n.now()) }, TopicRecords, TopicStatus), scoreThresholds()),
 		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(n.scores.set), scoreInspectPeriod),
 		pubsub.WithPeerGater(pubsub.NewPeerGaterParams(0.33, pubsub.ScoreParameterDecay(2*time.Minute), pubsub.ScoreParameterDecay(10*time.Minute))),
 		pubsub.WithMaxMessageSize(maxGossipSize),
@@ -86,21 +87,50 @@ func (n *Node) validateRecordMsg(ctx context.Context, from peer.ID, msg *pubsub.
 		n.outdated(pathGossip, err)
 		return pubsub.ValidationIgnore
 	}
-	msg.ValidatorData = rec
+	// Valid floods: past its rate a forwarder's messages, and a
+	// publisher's fresh records, are ignored (not forwarded); the forwarder
+	// loses score when the rate it broke is its own.
+	if relayOK, pubOK := n.adm.allowGossip(from, rec.Publisher); !relayOK || !pubOK {
+		if !relayOK || from.String() == rec.Publisher {
+			n.refuse(pathGossip, from, errFlood)
+		} else {
+			n.metrics.rejected.WithLabelValues(pathGossip, rejectReason(errFlood)).Inc()
+		}
+		return pubsub.ValidationIgnore
+	}
+	ad, err := n.admit(rec, from)
+	if err != nil {
+		n.refuse(pathGossip, from, err)
+		return pubsub.ValidationIgnore
+	}
+	msg.ValidatorData = admitted{rec: rec, ad: ad}
 	return pubsub.ValidationAccept
 }
 
+// admitted is a record that passed the topic validator, with what its
+// admission charges once it is cached.
+type admitted struct {
+	rec *agent.Record
+	ad  admitter
+}
+
 func (n *Node) handleRecordMsg(ctx context.Context, msg *pubsub.Message) {
-	rec, ok := msg.ValidatorData.(*agent.Record)
+	a, ok := msg.ValidatorData.(admitted)
 	if !ok {
 		return
 	}
-	n.deliver(ctx, pathGossip, rec, msg.Data)
+	n.deliver(ctx, pathGossip, msg.ReceivedFrom, a.rec, msg.Data, a.ad)
 }
 
-// deliver hands a verified record to the cache.
-func (n *Node) deliver(ctx context.Context, path string, rec *agent.Record, env []byte) bool {
+// deliver hands a verified, admitted record to the cache, and charges its
+// admission when it changed the cache. A record the cache refuses over the
+// publisher's quota counts against from, the peer that relayed it.
+func (n *Node) deliver(ctx context.Context, path string, from peer.ID, rec *agent.Record, env []byte, ad admitter) bool {
 	changed, err := n.cfg.Cache.Put(ctx, rec, env)
+	if errors.Is(err, agent.ErrOverQuota) {
+		n.refuse(path, from, err)
+		return false
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			n.logger.Warn("caching a verified record failed", "path", path, "id", rec.ID, "err", err)
@@ -108,6 +138,7 @@ func (n *Node) deliver(ctx context.Context, path string, rec *agent.Record, env 
 		return false
 	}
 	if changed {
+		ad.charge(n.now())
 		n.metrics.accepted.WithLabelValues(path).Inc()
 	}
 	return changed

@@ -147,11 +147,26 @@ func (n *Node) validateStatusMsg(ctx context.Context, from peer.ID, msg *pubsub.
 	if from == n.host.ID() {
 		return pubsub.ValidationAccept
 	}
-	hb, err := decodeHeartbeat(msg.Data, msg.GetFrom(), n.now())
+	now := n.now()
+	hb, err := decodeHeartbeat(msg.Data, msg.GetFrom(), now)
 	if err != nil {
 		n.reject(pathHeartbeat, from, err)
 		return pubsub.ValidationReject
 	}
+	if n.gater.Blocked(msg.GetFrom()) || n.adm.blocked[hb.PeerID] {
+		return pubsub.ValidationIgnore
+	}
+	// One round per sender per half interval: the rest is ignored (not
+	// forwarded, not written), and a sender that floods itself loses score.
+	if !n.beats.allow(hb.PeerID, hb.SentAt, now, n.cfg.HeartbeatInterval/2) {
+		if from == msg.GetFrom() {
+			n.refuse(pathHeartbeat, from, errFlood)
+		} else {
+			n.metrics.rejected.WithLabelValues(pathHeartbeat, rejectReason(errFlood)).Inc()
+		}
+		return pubsub.ValidationIgnore
+	}
+	n.adm.hear(hb.PeerID, now)
 	msg.ValidatorData = hb
 	return pubsub.ValidationAccept
 }

@@ -49,7 +49,11 @@ func (n *Node) Lookup(ctx context.Context, id string) (*agent.Record, error) {
 		n.metrics.rejected.WithLabelValues(pathDHT, rejectReason(err)).Inc()
 		return nil, err
 	}
-	n.deliver(ctx, pathDHT, rec, env)
+	if err := n.adm.policy(rec.Publisher, n.PeerID()); err != nil {
+		n.refuse(pathDHT, "", err)
+		return nil, err
+	}
+	n.deliver(ctx, pathDHT, "", rec, env, admitter{})
 	return rec, nil
 }
 

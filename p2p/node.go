@@ -75,6 +75,9 @@ type Config struct {
 	// RelayResources overrides the relay service's limits (nil:
 	// RelayResources()).
 	RelayResources *relayv2.Resources
+	// Admission is who may place listings here, and how many (block and
+	// trust lists, quotas; zero: open, with the default quotas).
+	Admission Admission
 }
 
 func (c *Config) defaults() {
@@ -99,6 +102,8 @@ type Node struct {
 	status  *pubsub.Topic
 	metrics *metrics
 	seqs    *seqCache
+	adm     *admission
+	beats   *beats
 	strikes *strikes
 	syncs   *syncTracker
 	scores  peerScores
@@ -136,6 +141,13 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 	}
 	n.seqs = newSeqCache(100_000)
 	n.strikes = newStrikes()
+	n.adm = newAdmission(cfg.Admission)
+	n.beats = newBeats()
+	for _, p := range cfg.Admission.Block {
+		if id, err := peer.Decode(p); err == nil {
+			n.gater.Block(id)
+		}
+	}
 	n.syncs = newSyncTracker()
 	n.SetHealthSource(cfg.HealthSource)
 

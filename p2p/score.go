@@ -14,13 +14,16 @@ import (
 // replayed, oversized, expired, mis-keyed) costs the sender heavily and
 // decays slowly, so a peer that floods bad records drops below the graylist
 // threshold after a handful and is ignored, then pruned.
-func scoreParams(topics ...string) *pubsub.PeerScoreParams {
+//
+// app is the application-specific score: minus the admission penalty that
+// over-quota records and floods of valid messages earn (admission.go), so a
+// peer that floods valid records sinks below the graylist threshold as one
+// that sends invalid ones does.
+func scoreParams(app func(peer.ID) float64, topics ...string) *pubsub.PeerScoreParams {
 	p := &pubsub.PeerScoreParams{
-		Topics:        map[string]*pubsub.TopicScoreParams{},
-		TopicScoreCap: 100,
-		AppSpecificScore: func(peer.ID) float64 {
-			return 0
-		},
+		Topics:            map[string]*pubsub.TopicScoreParams{},
+		TopicScoreCap:     100,
+		AppSpecificScore:  app,
 		AppSpecificWeight: 1,
 		// Many honest nodes can share an IP (NAT, loopback in tests).
 		IPColocationFactorWeight:    -5,

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -13,6 +14,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // The catalogue sync protocol (/agentsite/sync/1.0.0): on one stream the
@@ -31,11 +34,18 @@ type syncResponse struct {
 }
 
 const (
-	syncPageSize     = 64
-	maxSyncResponse  = syncPageSize*(16<<10)*4/3 + 64<<10 // base64 of a full page, with room
-	maxSyncRequest   = 1 << 10
-	syncStreamIdle   = 30 * time.Second
-	syncTimeout      = 2 * time.Minute
+	syncPageSize    = 64
+	maxSyncResponse = syncPageSize*(16<<10)*4/3 + 64<<10 // base64 of a full page, with room
+	maxSyncRequest  = 1 << 10
+	syncStreamIdle  = 30 * time.Second
+	// syncPageTimeout bounds the wait for one page (request and reply).
+	syncPageTimeout = 20 * time.Second
+	// syncTimeout bounds one whole sync; pages have their own deadline, so
+	// this only stops a peer that trickles valid pages forever.
+	syncTimeout = 15 * time.Minute
+	// maxSyncRefused ends a sync from a peer once admission refused this
+	// many of its records (two pages' worth).
+	maxSyncRefused   = 2 * syncPageSize
 	syncRepeatAfter  = 30 * time.Second
 	maxParallelSyncs = 4
 )
@@ -73,8 +83,14 @@ func (n *Node) serveSync(s network.Stream) {
 }
 
 // SyncFrom pulls p's catalogue (or, with tag, only listings with that tag),
-// verifies each record and caches it. It returns how many records changed
-// the cache.
+// verifies each record, admits it (admission.go) and caches it. It returns
+// how many records changed the cache.
+//
+// A peer is an adversary here too: every page is read as one line of at
+// most maxSyncResponse bytes under its own deadline (syncPageTimeout), so
+// a reply can neither grow the node's memory past one page nor hold the
+// stream open; and a peer whose pages are mostly refused by admission (over
+// its quota of listings of never-heard publishers) is stopped.
 func (n *Node) SyncFrom(ctx context.Context, p peer.ID, tag string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
@@ -83,21 +99,29 @@ func (n *Node) SyncFrom(ctx context.Context, p peer.ID, tag string) (int, error)
 		return 0, fmt.Errorf("open sync stream to %s: %w", p, err)
 	}
 	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(syncTimeout))
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
 	enc := json.NewEncoder(s)
-	dec := json.NewDecoder(io.LimitReader(s, int64(n.cfg.MaxSyncRecords/syncPageSize+1)*maxSyncResponse))
-	changed, seen := 0, 0
+	r := bufio.NewReaderSize(s, maxSyncResponse)
+	changed, seen, refused := 0, 0, 0
 	var after int64
 	for {
+		_ = s.SetWriteDeadline(time.Now().Add(syncPageTimeout))
 		if err := enc.Encode(syncRequest{After: after, Tag: tag, Limit: syncPageSize}); err != nil {
 			return changed, fmt.Errorf("sync request to %s: %w", p, err)
 		}
-		var resp syncResponse
-		if err := dec.Decode(&resp); err != nil {
+		resp, err := readSyncPage(s, r)
+		if err != nil {
+			switch {
+			case errors.Is(err, bufio.ErrBufferFull):
+				n.reject(pathSync, p, fmt.Errorf("%w: sync page over %d bytes", agent.ErrTooLarge, maxSyncResponse))
+			case errors.Is(err, errBadPage):
+				n.reject(pathSync, p, err)
+			}
 			return changed, fmt.Errorf("sync response from %s: %w", p, err)
 		}
 		if len(resp.Envelopes) > syncPageSize {
-			n.reject(pathSync, p, fmt.Errorf("page of %d records", len(resp.Envelopes)))
+			n.reject(pathSync, p, fmt.Errorf("%w: page of %d records", agent.ErrTooLarge, len(resp.Envelopes)))
 			return changed, fmt.Errorf("peer %s sent an oversized sync page", p)
 		}
 		for _, env := range resp.Envelopes {
@@ -111,15 +135,42 @@ func (n *Node) SyncFrom(ctx context.Context, p peer.ID, tag string) (int, error)
 				n.outdated(pathSync, err)
 				continue
 			}
-			if n.deliver(ctx, pathSync, rec, env) {
+			ad, err := n.admit(rec, p)
+			if err != nil {
+				n.refuse(pathSync, p, err)
+				refused++
+				continue
+			}
+			if n.deliver(ctx, pathSync, p, rec, env, ad) {
 				changed++
 			}
+		}
+		if refused >= maxSyncRefused {
+			return changed, fmt.Errorf("%w: stopped syncing from %s after %d refused records", agent.ErrOverQuota, p, refused)
 		}
 		if resp.Next == 0 || resp.Next <= after || seen >= n.cfg.MaxSyncRecords {
 			return changed, nil
 		}
 		after = resp.Next
 	}
+}
+
+var errBadPage = errors.New("sync page is not one JSON object")
+
+// readSyncPage reads one page: a line of at most r's buffer size
+// (maxSyncResponse) within syncPageTimeout, then decodes it. A longer line
+// is bufio.ErrBufferFull: the peer broke the protocol's page limit.
+func readSyncPage(s network.Stream, r *bufio.Reader) (syncResponse, error) {
+	_ = s.SetReadDeadline(time.Now().Add(syncPageTimeout))
+	line, err := r.ReadSlice('\n')
+	if err != nil {
+		return syncResponse{}, err
+	}
+	var resp syncResponse
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return syncResponse{}, fmt.Errorf("%w: %w", errBadPage, err)
+	}
+	return resp, nil
 }
 
 // syncTracker makes sure one peer is synced from at most once per

@@ -29,6 +29,14 @@ func rejectReason(err error) string {
 		return "replay"
 	case errors.Is(err, errWrongSender):
 		return "sender"
+	case errors.Is(err, agent.ErrOverQuota):
+		return "quota"
+	case errors.Is(err, errFlood):
+		return "flood"
+	case errors.Is(err, errBlockedPublisher):
+		return "blocked"
+	case errors.Is(err, errUntrusted):
+		return "untrusted"
 	}
 	return "malformed"
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/handlers/connlimit"
+	"github.com/agentsite/agentsite/p2p"
 )
 
 // Config is every setting of `agentsite serve`. Each flag has an
@@ -52,6 +53,13 @@ type Config struct {
 	LogLevel              string
 	LogFormat             string
 	DebugAddr             string
+
+	// Admission of network listings (p2p.Admission).
+	BlockPeers     []string
+	TrustPeers     []string
+	TrustedOnly    bool
+	PublisherRate  int
+	UnheardPerHour int
 }
 
 // DefaultP2PListen listens on every interface on a free TCP and QUIC port.
@@ -130,6 +138,12 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "loopback address for net/http/pprof, e.g. 127.0.0.1:6060 (empty: off)")
+	// Admission of network listings: who may place them here, how many.
+	fs.Var(&stringList{vals: &c.BlockPeers}, "block-peer", "peer ID refused as a peer and as a publisher: no connection, its listings dropped (repeatable)")
+	fs.Var(&stringList{vals: &c.TrustPeers}, "trust-peer", "peer ID exempt from the admission quotas, as publisher and relayer (repeatable)")
+	fs.BoolVar(&c.TrustedOnly, "trusted-only", false, "keep only listings published by --trust-peer peers and this node")
+	fs.IntVar(&c.PublisherRate, "publisher-rate", 120, "fresh records one publisher may bring by gossip per minute; the rest are ignored")
+	fs.IntVar(&c.UnheardPerHour, "unheard-per-hour", 1000, "listings of never-heard publishers one relaying peer may place here per hour (its IP group: twice that)")
 	return fs
 }
 
@@ -237,6 +251,20 @@ func (c *Config) Validate() error {
 	if c.DebugAddr != "" && !loopbackAddr(c.DebugAddr) {
 		errs = append(errs, fmt.Errorf("--debug-addr %q must be a loopback host:port such as 127.0.0.1:6060 (profiles are not for the public)", c.DebugAddr))
 	}
+	for _, l := range []struct {
+		flag string
+		ids  []string
+	}{{"block-peer", c.BlockPeers}, {"trust-peer", c.TrustPeers}} {
+		if err := p2p.ParsePeerIDs(l.flag, l.ids); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.TrustedOnly && len(c.TrustPeers) == 0 {
+		errs = append(errs, errors.New("--trusted-only needs at least one --trust-peer (else only this node's own listings are kept)"))
+	}
+	if c.PublisherRate < 1 || c.UnheardPerHour < 1 {
+		errs = append(errs, errors.New("--publisher-rate and --unheard-per-hour must be at least 1"))
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, errors.New("--log-format must be text or json"))
 	}
@@ -301,4 +329,12 @@ func loopbackAddr(addr string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
+}
+
+// admission is the p2p admission policy from the flags.
+func (c *Config) admission() p2p.Admission {
+	return p2p.Admission{
+		Block: c.BlockPeers, Trust: c.TrustPeers, TrustedOnly: c.TrustedOnly,
+		PublisherPerMinute: c.PublisherRate, UnheardPerHour: c.UnheardPerHour,
+	}
 }

@@ -141,6 +141,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Cache:             sink,
 		Registerer:        reg,
 		HealthSource:      m.HealthSource,
+		Admission:         m.Config.admission(),
 	}, m.Logger)
 	if err != nil {
 		return err

@@ -1,0 +1,366 @@
+package p2p
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	manet "github.com/multiformats/go-multiaddr/net"
+	"golang.org/x/time/rate"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// Admission says which network listings a node takes in, and how many
+// (docs/architecture.md "Peers are adversaries"). The planet is open: by
+// default any valid record is admitted, within quotas that no honest peer
+// reaches and every flood does.
+type Admission struct {
+	// Block is peer IDs refused as publishers (their listings) and as
+	// peers (no connection).
+	Block []string
+	// Trust is peer IDs exempt from the quotas below, as publishers and
+	// as relayers.
+	Trust []string
+	// TrustedOnly keeps only listings published by trusted peers (and this
+	// node's own).
+	TrustedOnly bool
+	// PublisherPerMinute bounds the fresh records of one publisher that
+	// gossip may bring per minute (default 120; the rest are ignored, and
+	// the publisher, if it sent them itself, loses score).
+	PublisherPerMinute int
+	// RelayerPerMinute bounds the gossip messages one forwarding peer may
+	// hand this node per minute, whoever published them (default 1200).
+	RelayerPerMinute int
+	// UnheardPerHour bounds the listings of publishers never heard from
+	// (no heartbeat, no connection) that one relaying peer may place in
+	// this node's cache per hour (default 1000). An IP group (/24 of IPv4,
+	// /48 of IPv6) gets IPGroupFactor times as much, so fresh peer
+	// identities on one machine share one allowance.
+	UnheardPerHour int
+	// UnheardPublishersPerHour bounds how many distinct never-heard
+	// publishers one relaying peer may introduce per hour (default 25).
+	UnheardPublishersPerHour int
+	// IPGroupFactor: an IP group's quota in multiples of a peer's
+	// (default 2).
+	IPGroupFactor int
+}
+
+func (a *Admission) defaults() {
+	if a.PublisherPerMinute <= 0 {
+		a.PublisherPerMinute = 120
+	}
+	if a.RelayerPerMinute <= 0 {
+		a.RelayerPerMinute = 1200
+	}
+	if a.UnheardPerHour <= 0 {
+		a.UnheardPerHour = 1000
+	}
+	if a.UnheardPublishersPerHour <= 0 {
+		a.UnheardPublishersPerHour = 25
+	}
+	if a.IPGroupFactor <= 0 {
+		a.IPGroupFactor = 2
+	}
+}
+
+// ParsePeerIDs checks a list of peer IDs from the command line (--block-peer,
+// --trust-peer).
+func ParsePeerIDs(flag string, ids []string) error {
+	for _, s := range ids {
+		if _, err := peer.Decode(s); err != nil {
+			return fmt.Errorf("--%s %q is not a peer ID (%w); copy one from /nodes or a listing's host", flag, s, err)
+		}
+	}
+	return nil
+}
+
+// Reasons a valid record is refused, for the metrics (rejectReason).
+var (
+	errBlockedPublisher = errors.New("publisher is blocked by the operator")
+	errUntrusted        = errors.New("publisher is not trusted and the node admits only trusted publishers")
+	errFlood            = errors.New("peer is over its message rate")
+)
+
+// Bounds of the admission state itself: a rogue with endless fresh
+// identities must not grow it.
+const (
+	maxTracked    = 50_000
+	unheardWindow = time.Hour
+	heardFor      = time.Hour
+	// penaltyHalfLife is how fast a peer's admission penalty (its
+	// application score in GossipSub) decays.
+	penaltyHalfLife = 10 * time.Minute
+	// maxPenalty caps the penalty: far below the graylist threshold
+	// (-80) already.
+	maxPenalty = 1000
+)
+
+// admission is the node's live admission state: who was heard, each
+// relayer's and IP group's unheard allowance this hour, per-peer and
+// per-publisher gossip rates, and the penalties that feed GossipSub's
+// application-specific score.
+type admission struct {
+	cfg     Admission
+	blocked map[string]bool
+	trusted map[string]bool
+
+	mu         sync.Mutex
+	heard      map[string]time.Time // publisher (peer ID) → last heartbeat
+	unheard    map[string]*window   // relayer or IP group → this hour's count
+	publishers map[string]*rate.Limiter
+	relayers   map[string]*rate.Limiter
+	penalties  map[peer.ID]penalty
+}
+
+type window struct {
+	start      time.Time
+	listings   int
+	publishers map[string]bool
+}
+
+type penalty struct {
+	v  float64
+	at time.Time
+}
+
+func newAdmission(cfg Admission) *admission {
+	cfg.defaults()
+	a := &admission{
+		cfg: cfg, blocked: map[string]bool{}, trusted: map[string]bool{},
+		heard: map[string]time.Time{}, unheard: map[string]*window{},
+		publishers: map[string]*rate.Limiter{}, relayers: map[string]*rate.Limiter{},
+		penalties: map[peer.ID]penalty{},
+	}
+	for _, p := range cfg.Block {
+		a.blocked[p] = true
+	}
+	for _, p := range cfg.Trust {
+		a.trusted[p] = true
+	}
+	return a
+}
+
+// hear notes a verified heartbeat of p: its listings are a heard host's.
+func (a *admission) hear(p string, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.heard) >= maxTracked {
+		for k, t := range a.heard {
+			if now.Sub(t) > heardFor {
+				delete(a.heard, k)
+			}
+		}
+		if len(a.heard) >= maxTracked {
+			clear(a.heard)
+		}
+	}
+	a.heard[p] = now
+}
+
+func (a *admission) wasHeard(p string, now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, ok := a.heard[p]
+	return ok && now.Sub(t) < heardFor
+}
+
+// penalise lowers p's application score by w (decaying).
+func (a *admission) penalise(p peer.ID, w float64, now time.Time) {
+	if p == "" {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v := decayed(a.penalties[p], now) + w
+	if len(a.penalties) >= maxTracked {
+		for k, pe := range a.penalties {
+			if decayed(pe, now) < 0.5 {
+				delete(a.penalties, k)
+			}
+		}
+	}
+	a.penalties[p] = penalty{v: min(v, maxPenalty), at: now}
+}
+
+// score is p's application-specific GossipSub score: minus its penalty.
+func (a *admission) score(p peer.ID, now time.Time) float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return -decayed(a.penalties[p], now)
+}
+
+func decayed(p penalty, now time.Time) float64 {
+	if p.v == 0 {
+		return 0
+	}
+	return p.v * math.Exp2(-now.Sub(p.at).Seconds()/penaltyHalfLife.Seconds())
+}
+
+// allowGossip applies the gossip rates: from may forward RelayerPerMinute
+// messages, and publisher's fresh records PublisherPerMinute. Trusted
+// peers have no rate.
+func (a *admission) allowGossip(from peer.ID, publisher string) (relayOK, pubOK bool) {
+	if a.trusted[from.String()] || a.trusted[publisher] {
+		return true, true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !limiterFor(a.relayers, from.String(), a.cfg.RelayerPerMinute).Allow() {
+		return false, true
+	}
+	return true, limiterFor(a.publishers, publisher, a.cfg.PublisherPerMinute).Allow()
+}
+
+func limiterFor(m map[string]*rate.Limiter, key string, perMinute int) *rate.Limiter {
+	l, ok := m[key]
+	if !ok {
+		if len(m) >= maxTracked {
+			clear(m) // a fresh limiter is full: the worst is one burst more
+		}
+		l = rate.NewLimiter(rate.Limit(float64(perMinute)/60), perMinute)
+		m[key] = l
+	}
+	return l
+}
+
+// admitter is one record's admission: check says whether it may go in,
+// charge counts it once it changed the cache.
+type admitter struct {
+	a        *admission
+	keys     []string // relayer, then its IP group; empty when exempt
+	limits   []int
+	pubLimit []int
+	pub      string
+}
+
+// check decides whether rec, relayed by from (the peer it came from; its
+// publisher for its own records), may enter the cache.
+func (a *admission) check(rec *agent.Record, from peer.ID, group string, self string, now time.Time) (admitter, error) {
+	pub := rec.Publisher
+	if err := a.policy(pub, self); err != nil || pub == self {
+		return admitter{}, err
+	}
+	if a.trusted[pub] || a.trusted[from.String()] || from.String() == pub || a.wasHeard(pub, now) {
+		return admitter{}, nil
+	}
+	ad := admitter{a: a, pub: pub,
+		keys:     []string{"peer:" + from.String()},
+		limits:   []int{a.cfg.UnheardPerHour},
+		pubLimit: []int{a.cfg.UnheardPublishersPerHour},
+	}
+	if group != "" {
+		ad.keys = append(ad.keys, "ip:"+group)
+		ad.limits = append(ad.limits, a.cfg.UnheardPerHour*a.cfg.IPGroupFactor)
+		ad.pubLimit = append(ad.pubLimit, a.cfg.UnheardPublishersPerHour*a.cfg.IPGroupFactor)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i, k := range ad.keys {
+		w := a.windowFor(k, now)
+		if w.listings >= ad.limits[i] || !w.publishers[pub] && len(w.publishers) >= ad.pubLimit[i] {
+			return admitter{}, fmt.Errorf("%w: %s placed %d listings of %d never-heard publishers this hour", agent.ErrOverQuota, k, w.listings, len(w.publishers))
+		}
+	}
+	return ad, nil
+}
+
+// policy is the operator's part of admission: blocked publishers are
+// refused, and with TrustedOnly so is every publisher not trusted.
+func (a *admission) policy(pub, self string) error {
+	switch {
+	case a.blocked[pub]:
+		return errBlockedPublisher
+	case pub == self:
+		return nil
+	case a.cfg.TrustedOnly && !a.trusted[pub]:
+		return errUntrusted
+	}
+	return nil
+}
+
+func (a *admission) windowFor(k string, now time.Time) *window {
+	w, ok := a.unheard[k]
+	if ok && now.Sub(w.start) < unheardWindow {
+		return w
+	}
+	if !ok && len(a.unheard) >= maxTracked {
+		for k2, w2 := range a.unheard {
+			if now.Sub(w2.start) >= unheardWindow {
+				delete(a.unheard, k2)
+			}
+		}
+		if len(a.unheard) >= maxTracked {
+			clear(a.unheard)
+		}
+	}
+	w = &window{start: now, publishers: map[string]bool{}}
+	a.unheard[k] = w
+	return w
+}
+
+// charge counts an admitted record that changed the cache against its
+// relayer's and IP group's allowance.
+func (ad admitter) charge(now time.Time) {
+	if ad.a == nil {
+		return
+	}
+	ad.a.mu.Lock()
+	defer ad.a.mu.Unlock()
+	for _, k := range ad.keys {
+		w := ad.a.windowFor(k, now)
+		w.listings++
+		w.publishers[ad.pub] = true
+	}
+}
+
+// ipGroup is the IP group of p's connection: the /24 of an IPv4 address,
+// the /48 of an IPv6 one, "" when not connected.
+func ipGroup(nw network.Network, p peer.ID) string {
+	for _, c := range nw.ConnsToPeer(p) {
+		ip, err := manet.ToIP(c.RemoteMultiaddr())
+		if err != nil {
+			continue
+		}
+		if v4 := ip.To4(); v4 != nil {
+			return v4.Mask(net.CIDRMask(24, 32)).String() + "/24"
+		}
+		return ip.Mask(net.CIDRMask(48, 128)).String() + "/48"
+	}
+	return ""
+}
+
+// knownPublisher reports whether p is a publisher this node hears: a
+// heartbeat within the hour, a connection now, or itself.
+func (n *Node) knownPublisher(p peer.ID) bool {
+	if p == n.host.ID() || n.adm.wasHeard(p.String(), n.now()) {
+		return true
+	}
+	return n.host.Network().Connectedness(p) == network.Connected
+}
+
+// admit runs the admission of a verified record that from relayed.
+func (n *Node) admit(rec *agent.Record, from peer.ID) (admitter, error) {
+	return n.adm.check(rec, from, ipGroup(n.host.Network(), from), n.PeerID(), n.now())
+}
+
+// refuse counts a valid record that admission refused and lowers the
+// relaying peer's score for quota and rate breaches (not for the
+// operator's block and trust lists: honest peers relay those).
+func (n *Node) refuse(path string, from peer.ID, err error) {
+	reason := rejectReason(err)
+	n.metrics.rejected.WithLabelValues(path, reason).Inc()
+	if errors.Is(err, agent.ErrOverQuota) || errors.Is(err, errFlood) {
+		n.adm.penalise(from, 1, n.now())
+	}
+	n.logger.Debug("refused network record", "path", path, "from", from, "reason", reason, "err", err)
+}
+
+// AdmissionPenalty is p's current admission penalty (what it loses in
+// GossipSub's application score), for operators and tests.
+func (n *Node) AdmissionPenalty(p peer.ID) float64 { return -n.adm.score(p, n.now()) }

@@ -1,0 +1,191 @@
+package p2p
+
+import (
+	"crypto/rand"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+func testPeer(t *testing.T) peer.ID {
+	t.Helper()
+	_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := peer.IDFromPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestAdmissionQuotas walks one relayer through its hour: records of
+// never-heard publishers count against the relayer and its IP group,
+// heard or trusted publishers and the relayer's own records do not, and the
+// window opens again after the hour.
+func TestAdmissionQuotas(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	a := newAdmission(Admission{UnheardPerHour: 10, UnheardPublishersPerHour: 3, IPGroupFactor: 2})
+	relayer, other := testPeer(t), testPeer(t)
+	pubs := []peer.ID{testPeer(t), testPeer(t), testPeer(t), testPeer(t)}
+	rec := func(p peer.ID) *agent.Record { return &agent.Record{Publisher: p.String()} }
+	take := func(from peer.ID, pub peer.ID) error {
+		ad, err := a.check(rec(pub), from, "127.0.0.0/24", "self", now)
+		if err == nil {
+			ad.charge(now)
+		}
+		return err
+	}
+	// Three publishers is the cap of distinct never-heard publishers.
+	for i := 0; i < 3; i++ {
+		if err := take(relayer, pubs[i]); err != nil {
+			t.Fatalf("publisher %d: %v", i, err)
+		}
+	}
+	if err := take(relayer, pubs[3]); !errors.Is(err, agent.ErrOverQuota) {
+		t.Fatalf("a fourth never-heard publisher: %v, want over quota", err)
+	}
+	// The same publishers fill the listing cap (10).
+	for i := 3; i < 10; i++ {
+		if err := take(relayer, pubs[i%3]); err != nil {
+			t.Fatalf("listing %d: %v", i, err)
+		}
+	}
+	if err := take(relayer, pubs[0]); !errors.Is(err, agent.ErrOverQuota) {
+		t.Fatalf("listing 11: %v, want over quota", err)
+	}
+	// A fresh identity in the same IP group shares the group's allowance
+	// (20 listings, 6 publishers): 10 more, then no more.
+	for i := 0; i < 10; i++ {
+		if err := take(other, pubs[i%3]); err != nil {
+			t.Fatalf("fresh relayer, listing %d: %v", i, err)
+		}
+	}
+	if err := take(other, pubs[0]); !errors.Is(err, agent.ErrOverQuota) {
+		t.Fatalf("fresh relayer past the IP group's quota: %v", err)
+	}
+	// Heard publishers and the relayer's own records are not counted.
+	a.hear(pubs[3].String(), now)
+	if err := take(relayer, pubs[3]); err != nil {
+		t.Fatalf("heard publisher: %v", err)
+	}
+	if err := take(relayer, relayer); err != nil {
+		t.Fatalf("relayer's own record: %v", err)
+	}
+	// An hour later the windows are fresh.
+	now = now.Add(unheardWindow)
+	if err := take(relayer, pubs[0]); err != nil {
+		t.Fatalf("after the hour: %v", err)
+	}
+}
+
+func TestAdmissionPolicy(t *testing.T) {
+	now := time.Now()
+	bad, good, stranger, relayer := testPeer(t), testPeer(t), testPeer(t), testPeer(t)
+	a := newAdmission(Admission{Block: []string{bad.String()}, Trust: []string{good.String()}, TrustedOnly: true, UnheardPerHour: 1, UnheardPublishersPerHour: 1})
+	check := func(pub peer.ID) error {
+		_, err := a.check(&agent.Record{Publisher: pub.String()}, relayer, "", "self", now)
+		return err
+	}
+	if err := check(bad); !errors.Is(err, errBlockedPublisher) {
+		t.Fatalf("blocked publisher: %v", err)
+	}
+	if err := check(stranger); !errors.Is(err, errUntrusted) {
+		t.Fatalf("untrusted publisher with --trusted-only: %v", err)
+	}
+	for i := 0; i < 5; i++ { // trusted: no quota
+		ad, err := a.check(&agent.Record{Publisher: good.String()}, relayer, "", "self", now)
+		if err != nil {
+			t.Fatalf("trusted publisher: %v", err)
+		}
+		ad.charge(now)
+	}
+	if _, err := a.check(&agent.Record{Publisher: "self"}, relayer, "", "self", now); err != nil {
+		t.Fatalf("own record: %v", err)
+	}
+}
+
+// TestAdmissionPenaltyDecays: the penalty is the peer's negative
+// application score, halves every penaltyHalfLife and is capped.
+func TestAdmissionPenaltyDecays(t *testing.T) {
+	now := time.Now()
+	a := newAdmission(Admission{})
+	p := testPeer(t)
+	for i := 0; i < 100; i++ {
+		a.penalise(p, 1, now)
+	}
+	if s := a.score(p, now); s > -99 || s < -100 {
+		t.Fatalf("score after 100 refusals: %v", s)
+	}
+	if s := a.score(p, now.Add(penaltyHalfLife)); s > -49 || s < -51 {
+		t.Fatalf("score a half-life later: %v", s)
+	}
+	for i := 0; i < 2*maxPenalty; i++ {
+		a.penalise(p, 1, now)
+	}
+	if s := a.score(p, now); s < -maxPenalty {
+		t.Fatalf("score %v past the cap", s)
+	}
+	if s := a.score(testPeer(t), now); s != 0 {
+		t.Fatalf("an unknown peer's score: %v", s)
+	}
+}
+
+func TestGossipRates(t *testing.T) {
+	a := newAdmission(Admission{PublisherPerMinute: 5, RelayerPerMinute: 8})
+	relayer, pub := testPeer(t), testPeer(t)
+	ok := 0
+	for i := 0; i < 20; i++ {
+		if r, p := a.allowGossip(relayer, pub.String()); r && p {
+			ok++
+		}
+	}
+	if ok != 5 {
+		t.Fatalf("publisher's burst: %d accepted, want 5", ok)
+	}
+	other := testPeer(t)
+	relayOK := 0
+	for i := 0; i < 20; i++ {
+		if r, _ := a.allowGossip(other, testPeer(t).String()); r {
+			relayOK++
+		}
+	}
+	if relayOK != 8 {
+		t.Fatalf("relayer's burst: %d, want 8", relayOK)
+	}
+}
+
+func TestBeatsOneRoundPerGap(t *testing.T) {
+	b := newBeats()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	gap := 5 * time.Second
+	if !b.allow("p", t0, t0, gap) {
+		t.Fatal("first heartbeat refused")
+	}
+	for i := 1; i < maxHeartbeatParts; i++ {
+		if !b.allow("p", t0, t0, gap) {
+			t.Fatalf("part %d of the round refused", i)
+		}
+	}
+	if b.allow("p", t0, t0, gap) {
+		t.Fatal("a part past maxHeartbeatParts accepted")
+	}
+	if b.allow("p", t0.Add(time.Second), t0.Add(time.Second), gap) {
+		t.Fatal("a new round within the gap accepted")
+	}
+	if !b.allow("p", t0.Add(gap), t0.Add(gap), gap) {
+		t.Fatal("the next round after the gap refused")
+	}
+	if b.allow("p", t0.Add(time.Second), t0.Add(2*gap), gap) {
+		t.Fatal("an older round after a newer one accepted")
+	}
+	if !b.allow("q", t0, t0, gap) {
+		t.Fatal("another peer's heartbeat refused")
+	}
+}
