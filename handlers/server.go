@@ -200,7 +200,7 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	s.Live = &chat.Live{Chat: s.Chat, Lifetime: s.lifetime, Logger: logger}
 	s.pages.Live = s.Live
 	s.API = &api.API{Catalog: st, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
-		ChatRates: s.chatLimits, Version: cfg.Version, Now: now, Fail: s.renderError, Logger: logger}
+		ChatRates: s.chatLimits, Replies: s.Live, Version: cfg.Version, Now: now, Fail: s.renderError, Logger: logger}
 	s.ChatSocket = &chatws.Handler{Chat: s.Chat, Live: s.Live, Sessions: s.sessions,
 		Sockets: connlimit.NewCounter(cfg.MaxSocketsPerClient), Rates: s.chatLimits,
 		AllowOrigin: s.originRule().admits, Lifetime: s.lifetime, Fail: s.renderError, Logger: logger, Now: now}

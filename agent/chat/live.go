@@ -44,6 +44,7 @@ type Live struct {
 	all    map[*LiveTurn]struct{}
 	byConv map[string]*LiveTurn
 	owners map[Owner]int
+	held   int // turns counted by Hold
 }
 
 // Event is what a subscriber of a live turn hears, one field set:
@@ -122,7 +123,7 @@ func (lv *Live) Start(ctx context.Context, owner Owner, req Request, sub func(Ev
 		lv.mu.Unlock()
 		cancel(nil)
 		return nil, nil, ErrReplyPending
-	case len(lv.all) >= total || lv.owners[owner] >= perOwner:
+	case len(lv.all)+lv.held >= total || lv.owners[owner] >= perOwner:
 		lv.mu.Unlock()
 		cancel(nil)
 		return nil, nil, ErrTooManyReplies
@@ -157,6 +158,35 @@ func (lv *Live) Start(ctx context.Context, owner Owner, req Request, sub func(Ev
 		lv.finish(t, end)
 	}()
 	return t, unsubscribe, nil
+}
+
+// Hold counts a turn that runs outside Live (a synchronous turn of the
+// JSON API, whose anonymous callers share one owner) under key, against
+// the same bounds as Start's turns: over them it is ErrTooManyReplies.
+// The caller calls release once the turn ended.
+func (lv *Live) Hold(key Owner) (release func(), err error) {
+	perOwner, total, _ := lv.bounds()
+	lv.mu.Lock()
+	defer lv.mu.Unlock()
+	if len(lv.all)+lv.held >= total || lv.owners[key] >= perOwner {
+		return nil, ErrTooManyReplies
+	}
+	if lv.all == nil {
+		lv.all, lv.byConv, lv.owners = map[*LiveTurn]struct{}{}, map[string]*LiveTurn{}, map[Owner]int{}
+	}
+	lv.held++
+	lv.owners[key]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			lv.mu.Lock()
+			defer lv.mu.Unlock()
+			lv.held--
+			if lv.owners[key]--; lv.owners[key] <= 0 {
+				delete(lv.owners, key)
+			}
+		})
+	}, nil
 }
 
 // run is the turn itself; a panic in it (a backend bug) ends it with an

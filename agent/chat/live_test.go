@@ -184,6 +184,43 @@ func TestLiveStop(t *testing.T) {
 	wantMessages(t, n.Store, convID, "user: long story", "agent: Once upon", "error: "+chat.ErrStopped.Message)
 }
 
+// TestLiveHold: a turn held for a key outside Live (the API's synchronous
+// turns) counts against the same bounds as Live's own, and its release
+// gives the place back once.
+func TestLiveHold(t *testing.T) {
+	_, lv, g, id := newLive(t)
+	lv.MaxPerOwner, lv.MaxTotal = 2, 3
+	a := chat.AnonOwner("a")
+	r1, err := lv.Hold(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := lv.Start(t.Context(), a, chat.Request{AgentID: id, Text: "x"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lv.Hold(a); !errors.Is(err, chat.ErrTooManyReplies) {
+		t.Errorf("third reply of one key: %v, want ErrTooManyReplies", err)
+	}
+	if _, err := lv.Hold(chat.AnonOwner("b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := lv.Start(t.Context(), chat.AnonOwner("c"), chat.Request{AgentID: id, Text: "x"}, nil); !errors.Is(err, chat.ErrTooManyReplies) {
+		t.Errorf("fourth reply in all: %v, want ErrTooManyReplies", err)
+	}
+	r1()
+	r1() // a second release is a no-op
+	r3, err := lv.Hold(a)
+	if err != nil {
+		t.Fatalf("a hold after a release: %v", err)
+	}
+	if _, err := lv.Hold(a); !errors.Is(err, chat.ErrTooManyReplies) {
+		t.Errorf("a double release gave two places back: %v", err)
+	}
+	r3()
+	g.finish <- "done"
+	eventually(t, "the turn to end", func() bool { return lv.Len() == 0 })
+}
+
 // TestLiveBounds: one reply at a time per conversation, at most
 // MaxPerOwner per owner and MaxTotal in all, MaxDuration each; refusals
 // store nothing.

@@ -43,6 +43,12 @@ type Node interface {
 	SearchTag(ctx context.Context, tag string, maxProviders int) (providers, changed int, err error)
 }
 
+// ReplyBound admits a turn of key while it runs, or refuses it with
+// chat.ErrTooManyReplies (chat.Live.Hold).
+type ReplyBound interface {
+	Hold(key chat.Owner) (release func(), err error)
+}
+
 // API holds the dependencies of the /api/v1 handlers.
 type API struct {
 	Catalog  Catalog
@@ -53,6 +59,9 @@ type API struct {
 	// ChatRates is the per-client budget of chat turns, shared with the
 	// other ways to chat so a client cannot spend it once per surface.
 	ChatRates *httpkit.Rates
+	// Replies bounds the replies one visitor has on their way at once,
+	// the rule of AgentChat's turns (chat.Live); nil: no bound.
+	Replies ReplyBound
 	// Version is the node's, as GET /api/v1/node reports it.
 	Version string
 	Now     func() time.Time

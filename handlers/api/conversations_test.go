@@ -1,13 +1,16 @@
 package api_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/handlers/apiwire"
 	. "github.com/agentsite/agentsite/handlers/handlertest"
@@ -164,4 +167,92 @@ func TestAPIConversationReadIsNoTurn(t *testing.T) {
 		WantStatus(t, e.Do("GET", "/api/v1/conversations/"+conv, nil), http.StatusOK)
 	}
 	send(t, e, id, apiwire.MessageIn{Text: "still allowed", ConversationID: conv})
+}
+
+// TestAPIAnonymousRepliesAtOnce: anonymous API turns of one client are
+// held to AgentChat's rule, chat.DefaultLiveMaxPerOwner replies on their
+// way at once; the others are refused (429 rate_limited, saying to wait
+// for one to finish), and once the replies are in, new turns are
+// accepted (issue 18: 8 parallel anonymous turns were all accepted).
+func TestAPIAnonymousRepliesAtOnce(t *testing.T) {
+	e := NewChat(t)
+	id := e.SeedEcho("echo", "Echo")
+	slow := NewSlowAnswerer()
+	e.Server.Chat.Local = slow
+	type answer struct {
+		status int
+		body   httpkit.ErrorBody
+		reply  string
+		err    error
+	}
+	post := func(text string) answer {
+		body := strings.NewReader(fmt.Sprintf(`{"text":%q}`, text))
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.TS.URL+"/api/v1/agents/"+id+"/messages", body)
+		if err != nil {
+			return answer{err: err}
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return answer{err: err}
+		}
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		a := answer{status: resp.StatusCode, err: err}
+		if resp.StatusCode == http.StatusOK {
+			var out apiwire.MessageOut
+			a.err = json.Unmarshal(raw, &out)
+			a.reply = out.Reply
+		} else {
+			a.err = json.Unmarshal(raw, &a.body)
+		}
+		return a
+	}
+	answers := make(chan answer, 8)
+	for i := range 8 {
+		go func() { answers <- post(fmt.Sprintf("turn %d", i)) }()
+	}
+	deadline := time.After(20 * time.Second)
+	next := func(what string) answer {
+		t.Helper()
+		select {
+		case a := <-answers:
+			if a.err != nil {
+				t.Fatalf("%s: %v", what, a.err)
+			}
+			return a
+		case <-deadline:
+			t.Fatalf("%s: no answer in time", what)
+		}
+		return answer{}
+	}
+	const max = chat.DefaultLiveMaxPerOwner
+	// No reply can finish before a release: the first 8-max answers are
+	// the refusals, while max turns wait on the agent.
+	for i := range 8 - max {
+		a := next(fmt.Sprintf("refusal %d", i))
+		if a.status != http.StatusTooManyRequests || a.body.Error.Code != string(agent.CodeRateLimited) ||
+			!strings.Contains(a.body.Error.Message, "wait for one to finish") {
+			t.Fatalf("answer %d while %d replies are on their way: %d %+v, want 429 rate_limited", i, max, a.status, a.body)
+		}
+	}
+	select {
+	case a := <-answers:
+		t.Fatalf("a turn over the bound was accepted: %+v", a)
+	default:
+	}
+	for range max {
+		slow.Release()
+	}
+	for i := range max {
+		if a := next(fmt.Sprintf("reply %d", i)); a.status != http.StatusOK || !strings.HasPrefix(a.reply, SlowFirst+"turn ") {
+			t.Errorf("held turn %d: %d %q %+v, want its reply", i, a.status, a.reply, a.body)
+		}
+	}
+	// The replies are in: a new turn is accepted.
+	slow.Release()
+	go func() { answers <- post("after") }()
+	if a := next("after"); a.status != http.StatusOK || a.reply != SlowFirst+"after" {
+		t.Errorf("turn after the replies: %d %q %+v, want accepted", a.status, a.reply, a.body)
+	}
 }

@@ -29,6 +29,16 @@ func (a *API) SendMessage(w http.ResponseWriter, r *http.Request) {
 		a.Fail(w, r, err)
 		return
 	}
+	if owner == chat.APIAnonymous && a.Replies != nil {
+		// Anonymous callers share one owner: the visitor whose replies
+		// are bounded is the client (its IP, or IPv6 /64).
+		release, err := a.Replies.Hold(chat.APIAnonymous + chat.Owner("@"+httpkit.ClientKey(r)))
+		if err != nil {
+			a.Fail(w, r, err)
+			return
+		}
+		defer release()
+	}
 	var steps []agent.Step
 	onStep := func(s agent.Step) {
 		if s.Done {
