@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -12,13 +13,16 @@ import (
 // Cursor is the keyset position after the last row of a page: Pos is the
 // listing's first-seen sequence number, Rank its relevance score (only with a
 // text query), Name its sort key (only with SortName), Failing whether it
-// is among the failing agents that come last. Engines encode and decode it with EncodeCursor/DecodeCursor so both
-// produce the same opaque strings.
+// is among the failing agents that come last, Stale whether it is in the
+// second status pass of its relevance tier (StatusPasses). Engines encode
+// and decode it with EncodeCursor/DecodeCursor so both produce the same
+// opaque strings.
 type Cursor struct {
 	Rank    float64 `json:"r,omitempty"`
 	Pos     int64   `json:"p"`
 	Name    string  `json:"n,omitempty"`
 	Failing bool    `json:"f,omitempty"`
+	Stale   bool    `json:"s,omitempty"`
 }
 
 // EncodeCursor makes the opaque cursor string.
@@ -62,6 +66,80 @@ func HealthPasses(health []string) []bool {
 		out = append(out, true)
 	}
 	return out
+}
+
+// StatusPass is one status pass of a relevance tier: the listings of
+// Statuses, which never is empty.
+type StatusPass struct {
+	// Stale: the listings whose host this node does not hear (stale, and
+	// offline when a search asks for it); otherwise the online ones.
+	Stale    bool
+	Statuses []string
+}
+
+// StatusPasses splits the statuses a search asks for (none: the default,
+// online and stale) into the status passes of each relevance tier, in page
+// order: online, then the rest. A pass that can match nothing is left out.
+//
+// The page order of a search by relevance (a text query, SortRelevance) is
+// the passes (failing, tier, stale), each newest first:
+//
+//	not failing: tier 1 online, tier 1 stale, tier 2 online, tier 2 stale, tier 3 online, tier 3 stale
+//	failing:     the same six
+//
+// Tiers come before status, so a stale listing with the query in its name
+// still ranks above an online one that has it only in its description:
+// the text says what the searcher wants. Within a tier the listings whose
+// host this node hears come first (DESIGN "Peers are adversaries"): a
+// rogue peer can deliver any number of valid listings of never-heard
+// publishers, newer than every honest one, and the Sink files those stale
+// until their host's heartbeats arrive. Failing agents still come after
+// every other match (DESIGN "Agent health"), ordered the same way among
+// themselves. Without text, and sorted newest first or by name, the order
+// is the one asked for (time, or the alphabet), health passes only.
+//
+// A listing's pass changes with its host's heartbeats and health, so a walk
+// over pages while a host comes or goes may show it twice or miss it, as a
+// health change does; every listing whose pass stays put is shown once.
+func StatusPasses(statuses []string) []StatusPass {
+	if len(statuses) == 0 {
+		statuses = []string{StatusOnline, StatusStale}
+	}
+	var (
+		online bool
+		rest   []string
+	)
+	for _, s := range statuses {
+		switch {
+		case s == StatusOnline:
+			online = true
+		case !slices.Contains(rest, s):
+			rest = append(rest, s)
+		}
+	}
+	var out []StatusPass
+	if online {
+		out = append(out, StatusPass{Statuses: []string{StatusOnline}})
+	}
+	if len(rest) > 0 {
+		out = append(out, StatusPass{Stale: true, Statuses: rest})
+	}
+	return out
+}
+
+// Place tells where the pass (failing, rank, stale) of a search is in page
+// order against the cursor's: before it (every listing of the pass is on
+// earlier pages: skip the pass) or the cursor's own (continue below Pos).
+// Searches without relevance tiers pass rank 0 and stale false.
+func (c Cursor) Place(failing bool, rank float64, stale bool) (before, at bool) {
+	order := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	d := cmp.Or(cmp.Compare(order(failing), order(c.Failing)), cmp.Compare(rank, c.Rank), cmp.Compare(order(stale), order(c.Stale)))
+	return d < 0, d == 0
 }
 
 // NormalizeLimit clamps a page size.

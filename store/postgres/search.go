@@ -24,9 +24,11 @@ import (
 // A search walks the agents that are not failing, then the failing ones
 // (DESIGN "Agent health"). Each of those two passes is one statement: a
 // UNION ALL of its relevance tiers (tiers; one branch without text or
-// newest first), each newest first and stopping at the page size, under a
-// LIMIT, so Postgres runs the tiers in order and stops starting new ones
-// once the page is full. That is store/sqlite's order too. The failing
+// newest first), each tier split in its status passes (online first,
+// store.StatusPasses), each branch newest first and stopping at the page
+// size, under a LIMIT, so Postgres runs the branches in order and stops
+// starting new ones once the page is full. That is store/sqlite's order
+// too. The failing
 // pass runs only when the first left the page short and some listing is
 // failing (agents_failing, a partial index: one probe): a six-branch
 // statement cost ~60 % more per search than the three branches that fill
@@ -77,7 +79,7 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 				break
 			}
 		}
-		sql, args, ok := passSQL(q, terms, failing, hasCursor && cur.Failing == failing, cur, need)
+		sql, args, ok := passSQL(q, terms, failing, hasCursor, cur, need)
 		if !ok {
 			continue // nothing in this pass can match
 		}
@@ -85,16 +87,17 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 			return store.SearchPage{}, err
 		}
 	}
-	// Page order: not failing first, then by tier, then newest first.
+	// Page order: not failing first, then by tier, online first, then
+	// newest first.
 	slices.SortFunc(hits, func(x, y searchHit) int {
-		if x.failing != y.failing {
-			if x.failing {
-				return 1
-			}
-			return -1
+		if c := cmpBool(x.failing, y.failing); c != 0 {
+			return c
 		}
 		if x.rank != y.rank {
 			return cmp.Compare(x.rank, y.rank)
+		}
+		if c := cmpBool(x.stale, y.stale); c != 0 {
+			return c
 		}
 		return cmp.Compare(y.pos, x.pos)
 	})
@@ -102,7 +105,7 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	for i, h := range hits {
 		if i == limit {
 			last := hits[i-1]
-			page.NextCursor = store.EncodeCursor(store.Cursor{Rank: last.rank, Pos: last.pos, Failing: last.failing})
+			page.NextCursor = store.EncodeCursor(store.Cursor{Rank: last.rank, Pos: last.pos, Failing: last.failing, Stale: last.stale})
 			break
 		}
 		page.Listings = append(page.Listings, h.l)
@@ -121,16 +124,28 @@ type searchHit struct {
 	pos     int64
 	failing bool
 	rank    float64
+	stale   bool
+}
+
+// cmpBool orders false before true.
+func cmpBool(x, y bool) int {
+	switch {
+	case x == y:
+		return 0
+	case x:
+		return 1
+	}
+	return -1
 }
 
 // passSQL is the statement of one health pass of a search (failing or
-// not): its tiers as a UNION ALL under a LIMIT of need rows, from the
-// cursor on when atCursor. ok is false when the pass cannot match
-// anything: a filter value that no row can hold, or a cursor past its
-// tiers.
-func passSQL(q store.SearchQuery, terms []string, failing, atCursor bool, cur store.Cursor, need int) (sql string, args []any, ok bool) {
+// not): its tiers, each in its status passes, as a UNION ALL under a LIMIT
+// of need rows, from the cursor's place on (with hasCursor). ok is false
+// when the pass cannot match anything: a filter value that no row can
+// hold, or a cursor past its tiers.
+func passSQL(q store.SearchQuery, terms []string, failing, hasCursor bool, cur store.Cursor, need int) (sql string, args []any, ok bool) {
 	var b sqlBuilder
-	where, ok := b.filters(q)
+	where, ok := b.otherFilters(q)
 	if !ok {
 		return "", nil, false
 	}
@@ -149,21 +164,32 @@ func passSQL(q store.SearchQuery, terms []string, failing, atCursor bool, cur st
 	}
 	var branches []string
 	for _, t := range order {
-		if atCursor && t.rank < cur.Rank {
-			continue
+		statusPasses := []store.StatusPass{{Statuses: q.Statuses}} // the statuses asked for, as one pass
+		if t.rank > 0 {
+			statusPasses = store.StatusPasses(q.Statuses)
 		}
-		w := append(slices.Clip(where), health)
-		if t.match != "" {
-			w = append(w, t.match)
-		}
-		if atCursor && t.rank == cur.Rank {
-			w = append(w, "a.pos < "+b.arg(cur.Pos))
-		}
-		branches = append(branches, `(SELECT `+agentColumns+`, `+strconv.FormatBool(failing)+` AS failing, `+strconv.Itoa(int(t.rank))+`::float8 AS rank
+		for _, sp := range statusPasses {
+			before, atCursor := false, false
+			if hasCursor {
+				before, atCursor = cur.Place(failing, t.rank, sp.Stale)
+			}
+			if before {
+				continue
+			}
+			w := append(b.statusWhere(sp.Statuses), where...)
+			w = append(w, health)
+			if t.match != "" {
+				w = append(w, t.match)
+			}
+			if atCursor {
+				w = append(w, "a.pos < "+b.arg(cur.Pos))
+			}
+			branches = append(branches, `(SELECT `+agentColumns+`, `+strconv.FormatBool(failing)+` AS failing, `+strconv.Itoa(int(t.rank))+`::float8 AS rank, `+strconv.FormatBool(sp.Stale)+` AS stale
 	FROM agents a
 	WHERE `+strings.Join(w, " AND ")+`
 	ORDER BY a.pos DESC
 	LIMIT `+limitArg+`)`)
+		}
 	}
 	if len(branches) == 0 {
 		return "", nil, false
@@ -177,7 +203,7 @@ func passSQL(q store.SearchQuery, terms []string, failing, atCursor bool, cur st
 	// UNION ALL in order under the LIMIT; the rows are put in page order
 	// again by the caller, as the join does not keep it.
 	return `-- name: search_agents
-SELECT ` + columns + `, r.public_json, a.failing, a.rank
+SELECT ` + columns + `, r.public_json, a.failing, a.rank, a.stale
 FROM (SELECT * FROM (
 ` + strings.Join(branches, "\nUNION ALL\n") + `
 ) AS p LIMIT ` + limitArg + `) AS a
@@ -198,7 +224,7 @@ func (db *DB) collectHits(ctx context.Context, hits []searchHit, sql string, arg
 			h      searchHit
 			public []byte
 		)
-		if h.l, h.pos, err = scanListing(rows, &public, &h.failing, &h.rank); err != nil {
+		if h.l, h.pos, err = scanListing(rows, &public, &h.failing, &h.rank, &h.stale); err != nil {
 			return nil, dbErr("search agents", err)
 		}
 		if err := h.l.SetPublicJSON(public); err != nil {
@@ -467,16 +493,30 @@ SELECT reltuples FROM pg_class WHERE oid = 'agents'::regclass`).Scan(&rows); err
 // tags, health, owner; not the text), shared by SearchAgents and
 // TagFacets. ok is false when a value cannot match anything.
 func (b *sqlBuilder) filters(q store.SearchQuery) (where []string, ok bool) {
-	if unmatchable(q.Owner) || slices.ContainsFunc(q.Tags, unmatchable) || slices.ContainsFunc(q.Statuses, unmatchable) || slices.ContainsFunc(q.Health, unmatchable) {
+	rest, ok := b.otherFilters(q)
+	if !ok {
 		return nil, false
 	}
-	switch statuses := statusFilter(q.Statuses); len(statuses) {
+	return append(b.statusWhere(q.Statuses), rest...), true
+}
+
+// statusWhere is the condition of filters on statuses.
+func (b *sqlBuilder) statusWhere(statuses []string) []string {
+	switch statuses := statusFilter(statuses); len(statuses) {
 	case 0:
-		where = append(where, "a.visible")
+		return []string{"a.visible"}
 	case 1:
-		where = append(where, "NOT a.tombstone", "a.status = "+b.arg(statuses[0]))
+		return []string{"NOT a.tombstone", "a.status = " + b.arg(statuses[0])}
 	default:
-		where = append(where, "NOT a.tombstone", "a.status = ANY("+b.arg(statuses)+")")
+		return []string{"NOT a.tombstone", "a.status = ANY(" + b.arg(statuses) + ")"}
+	}
+}
+
+// otherFilters are filters but the statuses (each status of q checked
+// for being matchable, though).
+func (b *sqlBuilder) otherFilters(q store.SearchQuery) (where []string, ok bool) {
+	if unmatchable(q.Owner) || slices.ContainsFunc(q.Tags, unmatchable) || slices.ContainsFunc(q.Statuses, unmatchable) || slices.ContainsFunc(q.Health, unmatchable) {
+		return nil, false
 	}
 	if tags := dedupe(q.Tags); len(tags) > 0 {
 		where = append(where, "a.tags @> "+b.arg(tags)+"::text[]")

@@ -3,8 +3,9 @@
 // then read by position from the engine. It keeps the engines' meaning of
 // a search exactly (store/storetest is its contract too): the words of a
 // query prefix-matched and ANDed; relevance tiers (every word in the name
-// or display name; in those or the tags; anywhere), newest first within a
-// tier; failing agents last; the same filters and keyset cursors.
+// or display name; in those or the tags; anywhere), online listings first
+// within a tier, then newest first; failing agents last; the same filters
+// and keyset cursors (store.StatusPasses has the whole order).
 //
 // Why: on the 2-core machine neither engine's full-text search got below
 // ~1 ms of CPU per distinct query (SQLite's FTS5 expands each prefix over
@@ -543,39 +544,72 @@ type hit struct {
 	seq     int64
 	rank    float64
 	failing bool
+	stale   bool
 }
 
 // page finds the listings of one page of q, in page order: at most
-// limit+1 (one more than the page tells that there is a next one).
+// limit+1 (one more than the page tells that there is a next one). A
+// relevance tier is walked in its status passes (store.StatusPasses), each
+// the tier's set ANDed with the online bitmap or without it, made only
+// when the page reaches it.
 func (ix *index) page(q store.SearchQuery, cur store.Cursor, hasCursor bool, limit int) []hit {
 	terms := queryTerms(store.SearchTerms(q.Q))
+	statusPasses := store.StatusPasses(q.Statuses)
 	var hits []hit
 	for _, failing := range store.HealthPasses(q.Health) {
 		if hasCursor && cur.Failing && !failing {
 			continue
 		}
-		atCursor := hasCursor && cur.Failing == failing
 		for _, t := range ix.tiers(q, terms, failing) {
-			if atCursor && t.rank < cur.Rank {
-				continue
+			passes := []store.StatusPass{{}} // without tiers: the set as it is
+			if t.rank > 0 {
+				passes = statusPasses
 			}
-			it := t.set.Iterator()
-			if atCursor && t.rank == cur.Rank {
-				if cur.Pos <= 1 {
-					continue // nothing is older than the first listing
+			for _, sp := range passes {
+				before, atCursor := false, false
+				if hasCursor {
+					before, atCursor = cur.Place(failing, t.rank, sp.Stale)
 				}
-				it.AdvanceIfNeeded(key(min(cur.Pos-1, maxPos)))
-			}
-			for it.HasNext() {
-				k := it.Next()
-				hits = append(hits, hit{pos: posOf(k), seq: ix.docs[k].seq, rank: t.rank, failing: failing})
-				if len(hits) > limit {
-					return hits
+				if before {
+					continue
+				}
+				set := t.set
+				if t.rank > 0 {
+					set = ix.statusPass(set, sp.Stale)
+				}
+				it := set.Iterator()
+				if atCursor {
+					if cur.Pos <= 1 {
+						continue // nothing is older than the first listing
+					}
+					it.AdvanceIfNeeded(key(min(cur.Pos-1, maxPos)))
+				}
+				for it.HasNext() {
+					k := it.Next()
+					hits = append(hits, hit{pos: posOf(k), seq: ix.docs[k].seq, rank: t.rank, failing: failing, stale: sp.Stale})
+					if len(hits) > limit {
+						return hits
+					}
 				}
 			}
 		}
 	}
 	return hits
+}
+
+// statusPass is the part of set (listings of the statuses a search
+// allows) in one status pass: the online listings, or (stale) the others.
+func (ix *index) statusPass(set *roaring.Bitmap, stale bool) *roaring.Bitmap {
+	online := ix.status[store.StatusOnline]
+	switch {
+	case online == nil && stale:
+		return set
+	case online == nil:
+		return empty
+	case stale:
+		return roaring.AndNot(set, online)
+	}
+	return roaring.And(set, online)
 }
 
 // tagCounts counts the tags of the listings q finds (its text and

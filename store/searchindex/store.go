@@ -339,7 +339,7 @@ func (s *Store) read(ctx context.Context, q store.SearchQuery, hits []hit, limit
 	}
 	if len(hits) > limit {
 		last := hits[limit-1]
-		page.NextCursor = store.EncodeCursor(store.Cursor{Rank: last.rank, Pos: last.pos, Failing: last.failing})
+		page.NextCursor = store.EncodeCursor(store.Cursor{Rank: last.rank, Pos: last.pos, Failing: last.failing, Stale: last.stale})
 	}
 	return page, true, nil
 }

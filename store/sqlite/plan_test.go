@@ -47,11 +47,11 @@ func TestQueryPlans(t *testing.T) {
 		subquery string
 	}
 	var all []explained
-	// A cursor in each pass: among the agents that are not failing, and
-	// among the failing ones.
-	cursors := []store.Cursor{{Rank: 2, Pos: 1000}, {Rank: 2, Pos: 1000, Failing: true}}
+	// A cursor in each pass: among the agents that are not failing, among
+	// the failing ones, and in a tier's second status pass.
+	cursors := []store.Cursor{{Rank: 2, Pos: 1000}, {Rank: 2, Pos: 1000, Failing: true}, {Rank: 2, Pos: 1000, Stale: true}}
 	for _, q := range queries {
-		for _, c := range []int{-1, 0, 1} {
+		for _, c := range []int{-1, 0, 1, 2} {
 			hasCursor := c >= 0
 			var cur store.Cursor
 			if hasCursor {

@@ -68,7 +68,8 @@ const titleCols = `{name display_name}`
 // LIMIT, run in one read transaction (one snapshot) until the page is
 // full: first the agents that are not failing, then the failing ones
 // (DESIGN "Agent health": failing agents come last); within each, without
-// text newest first, with text tier by tier (tiers).
+// text newest first, with text tier by tier (tiers), each tier's online
+// listings before the others (store.StatusPasses has the whole order).
 //
 // Plans (pinned by plan_test.go; timings in bench_test.go): without
 // text, a backward walk of the rowid (or, with a tag, of agent_tags' primary
@@ -147,13 +148,16 @@ const anyFailingSQL = `-- name: any_failing
 SELECT EXISTS (SELECT 1 FROM agents WHERE health_state = 'failing')`
 
 // passQuery is one pass of a search: its SQL (listingColumns, in page
-// order), whether it walks the failing agents, and its relevance tier (0
-// without text). Its last argument is the LIMIT.
+// order), whether it walks the failing agents, its relevance tier (0
+// without text) and status pass. Its last argument is the LIMIT.
 type passQuery struct {
 	failing bool
 	rank    float64
-	query   string
-	args    []any
+	// stale: the second status pass of a relevance tier
+	// (store.StatusPasses).
+	stale bool
+	query string
+	args  []any
 	// byName: the query orders by nameKey and selects it after
 	// listingColumns (store.SortName).
 	byName bool
@@ -221,37 +225,46 @@ ORDER BY ` + posCol + ` DESC LIMIT ` + b.arg(0)
 	return plan
 }
 
-// tierQueries is the plan of a text search: per pass, one query per tier
-// (tiers, or newestTier), from the cursor's pass and tier on.
+// tierQueries is the plan of a text search: per health pass, one query
+// per tier (tiers, or newestTier) and, in a relevance tier, per status
+// pass (store.StatusPasses: online first), from the cursor's pass on.
 func tierQueries(q store.SearchQuery, columns string, terms []string, tiers []tier, cur store.Cursor, hasCursor bool) []passQuery {
 	all := ftsQuery(terms)
 	tags := dedupe(q.Tags)
 	var plan []passQuery
 	for _, failing := range store.HealthPasses(q.Health) {
-		if hasCursor && cur.Failing && !failing {
-			continue
-		}
-		atCursor := hasCursor && cur.Failing == failing
 		for _, t := range tiers {
-			if atCursor && t.rank < cur.Rank {
-				continue
+			statusPasses := []store.StatusPass{{Statuses: q.Statuses}} // the statuses asked for, as one pass
+			if t.rank > 0 {
+				statusPasses = store.StatusPasses(q.Statuses)
 			}
-			var b sqlBuilder
-			where := append([]string{t.table + " MATCH " + b.arg(t.match(all))}, b.filters(q, tags, false, failing)...)
-			if t.rank == notHeadTier {
-				where = append(where, "agents_fts.rowid NOT IN (SELECT rowid FROM agents_fts_head WHERE agents_fts_head MATCH "+b.arg(all)+")")
-			}
-			if atCursor && t.rank == cur.Rank {
-				where = append(where, t.table+".rowid < "+b.arg(cur.Pos))
-			}
-			// CROSS JOIN keeps FTS5 the driver: without statistics SQLite may
-			// otherwise walk agents_owner and sort (seen with owner + cursor).
-			query := `-- name: search_agents
+			for _, sp := range statusPasses {
+				before, atCursor := false, false
+				if hasCursor {
+					before, atCursor = cur.Place(failing, t.rank, sp.Stale)
+				}
+				if before {
+					continue
+				}
+				sq := q
+				sq.Statuses = sp.Statuses
+				var b sqlBuilder
+				where := append([]string{t.table + " MATCH " + b.arg(t.match(all))}, b.filters(sq, tags, false, failing)...)
+				if t.rank == notHeadTier {
+					where = append(where, "agents_fts.rowid NOT IN (SELECT rowid FROM agents_fts_head WHERE agents_fts_head MATCH "+b.arg(all)+")")
+				}
+				if atCursor {
+					where = append(where, t.table+".rowid < "+b.arg(cur.Pos))
+				}
+				// CROSS JOIN keeps FTS5 the driver: without statistics SQLite may
+				// otherwise walk agents_owner and sort (seen with owner + cursor).
+				query := `-- name: search_agents
 SELECT ` + columns + `
 FROM ` + t.table + ` CROSS JOIN agents a ON a.pos = ` + t.table + `.rowid
 WHERE ` + strings.Join(where, " AND ") + `
 ORDER BY ` + t.table + `.rowid DESC LIMIT ` + b.arg(0)
-			plan = append(plan, passQuery{failing: failing, rank: t.rank, query: query, args: b.args})
+				plan = append(plan, passQuery{failing: failing, rank: t.rank, stale: sp.Stale, query: query, args: b.args})
+			}
 		}
 	}
 	return plan
@@ -293,7 +306,7 @@ func (pb *pageBuilder) collect(ctx context.Context, q execer, p passQuery) error
 			return fmt.Errorf("sqlite: search agents: %w", err)
 		}
 		pb.page.Listings = append(pb.page.Listings, l)
-		pb.last = store.Cursor{Rank: p.rank, Pos: pos, Name: key, Failing: p.failing}
+		pb.last = store.Cursor{Rank: p.rank, Pos: pos, Name: key, Failing: p.failing, Stale: p.stale}
 	}
 	if err := rows.Err(); err != nil {
 		return dbErr("search agents", err)

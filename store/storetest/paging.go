@@ -14,8 +14,8 @@ var pagingCases = []testCase{
 	{"PaginateNewestFirst", testPaginateNewestFirst},
 	{"PaginateByRelevance", testPaginateByRelevance},
 	{"PaginateTextNewestFirst", testPaginateTextNewestFirst},
-	{"PaginateWhileInsertingNewestFirst", func(t *testing.T, s store.Store) { testPaginateWhileInserting(t, s, "") }},
-	{"PaginateWhileInsertingByRelevance", func(t *testing.T, s store.Store) { testPaginateWhileInserting(t, s, "common") }},
+	{"PaginateWhileInsertingNewestFirst", func(t *testing.T, s store.Store) { testPaginateWhileInserting(t, s, "", nil) }},
+	{"PaginateWhileInsertingByRelevance", func(t *testing.T, s store.Store) { testPaginateWhileInserting(t, s, "common", nil) }},
 	{"PageLimits", testPageLimits},
 	{"BadCursor", testBadCursor},
 }
@@ -171,13 +171,17 @@ func wantEachOnce(t *testing.T, what string, got, want []string, exact bool) {
 // testPaginateWhileInserting pages with a small limit while another
 // goroutine inserts listings (that match q too) between pages: every listing
 // that existed before the walk appears exactly once, and nothing repeats.
-func testPaginateWhileInserting(t *testing.T, s store.Store, q string) {
+// status, if set, gives the i-th listing of each lot its status.
+func testPaginateWhileInserting(t *testing.T, s store.Store, q string, status func(i int) string) {
 	at := now()
 	p := newPublisher(t)
 	const before, during = 25, 40
 	var want []string
 	for i := range before {
 		l := p.listing(t, at, tierRecord(i, i%3, "before"))
+		if status != nil {
+			l = withStatus(l, status(i))
+		}
 		mustUpsert(t, s, l)
 		want = append(want, l.Record.Name)
 	}
@@ -185,6 +189,9 @@ func testPaginateWhileInserting(t *testing.T, s store.Store, q string) {
 	extra := make([]store.Listing, during)
 	for i := range extra {
 		extra[i] = p.listing(t, at, tierRecord(i, i%3, "during"))
+		if status != nil {
+			extra[i] = withStatus(extra[i], status(i))
+		}
 	}
 
 	ctx := testContext(t)
