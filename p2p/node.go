@@ -78,6 +78,9 @@ type Config struct {
 	// Admission is who may place listings here, and how many (block and
 	// trust lists, quotas; zero: open, with the default quotas).
 	Admission Admission
+	// DHTStore bounds the DHT values held for other peers (zero: the
+	// defaults).
+	DHTStore DHTStoreLimits
 }
 
 func (c *Config) defaults() {
@@ -102,6 +105,7 @@ type Node struct {
 	status  *pubsub.Topic
 	metrics *metrics
 	seqs    *seqCache
+	values  *dhtStore // the DHT's bounded value store (nil: unbounded)
 	adm     *admission
 	beats   *beats
 	strikes *strikes
@@ -180,7 +184,11 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 	opts = append(opts, natOpts...)
 	if cfg.Cache != nil {
 		opts = append(opts, libp2p.Routing(func(h host.Host) (routing.PeerRouting, error) {
-			d, err := dht.New(h,
+			values, err := n.dhtValueOptions(h) // the bounded value store (dhtstore.go)
+			if err != nil {
+				return nil, err
+			}
+			d, err := dht.New(h, append(values,
 				// A server while reachability is unknown (a LAN, a
 				// test), a client once AutoNAT says the node is
 				// private, so nobody's routing table fills with
@@ -190,7 +198,7 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 				dht.ProtocolPrefix(DHTPrefix),
 				dht.NamespacedValidator(dhtNamespace, recordValidator{now: n.now, metrics: n.metrics}),
 				dht.BootstrapPeers(boot...),
-			)
+			)...)
 			n.dht = d
 			return d, err
 		}))
