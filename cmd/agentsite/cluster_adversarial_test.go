@@ -33,7 +33,7 @@ import (
 // DHT under /agentsite that stores anything, and a catalogue sync handler
 // that serves whatever the test gives it.
 type rogue struct {
-	t       *testing.T
+	t       testing.TB
 	key     crypto.PrivKey
 	id      peer.ID
 	h       host.Host
@@ -52,7 +52,7 @@ type permissive struct{}
 func (permissive) Validate(string, []byte) error        { return nil }
 func (permissive) Select(string, [][]byte) (int, error) { return 0, nil }
 
-func newRogue(t *testing.T) *rogue {
+func newRogue(t testing.TB) *rogue {
 	t.Helper()
 	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {
@@ -82,7 +82,7 @@ func newRogue(t *testing.T) *rogue {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.ps, err = pubsub.NewGossipSub(ctx, r.h, pubsub.WithMaxMessageSize(1<<20), pubsub.WithFloodPublish(true))
+	r.ps, err = pubsub.NewGossipSub(ctx, r.h, pubsub.WithMaxMessageSize(1<<20), pubsub.WithFloodPublish(true), pubsub.WithPeerOutboundQueueSize(4096))
 	if err != nil {
 		t.Fatal(err)
 	}

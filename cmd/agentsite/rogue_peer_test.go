@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/p2p"
+)
+
+// The rogue-peer suite (issue "the open planet"): real rogue libp2p peers
+// with valid signatures against real nodes. Each case is something a peer
+// could do to a node before admission, page limits and heartbeat rounds
+// existed; each asserts that the node's holdings stay bounded, that honest
+// online agents keep the first place for their words, that the rogue's
+// score drops, and that nothing honest is lost.
+
+// search is the ids of the first page of n's default search for q.
+func (n *clusterNode) search(q string) []string {
+	n.t.Helper()
+	code, body := n.api("GET", "/api/v1/agents?limit=10&q="+url.QueryEscape(q), nil)
+	if code != http.StatusOK {
+		n.t.Fatalf("search %q: %d %s", q, code, body)
+	}
+	var page struct {
+		Agents []apiAgent `json:"agents"`
+	}
+	if err := json.Unmarshal(body, &page); err != nil {
+		n.t.Fatal(err)
+	}
+	var ids []string
+	for _, a := range page.Agents {
+		ids = append(ids, a.ID)
+	}
+	return ids
+}
+
+// heldFrom counts the listings n holds (any status) not published by one
+// of the honest nodes.
+func heldFrom(n *clusterNode, honest ...*clusterNode) int {
+	count := 0
+	for _, a := range n.agentIDs("all") {
+		mine := false
+		for _, h := range honest {
+			if a.HostPeerID == h.peerID() {
+				mine = true
+			}
+		}
+		if !mine {
+			count++
+		}
+	}
+	return count
+}
+
+func TestRoguePeers(t *testing.T) {
+	checkNoLeaks(t)
+	o := nodeOpts{ttl: 10 * time.Minute, heartbeat: 2 * time.Second, extra: []string{"--unheard-per-hour", "100", "--publisher-rate", "30"}}
+	a := startClusterNode(t, o)
+	ob := o
+	ob.bootstrap = []string{a.addr()}
+	b := startClusterNode(t, ob)
+	weather := a.register("weather-bot", "weather")
+	translator := a.register("translator", "translate")
+	eventually(t, 30*time.Second, "B to hold A's agents online", func() bool {
+		got := b.agentIDs("online")
+		_, w := got[weather.ID]
+		_, tr := got[translator.ID]
+		return w && tr
+	})
+	honestFirst := func(t *testing.T, q, id string) {
+		t.Helper()
+		eventually(t, 15*time.Second, "the honest agent first for "+q, func() bool {
+			ids := b.search(q)
+			return len(ids) > 0 && ids[0] == id
+		})
+	}
+	nothingLost := func(t *testing.T) {
+		t.Helper()
+		for _, n := range []*clusterNode{a, b} {
+			for _, id := range []string{weather.ID, translator.ID} {
+				if code, got := n.agent(id); code != http.StatusOK || got.Status == "offline" {
+					t.Fatalf("%s lost honest agent %s: %d %+v", n.peerID(), id, code, got)
+				}
+			}
+		}
+	}
+	honestFirst(t, "weather", weather.ID)
+
+	t.Run("sync flood from many identities", func(t *testing.T) {
+		// Three fresh rogue identities on one machine (one IP group), each
+		// serving 2,000 valid listings of 100 never-heard publishers.
+		var rogues []*rogue
+		for i := 0; i < 3; i++ {
+			r := newRogue(t)
+			r.servePaged(spam(t, 100, 20, "weather"))
+			r.connect(b)
+			rogues = append(rogues, r)
+		}
+		eventually(t, 60*time.Second, "B to refuse the rogues' syncs over quota", func() bool {
+			return b.metric("agentsite_p2p_records_rejected_total", "path", "sync", "reason", "quota") >= 3*64
+		})
+		// Per relayer 100 listings of never-heard publishers an hour, per
+		// IP group 200: whatever the number of identities.
+		if held := heldFrom(b, a, b); held > 200 {
+			t.Fatalf("B holds %d of the rogues' 6,000 listings; the IP group's quota is 200", held)
+		}
+		for _, r := range rogues {
+			eventually(t, 15*time.Second, "each rogue's score to drop", func() bool {
+				s, ok := b.m.Node.PeerScore(r.id)
+				return b.m.Node.AdmissionPenalty(r.id) > 0 && ok && s < 0
+			})
+		}
+		honestFirst(t, "weather", weather.ID)
+		nothingLost(t)
+	})
+
+	t.Run("endless reply", func(t *testing.T) {
+		// The rogue answers the first page with one JSON string of 128 MB.
+		r := newRogue(t)
+		var written atomic.Int64
+		r.h.SetStreamHandler(p2p.SyncProtocol, func(s network.Stream) {
+			defer s.Close()
+			if _, err := bufio.NewReader(s).ReadBytes('\n'); err != nil {
+				return
+			}
+			chunk := []byte(strings.Repeat("A", 64<<10))
+			if n, err := s.Write([]byte(`{"envelopes":["`)); err == nil {
+				written.Add(int64(n))
+			}
+			for written.Load() < 128<<20 {
+				n, err := s.Write(chunk)
+				written.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+			_, _ = s.Write([]byte("\"],\"next\":0}\n"))
+		})
+		r.connect(b)
+		before := b.metric("agentsite_p2p_records_rejected_total", "path", "sync", "reason", "size")
+		_, err := b.m.Node.SyncFrom(t.Context(), r.id, "")
+		if err == nil {
+			t.Fatal("a sync reply of 128 MB was taken")
+		}
+		// One page is at most ~1.5 MB; what the rogue got to write past it
+		// is what the stream's and the socket's windows held.
+		if got := written.Load(); got > 48<<20 {
+			t.Fatalf("B read %d MB of one reply before stopping", got>>20)
+		}
+		if after := b.metric("agentsite_p2p_records_rejected_total", "path", "sync", "reason", "size"); after <= before {
+			t.Fatal("the oversized page was not counted")
+		}
+		nothingLost(t)
+	})
+
+	t.Run("heartbeat flood", func(t *testing.T) {
+		r := newRogue(t)
+		r.connect(b)
+		before := b.metric("agentsite_p2p_heartbeats_received_total")
+		const sent = 200
+		start := time.Now().UTC()
+		for i := 0; i < sent; i++ {
+			hb := agent.Heartbeat{PeerID: r.id.String(), Version: "rogue", AgentsHosted: 1_000_000, SentAt: start.Add(time.Duration(i) * time.Millisecond)}
+			r.publish(r.status, mustJSON(t, hb))
+		}
+		eventually(t, 30*time.Second, "B to ignore the flood", func() bool {
+			return b.metric("agentsite_p2p_records_rejected_total", "path", "heartbeat", "reason", "flood") >= sent/2
+		})
+		if got := b.metric("agentsite_p2p_heartbeats_received_total") - before; got > sent/4 {
+			t.Fatalf("B took %v heartbeats during a flood of %d from one peer", got, sent)
+		}
+		eventually(t, 15*time.Second, "the flooder's score to drop", func() bool {
+			s, ok := b.m.Node.PeerScore(r.id)
+			return ok && s < 0
+		})
+		nothingLost(t)
+	})
+
+	t.Run("gossip flood of valid records", func(t *testing.T) {
+		r := newRogue(t)
+		r.connect(b)
+		const sent = 300
+		now := time.Now().UTC()
+		for i := 0; i < sent; i++ {
+			rec := agent.Record{
+				Name: fmt.Sprintf("weather-flood-%d", i), DisplayName: fmt.Sprintf("Weather flood %d", i), Description: "weather",
+				Tags: []string{"weather"}, Version: "1.0.0",
+				Endpoints: []agent.Endpoint{{Kind: agent.EndpointLibp2pMCP, PeerID: r.id.String(), Protocol: agent.MCPProtocol}},
+				Seq:       1, IssuedAt: now, ExpiresAt: now.Add(time.Hour),
+			}
+			env, err := agent.Seal(&rec, r.key, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.publish(r.records, env)
+		}
+		// Past the rate each record costs the rogue score, so it is soon
+		// graylisted and the rest are dropped unread.
+		eventually(t, 30*time.Second, "B to ignore the flood past the publisher's rate", func() bool {
+			return b.metric("agentsite_p2p_records_rejected_total", "path", "gossip", "reason", "flood") >= 50
+		})
+		held := 0
+		for _, l := range b.agentIDs("all") {
+			if l.HostPeerID == r.id.String() {
+				held++
+			}
+		}
+		if held > sent/3 {
+			t.Fatalf("B holds %d of the flood's %d records; the publisher's rate is 30 a minute", held, sent)
+		}
+		eventually(t, 15*time.Second, "the flooder to sink below the graylist threshold", func() bool {
+			s, ok := b.m.Node.PeerScore(r.id)
+			return ok && s < -80
+		})
+		honestFirst(t, "weather", weather.ID)
+		nothingLost(t)
+	})
+
+	t.Run("forged health claim", func(t *testing.T) {
+		r := newRogue(t)
+		r.connect(b)
+		hb := agent.Heartbeat{PeerID: r.id.String(), Version: "rogue", SentAt: time.Now().UTC(), Health: []agent.HostedHealth{
+			{ID: weather.ID, Name: "weather-bot", Health: agent.Health{State: agent.HealthFailing, CheckedAt: time.Now().UTC()}},
+		}}
+		r.publish(r.status, mustJSON(t, hb))
+		eventually(t, 15*time.Second, "the forged claim to be rejected and the rogue graylisted", func() bool {
+			s, ok := b.m.Node.PeerScore(r.id)
+			return ok && s < -80
+		})
+		if _, got := b.agent(weather.ID); got.Health.State == agent.HealthFailing {
+			t.Fatal("a rogue's claim made the honest agent failing")
+		}
+		honestFirst(t, "weather", weather.ID)
+		nothingLost(t)
+	})
+}
