@@ -187,13 +187,15 @@ var (
 // Refused delegations: what a model that asked another agent is told.
 var (
 	// ErrDelegationLoop: the agent asked is already in the message's trace
-	// (asking itself, or A→B→A).
+	// (asking itself, or A→B→A), or was asked MaxVisits times in its tree.
 	ErrDelegationLoop = sentinel(KindConflict, CodeDelegationLoop, "delegation loop",
 		"That agent is already part of this exchange; asking it again would loop. Answer with what you have.")
 	// ErrDelegationDepth: the message has passed MaxHops agents already.
 	ErrDelegationDepth = sentinel(KindConflict, CodeDelegationDepth, "delegation too deep",
 		"This message has already passed through the most agents allowed; answer with what you have.")
-	// ErrDelegationBudget: the turn has made MaxDelegations tool calls.
+	// ErrDelegationBudget: the turn has made MaxDelegations tool calls, or
+	// the message's tree has spent its TreeTurns, or its sender's chat
+	// budget (Quota) is spent.
 	ErrDelegationBudget = sentinel(KindRateLimited, CodeDelegationBudget, "delegation budget spent",
 		"This turn has used all its tool calls; answer with what you have.")
 )

@@ -77,24 +77,33 @@ func TraceFrom(md map[string]any) (t Trace, ok bool) {
 // Trace is what travels with a delegated message: an id for the whole
 // exchange and the agents that passed it on, the first caller first. Its
 // length is the message's hop count; no agent may appear in it twice.
+//
+// On the wire (MarshalJSON) it also carries what is left of the budget of
+// the message's whole tree and how often each agent was asked; in this
+// process every copy shares one ledger of them, so all the branches that
+// run here spend from the same budget (agent/budget.go).
 type Trace struct {
-	ID     string   `json:"id"`
-	Agents []string `json:"agents,omitempty"`
+	ID     string
+	Agents []string
+	tree   *ledger
 }
 
 // NewTrace starts a trace for a message from a person.
 func NewTrace() Trace {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
-	return Trace{ID: hex.EncodeToString(b)}
+	return Trace{ID: hex.EncodeToString(b), tree: &ledger{left: TreeTurns}}
 }
 
 // Hops is how many agents have passed the message on.
 func (t Trace) Hops() int { return len(t.Agents) }
 
 // Pass is the trace of a message agent caller passes on to agent callee,
-// or an error the calling model can read when that would exceed MaxHops
-// or bring an agent back into the trace (a loop).
+// or an error the calling model can read when that would exceed MaxHops,
+// bring an agent back into the trace (a loop), ask callee more than
+// MaxVisits times in the whole tree, or go over the tree's budget or the
+// sender's chat budget (ErrDelegationBudget). A turn it allows is spent
+// from the tree's budget; the trace it returns shares it.
 func (t Trace) Pass(caller, callee string) (Trace, error) {
 	if callee == caller || slices.Contains(t.Agents, callee) {
 		return Trace{}, ErrDelegationLoop
@@ -102,12 +111,15 @@ func (t Trace) Pass(caller, callee string) (Trace, error) {
 	if len(t.Agents)+1 > MaxHops {
 		return Trace{}, ErrDelegationDepth
 	}
-	return Trace{ID: t.ID, Agents: append(slices.Clip(t.Agents), caller)}, nil
+	if err := t.tree.spend(callee); err != nil {
+		return Trace{}, err
+	}
+	return Trace{ID: t.ID, Agents: append(slices.Clip(t.Agents), caller), tree: t.tree}, nil
 }
 
 // Valid reports whether a trace from another node keeps to the limits.
 func (t Trace) Valid() bool {
-	if len(t.ID) > 64 || len(t.Agents) > MaxHops {
+	if len(t.ID) > 64 || len(t.Agents) > MaxHops || !t.validTree() {
 		return false
 	}
 	for i, a := range t.Agents {

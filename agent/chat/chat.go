@@ -116,6 +116,11 @@ type Request struct {
 	// Trace continues the trace of a message another agent passed on
 	// (A2A metadata); zero for a person's message, which starts one.
 	Trace agent.Trace
+	// Quota, if set, is the sender's chat budget on this node (the one the
+	// surface admitted the message with): every delegated turn of the
+	// message's tree is charged to it too, those other nodes ran
+	// included.
+	Quota agent.Quota
 	// OnStarted, if set, hears the conversation once the message is
 	// stored, before the agent is asked: a surface can show a new
 	// conversation at once.
@@ -219,6 +224,9 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 		Trace: req.Trace, OnStep: c.stepRecorder(ctx, conv.ID, req.OnStep)}
 	if turn.Trace.ID == "" {
 		turn.Trace = agent.NewTrace()
+	}
+	if req.Quota != nil {
+		turn.Trace = turn.Trace.WithQuota(req.Quota)
 	}
 	// What streamed is kept, so a turn cut short (stopped, or a host gone
 	// mid-reply) stores its partial reply even when the backend returns

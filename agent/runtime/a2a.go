@@ -61,12 +61,15 @@ func (r *Runtime) answerA2A(ctx context.Context, b agent.Backend, t agent.Turn, 
 
 // a2aMessage is the user's message, in the conversation's remote context,
 // carrying the delegation trace so an AgentSite on the other side keeps
-// the hop limits.
+// the hop limits. It carries none of the tree's budget: an A2A reply says
+// nothing of what was spent, so an agent there may answer but not
+// delegate further in this tree.
 func a2aMessage(text string, trace agent.Trace, c a2aContext) *a2a.Message {
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: text})
 	m.ContextID, m.TaskID = c.contextID, c.taskID
 	if trace.ID != "" {
-		m.Metadata = map[string]any{agent.TraceMetaKey: trace}
+		sent, _ := trace.Handoff(0)
+		m.Metadata = map[string]any{agent.TraceMetaKey: sent}
 	}
 	return m
 }

@@ -129,7 +129,7 @@ func (dl *delegation) run(ctx context.Context, c llmToolCall) (string, error) {
 // failed finishes a step with its error and returns the tool result the
 // model reads. A cancelled turn ends instead.
 func (dl *delegation) failed(ctx context.Context, step agent.Step, err error) (string, error) {
-	if ctx.Err() != nil && !errors.Is(err, agent.ErrDelegationLoop) && !errors.Is(err, agent.ErrDelegationDepth) {
+	if ctx.Err() != nil && !errors.Is(err, agent.ErrDelegationLoop) && !errors.Is(err, agent.ErrDelegationDepth) && !errors.Is(err, agent.ErrDelegationBudget) {
 		return "", ctx.Err()
 	}
 	step.Error, step.Done = PublicMessage(err), true

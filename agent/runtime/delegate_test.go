@@ -170,8 +170,10 @@ func TestDelegationBudgetCutsNineCallsAtEight(t *testing.T) {
 	nine := func(req fakellm.Request) fakellm.Reply {
 		if len(req.ToolResults()) == 0 {
 			var cs []fakellm.ToolCall
+			// Four agents, each asked twice (agent.MaxVisits), then a ninth call.
 			for i := range 9 {
-				cs = append(cs, fakellm.Call(fmt.Sprint("c", i), runtime.ToolAskAgent, map[string]string{"agent_id": idCalc, "text": "again"}))
+				id := strings.Repeat(string(rune('d'+i%4)), agent.IDLen)
+				cs = append(cs, fakellm.Call(fmt.Sprint("c", i), runtime.ToolAskAgent, map[string]string{"agent_id": id, "text": "again"}))
 			}
 			return fakellm.Reply{Calls: cs}
 		}

@@ -128,8 +128,9 @@ func (r *Runtime) answerLLM(ctx context.Context, b agent.Backend, t agent.Turn, 
 			}
 			req.Messages = append(req.Messages, llmMessage{Role: "tool", ToolCallID: c.ID, Content: result})
 		}
-		if !dl.budgetLeft() {
-			// The budget is spent: the model must answer now.
+		if !dl.budgetLeft() || dl.turn.Trace.Budget() <= 0 {
+			// The turn's or the tree's budget is spent: the model must
+			// answer now.
 			req.ToolChoice = "none"
 		}
 	}

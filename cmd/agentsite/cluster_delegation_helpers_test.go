@@ -24,7 +24,7 @@ const (
 	askHaiku  = "what is 6*7, as a haiku?" // the demo's plan: B's calculator, then C's haiku
 	askSelf   = "ask yourself"             // a loop: the planner asks itself
 	askBounce = "ask the relay on node B"  // A→B→A: B's relay asks the planner back
-	askNine   = "nine sums at once"        // 9 tool calls in one model reply
+	askNine   = "nine sums at once"        // 9 tool calls in one model reply, to B's echo0..echo3
 	askPoet   = "ask the poet on node C"   // C's poet hangs until C dies
 	askTwo    = "two steps"                // the benchmark: calculator, then haiku
 	relayAsks = "hello from the relay"     // what B's relay sends the planner
@@ -101,9 +101,10 @@ func (p *delegationPlanet) plannerScript(req fakellm.Request) fakellm.Reply {
 		if n := len(req.ToolResults()); n > 0 {
 			return fakellm.Reply{Text: fmt.Sprintf("%d tool results", n)}
 		}
+		// Four agents, each asked twice (agent.MaxVisits), then a ninth call.
 		var calls []fakellm.ToolCall
 		for i := range 9 {
-			args := map[string]string{"agent_id": p.ids.get("calculator"), "text": fmt.Sprintf("%d+1", i)}
+			args := map[string]string{"agent_id": p.ids.get(fmt.Sprintf("echo%d", i%4)), "text": fmt.Sprintf("%d+1", i)}
 			calls = append(calls, fakellm.Call(fmt.Sprintf("sum-%d", i), runtime.ToolAskAgent, args))
 		}
 		return fakellm.Reply{Calls: calls}

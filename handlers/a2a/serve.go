@@ -88,6 +88,10 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, scope string, r
 		answer(w, stream, Response{ID: req.ID, Error: invalidParams("metadata." + agent.TraceMetaKey + " is malformed or over the hop limit")})
 		return
 	}
+	if trace.ID == "" {
+		trace = agent.NewTrace()
+	}
+	trace = trace.WithQuota(s.Rates.Quota(s.now, "ip:"+httpkit.ClientKey(r))) // its delegated turns count as the client's
 	s.turn(w, r, req, turnSpec{scope: scope, agentID: agentID, msg: p.Message, text: text, config: p.Config, trace: trace}, stream)
 }
 

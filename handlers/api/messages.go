@@ -45,7 +45,8 @@ func (a *API) SendMessage(w http.ResponseWriter, r *http.Request) {
 			steps = append(steps, s)
 		}
 	}
-	res, err := a.Chat.Turn(r.Context(), owner, chat.Request{AgentID: chi.URLParam(r, "id"), ConversationID: in.ConversationID, Text: in.Text, OnStep: onStep}, func(string) error { return nil })
+	res, err := a.Chat.Turn(r.Context(), owner, chat.Request{AgentID: chi.URLParam(r, "id"), ConversationID: in.ConversationID, Text: in.Text, OnStep: onStep,
+		Quota: a.ChatRates.Quota(a.Now, "ip:"+httpkit.ClientKey(r))}, func(string) error { return nil })
 	if err != nil {
 		a.Fail(w, r, turnError(err, res))
 		return

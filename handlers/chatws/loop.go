@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/web/markdown"
@@ -31,6 +32,7 @@ type socket struct {
 	h     *Handler
 	ctx   context.Context
 	owner chat.Owner
+	quota agent.Quota // the client's chat budget, for the delegated turns of its messages
 	out   chan Out
 
 	mu     sync.Mutex
@@ -42,7 +44,7 @@ type socket struct {
 // loop reads frames and starts, stops or attaches to turns; one writer
 // goroutine owns the socket's write side.
 func (h *Handler) loop(ctx context.Context, conn *websocket.Conn, owner chat.Owner, client string) {
-	s := &socket{h: h, owner: owner, out: make(chan Out, 64), subs: map[uint64]func(){}}
+	s := &socket{h: h, owner: owner, quota: h.Rates.Quota(h.Now, string(owner), "ip:"+client), out: make(chan Out, 64), subs: map[uint64]func(){}}
 	// Runs last: ctx is canceled by then, so a turn blocked on sending to
 	// this socket has let go of its lock.
 	defer s.unsubscribeAll()
@@ -122,7 +124,7 @@ func (s *socket) handle(in In) {
 			_ = send(s.ctx, s.out, Out{Type: TypeIdle, ConversationID: in.ConversationID})
 		}
 	default:
-		req := chat.Request{AgentID: in.AgentID, ConversationID: in.ConversationID, Text: in.Text}
+		req := chat.Request{AgentID: in.AgentID, ConversationID: in.ConversationID, Text: in.Text, Quota: s.quota}
 		switch in.Type {
 		case TypeRetry:
 			req.ReplaceLast, req.Text = true, ""

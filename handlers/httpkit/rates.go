@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // Rates is a token bucket per key (IP or account) for chat turns, which
@@ -41,6 +43,11 @@ func (k *Rates) Allow(key string, now time.Time) bool {
 		}
 		k.swept = now
 	}
+	return k.bucket(key, now).lim.AllowN(now, 1)
+}
+
+// bucket is key's bucket, made if need be; k.mu is held.
+func (k *Rates) bucket(key string, now time.Time) *bucket {
 	b, ok := k.buckets[key]
 	if !ok {
 		burst := max(k.perMin/6, 5)
@@ -48,5 +55,53 @@ func (k *Rates) Allow(key string, now time.Time) bool {
 		k.buckets[key] = b
 	}
 	b.seen = now
-	return b.lim.AllowN(now, 1)
+	return b
+}
+
+// charge takes n from key's budget whether it has them or not: turns that
+// ran already. The debt is paid before key may send again.
+func (k *Rates) charge(key string, n int, now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	lim := k.bucket(key, now).lim
+	for n > 0 { // a reservation takes at most a burst
+		m := min(n, lim.Burst())
+		lim.ReserveN(now, m)
+		n -= m
+	}
+}
+
+// Quota is the chat budget of one client, under each of keys (its owner,
+// its IP: the keys the surface admitted its message with), for the
+// delegated turns of that message (chat.Request.Quota).
+func (k *Rates) Quota(now func() time.Time, keys ...string) agent.Quota {
+	return quota{rates: k, now: now, keys: keys}
+}
+
+type quota struct {
+	rates *Rates
+	now   func() time.Time
+	keys  []string
+}
+
+// Allow implements agent.Quota.
+func (q quota) Allow() bool {
+	now := q.now()
+	for _, key := range q.keys {
+		if !q.rates.Allow(key, now) {
+			return false
+		}
+	}
+	return true
+}
+
+// Charge implements agent.Quota.
+func (q quota) Charge(n int) {
+	if n <= 0 {
+		return
+	}
+	now := q.now()
+	for _, key := range q.keys {
+		q.rates.charge(key, n, now)
+	}
 }

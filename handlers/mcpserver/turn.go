@@ -42,7 +42,8 @@ func (p *public) turn(ctx context.Context, req mcp.CallToolRequest, agentID stri
 		owner = chat.MCPOwner(cs.SessionID())
 	}
 	stream := mcpstream.New(ctx, p.srv, req)
-	res, err := p.s.Chat.Turn(ctx, owner, chat.Request{AgentID: agentID, ConversationID: conv, Text: text}, stream.Emit)
+	res, err := p.s.Chat.Turn(ctx, owner, chat.Request{AgentID: agentID, ConversationID: conv, Text: text,
+		Quota: p.s.ChatRates.Quota(p.s.Now, callerFrom(ctx))}, stream.Emit)
 	stream.Drain()
 	if err != nil {
 		return nil, &turnFailed{err: err, conversationID: res.Conversation.ID}

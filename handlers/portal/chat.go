@@ -70,7 +70,8 @@ func (p *Pages) SubmitChat(w http.ResponseWriter, r *http.Request) {
 		p.showChat(w, r, http.StatusTooManyRequests, convID, chatDraft{Text: text, Error: "You are sending messages too fast; wait a moment."})
 		return
 	}
-	req := chat.Request{AgentID: agentID, ConversationID: convID, Text: text}
+	req := chat.Request{AgentID: agentID, ConversationID: convID, Text: text,
+		Quota: p.ChatLimits.Quota(p.now, string(owner), "ip:"+httpkit.ClientKey(r))}
 	if retry {
 		req.Text, req.ReplaceLast = "", true
 	}

@@ -103,10 +103,16 @@ func (c *Client) Send(ctx context.Context, hostPeerID string, t agent.Turn, emit
 	req.Params.Name = ToolName
 	req.Params.Arguments = turnArguments(t)
 	req.Params.Meta = &mcp.Meta{ProgressToken: token}
+	settle := func(agent.Trace, bool) {}
 	if t.Trace.ID != "" {
-		req.Params.Meta.AdditionalFields = map[string]any{agent.TraceMetaKey: t.Trace}
+		// The host is handed all the tree's budget left and answers with
+		// what it did not spend; a host that does not say spent it all.
+		var sent agent.Trace
+		sent, settle = t.Trace.Handoff(agent.TreeTurns)
+		req.Params.Meta.AdditionalFields = map[string]any{agent.TraceMetaKey: sent}
 	}
 	res, err := cn.c.CallTool(tctx, req)
+	settle(returnedTrace(res))
 	if serr := sink.finish(); serr != nil {
 		return "", serr
 	}

@@ -79,3 +79,16 @@ func boundText(s string, max int) string {
 	}
 	return s
 }
+
+// returnedTrace is the trace a host answered with, which says what it
+// left of the budget it was handed; ok is false when it sent none (a host
+// that predates the budget) or one that breaks the limits.
+func returnedTrace(res *mcp.CallToolResult) (agent.Trace, bool) {
+	if res == nil || res.Meta == nil {
+		return agent.Trace{}, false
+	}
+	if _, found := res.Meta.AdditionalFields[agent.TraceMetaKey]; !found {
+		return agent.Trace{}, false
+	}
+	return agent.TraceFrom(res.Meta.AdditionalFields)
+}

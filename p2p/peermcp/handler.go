@@ -162,9 +162,17 @@ func (h *handler) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mc
 		if h.cfg.Detail != nil {
 			detail = h.cfg.Detail(err)
 		}
-		return toolError(answerError(err), detail), nil
+		return withTrace(toolError(answerError(err), detail), trace), nil
 	}
-	return mcp.NewToolResultText(reply), nil
+	return withTrace(mcp.NewToolResultText(reply), trace), nil
+}
+
+// withTrace answers with the turn's trace in the result's _meta: what the
+// caller handed of the tree's budget and this node did not spend comes
+// back, with whom its agents asked.
+func withTrace(res *mcp.CallToolResult, t agent.Trace) *mcp.CallToolResult {
+	res.Meta = &mcp.Meta{AdditionalFields: map[string]any{agent.TraceMetaKey: t}}
+	return res
 }
 
 // answerError is the code a failed answer goes back with: the domain
@@ -193,7 +201,8 @@ func toolError(e *agent.Error, detail string) *mcp.CallToolResult {
 
 // traceOf reads the delegation trace (agent.TraceMetaKey) from the call's
 // _meta: a new one when the message comes from a person, false when it
-// breaks the limits.
+// breaks the limits. Its budget is what the caller handed (TreeTurns from
+// a caller that predates budgets, never more): this node spends no more.
 func traceOf(req mcp.CallToolRequest) (agent.Trace, bool) {
 	if req.Params.Meta == nil {
 		return agent.NewTrace(), true
