@@ -13,9 +13,9 @@ import (
 )
 
 // Cache wraps a Network and keeps the answers of the read-heavy portal
-// queries (SearchAgents, TagFacets, Stats, ListTags, RecentAgents) for a short time.
+// queries (SearchAgents, TagFacets, Stats, ListTags, RecentAgents, CountNodes) for a short time.
 // Every write that can change them (UpsertRecord, SetHostStatus, SetHealth,
-// ExpireListings, UpsertNode) bumps a generation counter, and an entry of an older
+// ExpireListings, ExpireUnheard, UpsertNode) bumps a generation counter, and an entry of an older
 // generation is never served, so the cache cannot show a listing state the
 // store has already moved past; the TTL only bounds how long an unchanged
 // answer is reused. Concurrent misses for the same query share one store
@@ -114,6 +114,15 @@ func (c *Cache) ExpireListings(ctx context.Context, now time.Time) (int, error) 
 	return n, err
 }
 
+// ExpireUnheard implements Network and invalidates cached reads.
+func (c *Cache) ExpireUnheard(ctx context.Context, before time.Time) (int, error) {
+	n, err := c.next.ExpireUnheard(ctx, before)
+	if n > 0 || err != nil {
+		c.gen.Add(1)
+	}
+	return n, err
+}
+
 // SearchAgents implements Network from the cache when it can. Callers must
 // treat the returned listings as read-only (they may be shared).
 func (c *Cache) SearchAgents(ctx context.Context, q SearchQuery) (SearchPage, error) {
@@ -204,8 +213,38 @@ func (c *Cache) CatalogueEnvelopes(ctx context.Context, after int64, tag string,
 }
 
 // ListNodes implements Network, uncached.
-func (c *Cache) ListNodes(ctx context.Context) ([]Node, error) {
-	return c.next.ListNodes(ctx)
+func (c *Cache) ListNodes(ctx context.Context, q NodeQuery) (NodePage, error) {
+	return c.next.ListNodes(ctx, q)
+}
+
+// GetNodes implements Network, uncached.
+func (c *Cache) GetNodes(ctx context.Context, peerIDs []string) ([]Node, error) {
+	return c.next.GetNodes(ctx, peerIDs)
+}
+
+// CountNodes implements Network from the cache when it can (the front
+// page asks on every visit).
+func (c *Cache) CountNodes(ctx context.Context) (map[string]int, error) {
+	v, err := c.get(ctx, "nodecounts", func(ctx context.Context) (any, error) { return c.next.CountNodes(ctx) })
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]int), nil
+}
+
+// HasAgent implements Network, uncached (the Sink's quota: a write follows).
+func (c *Cache) HasAgent(ctx context.Context, id string) (bool, error) {
+	return c.next.HasAgent(ctx, id)
+}
+
+// CountPublished implements Network, uncached (the Sink's quota).
+func (c *Cache) CountPublished(ctx context.Context, publisher string, limit int) (int, error) {
+	return c.next.CountPublished(ctx, publisher, limit)
+}
+
+// CountHosted implements Network, uncached (heartbeats).
+func (c *Cache) CountHosted(ctx context.Context, hostPeerID string, limit int) (int, error) {
+	return c.next.CountHosted(ctx, hostPeerID, limit)
 }
 
 // get returns a fresh entry of the current generation, or loads one (once

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
@@ -14,19 +13,38 @@ import (
 // into listings (how every listing, local or from the network, enters the
 // cache: DESIGN.md's "one code path for a listing became known"), serves the
 // catalogue to syncing peers, and records heartbeats. It satisfies p2p.Cache.
+//
+// The planet is open (DESIGN "Peers are adversaries"): a peer can relay
+// valid records signed by any number of fresh identities that never send
+// a heartbeat. So a host gets a row in the nodes table only from a verified
+// heartbeat (NodeSeen), a listing whose host this node has not heard enters
+// stale (Sweep takes it offline after its UnheardAfter), and a publisher
+// holds at most MaxPerPublisher listings that are not offline.
 type Sink struct {
 	// Store is where listings and nodes go: in a node, the read cache, so
 	// that every write through the Sink invalidates it.
 	Store  Network
 	SelfID string           // this node's peer ID: records hosted by it are Local
 	Now    func() time.Time // nil: time.Now
-
-	// hosts are the peer IDs known to have a row in the nodes table (nil
-	// until first loaded from it), so that every host of an online listing
-	// has one and Sweep can turn its listings stale.
-	mu    sync.Mutex
-	hosts map[string]bool
+	// MaxPerPublisher bounds the listings a publisher other than this node
+	// may hold here that are not offline: a new id beyond it is refused
+	// with agent.ErrOverQuota (updates of a listing held are not). 0 means
+	// DefaultMaxPerPublisher.
+	MaxPerPublisher int
 }
+
+// DefaultMaxPerPublisher is Sink.MaxPerPublisher when unset: far above what
+// one node hosts (an import of 100k agents is this node's own, and local
+// records are not counted), far below the 21,106 identities' worth of
+// records one rogue peer delivered in issue 18.
+const DefaultMaxPerPublisher = 10_000
+
+// DefaultUnheardAfter is how long a listing whose host never sent a
+// heartbeat stays (stale) before Sweep takes it offline, when the caller
+// gives no threshold: a host that is alive heartbeats every 10 s, and a
+// record heard before its host's first heartbeat has minutes to be joined
+// by one.
+const DefaultUnheardAfter = 15 * time.Minute
 
 func (s *Sink) now() time.Time {
 	if s.Now != nil {
@@ -35,14 +53,41 @@ func (s *Sink) now() time.Time {
 	return time.Now().UTC()
 }
 
+func (s *Sink) maxPerPublisher() int {
+	if s.MaxPerPublisher > 0 {
+		return s.MaxPerPublisher
+	}
+	return DefaultMaxPerPublisher
+}
+
 // Put upserts rec (already verified by the caller) with its envelope.
-// changed is false when the store already has this or a newer seq.
+// changed is false when the store already has this or a newer seq. A
+// listing of a host whose heartbeat this node has not seen (no node row,
+// or one that is not online) enters stale; its host's next heartbeat turns
+// it online (NodeSeen). A new id from a publisher over its quota is
+// refused with an error wrapping agent.ErrOverQuota, and nothing is
+// stored.
 func (s *Sink) Put(ctx context.Context, rec *agent.Record, envelope []byte) (changed bool, err error) {
 	host := rec.HostPeerID()
 	t := s.now()
+	local := host == s.SelfID && rec.Publisher == s.SelfID // only what we signed is ours to host
 	status := StatusOnline
-	if !rec.ExpiresAt.After(t) {
+	switch {
+	case !rec.ExpiresAt.After(t):
 		status = StatusOffline
+	case !local:
+		heard, err := s.hostHeard(ctx, host)
+		if err != nil {
+			return false, err
+		}
+		if !heard {
+			status = StatusStale
+		}
+	}
+	if rec.Publisher != s.SelfID {
+		if err := s.checkQuota(ctx, rec); err != nil {
+			return false, err
+		}
 	}
 	err = s.Store.UpsertRecord(ctx, Listing{
 		Record:     *rec,
@@ -50,7 +95,7 @@ func (s *Sink) Put(ctx context.Context, rec *agent.Record, envelope []byte) (cha
 		Status:     status,
 		LastSeen:   t,
 		HostPeerID: host,
-		Local:      host == s.SelfID && rec.Publisher == s.SelfID, // only what we signed is ours to host
+		Local:      local,
 		UpdatedAt:  t,
 	})
 	if errors.Is(err, ErrStale) {
@@ -59,37 +104,42 @@ func (s *Sink) Put(ctx context.Context, rec *agent.Record, envelope []byte) (cha
 	if err != nil {
 		return false, err
 	}
-	if status == StatusOnline && !rec.Tombstone && host != s.SelfID {
-		s.noteHost(ctx, host, t)
-	}
 	return true, nil
 }
 
-// noteHost gives a host we have never had a heartbeat from a row in the
-// nodes table, as if it had sent one now. Without it, Sweep (which walks the
-// nodes table) would never turn its listings stale: a record heard before
-// its host's first heartbeat, or relayed by catalogue sync from a host that
-// is gone, would stay online until it expires. Best effort: a failure here
-// only delays staleness, so it does not fail the Put.
-func (s *Sink) noteHost(ctx context.Context, host string, t time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.hosts == nil {
-		nodes, err := s.Store.ListNodes(ctx)
-		if err != nil {
-			return
-		}
-		s.hosts = make(map[string]bool, len(nodes))
-		for _, n := range nodes {
-			s.hosts[n.PeerID] = true
-		}
+// hostHeard reports whether host's heartbeats arrive: it has a node row
+// (only NodeSeen makes one) and Sweep has not found it silent. One probe of
+// the nodes table's primary key.
+func (s *Sink) hostHeard(ctx context.Context, host string) (bool, error) {
+	nodes, err := s.Store.GetNodes(ctx, []string{host})
+	if err != nil {
+		return false, fmt.Errorf("look up host %s: %w", host, err)
 	}
-	if s.hosts[host] {
-		return
+	return len(nodes) == 1 && nodes[0].Status == StatusOnline, nil
+}
+
+// checkQuota refuses a new id from a publisher that already holds
+// MaxPerPublisher listings that are not offline. An id already stored (an
+// update, a tombstone) is never refused, and only a new id pays for the
+// count. Two new ids of one publisher racing may both pass at the limit:
+// the bound is on what a flood can hold, not exact.
+func (s *Sink) checkQuota(ctx context.Context, rec *agent.Record) error {
+	known, err := s.Store.HasAgent(ctx, rec.ID)
+	if err != nil {
+		return fmt.Errorf("look up agent %s: %w", rec.ID, err)
 	}
-	if err := s.Store.UpsertNode(ctx, Node{PeerID: host, LastHeartbeat: t, Status: StatusOnline}); err == nil {
-		s.hosts[host] = true
+	if known {
+		return nil
 	}
+	limit := s.maxPerPublisher()
+	held, err := s.Store.CountPublished(ctx, rec.Publisher, limit)
+	if err != nil {
+		return fmt.Errorf("count listings of publisher %s: %w", rec.Publisher, err)
+	}
+	if held >= limit {
+		return fmt.Errorf("%w: publisher %s holds %d listings here, the limit is %d", agent.ErrOverQuota, rec.Publisher, held, limit)
+	}
+	return nil
 }
 
 // Envelopes serves a page of the catalogue for sync.
@@ -97,26 +147,27 @@ func (s *Sink) Envelopes(ctx context.Context, after int64, tag string, limit int
 	return s.Store.CatalogueEnvelopes(ctx, after, tag, limit, s.now())
 }
 
-// NodeSeen records a heartbeat: the node row is refreshed and its listings
-// are online again.
+// NodeSeen records a heartbeat: the node row is made or refreshed (the
+// only way a node gets one) and its listings are online again. The
+// agents_hosted it stores is what the heartbeat claims, capped at the
+// listings of that host this node holds: a claim is not shown unchecked.
 func (s *Sink) NodeSeen(ctx context.Context, hb agent.Heartbeat) error {
 	t := s.now()
+	hosted, err := s.Store.CountHosted(ctx, hb.PeerID, hb.AgentsHosted)
+	if err != nil {
+		return fmt.Errorf("count listings of %s: %w", hb.PeerID, err)
+	}
 	if err := s.Store.UpsertNode(ctx, Node{
 		PeerID:        hb.PeerID,
 		Addrs:         hb.Addrs,
 		Version:       hb.Version,
-		AgentsHosted:  hb.AgentsHosted,
+		AgentsHosted:  hosted,
 		Load:          hb.Load,
 		LastHeartbeat: t,
 		Status:        StatusOnline,
 	}); err != nil {
 		return fmt.Errorf("upsert node: %w", err)
 	}
-	s.mu.Lock()
-	if s.hosts != nil {
-		s.hosts[hb.PeerID] = true
-	}
-	s.mu.Unlock()
 	if _, err := s.Store.SetHostStatus(ctx, hb.PeerID, StatusOnline, t); err != nil {
 		return fmt.Errorf("mark listings online: %w", err)
 	}
@@ -149,35 +200,59 @@ func (s *Sink) SetHealth(ctx context.Context, hostPeerID string, health map[stri
 
 // Sweep applies the liveness rules (DESIGN.md): a node whose heartbeats
 // stopped for staleAfter (3 heartbeat intervals) and its listings turn
-// stale; listings past expires_at turn offline. Local listings are left to
+// stale; listings past expires_at turn offline, and so do listings whose
+// host never sent a heartbeat once unheardAfter has passed since they were
+// last heard of (0 means DefaultUnheardAfter). Local listings are left to
 // the node itself (it re-signs them before they expire). A node silent for
-// offlineAfter is shown offline in the nodes table.
-func Sweep(ctx context.Context, st Network, selfID string, now time.Time, staleAfter, offlineAfter time.Duration) error {
-	nodes, err := st.ListNodes(ctx)
-	if err != nil {
-		return fmt.Errorf("list nodes: %w", err)
-	}
-	for _, n := range nodes {
-		silent := now.Sub(n.LastHeartbeat)
-		if n.PeerID == selfID || n.Status == StatusOffline || silent < staleAfter {
-			continue
+// offlineAfter is shown offline in the nodes table. The nodes are read a
+// page at a time.
+func Sweep(ctx context.Context, st Network, selfID string, now time.Time, staleAfter, offlineAfter, unheardAfter time.Duration) error {
+	for q := (NodeQuery{Limit: MaxLimit}); ; {
+		page, err := st.ListNodes(ctx, q)
+		if err != nil {
+			return fmt.Errorf("list nodes: %w", err)
 		}
-		if n.Status == StatusStale && silent < offlineAfter {
-			continue
+		for _, n := range page.Nodes {
+			if err := sweepNode(ctx, st, selfID, now, staleAfter, offlineAfter, n); err != nil {
+				return err
+			}
 		}
-		n.Status = StatusStale
-		if silent >= offlineAfter {
-			n.Status = StatusOffline
+		if page.Next == "" {
+			break
 		}
-		if err := st.UpsertNode(ctx, n); err != nil {
-			return fmt.Errorf("mark node %s stale: %w", n.PeerID, err)
-		}
-		if _, err := st.SetHostStatus(ctx, n.PeerID, StatusStale, n.LastHeartbeat); err != nil { // offline comes with expiry
-			return fmt.Errorf("mark listings of %s stale: %w", n.PeerID, err)
-		}
+		q.After = page.Next
 	}
 	if _, err := st.ExpireListings(ctx, now); err != nil {
 		return fmt.Errorf("expire listings: %w", err)
+	}
+	if unheardAfter <= 0 {
+		unheardAfter = DefaultUnheardAfter
+	}
+	if _, err := st.ExpireUnheard(ctx, now.Add(-unheardAfter)); err != nil {
+		return fmt.Errorf("expire listings of hosts never heard: %w", err)
+	}
+	return nil
+}
+
+// sweepNode turns n and its listings stale, or n offline, when its
+// heartbeats stopped long enough.
+func sweepNode(ctx context.Context, st Network, selfID string, now time.Time, staleAfter, offlineAfter time.Duration, n Node) error {
+	silent := now.Sub(n.LastHeartbeat)
+	if n.PeerID == selfID || n.Status == StatusOffline || silent < staleAfter {
+		return nil
+	}
+	if n.Status == StatusStale && silent < offlineAfter {
+		return nil
+	}
+	n.Status = StatusStale
+	if silent >= offlineAfter {
+		n.Status = StatusOffline
+	}
+	if err := st.UpsertNode(ctx, n); err != nil {
+		return fmt.Errorf("mark node %s stale: %w", n.PeerID, err)
+	}
+	if _, err := st.SetHostStatus(ctx, n.PeerID, StatusStale, n.LastHeartbeat); err != nil { // offline comes with expiry
+		return fmt.Errorf("mark listings of %s stale: %w", n.PeerID, err)
 	}
 	return nil
 }

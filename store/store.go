@@ -128,6 +128,22 @@ type Node struct {
 	Status        string // online | stale | offline
 }
 
+// NodeQuery selects a page of the nodes table, in peer ID order (bytes):
+// a keyset that heartbeats do not move, unlike the time of the last one.
+type NodeQuery struct {
+	After  string // only nodes whose peer ID sorts after this one: the next page
+	Before string // only nodes whose peer ID sorts before this one: the previous page (when After is empty)
+	Limit  int    // 1..MaxLimit; 0 means DefaultLimit
+}
+
+// NodePage is one page of nodes. Next is the After of the page that
+// follows, empty on the last page; Prev the Before of the page that comes
+// before, empty on the first.
+type NodePage struct {
+	Nodes      []Node
+	Next, Prev string
+}
+
 // User is a portal account.
 type User struct {
 	ID           int64
@@ -226,14 +242,34 @@ type Catalogue interface {
 	CatalogueEnvelopes(ctx context.Context, after int64, tag string, limit int, now time.Time) (envs [][]byte, next int64, err error)
 	// ExpireListings marks listings past expires_at offline.
 	ExpireListings(ctx context.Context, now time.Time) (int, error)
+	// HasAgent reports whether a listing with id is stored, whatever its
+	// status, tombstones included: the Sink's quota applies to new ids only.
+	HasAgent(ctx context.Context, id string) (bool, error)
+	// CountPublished counts the listings signed by publisher that are not
+	// offline (tombstones included: each holds a row), stopping at limit:
+	// the Sink's per-publisher quota. limit <= 0 counts nothing.
+	CountPublished(ctx context.Context, publisher string, limit int) (int, error)
+	// CountHosted counts the listings hosted by hostPeerID that are
+	// neither offline nor tombstoned, stopping at limit: the Sink caps the
+	// agents_hosted a heartbeat claims by what this node holds. limit <= 0
+	// counts nothing.
+	CountHosted(ctx context.Context, hostPeerID string, limit int) (int, error)
 }
 
 // Nodes is the peers this node has heard from (heartbeats).
 type Nodes interface {
-	// UpsertNode creates or replaces the row of n.PeerID.
+	// UpsertNode creates or replaces the row of n.PeerID. Only a verified
+	// heartbeat makes a row (Sink.NodeSeen): a host never heard has none.
 	UpsertNode(ctx context.Context, n Node) error
-	// ListNodes returns every known node.
-	ListNodes(ctx context.Context) ([]Node, error)
+	// ListNodes returns a page of the nodes, in peer ID order (NodeQuery).
+	// No caller loads every row: a planet has many.
+	ListNodes(ctx context.Context, q NodeQuery) (NodePage, error)
+	// GetNodes returns the rows of those of peerIDs that have one, in no
+	// particular order (the connected peers of the network picture).
+	GetNodes(ctx context.Context, peerIDs []string) ([]Node, error)
+	// CountNodes counts the nodes per status; statuses without nodes are
+	// absent from the map.
+	CountNodes(ctx context.Context) (map[string]int, error)
 }
 
 // Network is this node's view of the network: the listings and the nodes
@@ -243,6 +279,13 @@ type Nodes interface {
 type Network interface {
 	Catalogue
 	Nodes
+	// ExpireUnheard marks offline the stale listings not hosted here whose
+	// host has no row in the nodes table (no heartbeat of it was ever
+	// verified) and whose last_seen is before before: a flood of records
+	// from identities that never send a heartbeat leaves default search
+	// within the threshold, not at expires_at (up to a week). The Sink
+	// enters such listings stale. Returns how many changed.
+	ExpireUnheard(ctx context.Context, before time.Time) (int, error)
 }
 
 // Backends holds the backends of the agents this node hosts, secrets

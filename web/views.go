@@ -195,7 +195,13 @@ type NodesView struct {
 	// NodesKnown counts every node of the network this node knows,
 	// itself included.
 	NodesKnown int
-	Map        NetMap
+	// NodesHeard counts the other nodes heard from (heartbeats), every
+	// page of them; Nodes is one page.
+	NodesHeard int
+	// PrevHref and NextHref are the pages of Nodes before and after this
+	// one (plain links: paging needs no script); empty at either end.
+	PrevHref, NextHref string
+	Map                NetMap
 }
 
 // NodeRow is one known node.

@@ -15,6 +15,7 @@ import (
 	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/p2p"
+	"github.com/agentsite/agentsite/store"
 )
 
 // Config is every setting of `agentsite serve`. Each flag has an
@@ -60,6 +61,10 @@ type Config struct {
 	TrustedOnly    bool
 	PublisherRate  int
 	UnheardPerHour int
+
+	// Listings of hosts and publishers never heard (store.Sink, store.Sweep).
+	MaxPerPublisher int
+	UnheardExpiry   time.Duration
 }
 
 // DefaultP2PListen listens on every interface on a free TCP and QUIC port.
@@ -144,6 +149,9 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.TrustedOnly, "trusted-only", false, "keep only listings published by --trust-peer peers and this node")
 	fs.IntVar(&c.PublisherRate, "publisher-rate", 120, "fresh records one publisher may bring by gossip per minute; the rest are ignored")
 	fs.IntVar(&c.UnheardPerHour, "unheard-per-hour", 1000, "listings of never-heard publishers one relaying peer may place here per hour (its IP group: twice that)")
+	// What listings of hosts and publishers never heard may hold here.
+	fs.IntVar(&c.MaxPerPublisher, "max-listings-per-publisher", store.DefaultMaxPerPublisher, "listings one publisher other than this node may hold here that are not offline; a new one beyond it is refused (0: the default)")
+	fs.DurationVar(&c.UnheardExpiry, "unheard-expiry", store.DefaultUnheardAfter, "listings whose host never sent a heartbeat go offline this long after they were last heard of (0: the default)")
 	return fs
 }
 
@@ -194,6 +202,9 @@ func (c *Config) Validate() error {
 	}
 	if c.OperatorToken != "" && len(c.OperatorToken) < 16 {
 		errs = append(errs, errors.New("--operator-token must be at least 16 characters; generate one with: openssl rand -hex 24"))
+	}
+	if c.MaxPerPublisher < 0 || c.UnheardExpiry < 0 {
+		errs = append(errs, errors.New("--max-listings-per-publisher and --unheard-expiry must not be negative (0: the defaults, 10000 and 15m)"))
 	}
 	if c.RecordTTL < 5*time.Second || c.RecordTTL > 24*time.Hour {
 		errs = append(errs, errors.New("--record-ttl must be between 5s and 24h (DESIGN.md default: 1h)"))

@@ -121,7 +121,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("peer id: %w", err)
 	}
-	sink := &store.Sink{Store: network, SelfID: selfID.String()}
+	sink := &store.Sink{Store: network, SelfID: selfID.String(), MaxPerPublisher: m.Config.MaxPerPublisher}
 	if len(m.Config.TestPublicCIDRs) > 0 {
 		if err := p2p.TreatAsPublic(m.Config.TestPublicCIDRs); err != nil {
 			return err
@@ -344,7 +344,7 @@ func (m *Main) sweepLoop(ctx context.Context, st store.Network) {
 			return
 		case <-t.C:
 		}
-		if err := store.Sweep(ctx, st, m.Node.PeerID(), time.Now().UTC(), m.Config.staleAfter(), m.Config.RecordTTL); err != nil && ctx.Err() == nil {
+		if err := store.Sweep(ctx, st, m.Node.PeerID(), time.Now().UTC(), m.Config.staleAfter(), m.Config.RecordTTL, m.Config.UnheardExpiry); err != nil && ctx.Err() == nil {
 			m.Logger.Warn("liveness sweep failed; will retry", "err", err)
 		}
 	}

@@ -31,8 +31,8 @@ func (p *Pages) PageHome(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Counted as the Network page counts: every node heard from or
-	// connected, and this one.
-	nodes, err := p.Catalog.ListNodes(ctx)
+	// connected, and this one; in SQL, not by loading the nodes.
+	known, err := p.netKnown(ctx)
 	if err != nil {
 		p.RenderError(w, r, err)
 		return
@@ -42,7 +42,7 @@ func (p *Pages) PageHome(w http.ResponseWriter, r *http.Request) {
 		Agents:  stats.Agents,
 		Online:  stats.OnlineAgents,
 		Tags:    stats.Tags,
-		Nodes:   len(netPeers(p.Node, p.Node.PeerID(), nodes)) + 1,
+		Nodes:   known.total,
 		Recent:  p.cards(recent),
 		TopTags: tagCounts(tags),
 	}

@@ -28,7 +28,11 @@ type Catalog interface {
 	TagFacets(ctx context.Context, q store.SearchQuery, limit int) ([]store.TagCount, error)
 	Stats(ctx context.Context) (store.Stats, error)
 	ListLocal(ctx context.Context) ([]store.Listing, error)
-	ListNodes(ctx context.Context) ([]store.Node, error)
+	// ListNodes, GetNodes and CountNodes read the nodes table a page, a
+	// few rows or a count at a time: a planet has many nodes.
+	ListNodes(ctx context.Context, q store.NodeQuery) (store.NodePage, error)
+	GetNodes(ctx context.Context, peerIDs []string) ([]store.Node, error)
+	CountNodes(ctx context.Context) (map[string]int, error)
 	// GetBackend prefills the edit form (all but the API key, which the
 	// form only says is stored).
 	GetBackend(ctx context.Context, agentID string) (agent.Backend, error)

@@ -35,7 +35,7 @@ func TestStoreDeadline(t *testing.T) {
 		"exec": func(ctx context.Context) error {
 			return db.UpsertNode(ctx, store.Node{PeerID: "p", Status: store.StatusOnline})
 		},
-		"rows":        func(ctx context.Context) error { _, err := db.ListNodes(ctx); return err },
+		"rows":        func(ctx context.Context) error { _, err := db.ListNodes(ctx, store.NodeQuery{}); return err },
 		"transaction": func(ctx context.Context) error { return db.UpsertRecord(ctx, listing("frozen", "host", 1, at)) },
 	}
 

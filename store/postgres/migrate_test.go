@@ -137,10 +137,12 @@ func TestMigrationNumbersExistingListings(t *testing.T) {
 	}
 	exec(t, url, string(down))
 	exec(t, url, `UPDATE schema_migrations SET version = 5`)
+	// Stale: 0007 turns the online listings of hosts never heard stale,
+	// which would number them again.
 	insert := func(id string, pos int64, tombstone bool) {
 		t.Helper()
 		exec(t, url, fmt.Sprintf(`INSERT INTO agents (id, pos, seq, status, tombstone, expires_at, last_seen, updated_at, search)
-			OVERRIDING SYSTEM VALUE VALUES ('%s', %d, 1, 'online', %v, now(), now(), now(), ''::tsvector);
+			OVERRIDING SYSTEM VALUE VALUES ('%s', %d, 1, 'stale', %v, now(), now(), now(), ''::tsvector);
 			INSERT INTO agent_records (id, name, issued_at) VALUES ('%[1]s', '%[1]s', now())`, id, pos, tombstone))
 	}
 	insert("a3", 3, false)

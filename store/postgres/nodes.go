@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agentsite/agentsite/store"
 )
@@ -20,14 +23,114 @@ ON CONFLICT (peer_id) DO UPDATE SET
 	return dbErr("upsert node "+n.PeerID, err)
 }
 
-// ListNodes implements store.Nodes: most recently heard first.
-func (db *DB) ListNodes(ctx context.Context) ([]store.Node, error) {
-	rows, err := db.q.Query(ctx, `-- name: list_nodes
-SELECT peer_id, addrs, version, agents_hosted, load, last_heartbeat, status
-FROM nodes ORDER BY last_heartbeat DESC, peer_id`)
-	if err != nil {
-		return nil, dbErr("list nodes", err)
+const nodeColumns = `peer_id, addrs, version, agents_hosted, load, last_heartbeat, status`
+
+// ListNodes implements store.Nodes: a walk of nodes_peer_c (peer IDs in
+// byte order, as SQLite compares them, whatever the database's collation)
+// from the cursor, one row more than the page to know whether another
+// follows, and one probe for a row on the other side.
+func (db *DB) ListNodes(ctx context.Context, q store.NodeQuery) (store.NodePage, error) {
+	limit := store.NormalizeLimit(q.Limit)
+	backward := q.After == "" && q.Before != ""
+	var (
+		rows pgx.Rows
+		err  error
+	)
+	if backward {
+		rows, err = db.q.Query(ctx, `-- name: list_nodes_before
+SELECT `+nodeColumns+` FROM nodes WHERE peer_id COLLATE "C" < $1 ORDER BY peer_id COLLATE "C" DESC LIMIT $2`, q.Before, limit+1)
+	} else {
+		rows, err = db.q.Query(ctx, `-- name: list_nodes
+SELECT `+nodeColumns+` FROM nodes WHERE peer_id COLLATE "C" > $1 ORDER BY peer_id COLLATE "C" LIMIT $2`, q.After, limit+1)
 	}
+	if err != nil {
+		return store.NodePage{}, dbErr("list nodes", err)
+	}
+	nodes, err := scanNodes(rows, "list nodes")
+	if err != nil {
+		return store.NodePage{}, err
+	}
+	more := len(nodes) > limit
+	if more {
+		nodes = nodes[:limit]
+	}
+	page := store.NodePage{Nodes: nodes}
+	if len(nodes) == 0 {
+		return page, nil
+	}
+	if backward {
+		slices.Reverse(nodes)
+		if more {
+			page.Prev = nodes[0].PeerID
+		}
+		last := nodes[len(nodes)-1].PeerID
+		if ok, err := db.nodeExists(ctx, `-- name: node_after
+SELECT EXISTS (SELECT 1 FROM nodes WHERE peer_id COLLATE "C" > $1)`, last); err != nil {
+			return store.NodePage{}, err
+		} else if ok {
+			page.Next = last
+		}
+		return page, nil
+	}
+	if more {
+		page.Next = nodes[len(nodes)-1].PeerID
+	}
+	if q.After != "" {
+		if ok, err := db.nodeExists(ctx, `-- name: node_before
+SELECT EXISTS (SELECT 1 FROM nodes WHERE peer_id COLLATE "C" < $1)`, nodes[0].PeerID); err != nil {
+			return store.NodePage{}, err
+		} else if ok {
+			page.Prev = nodes[0].PeerID
+		}
+	}
+	return page, nil
+}
+
+func (db *DB) nodeExists(ctx context.Context, query, peerID string) (bool, error) {
+	var ok bool
+	if err := db.q.QueryRow(ctx, query, peerID).Scan(&ok); err != nil {
+		return false, dbErr("list nodes", err)
+	}
+	return ok, nil
+}
+
+// GetNodes implements store.Nodes: one primary key probe per id.
+func (db *DB) GetNodes(ctx context.Context, peerIDs []string) ([]store.Node, error) {
+	if len(peerIDs) == 0 {
+		return nil, nil
+	}
+	rows, err := db.q.Query(ctx, `-- name: get_nodes
+SELECT `+nodeColumns+` FROM nodes WHERE peer_id = ANY($1)`, peerIDs)
+	if err != nil {
+		return nil, dbErr("get nodes", err)
+	}
+	return scanNodes(rows, "get nodes")
+}
+
+// CountNodes implements store.Nodes.
+func (db *DB) CountNodes(ctx context.Context) (map[string]int, error) {
+	rows, err := db.q.Query(ctx, `-- name: count_nodes
+SELECT status, count(*) FROM nodes GROUP BY status`)
+	if err != nil {
+		return nil, dbErr("count nodes", err)
+	}
+	out := map[string]int{}
+	var (
+		status string
+		n      int
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&status, &n}, func() error {
+		out[status] = n
+		return nil
+	}); err != nil {
+		return nil, dbErr("count nodes", err)
+	}
+	return out, nil
+}
+
+// scanNodes reads rows of nodeColumns and closes them; op names the read
+// in errors.
+func scanNodes(rows pgx.Rows, op string) ([]store.Node, error) {
 	defer rows.Close()
 	out := []store.Node{}
 	for rows.Next() {
@@ -36,13 +139,13 @@ FROM nodes ORDER BY last_heartbeat DESC, peer_id`)
 			hb time.Time
 		)
 		if err := rows.Scan(&n.PeerID, &n.Addrs, &n.Version, &n.AgentsHosted, &n.Load, &hb, &n.Status); err != nil {
-			return nil, dbErr("list nodes", err)
+			return nil, dbErr(op, err)
 		}
 		n.LastHeartbeat = hb.UTC()
 		out = append(out, n)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbErr("list nodes", err)
+		return nil, dbErr(op, err)
 	}
 	return out, nil
 }

@@ -31,6 +31,19 @@ UPDATE agents SET status = 'offline' WHERE status <> 'offline' AND expires_at <=
 	return rowsAffected(res, "expire listings")
 }
 
+// ExpireUnheard implements store.Network: a walk of agents_unheard up to
+// before, each candidate's host probed in the nodes table's primary key.
+func (db *DB) ExpireUnheard(ctx context.Context, before time.Time) (int, error) {
+	res, err := db.w.ExecContext(ctx, `-- name: expire_unheard
+UPDATE agents SET status = 'offline'
+WHERE status = 'stale' AND local = 0 AND last_seen < ?
+  AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.peer_id = agents.host_peer_id)`, nanos(before))
+	if err != nil {
+		return 0, dbErr("expire unheard listings", err)
+	}
+	return rowsAffected(res, "expire unheard listings")
+}
+
 func rowsAffected(res sql.Result, op string) (int, error) {
 	n, err := res.RowsAffected()
 	if err != nil {

@@ -3,6 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
 
 	"github.com/agentsite/agentsite/store"
 )
@@ -24,14 +27,122 @@ ON CONFLICT (peer_id) DO UPDATE SET
 	return dbErr("upsert node "+n.PeerID, err)
 }
 
-// ListNodes implements store.Nodes: most recently heard from first.
-func (db *DB) ListNodes(ctx context.Context) ([]store.Node, error) {
-	rows, err := db.r.QueryContext(ctx, `-- name: list_nodes
-SELECT peer_id, addrs, version, agents_hosted, load, last_heartbeat, status
-FROM nodes ORDER BY last_heartbeat DESC, peer_id`)
-	if err != nil {
-		return nil, dbErr("list nodes", err)
+const nodeColumns = `peer_id, addrs, version, agents_hosted, load, last_heartbeat, status`
+
+// ListNodes implements store.Nodes: a walk of the primary key (peer IDs
+// are TEXT in the BINARY collation, byte order) from the cursor, one row
+// more than the page to know whether another follows, and one probe for a
+// row on the other side.
+func (db *DB) ListNodes(ctx context.Context, q store.NodeQuery) (store.NodePage, error) {
+	limit := store.NormalizeLimit(q.Limit)
+	backward := q.After == "" && q.Before != ""
+	var (
+		rows rowSet
+		err  error
+	)
+	if backward {
+		rows, err = db.r.QueryContext(ctx, `-- name: list_nodes_before
+SELECT `+nodeColumns+` FROM nodes WHERE peer_id < ? ORDER BY peer_id DESC LIMIT ?`, q.Before, limit+1)
+	} else {
+		rows, err = db.r.QueryContext(ctx, `-- name: list_nodes
+SELECT `+nodeColumns+` FROM nodes WHERE peer_id > ? ORDER BY peer_id LIMIT ?`, q.After, limit+1)
 	}
+	if err != nil {
+		return store.NodePage{}, dbErr("list nodes", err)
+	}
+	nodes, err := scanNodes(rows, "list nodes")
+	if err != nil {
+		return store.NodePage{}, err
+	}
+	more := len(nodes) > limit
+	if more {
+		nodes = nodes[:limit]
+	}
+	page := store.NodePage{Nodes: nodes}
+	if len(nodes) == 0 {
+		return page, nil
+	}
+	if backward {
+		slices.Reverse(nodes)
+		if more {
+			page.Prev = nodes[0].PeerID
+		}
+		last := nodes[len(nodes)-1].PeerID
+		if ok, err := db.nodeExists(ctx, `-- name: node_after
+SELECT EXISTS (SELECT 1 FROM nodes WHERE peer_id > ?)`, last); err != nil {
+			return store.NodePage{}, err
+		} else if ok {
+			page.Next = last
+		}
+		return page, nil
+	}
+	if more {
+		page.Next = nodes[len(nodes)-1].PeerID
+	}
+	if q.After != "" {
+		if ok, err := db.nodeExists(ctx, `-- name: node_before
+SELECT EXISTS (SELECT 1 FROM nodes WHERE peer_id < ?)`, nodes[0].PeerID); err != nil {
+			return store.NodePage{}, err
+		} else if ok {
+			page.Prev = nodes[0].PeerID
+		}
+	}
+	return page, nil
+}
+
+func (db *DB) nodeExists(ctx context.Context, query, peerID string) (bool, error) {
+	var ok bool
+	if err := db.r.QueryRowContext(ctx, query, peerID).Scan(&ok); err != nil {
+		return false, dbErr("list nodes", err)
+	}
+	return ok, nil
+}
+
+// GetNodes implements store.Nodes: one primary key probe per id.
+func (db *DB) GetNodes(ctx context.Context, peerIDs []string) ([]store.Node, error) {
+	if len(peerIDs) == 0 {
+		return nil, nil
+	}
+	list, err := json.Marshal(peerIDs)
+	if err != nil {
+		return nil, fmt.Errorf("encode peer ids: %w", err)
+	}
+	rows, err := db.r.QueryContext(ctx, `-- name: get_nodes
+SELECT `+nodeColumns+` FROM nodes WHERE peer_id IN (SELECT value FROM json_each(?))`, string(list))
+	if err != nil {
+		return nil, dbErr("get nodes", err)
+	}
+	return scanNodes(rows, "get nodes")
+}
+
+// CountNodes implements store.Nodes.
+func (db *DB) CountNodes(ctx context.Context) (map[string]int, error) {
+	rows, err := db.r.QueryContext(ctx, `-- name: count_nodes
+SELECT status, count(*) FROM nodes GROUP BY status`)
+	if err != nil {
+		return nil, dbErr("count nodes", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var (
+			status string
+			n      int
+		)
+		if err := rows.Scan(&status, &n); err != nil {
+			return nil, dbErr("count nodes", err)
+		}
+		out[status] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("count nodes", err)
+	}
+	return out, nil
+}
+
+// scanNodes reads rows of nodeColumns and closes them; op names the read
+// in errors.
+func scanNodes(rows rowSet, op string) ([]store.Node, error) {
 	defer rows.Close()
 	out := []store.Node{}
 	for rows.Next() {
@@ -41,16 +152,16 @@ FROM nodes ORDER BY last_heartbeat DESC, peer_id`)
 			hb    sql.NullInt64
 		)
 		if err := rows.Scan(&n.PeerID, &addrs, &n.Version, &n.AgentsHosted, &n.Load, &hb, &n.Status); err != nil {
-			return nil, dbErr("list nodes", err)
+			return nil, dbErr(op, err)
 		}
 		if err := decodeJSON(addrs, &n.Addrs); err != nil {
-			return nil, dbErr("list nodes: decode addrs of "+n.PeerID, err)
+			return nil, dbErr(op+": decode addrs of "+n.PeerID, err)
 		}
 		n.LastHeartbeat = fromNanos(hb)
 		out = append(out, n)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbErr("list nodes", err)
+		return nil, dbErr(op, err)
 	}
 	return out, nil
 }

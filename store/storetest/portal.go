@@ -55,7 +55,7 @@ func testBackends(t *testing.T, s store.Store) {
 func testNodes(t *testing.T, s store.Store) {
 	ctx := testContext(t)
 	at := now()
-	if got, err := s.ListNodes(ctx); err != nil || len(got) != 0 {
+	if got, err := s.ListNodes(ctx, store.NodeQuery{}); err != nil || len(got.Nodes) != 0 {
 		t.Fatalf("ListNodes on an empty store = %v, %v", got, err)
 	}
 	n1 := store.Node{PeerID: newPublisher(t).peer, Addrs: []string{"/ip4/10.0.0.1/tcp/4001", "/ip4/10.0.0.1/udp/4001/quic-v1"},
@@ -70,10 +70,11 @@ func testNodes(t *testing.T, s store.Store) {
 	if err := s.UpsertNode(ctx, n1); err != nil {
 		t.Fatalf("UpsertNode (update): %v", err)
 	}
-	got, err := s.ListNodes(ctx)
+	page, err := s.ListNodes(ctx, store.NodeQuery{})
 	if err != nil {
 		t.Fatalf("ListNodes: %v", err)
 	}
+	got := page.Nodes
 	if len(got) != 2 {
 		t.Fatalf("ListNodes = %d nodes, want 2", len(got))
 	}

@@ -140,7 +140,7 @@ func testTombstoneKeepsOwner(t *testing.T, s store.Store) {
 	mustUpsert(t, s, live, tomb)
 
 	later := at.Add(30 * 24 * time.Hour)
-	if err := store.Sweep(ctx, s, p.peer, later, time.Minute, time.Hour); err != nil {
+	if err := store.Sweep(ctx, s, p.peer, later, time.Minute, time.Hour, 0); err != nil {
 		t.Fatalf("Sweep: %v", err)
 	}
 	got := mustGet(t, s, tomb.Record.ID)
