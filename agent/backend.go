@@ -33,8 +33,8 @@ type Backend struct {
 	APIKey       string `json:"api_key,omitempty"`
 	Tool         string `json:"tool,omitempty"`
 	// Delegate lets an llm agent call other agents (find_agents and
-	// ask_agent tools), within the limits of agent.MaxDelegations and
-	// agent.MaxHops.
+	// ask_agent tools), within the limits of agent.MaxDelegations,
+	// agent.MaxHops, agent.MaxVisits and the tree's agent.TreeTurns.
 	Delegate bool `json:"delegate,omitempty"`
 }
 

@@ -98,8 +98,9 @@ func (t Trace) WithQuota(q Quota) Trace {
 // most n of the turns left (they are taken from this one until it comes
 // back), and settle, to call with the trace the other side answered with,
 // if it did (ok). What that trace has left comes back; the rest counts as
-// spent, against the quota too. Without an answer, all it carried is
-// spent: a host that cannot say never gets more than it was handed.
+// spent, against the quota too. Without an answer all it carried counts
+// as spent for the tree (a host that cannot say never gets more than it
+// was handed), but nothing known ran, so the quota is not charged.
 func (t Trace) Handoff(n int) (sent Trace, settle func(back Trace, ok bool)) {
 	if t.tree != nil {
 		t.tree.mu.Lock()
@@ -115,8 +116,9 @@ func (t Trace) Handoff(n int) (sent Trace, settle func(back Trace, ok bool)) {
 		if t.tree == nil {
 			return
 		}
+		ok = ok && back.ID == t.ID && back.tree != nil && back.tree != t.tree
 		left, asked := 0, map[string]int(nil)
-		if ok && back.ID == t.ID && back.tree != nil && back.tree != t.tree {
+		if ok {
 			left = max(min(back.Budget(), n), 0)
 			back.tree.mu.Lock()
 			asked = maps.Clone(back.tree.asked)
@@ -125,16 +127,18 @@ func (t Trace) Handoff(n int) (sent Trace, settle func(back Trace, ok bool)) {
 		t.tree.mu.Lock()
 		t.tree.left += left
 		for id, v := range asked {
-			if v > t.tree.asked[id] {
-				if t.tree.asked == nil {
-					t.tree.asked = map[string]int{}
-				}
-				t.tree.asked[id] = min(v, MaxVisits)
+			had, known := t.tree.asked[id]
+			if v <= had || (!known && len(t.tree.asked) >= TreeTurns) {
+				continue // a tree asks at most TreeTurns agents: the rest is a host's invention
 			}
+			if t.tree.asked == nil {
+				t.tree.asked = map[string]int{}
+			}
+			t.tree.asked[id] = min(v, MaxVisits)
 		}
 		q := t.tree.quota
 		t.tree.mu.Unlock()
-		if q != nil && n > left {
+		if q != nil && ok && n > left {
 			q.Charge(n - left)
 		}
 	}

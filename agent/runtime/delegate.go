@@ -18,7 +18,9 @@ type Delegator interface {
 	// FindAgents searches the catalogue (tag narrows it, "" for any).
 	FindAgents(ctx context.Context, query, tag string) ([]FoundAgent, error)
 	// AskAgent runs one turn with agent agentID carrying trace (already
-	// passed on by the caller) and returns its reply.
+	// passed on by the caller, the turn spent from the tree's budget) and
+	// returns its reply. A turn sent to another node hands it what is left
+	// of that budget and takes back what it did not spend.
 	AskAgent(ctx context.Context, trace agent.Trace, agentID, text string) (string, error)
 	// Describe names an agent for people (display name, host node's short
 	// name); best effort.
