@@ -55,6 +55,11 @@ type Config struct {
 	LogFormat             string
 	DebugAddr             string
 
+	// The DHT values held for other peers (p2p.DHTStoreLimits).
+	DHTStoreMiB         int
+	DHTValuesPerPeer    int
+	DHTValuesPerIPGroup int
+
 	// Admission of network listings (p2p.Admission).
 	BlockPeers     []string
 	TrustPeers     []string
@@ -143,6 +148,10 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "loopback address for net/http/pprof, e.g. 127.0.0.1:6060 (empty: off)")
+	// The DHT values this node holds for other peers.
+	fs.IntVar(&c.DHTStoreMiB, "dht-store-mib", 64, "MiB of DHT values this node holds for other peers; when full, the oldest go (0: the default)")
+	fs.IntVar(&c.DHTValuesPerPeer, "dht-values-per-peer", 256, "DHT values one peer may have stored here; more PUTs are refused")
+	fs.IntVar(&c.DHTValuesPerIPGroup, "dht-values-per-ip-group", 1024, "DHT values the peers of one IP group (/24 of IPv4, /48 of IPv6) may have stored here together")
 	// Admission of network listings: who may place them here, how many.
 	fs.Var(&stringList{vals: &c.BlockPeers}, "block-peer", "peer ID refused as a peer and as a publisher: no connection, its listings dropped (repeatable)")
 	fs.Var(&stringList{vals: &c.TrustPeers}, "trust-peer", "peer ID exempt from the admission quotas, as publisher and relayer (repeatable)")
@@ -276,6 +285,9 @@ func (c *Config) Validate() error {
 	if c.PublisherRate < 1 || c.UnheardPerHour < 1 {
 		errs = append(errs, errors.New("--publisher-rate and --unheard-per-hour must be at least 1"))
 	}
+	if c.DHTStoreMiB < 0 || c.DHTValuesPerPeer < 0 || c.DHTValuesPerIPGroup < 0 {
+		errs = append(errs, errors.New("--dht-store-mib, --dht-values-per-peer and --dht-values-per-ip-group must not be negative (0: the defaults, 64, 256 and 1024)"))
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, errors.New("--log-format must be text or json"))
 	}
@@ -347,5 +359,15 @@ func (c *Config) admission() p2p.Admission {
 	return p2p.Admission{
 		Block: c.BlockPeers, Trust: c.TrustPeers, TrustedOnly: c.TrustedOnly,
 		PublisherPerMinute: c.PublisherRate, UnheardPerHour: c.UnheardPerHour,
+	}
+}
+
+// dhtStore is the bound on the DHT values held for other peers. They are
+// kept at most as long as this node's records live (at least 1 h): hosts
+// re-announce at half their TTL.
+func (c *Config) dhtStore() p2p.DHTStoreLimits {
+	return p2p.DHTStoreLimits{
+		MaxBytes: int64(c.DHTStoreMiB) << 20, PerPeer: c.DHTValuesPerPeer, PerIPGroup: c.DHTValuesPerIPGroup,
+		MaxAge: max(time.Hour, c.RecordTTL),
 	}
 }

@@ -142,6 +142,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Registerer:        reg,
 		HealthSource:      m.HealthSource,
 		Admission:         m.Config.admission(),
+		DHTStore:          m.Config.dhtStore(),
 	}, m.Logger)
 	if err != nil {
 		return err
