@@ -229,45 +229,43 @@ func limiterFor(m map[string]*rate.Limiter, key string, perMinute int) *rate.Lim
 	return l
 }
 
-// admitter is one record's admission: check says whether it may go in,
-// charge counts it once it changed the cache.
-type admitter struct {
-	a        *admission
-	keys     []string // relayer, then its IP group; empty when exempt
-	limits   []int
-	pubLimit []int
-	pub      string
-}
-
 // check decides whether rec, relayed by from (the peer it came from; its
-// publisher for its own records), may enter the cache.
-func (a *admission) check(rec *agent.Record, from peer.ID, group string, self string, now time.Time) (admitter, error) {
+// publisher for its own records) from IP group group, may enter the cache,
+// and if so counts it against from's and group's allowance at once, so
+// that parallel syncs cannot overshoot it. A record that then does not
+// change the cache (a duplicate) has still used the allowance: the quota
+// bounds what a relayer may offer, not only what it placed.
+func (a *admission) check(rec *agent.Record, from peer.ID, group string, self string, now time.Time) error {
 	pub := rec.Publisher
 	if err := a.policy(pub, self); err != nil || pub == self {
-		return admitter{}, err
+		return err
 	}
 	if a.trusted[pub] || a.trusted[from.String()] || from.String() == pub || a.wasHeard(pub, now) {
-		return admitter{}, nil
+		return nil
 	}
-	ad := admitter{a: a, pub: pub,
-		keys:     []string{"peer:" + from.String()},
-		limits:   []int{a.cfg.UnheardPerHour},
-		pubLimit: []int{a.cfg.UnheardPublishersPerHour},
-	}
+	keys := []string{"peer:" + from.String()}
+	limits := []int{a.cfg.UnheardPerHour}
+	pubLimits := []int{a.cfg.UnheardPublishersPerHour}
 	if group != "" {
-		ad.keys = append(ad.keys, "ip:"+group)
-		ad.limits = append(ad.limits, a.cfg.UnheardPerHour*a.cfg.IPGroupFactor)
-		ad.pubLimit = append(ad.pubLimit, a.cfg.UnheardPublishersPerHour*a.cfg.IPGroupFactor)
+		keys = append(keys, "ip:"+group)
+		limits = append(limits, a.cfg.UnheardPerHour*a.cfg.IPGroupFactor)
+		pubLimits = append(pubLimits, a.cfg.UnheardPublishersPerHour*a.cfg.IPGroupFactor)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for i, k := range ad.keys {
+	ws := make([]*window, len(keys))
+	for i, k := range keys {
 		w := a.windowFor(k, now)
-		if w.listings >= ad.limits[i] || !w.publishers[pub] && len(w.publishers) >= ad.pubLimit[i] {
-			return admitter{}, fmt.Errorf("%w: %s placed %d listings of %d never-heard publishers this hour", agent.ErrOverQuota, k, w.listings, len(w.publishers))
+		if w.listings >= limits[i] || !w.publishers[pub] && len(w.publishers) >= pubLimits[i] {
+			return fmt.Errorf("%w: %s offered %d listings of %d never-heard publishers this hour", agent.ErrOverQuota, k, w.listings, len(w.publishers))
 		}
+		ws[i] = w
 	}
-	return ad, nil
+	for _, w := range ws {
+		w.listings++
+		w.publishers[pub] = true
+	}
+	return nil
 }
 
 // policy is the operator's part of admission: blocked publishers are
@@ -304,21 +302,6 @@ func (a *admission) windowFor(k string, now time.Time) *window {
 	return w
 }
 
-// charge counts an admitted record that changed the cache against its
-// relayer's and IP group's allowance.
-func (ad admitter) charge(now time.Time) {
-	if ad.a == nil {
-		return
-	}
-	ad.a.mu.Lock()
-	defer ad.a.mu.Unlock()
-	for _, k := range ad.keys {
-		w := ad.a.windowFor(k, now)
-		w.listings++
-		w.publishers[ad.pub] = true
-	}
-}
-
 // ipGroup is the IP group of p's connection: the /24 of an IPv4 address,
 // the /48 of an IPv6 one, "" when not connected.
 func ipGroup(nw network.Network, p peer.ID) string {
@@ -345,7 +328,7 @@ func (n *Node) knownPublisher(p peer.ID) bool {
 }
 
 // admit runs the admission of a verified record that from relayed.
-func (n *Node) admit(rec *agent.Record, from peer.ID) (admitter, error) {
+func (n *Node) admit(rec *agent.Record, from peer.ID) error {
 	return n.adm.check(rec, from, ipGroup(n.host.Network(), from), n.PeerID(), n.now())
 }
 

@@ -98,34 +98,26 @@ func (n *Node) validateRecordMsg(ctx context.Context, from peer.ID, msg *pubsub.
 		}
 		return pubsub.ValidationIgnore
 	}
-	ad, err := n.admit(rec, from)
-	if err != nil {
+	if err := n.admit(rec, from); err != nil {
 		n.refuse(pathGossip, from, err)
 		return pubsub.ValidationIgnore
 	}
-	msg.ValidatorData = admitted{rec: rec, ad: ad}
+	msg.ValidatorData = rec
 	return pubsub.ValidationAccept
 }
 
-// admitted is a record that passed the topic validator, with what its
-// admission charges once it is cached.
-type admitted struct {
-	rec *agent.Record
-	ad  admitter
-}
-
 func (n *Node) handleRecordMsg(ctx context.Context, msg *pubsub.Message) {
-	a, ok := msg.ValidatorData.(admitted)
+	rec, ok := msg.ValidatorData.(*agent.Record)
 	if !ok {
 		return
 	}
-	n.deliver(ctx, pathGossip, msg.ReceivedFrom, a.rec, msg.Data, a.ad)
+	n.deliver(ctx, pathGossip, msg.ReceivedFrom, rec, msg.Data)
 }
 
-// deliver hands a verified, admitted record to the cache, and charges its
-// admission when it changed the cache. A record the cache refuses over the
-// publisher's quota counts against from, the peer that relayed it.
-func (n *Node) deliver(ctx context.Context, path string, from peer.ID, rec *agent.Record, env []byte, ad admitter) bool {
+// deliver hands a verified, admitted record to the cache. A record the
+// cache refuses over the publisher's quota counts against from, the peer
+// that relayed it.
+func (n *Node) deliver(ctx context.Context, path string, from peer.ID, rec *agent.Record, env []byte) bool {
 	changed, err := n.cfg.Cache.Put(ctx, rec, env)
 	if errors.Is(err, agent.ErrOverQuota) {
 		n.refuse(path, from, err)
@@ -138,7 +130,6 @@ func (n *Node) deliver(ctx context.Context, path string, from peer.ID, rec *agen
 		return false
 	}
 	if changed {
-		ad.charge(n.now())
 		n.metrics.accepted.WithLabelValues(path).Inc()
 	}
 	return changed

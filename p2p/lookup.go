@@ -53,7 +53,7 @@ func (n *Node) Lookup(ctx context.Context, id string) (*agent.Record, error) {
 		n.refuse(pathDHT, "", err)
 		return nil, err
 	}
-	n.deliver(ctx, pathDHT, "", rec, env, admitter{})
+	n.deliver(ctx, pathDHT, "", rec, env)
 	return rec, nil
 }
 

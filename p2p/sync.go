@@ -135,13 +135,12 @@ func (n *Node) SyncFrom(ctx context.Context, p peer.ID, tag string) (int, error)
 				n.outdated(pathSync, err)
 				continue
 			}
-			ad, err := n.admit(rec, p)
-			if err != nil {
+			if err := n.admit(rec, p); err != nil {
 				n.refuse(pathSync, p, err)
 				refused++
 				continue
 			}
-			if n.deliver(ctx, pathSync, p, rec, env, ad) {
+			if n.deliver(ctx, pathSync, p, rec, env) {
 				changed++
 			}
 		}
