@@ -222,14 +222,17 @@ func Sweep(ctx context.Context, st Network, selfID string, now time.Time, staleA
 		}
 		q.After = page.Next
 	}
-	if _, err := st.ExpireListings(ctx, now); err != nil {
-		return fmt.Errorf("expire listings: %w", err)
-	}
 	if unheardAfter <= 0 {
 		unheardAfter = DefaultUnheardAfter
 	}
 	if _, err := st.ExpireUnheard(ctx, now.Add(-unheardAfter)); err != nil {
 		return fmt.Errorf("expire listings of hosts never heard: %w", err)
+	}
+	// Last: a wrapper that learns of writes by the write methods it knows
+	// (store/searchindex knows ExpireListings, not yet ExpireUnheard)
+	// then reads both changes.
+	if _, err := st.ExpireListings(ctx, now); err != nil {
+		return fmt.Errorf("expire listings: %w", err)
 	}
 	return nil
 }

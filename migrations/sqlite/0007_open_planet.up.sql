@@ -2,9 +2,9 @@
 -- heartbeat can make this node hold.
 --
 -- agents_publisher answers the Sink's per-publisher quota (CountPublished:
--- the listings of a publisher that are not offline) from the index alone,
--- however many listings the publisher holds.
-CREATE INDEX IF NOT EXISTS agents_publisher ON agents (publisher) WHERE status <> 'offline';
+-- the listings of a publisher that are not offline) from the index alone
+-- (status is in it for that), however many listings the publisher holds.
+CREATE INDEX IF NOT EXISTS agents_publisher ON agents (publisher, status) WHERE status <> 'offline';
 
 -- agents_unheard holds the candidates of ExpireUnheard: stale listings
 -- this node does not host, by last_seen, so the sweep reads only those

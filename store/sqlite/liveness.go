@@ -31,13 +31,15 @@ UPDATE agents SET status = 'offline' WHERE status <> 'offline' AND expires_at <=
 	return rowsAffected(res, "expire listings")
 }
 
+const expireUnheardSQL = `-- name: expire_unheard
+UPDATE agents SET status = 'offline'
+WHERE status = 'stale' AND local = 0 AND last_seen < ?
+  AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.peer_id = agents.host_peer_id)`
+
 // ExpireUnheard implements store.Network: a walk of agents_unheard up to
 // before, each candidate's host probed in the nodes table's primary key.
 func (db *DB) ExpireUnheard(ctx context.Context, before time.Time) (int, error) {
-	res, err := db.w.ExecContext(ctx, `-- name: expire_unheard
-UPDATE agents SET status = 'offline'
-WHERE status = 'stale' AND local = 0 AND last_seen < ?
-  AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.peer_id = agents.host_peer_id)`, nanos(before))
+	res, err := db.w.ExecContext(ctx, expireUnheardSQL, nanos(before))
 	if err != nil {
 		return 0, dbErr("expire unheard listings", err)
 	}

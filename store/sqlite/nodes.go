@@ -27,7 +27,13 @@ ON CONFLICT (peer_id) DO UPDATE SET
 	return dbErr("upsert node "+n.PeerID, err)
 }
 
-const nodeColumns = `peer_id, addrs, version, agents_hosted, load, last_heartbeat, status`
+const (
+	nodeColumns  = `peer_id, addrs, version, agents_hosted, load, last_heartbeat, status`
+	listNodesSQL = `-- name: list_nodes
+SELECT ` + nodeColumns + ` FROM nodes WHERE peer_id > ? ORDER BY peer_id LIMIT ?`
+	listNodesBeforeSQL = `-- name: list_nodes_before
+SELECT ` + nodeColumns + ` FROM nodes WHERE peer_id < ? ORDER BY peer_id DESC LIMIT ?`
+)
 
 // ListNodes implements store.Nodes: a walk of the primary key (peer IDs
 // are TEXT in the BINARY collation, byte order) from the cursor, one row
@@ -41,11 +47,9 @@ func (db *DB) ListNodes(ctx context.Context, q store.NodeQuery) (store.NodePage,
 		err  error
 	)
 	if backward {
-		rows, err = db.r.QueryContext(ctx, `-- name: list_nodes_before
-SELECT `+nodeColumns+` FROM nodes WHERE peer_id < ? ORDER BY peer_id DESC LIMIT ?`, q.Before, limit+1)
+		rows, err = db.r.QueryContext(ctx, listNodesBeforeSQL, q.Before, limit+1)
 	} else {
-		rows, err = db.r.QueryContext(ctx, `-- name: list_nodes
-SELECT `+nodeColumns+` FROM nodes WHERE peer_id > ? ORDER BY peer_id LIMIT ?`, q.After, limit+1)
+		rows, err = db.r.QueryContext(ctx, listNodesSQL, q.After, limit+1)
 	}
 	if err != nil {
 		return store.NodePage{}, dbErr("list nodes", err)
