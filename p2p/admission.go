@@ -332,14 +332,29 @@ func (n *Node) admit(rec *agent.Record, from peer.ID) error {
 	return n.adm.check(rec, from, ipGroup(n.host.Network(), from), n.PeerID(), n.now())
 }
 
+// Penalties, in points of GossipSub application score (the graylist
+// threshold is -80). A flood message costs a whole point: an honest peer
+// never sends one. A listing over quota costs little: an honest peer that
+// serves a fresh mirror a large catalogue, before the mirror has heard its
+// hosts' heartbeats, goes over the quota too, and its positive topic score
+// (first deliveries, time in mesh) must outweigh that; a rogue that only
+// offers spam has none.
+const (
+	floodPenalty = 1
+	quotaPenalty = 0.05
+)
+
 // refuse counts a valid record that admission refused and lowers the
 // relaying peer's score for quota and rate breaches (not for the
 // operator's block and trust lists: honest peers relay those).
 func (n *Node) refuse(path string, from peer.ID, err error) {
 	reason := rejectReason(err)
 	n.metrics.rejected.WithLabelValues(path, reason).Inc()
-	if errors.Is(err, agent.ErrOverQuota) || errors.Is(err, errFlood) {
-		n.adm.penalise(from, 1, n.now())
+	switch {
+	case errors.Is(err, errFlood):
+		n.adm.penalise(from, floodPenalty, n.now())
+	case errors.Is(err, agent.ErrOverQuota):
+		n.adm.penalise(from, quotaPenalty, n.now())
 	}
 	n.logger.Debug("refused network record", "path", path, "from", from, "reason", reason, "err", err)
 }

@@ -148,6 +148,9 @@ func (n *Node) SyncFrom(ctx context.Context, p peer.ID, tag string) (int, error)
 			return changed, fmt.Errorf("%w: stopped syncing from %s after %d refused records", agent.ErrOverQuota, p, refused)
 		}
 		if resp.Next == 0 || resp.Next <= after || seen >= n.cfg.MaxSyncRecords {
+			if refused > 0 {
+				return changed, fmt.Errorf("%w: %d records of %s refused", agent.ErrOverQuota, refused, p)
+			}
 			return changed, nil
 		}
 		after = resp.Next
@@ -242,21 +245,51 @@ func (n *Node) watchPeers() {
 }
 
 func (n *Node) syncWith(ctx context.Context, p peer.ID) {
+	for attempt := 1; ; attempt++ {
+		err := n.syncOnce(ctx, p)
+		if !errors.Is(err, agent.ErrOverQuota) || attempt > maxQuotaRetries {
+			return
+		}
+		// Some listings were over the quota of never-heard publishers.
+		// Ask again once the hosts that are alive have been heard (their
+		// heartbeats arrive within an interval): a fresh mirror then takes
+		// all of a live planet's catalogue, and only listings of hosts
+		// nobody hears stay held to the quota.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(attempt) * quotaRetryIntervals * n.cfg.HeartbeatInterval):
+		}
+		if n.host.Network().Connectedness(p) != network.Connected {
+			return
+		}
+	}
+}
+
+// maxQuotaRetries and quotaRetryIntervals: a sync that ran into the
+// admission quota is tried again up to 3 times, after 3, 6 and 9 heartbeat
+// intervals.
+const (
+	maxQuotaRetries     = 3
+	quotaRetryIntervals = 3
+)
+
+func (n *Node) syncOnce(ctx context.Context, p peer.ID) error {
 	select {
 	case n.syncs.sem <- struct{}{}:
 	case <-ctx.Done():
-		return
+		return ctx.Err()
 	}
 	defer func() { <-n.syncs.sem }()
 	start := time.Now()
 	changed, err := n.SyncFrom(ctx, p, "")
-	if err != nil && ctx.Err() == nil {
-		n.logger.Debug("catalogue sync failed", "peer", p, "err", err)
-		return
-	}
 	if changed > 0 {
 		n.logger.Info("catalogue sync", "peer", p, "records", changed, "took", time.Since(start).Round(time.Millisecond))
 	}
+	if err != nil && ctx.Err() == nil {
+		n.logger.Debug("catalogue sync failed", "peer", p, "err", err)
+	}
+	return err
 }
 
 func speaks(protos []protocol.ID, want string) bool {
