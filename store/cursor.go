@@ -101,9 +101,11 @@ type StatusPass struct {
 // A listing's pass changes with its host's heartbeats and health, so a walk
 // over pages while a host comes or goes may show it twice or miss it, as a
 // health change does; every listing whose pass stays put is shown once.
+//
+// The result may be shared: callers must not change it.
 func StatusPasses(statuses []string) []StatusPass {
 	if len(statuses) == 0 {
-		statuses = []string{StatusOnline, StatusStale}
+		return defaultStatusPasses
 	}
 	var (
 		online bool
@@ -126,6 +128,10 @@ func StatusPasses(statuses []string) []StatusPass {
 	}
 	return out
 }
+
+// defaultStatusPasses are the status passes of a search without
+// statuses: most searches.
+var defaultStatusPasses = []StatusPass{{Statuses: []string{StatusOnline}}, {Stale: true, Statuses: []string{StatusStale}}}
 
 // Place tells where the pass (failing, rank, stale) of a search is in page
 // order against the cursor's: before it (every listing of the pass is on

@@ -554,7 +554,6 @@ type hit struct {
 // when the page reaches it.
 func (ix *index) page(q store.SearchQuery, cur store.Cursor, hasCursor bool, limit int) []hit {
 	terms := queryTerms(store.SearchTerms(q.Q))
-	statusPasses := store.StatusPasses(q.Statuses)
 	var hits []hit
 	for _, failing := range store.HealthPasses(q.Health) {
 		if hasCursor && cur.Failing && !failing {
@@ -563,7 +562,7 @@ func (ix *index) page(q store.SearchQuery, cur store.Cursor, hasCursor bool, lim
 		for _, t := range ix.tiers(q, terms, failing) {
 			passes := []store.StatusPass{{}} // without tiers: the set as it is
 			if t.rank > 0 {
-				passes = statusPasses
+				passes = store.StatusPasses(q.Statuses)
 			}
 			for _, sp := range passes {
 				before, atCursor := false, false
