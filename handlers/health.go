@@ -28,12 +28,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		checks["p2p"] = "not ready"
 		status = http.StatusServiceUnavailable
 	}
-	if loaded := s.Config.SearchIndexLoaded; loaded != nil {
-		// Not a readiness condition: until it loads, searches are answered
-		// by the database, slower.
-		checks["search_index"] = "loading"
-		if loaded() {
-			checks["search_index"] = "ok"
+	if status := s.Config.SearchIndexStatus; status != nil {
+		// Not a readiness condition: until it loads, and while it retries
+		// a failed read, searches are answered by the database, slower.
+		state, kind := status()
+		checks["search_index"] = state
+		if kind != "" {
+			checks["search_index_error"] = kind
 		}
 	}
 	httpkit.WriteJSON(w, status, map[string]any{"ready": status == http.StatusOK, "checks": checks})

@@ -69,10 +69,11 @@ type Config struct {
 	// RateLimit is the number of login and sign-up attempts one IP may make
 	// per minute (registrations and API writes: six times that). 0: 10.
 	RateLimit int
-	// SearchIndexLoaded tells whether the in-process search index has
-	// loaded (/readyz shows it; searches work meanwhile, from the
-	// database). nil: the node has no index.
-	SearchIndexLoaded func() bool
+	// SearchIndexStatus is the in-process search index's state (loading,
+	// ok, retrying) and, while retrying, the kind of its last failed read
+	// (/readyz shows both; searches work meanwhile, from the database).
+	// nil: the node has no index.
+	SearchIndexStatus func() (state, errKind string)
 	// ChatRateLimit is the number of chat turns one IP (or account) may
 	// send per minute, over the WebSocket and the message API. 0: 120.
 	ChatRateLimit int

@@ -141,7 +141,9 @@ func waitSearchIndex(ctx context.Context, base string, timeout time.Duration) er
 			err = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&ready)
 			resp.Body.Close()
 		}
-		if err == nil && ready.Checks["search_index"] != "loading" {
+		// Loaded, or no index; "loading" and "retrying" mean searches
+		// still go to the database.
+		if st := ready.Checks["search_index"]; err == nil && (st == "ok" || st == "") {
 			return nil
 		}
 		select {

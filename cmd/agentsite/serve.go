@@ -115,7 +115,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Store = st
-	indexed, indexLoaded := m.searchIndex(ctx, st, reg)
+	indexed, indexStatus := m.searchIndex(ctx, st, reg)
 	network, full := cachedStore(indexed)
 	selfID, err := peer.IDFromPrivateKey(key)
 	if err != nil {
@@ -166,7 +166,7 @@ func (m *Main) Run(ctx context.Context) error {
 		TrustedProxies:        m.Config.TrustedProxies,
 		MetricsToken:          m.Config.MetricsToken,
 		PublicURL:             m.Config.PublicURL,
-		SearchIndexLoaded:     indexLoaded,
+		SearchIndexStatus:     indexStatus,
 	}, reg)
 	if err != nil {
 		return fmt.Errorf("build HTTP handlers: %w", err)
@@ -244,9 +244,9 @@ func (m *Main) Run(ctx context.Context) error {
 // searchIndex puts the in-process search index in front of st
 // (store/searchindex) and starts loading it: searches use the database
 // until it has loaded, then the index. Every write of the node passes
-// through it, so a search finds what the node just wrote. loaded tells
-// whether it has loaded (nil without an index).
-func (m *Main) searchIndex(ctx context.Context, st store.Store, reg prometheus.Registerer) (indexed store.Store, loaded func() bool) {
+// through it, so a search finds what the node just wrote. status is its
+// state for /readyz (nil without an index).
+func (m *Main) searchIndex(ctx context.Context, st store.Store, reg prometheus.Registerer) (indexed store.Store, status func() (state, errKind string)) {
 	e, ok := st.(searchindex.Engine)
 	if !ok {
 		return st, nil
@@ -258,7 +258,7 @@ func (m *Main) searchIndex(ctx context.Context, st store.Store, reg prometheus.R
 			m.Logger.Error("search index stopped; searches use the database", "err", err)
 		}
 	})
-	return idx, idx.Loaded
+	return idx, idx.Status
 }
 
 // cachedStore puts the read cache in front of st's network view (listings

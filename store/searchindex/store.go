@@ -35,6 +35,12 @@ type Store struct {
 	// RowTTL is how long the row cache may serve a listing it read (New
 	// sets 1 s, the read cache's TTL); 0 turns it off.
 	RowTTL time.Duration
+	// Backoff is Run's wait before the n-th retry in a row (n from 1) of
+	// a failed read of the change feed (New sets DefaultBackoff).
+	Backoff func(n int) time.Duration
+	// Sleep waits d, or until ctx ends (false); New sets a timer. Tests
+	// replace it (and Backoff) to retry without waiting.
+	Sleep func(ctx context.Context, d time.Duration) bool
 
 	mu sync.RWMutex
 	ix *index
@@ -52,6 +58,18 @@ type Store struct {
 	lastSync atomic.Int64
 
 	answered, passed atomic.Uint64
+
+	// retrying: Run's last read failed and it waits to try again;
+	// searches use the database until a read succeeds. statusMu guards
+	// the streak's fields.
+	retrying    atomic.Bool
+	retries     atomic.Uint64
+	statusMu    sync.Mutex
+	lastErrKind string
+	streakStart time.Time
+	// batch is the rows a read of Load asks for (syncMu): halved after a
+	// failed read, doubled back after each that succeeds.
+	batch int
 
 	rows rowCache
 }
@@ -104,13 +122,16 @@ var _ Engine = (*Store)(nil)
 // New puts an index in front of e; it answers searches once Run has loaded
 // it.
 func New(e Engine, log *slog.Logger) *Store {
-	return &Store{Engine: e, log: log, PollEvery: time.Second, RowTTL: time.Second, ix: newIndex(), gaps: map[int64]time.Time{}}
+	return &Store{Engine: e, log: log, PollEvery: time.Second, RowTTL: time.Second, Backoff: DefaultBackoff, Sleep: sleep,
+		ix: newIndex(), gaps: map[int64]time.Time{}, batch: loadBatch}
 }
 
 // Batch sizes of the change feed reads.
 const (
 	loadBatch = 5_000
 	syncBatch = 2_000
+	// minLoadBatch is as small as a failed read makes the load's batch.
+	minLoadBatch = 500
 	// maxGaps bounds the numbers a catch-up asks for again; gapTTL how
 	// long it asks (a transaction that took a number and has not
 	// committed since has rolled back, or the number was replaced by a
@@ -120,23 +141,51 @@ const (
 )
 
 // Run loads the index from the change feed, then keeps it caught up every
-// PollEvery until ctx ends. It logs the load's progress.
+// PollEvery; it returns only when ctx ends (nil). A failed read never
+// stops it: it is logged once per streak, counted (Retries), shown by
+// Status, and tried again after Backoff, searches using the database
+// meanwhile. A load resumes where the failed read stopped; its backoff
+// starts over when a try made progress.
 func (s *Store) Run(ctx context.Context) error {
-	if err := s.Load(ctx); err != nil {
-		return err
+	for n := 1; ; n++ {
+		at := s.applied()
+		err := s.Load(ctx)
+		if err == nil {
+			break
+		}
+		if s.applied() != at {
+			n = 1
+		}
+		if !s.retryAfter(ctx, "load", err, n) {
+			return nil
+		}
 	}
+	s.recovered()
 	t := time.NewTicker(s.PollEvery)
 	defer t.Stop()
-	for {
+	for n := 1; ; {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if err := s.catchUp(ctx, true); err != nil && ctx.Err() == nil {
-				s.log.Warn("search index: catching up with the store failed; searches use the database until it succeeds", "err", err)
-			}
 		}
+		if err := s.catchUp(ctx, true); err != nil {
+			if !s.retryAfter(ctx, "catch up", err, n) {
+				return nil
+			}
+			n++
+			continue
+		}
+		n = 1
+		s.recovered()
 	}
+}
+
+// applied is the largest change number the index applied.
+func (s *Store) applied() int64 {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	return s.after
 }
 
 // Load reads every listing into the index; searches use it afterwards.
@@ -146,13 +195,18 @@ func (s *Store) Load(ctx context.Context) error {
 	start, begun, logged := s.writes.Load(), time.Now(), time.Now()
 	n := 0
 	for {
-		docs, err := s.Engine.ListingChanges(ctx, s.after, nil, loadBatch)
+		batch := s.batch
+		docs, err := s.Engine.ListingChanges(ctx, s.after, nil, batch)
 		if err != nil {
+			// A read cut by the store deadline under load is likelier to
+			// finish in half the rows.
+			s.batch = max(minLoadBatch, batch/2)
 			return fmt.Errorf("search index: load: %w", err)
 		}
+		s.batch = min(loadBatch, 2*batch)
 		s.applyLocked(docs, false)
 		n += len(docs)
-		if len(docs) < loadBatch {
+		if len(docs) < batch {
 			break
 		}
 		if time.Since(logged) > 5*time.Second {
@@ -253,7 +307,7 @@ func (s *Store) applyLocked(docs []store.IndexDoc, trackGaps bool) {
 // SearchAgents implements store.Catalogue from the index when it can.
 func (s *Store) SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error) {
 	cur, hasCursor, err := store.DecodeCursor(q.Cursor)
-	if err != nil || q.Sort == store.SortName || !s.ready.Load() {
+	if err != nil || q.Sort == store.SortName || !s.ready.Load() || s.retrying.Load() {
 		s.passed.Add(1)
 		return s.Engine.SearchAgents(ctx, q)
 	}
@@ -283,7 +337,7 @@ func (s *Store) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Se
 // TagFacets implements store.Catalogue from the index once it has
 // loaded.
 func (s *Store) TagFacets(ctx context.Context, q store.SearchQuery, limit int) ([]store.TagCount, error) {
-	if !s.ready.Load() || s.catchUp(ctx, false) != nil {
+	if !s.ready.Load() || s.retrying.Load() || s.catchUp(ctx, false) != nil {
 		return s.Engine.TagFacets(ctx, q, limit)
 	}
 	s.mu.RLock()
@@ -356,7 +410,8 @@ func (s *Store) Counts() (listings int, answered, passed uint64) {
 }
 
 // Collectors are the index's metrics: listings held, searches answered by
-// the index and by the engine.
+// the index and by the engine, the failed reads Run retried and whether
+// it is retrying now.
 func (s *Store) Collectors() []prometheus.Collector {
 	count := func(pick func(listings int, answered, passed uint64) float64) func() float64 {
 		return func() float64 { return pick(s.Counts()) }
@@ -376,6 +431,19 @@ func (s *Store) Collectors() []prometheus.Collector {
 			Help:        "Searches, by what answered them: the in-process index, or the database (index loading, sort by name, a bad cursor).",
 			ConstLabels: prometheus.Labels{"by": "database"},
 		}, count(func(_ int, _, p uint64) float64 { return float64(p) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "agentsite_search_index_retries_total",
+			Help: "Failed reads of the store's change feed (loading or catching up) that the search index retried after a backoff.",
+		}, func() float64 { return float64(s.retries.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "agentsite_search_index_retrying",
+			Help: "1 while the search index's last read of the store failed and it waits to retry (searches use the database), else 0.",
+		}, func() float64 {
+			if s.retrying.Load() {
+				return 1
+			}
+			return 0
+		}),
 	}
 }
 
@@ -404,6 +472,12 @@ func (s *Store) SetHealth(ctx context.Context, hostPeerID string, health map[str
 func (s *Store) ExpireListings(ctx context.Context, now time.Time) (int, error) {
 	defer s.writes.Add(1)
 	return s.Engine.ExpireListings(ctx, now)
+}
+
+// ExpireUnheard implements store.Catalogue.
+func (s *Store) ExpireUnheard(ctx context.Context, before time.Time) (int, error) {
+	defer s.writes.Add(1)
+	return s.Engine.ExpireUnheard(ctx, before)
 }
 
 // InBatch implements store.Batcher.
