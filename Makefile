@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # they create and drop their own databases.
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: help run build test a2a-sdk axe test-short bench bench-search bench-p2p bench-chat bench-nat load generate lint fuzz demo clean
+.PHONY: help run build test a2a-sdk axe test-short bench bench-search bench-p2p bench-chat bench-nat bench-rogue load generate lint fuzz demo clean
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -67,6 +67,12 @@ bench-p2p: ## propagation and DHT look-up latency on planets of 5, 10, 20 and 50
 
 bench-nat: ## behind NAT (root; network namespaces): chat turns over the relay vs direct, time to reservation and to hole punch, relay cost with 50 reservations
 	$(GO) test -run '^$$' -bench 'BenchmarkNAT' -benchtime 1x -timeout 30m ./cmd/agentsite/
+
+bench-rogue: ## rogue peers: heap per 10k DHT PUTs, heap under an endless sync reply, an honest agent's rank under 10k and 100k valid spam
+	$(GO) test -run '^$$' -bench BenchmarkRogueDHTPut -benchtime 1x -timeout 30m ./p2p/
+	$(GO) test -run '^$$' -bench BenchmarkRogueEndlessReply -benchtime 1x -timeout 30m ./cmd/agentsite/
+	ROGUE_SPAM=10000 ROGUE_IDS=100 $(GO) test -run '^$$' -bench BenchmarkRogueSpamRank -benchtime 1x -timeout 30m ./cmd/agentsite/
+	ROGUE_SPAM=100000 ROGUE_IDS=1000 $(GO) test -run '^$$' -bench BenchmarkRogueSpamRank -benchtime 1x -timeout 60m ./cmd/agentsite/
 
 # DEMO_FLAGS passes flags to `agentsite demo`, e.g. DEMO_FLAGS='--base-port 9081'.
 DEMO_FLAGS ?=
