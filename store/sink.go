@@ -228,9 +228,9 @@ func Sweep(ctx context.Context, st Network, selfID string, now time.Time, staleA
 	if _, err := st.ExpireUnheard(ctx, now.Add(-unheardAfter)); err != nil {
 		return fmt.Errorf("expire listings of hosts never heard: %w", err)
 	}
-	// Last: a wrapper that learns of writes by the write methods it knows
-	// (store/searchindex knows ExpireListings, not yet ExpireUnheard)
-	// then reads both changes.
+	// Last, so that a wrapper that learns of writes by the methods it
+	// wraps (store/searchindex) reads both changes even if it does not
+	// know ExpireUnheard.
 	if _, err := st.ExpireListings(ctx, now); err != nil {
 		return fmt.Errorf("expire listings: %w", err)
 	}
