@@ -100,6 +100,12 @@ func (n *Node) validateRecordMsg(ctx context.Context, from peer.ID, msg *pubsub.
 	}
 	if err := n.admit(rec, from); err != nil {
 		n.refuse(pathGossip, from, err)
+		if errors.Is(err, errUntrusted) {
+			// --trusted-only keeps only trusted listings, but still
+			// relays the valid records of others: the planet's gossip
+			// does not depend on who keeps what.
+			return pubsub.ValidationAccept
+		}
 		return pubsub.ValidationIgnore
 	}
 	msg.ValidatorData = rec
