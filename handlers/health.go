@@ -23,6 +23,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.Store.Ping(ctx); err != nil {
 		checks["store"] = "unreachable"
 		status = http.StatusServiceUnavailable
+	} else if full := s.Config.StorageFull; full != nil && full() {
+		// Still ready: every read is served, and taking the node out of
+		// rotation would turn a full disk into an outage (on Postgres,
+		// every replica shares the full disk anyway). Writes get 507.
+		checks["store"] = "full"
+		checks["store_detail"] = "the disk is full: writes are refused (507 storage_full), reads are served; " +
+			"free space on the node's disk (the log names the directory)"
 	}
 	if !s.Node.Ready() {
 		checks["p2p"] = "not ready"

@@ -98,6 +98,10 @@ type Config struct {
 	// https://agents.example.org (see ParsePublicURL); empty: none. Its
 	// host is accepted on /mcp and its origin by the Origin rule.
 	PublicURL string
+	// StorageFull reports whether the store's disk is full: writes fail
+	// with 507 storage_full while reads are served, and /readyz says so.
+	// nil: the engine cannot tell.
+	StorageFull func() bool
 }
 
 // Server holds the dependencies of every handler.

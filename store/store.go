@@ -32,6 +32,10 @@ var (
 	// take effect; the same call may succeed once the database is back, so
 	// callers answer "try again later" (503), not "internal error".
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrStorageFull: the database has no room for the write (its disk is
+	// full). The call did not take effect; reads still work, and writes
+	// do again once space is freed, so callers answer 507, not 500.
+	ErrStorageFull = errors.New("storage full")
 )
 
 // Listing statuses.

@@ -154,6 +154,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 	srv, err := handlers.New(full, node, m.Publisher, m.Logger, handlers.Config{
 		Version:               buildVersion(),
+		StorageFull:           storageFull(st),
 		OperatorToken:         m.Config.OperatorToken,
 		AllowPrivateEndpoints: m.Config.AllowPrivateEndpoints,
 		SecureCookies:         m.Config.SecureCookies,
@@ -204,7 +205,11 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 
 	if m.Config.DemoAgents {
-		if err := publishDemoAgents(ctx, srv); err != nil {
+		if err := publishDemoAgents(ctx, srv); errors.Is(err, store.ErrStorageFull) {
+			// A full disk: the node serves reads (the store logged where
+			// to free space), and the demo agents wait for the next start.
+			m.Logger.Warn("demo agents not published: the disk is full", "err", err)
+		} else if err != nil {
 			return fmt.Errorf("publish demo agents: %w", err)
 		}
 	}
@@ -238,6 +243,15 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.Logger.Info("AgentSite is up", "portal", m.HTTPURL(), "addrs", node.Addrs())
+	return nil
+}
+
+// storageFull is the engine's "the disk is full" state for /readyz, if it
+// keeps one (SQLite).
+func storageFull(st store.Store) func() bool {
+	if f, ok := st.(interface{ StorageFull() bool }); ok {
+		return f.StorageFull
+	}
 	return nil
 }
 

@@ -46,6 +46,11 @@ const storeRetryAfter = 5
 var (
 	ErrStoreUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: string(agent.CodeStoreUnavailable),
 		Message: "The database is not answering right now. Try again in a few seconds.", RetryAfter: storeRetryAfter}
+	// ErrStorageFull answers a write the store has no room for (its disk
+	// is full): 507, and what to do next. The store's log line names the
+	// directory; the answer does not show the server's paths.
+	ErrStorageFull = Errorf(http.StatusInsufficientStorage, "storage_full",
+		"This node's disk is full, so it cannot save anything new; reading still works. The node's operator must free disk space (the node's log says where).")
 	ErrTooLarge = Errorf(http.StatusRequestEntityTooLarge, "too_large", "The request body is too large.")
 	ErrInternal = Errorf(http.StatusInternalServerError, string(agent.CodeInternal), "Something went wrong on our side; try again later.")
 	// ErrRateLimited answers a client over one of its per-minute budgets
@@ -90,6 +95,8 @@ func Classify(err error) *Error {
 	switch {
 	case errors.As(err, &mbe):
 		return ErrTooLarge
+	case errors.Is(err, store.ErrStorageFull):
+		return ErrStorageFull
 	case errors.Is(err, store.ErrUnavailable):
 		return ErrStoreUnavailable
 	case errors.Is(err, store.ErrNotFound):

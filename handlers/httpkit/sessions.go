@@ -2,6 +2,7 @@ package httpkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"github.com/alexedwards/scs/v2"
 
 	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/store"
 )
 
 // SessionStore keeps sessions; the store engines implement it, so sessions
@@ -152,6 +154,12 @@ func (sw *sessionWriter) save(status int) {
 	switch sw.s.Status(ctx) {
 	case scs.Modified:
 		token, expiry, err := sw.s.Commit(ctx)
+		if err != nil && errors.Is(err, store.ErrStorageFull) && (sw.r.Method == http.MethodGet || sw.r.Method == http.MethodHead) {
+			// A read on a full disk is served: what a GET saves is the
+			// session's idle expiry (or a new anonymous key), which waits
+			// for a request with room. A form still gets the 507 page.
+			return
+		}
 		if err != nil {
 			sw.failed = true
 			h := sw.Header() // drop what the handler set (Location, ...)

@@ -73,6 +73,8 @@ func errorTitle(status int) string {
 		return "Slow down"
 	case http.StatusServiceUnavailable:
 		return "Temporarily unavailable"
+	case http.StatusInsufficientStorage:
+		return "This node's disk is full"
 	}
 	if status >= 500 {
 		return "Something went wrong"

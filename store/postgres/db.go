@@ -233,8 +233,9 @@ func rollback(ctx context.Context, tx pgx.Tx, logger *slog.Logger) {
 
 // dbErr wraps err with the operation's name and maps driver errors to the
 // store's sentinels: no rows → ErrNotFound, unique violation → ErrConflict,
-// foreign key violation (the parent row is missing) → ErrNotFound, a server
-// that cannot be reached or is shutting down → ErrUnavailable. nil stays nil.
+// foreign key violation (the parent row is missing) → ErrNotFound, the
+// server's disk full → ErrStorageFull, a server that cannot be reached or
+// is shutting down → ErrUnavailable. nil stays nil.
 func dbErr(op string, err error) error {
 	if err == nil {
 		return nil
@@ -252,6 +253,8 @@ func dbErr(op string, err error) error {
 			return fmt.Errorf("postgres: %s: %w (constraint %s)", op, store.ErrConflict, pgErr.ConstraintName)
 		case pgerrcode.ForeignKeyViolation:
 			return fmt.Errorf("postgres: %s: %w (constraint %s)", op, store.ErrNotFound, pgErr.ConstraintName)
+		case pgerrcode.DiskFull:
+			return fmt.Errorf("postgres: %s: %w: %w", op, store.ErrStorageFull, err)
 		}
 	}
 	return fmt.Errorf("postgres: %s: %w", op, err)

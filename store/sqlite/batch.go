@@ -49,6 +49,10 @@ func (db *DB) inBatch(ctx context.Context, whole bool, fn func(ctx context.Conte
 	if batchTx(ctx, db.write) != nil {
 		return fn(ctx)
 	}
+	if err := db.space.readOnly; err != nil {
+		return err
+	}
+	defer func() { db.noteWrite(err, err == nil) }()
 	// Prepared on the pool before the transaction takes its one
 	// connection: inside, statements can only be reused, not prepared.
 	db.wc.warm(ctx, upsertAgentSQL, deleteTagsSQL, insertTagsSQL, putBackendSQL)

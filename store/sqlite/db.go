@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -46,6 +47,8 @@ type DB struct {
 	w, r   stmts
 	opts   store.Options
 	logger *slog.Logger
+	// space is whether writes fail for lack of room (space.go).
+	space space
 }
 
 var _ store.Store = (*DB)(nil)
@@ -62,7 +65,18 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*DB, error) {
 
 // OpenWith is Open with opts: every call of the store gets opts.Timeout as
 // its deadline and every statement is recorded in opts.Metrics (stmts).
+//
+// When the disk is too full to open the database for writing (or to
+// migrate it), and its schema is this binary's, the database is opened
+// read-only instead (openReadOnly): reads are served, every write fails
+// with store.ErrStorageFull, and StorageFull reports it.
 func OpenWith(ctx context.Context, path string, logger *slog.Logger, opts store.Options) (*DB, error) {
+	return openWith(ctx, path, logger, opts, nil)
+}
+
+// openWith is OpenWith with extra pragmas on the write connections (tests
+// make the disk "full" with max_page_count).
+func openWith(ctx context.Context, path string, logger *slog.Logger, opts store.Options, writePragmas []string) (*DB, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -72,7 +86,19 @@ func OpenWith(ctx context.Context, path string, logger *slog.Logger, opts store.
 	if err := secureFiles(path, logger); err != nil {
 		return nil, err
 	}
+	db, err := openWritable(ctx, path, logger, opts, writePragmas)
+	if err != nil && !errors.Is(err, store.ErrSchemaTooNew) && noSpace(err, path) {
+		return openReadOnly(ctx, path, logger, opts, err)
+	}
+	return db, err
+}
+
+// openWritable is the normal open: migrate, then the writer and the readers.
+func openWritable(ctx context.Context, path string, logger *slog.Logger, opts store.Options, writePragmas []string) (*DB, error) {
 	writeDSN := dsn(path, false)
+	for _, p := range writePragmas {
+		writeDSN += "&" + url.Values{"_pragma": {p}}.Encode()
+	}
 	if err := migrateUp(ctx, writeDSN, logger); err != nil {
 		return nil, err
 	}
@@ -97,7 +123,8 @@ func OpenWith(ctx context.Context, path string, logger *slog.Logger, opts store.
 	read.SetConnMaxLifetime(0)
 
 	db := &DB{write: write, read: read, wc: newStmtCache(write), rc: newStmtCache(read), opts: opts, logger: logger}
-	db.w, db.r = stmts{run: db.wc, opts: opts}, stmts{run: db.rc, opts: opts}
+	db.space.dir = filepath.Dir(path)
+	db.w, db.r = stmts{run: db.wc, opts: opts, note: db.noteWrite}, stmts{run: db.rc, opts: opts}
 	if err := write.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -140,8 +167,10 @@ func (db *DB) Ping(ctx context.Context) error {
 func (db *DB) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := db.write.ExecContext(ctx, `PRAGMA optimize`); err != nil {
-		db.logger.Warn("sqlite: optimize on close failed", "err", err)
+	if db.space.readOnly == nil {
+		if _, err := db.write.ExecContext(ctx, `PRAGMA optimize`); err != nil && !storageFull(err) {
+			db.logger.Warn("sqlite: optimize on close failed", "err", err)
+		}
 	}
 	return errors.Join(db.rc.Close(), db.wc.Close(), db.read.Close(), db.write.Close())
 }
@@ -166,6 +195,15 @@ func (db *DB) runTx(ctx context.Context, pool *sql.DB, cache *stmtCache, opts *s
 	ctx, end := db.opts.Bound(ctx)
 	if tx := batchTx(ctx, pool); tx != nil { // no warming: the pool's one connection is the batch's
 		return end(db.inSavepoint(ctx, tx, cache, fn))
+	}
+	if pool == db.write {
+		if err := db.space.readOnly; err != nil {
+			return end(err)
+		}
+		cache.warm(ctx, warm...)
+		err := end(db.tx(ctx, pool, cache, opts, fn))
+		db.noteWrite(err, err == nil)
+		return err
 	}
 	cache.warm(ctx, warm...)
 	return end(db.tx(ctx, pool, cache, opts, fn))
@@ -207,8 +245,9 @@ func (db *DB) rollback(tx *sql.Tx) {
 // dbErr wraps err with the operation and maps driver errors to the store's
 // sentinels by SQLite result code: no rows → ErrNotFound, unique or primary
 // key violation → ErrConflict, foreign key violation (the parent row is
-// missing) → ErrNotFound, a file locked by another process or that cannot
-// be read or written → ErrUnavailable. nil stays nil.
+// missing) → ErrNotFound, a full disk (SQLITE_FULL) → ErrStorageFull, a
+// file locked by another process or that cannot be read or written →
+// ErrUnavailable. nil stays nil.
 func dbErr(op string, err error) error {
 	if err == nil {
 		return nil
@@ -225,6 +264,8 @@ func dbErr(op string, err error) error {
 			return fmt.Errorf("sqlite: %s: %w (%w)", op, store.ErrNotFound, err)
 		}
 		switch se.Code() & 0xff { // the primary result code
+		case sqlite3.SQLITE_FULL:
+			return fmt.Errorf("sqlite: %s: %w: %w", op, store.ErrStorageFull, err)
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN:
 			return fmt.Errorf("sqlite: %s: %w: %w", op, store.ErrUnavailable, err)
 		}

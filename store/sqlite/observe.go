@@ -40,6 +40,9 @@ type runner interface {
 type stmts struct {
 	run  runner
 	opts store.Options
+	// note, if set, hears how each statement ended and whether it changed
+	// a row (DB.noteWrite, on the write pool's statements).
+	note func(err error, changed bool)
 }
 
 var _ execer = stmts{}
@@ -48,12 +51,27 @@ var _ execer = stmts{}
 func (s stmts) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	ctx, c := s.begin(ctx, query)
 	res, err := s.run.exec(ctx, query, args)
-	return res, c.finish(err)
+	err = c.finish(err)
+	if s.note != nil {
+		s.note(err, changedRows(res, err))
+	}
+	return res, err
+}
+
+// changedRows reports whether a statement that ended with res and err
+// changed a row.
+func changedRows(res sql.Result, err error) bool {
+	if err != nil || res == nil {
+		return false
+	}
+	n, err := res.RowsAffected()
+	return err == nil && n > 0
 }
 
 // QueryContext implements execer.
 func (s stmts) QueryContext(ctx context.Context, query string, args ...any) (rowSet, error) {
 	ctx, c := s.begin(ctx, query)
+	c.note = s.note
 	rows, err := s.run.query(ctx, query, args)
 	if err != nil {
 		return nil, c.finish(err)
@@ -79,6 +97,7 @@ type stmtCall struct {
 	start   time.Time
 	end     func(error) error // from store.Options.Bound
 	metrics *store.Metrics
+	note    func(err error, changed bool) // stmts.note, for a query (INSERT ... RETURNING)
 }
 
 // finish releases the statement's deadline, records it and returns err
@@ -86,6 +105,9 @@ type stmtCall struct {
 func (c *stmtCall) finish(err error) error {
 	err = c.end(err)
 	c.metrics.Observe(c.op, time.Since(c.start), dbErr(c.op, err))
+	if c.note != nil {
+		c.note(err, err == nil)
+	}
 	return err
 }
 
