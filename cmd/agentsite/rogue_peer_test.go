@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/p2p"
@@ -255,4 +256,47 @@ func TestRoguePeers(t *testing.T) {
 		honestFirst(t, "weather", weather.ID)
 		nothingLost(t)
 	})
+}
+
+// TestAdmissionFlags: --trusted-only with --trust-peer keeps only the
+// trusted publisher's listings (and still forwards the others'), and
+// --block-peer refuses a peer's connections.
+func TestAdmissionFlags(t *testing.T) {
+	checkNoLeaks(t)
+	o := nodeOpts{ttl: 10 * time.Minute, heartbeat: time.Second}
+	a := startClusterNode(t, o)
+	oc := o
+	oc.bootstrap = []string{a.addr()}
+	c := startClusterNode(t, oc)
+	r := newRogue(t)
+	ob := o
+	ob.bootstrap = []string{a.addr(), c.addr()}
+	ob.extra = []string{"--trust-peer", a.peerID(), "--trusted-only", "--block-peer", r.id.String()}
+	b := startClusterNode(t, ob)
+	ob2 := o
+	ob2.bootstrap = []string{b.addr()}
+	d := startClusterNode(t, ob2) // reaches C's gossip only through B
+	eventually(t, 15*time.Second, "B to be in the mesh", func() bool {
+		return b.connected(a.pid()) && b.connected(c.pid()) && d.connected(b.pid())
+	})
+	trusted := a.register("trusted-bot")
+	other := c.register("other-bot")
+	eventually(t, 15*time.Second, "B to hold the trusted publisher's listing", func() bool {
+		code, _ := b.agent(trusted.ID)
+		return code == http.StatusOK
+	})
+	eventually(t, 15*time.Second, "the untrusted listing to reach every node but B", func() bool {
+		codeA, _ := a.agent(other.ID)
+		codeD, _ := d.agent(other.ID)
+		return codeA == http.StatusOK && codeD == http.StatusOK
+	})
+	if code, _ := b.agent(other.ID); code == http.StatusOK {
+		t.Fatal("B, trusting only A, keeps C's listing")
+	}
+	if b.metric("agentsite_p2p_records_rejected_total", "reason", "untrusted") == 0 {
+		t.Fatal("the untrusted listing was not counted")
+	}
+	if err := r.h.Connect(t.Context(), peer.AddrInfo{ID: b.pid(), Addrs: b.m.Node.Host().Addrs()}); err == nil && b.connected(r.id) {
+		t.Fatal("B let a blocked peer connect")
+	}
 }
