@@ -8,13 +8,14 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # they create and drop their own databases.
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: help run build test a2a-sdk axe test-short bench bench-search bench-p2p bench-chat bench-nat bench-rogue load generate lint fuzz demo clean
+.PHONY: help run build test a2a-sdk axe test-short bench bench-search bench-p2p bench-chat bench-nat bench-rogue generate lint fuzz demo clean
 
 help: ## show the targets
-	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{n[NR]=$$1; d[NR]=$$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= NR; i++) printf "  %-*s  %s\n", w, n[i], d[i]}'
 
 build: ## build bin/agentsite
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentsite
+	@echo "building $(BIN) (the first build downloads and compiles every module, a few minutes on two cores; each package is listed as it compiles)"
+	CGO_ENABLED=0 $(GO) build -v -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/agentsite
 
 # HTTP_ADDR is where `make run` serves, e.g. make run HTTP_ADDR=127.0.0.1:9090.
 HTTP_ADDR ?= 127.0.0.1:8080
