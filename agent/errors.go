@@ -59,6 +59,9 @@ const (
 	CodeAgentMisconfigured Code = "agent_misconfigured"
 	CodeAgentUnavailable   Code = "agent_unavailable"
 	CodeAgentBadReply      Code = "agent_bad_reply"
+	// CodeAgentReplyTooLarge: the reply was over the runtime's size limit.
+	// Hosts before it sent CodeAgentBadReply for this too.
+	CodeAgentReplyTooLarge Code = "agent_reply_too_large"
 	CodeAgentBusy          Code = "agent_busy"
 	CodeHostUnreachable    Code = "host_unreachable"
 	// CodeBadArguments: a tool call's arguments break its contract (MCP,
@@ -162,8 +165,8 @@ var (
 		"The agent's backend refused the request.")
 	// ErrReplyTooLarge: the reply (or one line of its stream) exceeded the
 	// runtime's limit.
-	ErrReplyTooLarge = sentinel(KindUpstream, CodeAgentBadReply, "agent reply too large",
-		"The agent's backend sent a reply that could not be used.")
+	ErrReplyTooLarge = sentinel(KindUpstream, CodeAgentReplyTooLarge, "agent reply too large",
+		"The agent's reply was longer than this node accepts; ask for a shorter answer.")
 	// ErrBlockedAddress: the backend URL resolves to a loopback, private,
 	// link-local or otherwise non-public address and the node operator has
 	// not allowed those (the SSRF guard).
@@ -202,12 +205,14 @@ var (
 
 // turnErrors are the errors a host may answer a turn with, by code: the
 // node-to-node contract carries codes, and the caller gets the same error a
-// local turn would have had.
+// local turn would have had. A host that predates CodeAgentReplyTooLarge
+// sends CodeAgentBadReply for an oversized reply too, which maps to
+// ErrBadBackendReply: the message those hosts' callers always showed.
 var turnErrors = map[Code]*Error{}
 
 func init() {
 	for _, e := range []*Error{ErrUnknownAgent, ErrBackendTimeout, ErrBackendUnavailable, ErrBackendRejected,
-		ErrBlockedAddress, ErrOwnerChanged, ErrBadBackendReply, ErrAgentBusy, ErrHostUnreachable,
+		ErrReplyTooLarge, ErrBlockedAddress, ErrOwnerChanged, ErrBadBackendReply, ErrAgentBusy, ErrHostUnreachable,
 		ErrDelegationLoop, ErrDelegationDepth} {
 		turnErrors[e.Code] = e
 	}

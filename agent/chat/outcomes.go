@@ -59,7 +59,7 @@ func (m Measured) Answer(ctx context.Context, t agent.Turn, emit func(chunk stri
 // emit comes back unclassified).
 func backendFailed(err error) bool {
 	for _, kind := range []error{agent.ErrBackendTimeout, agent.ErrBackendUnavailable, agent.ErrBackendRejected,
-		agent.ErrBadBackendReply, agent.ErrBlockedAddress} {
+		agent.ErrBadBackendReply, agent.ErrReplyTooLarge, agent.ErrBlockedAddress} {
 		if errors.Is(err, kind) {
 			return true
 		}

@@ -52,12 +52,18 @@ type rpcError struct {
 // sanitized.
 func (e *rpcError) Error() string { return fmt.Sprintf("JSON-RPC error %d", e.Code) }
 
+// JSON-RPC 2.0 error codes that say the agent failed rather than refused.
+const (
+	rpcInternalError = -32603 // the specification's internal error
+	rpcServerError   = -32000 // the first of the implementation-defined server errors
+)
+
 // backendError classifies a JSON-RPC error: internal and server errors as
 // the agent failing, the rest as a refusal.
 func (e *rpcError) backendError() *BackendError {
 	be := &BackendError{Kind: agent.ErrBackendRejected, Backend: agent.BackendA2A, Public: "the agent refused the message",
 		Upstream: sanitize(e.Message, ""), Err: e}
-	if e.Code == -32603 || e.Code == -32000 {
+	if e.Code == rpcInternalError || e.Code == rpcServerError {
 		be.Kind, be.Public = agent.ErrBackendUnavailable, "the agent failed"
 	}
 	return be

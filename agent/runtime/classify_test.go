@@ -9,9 +9,9 @@ import (
 	"github.com/agentsite/agentsite/agent"
 )
 
-// TestClassifyTellsBadReplyFromTooLarge: ErrBadBackendReply and
-// ErrReplyTooLarge share a code, which errors.Is matches by; a malformed
-// reply must not be reported as one over the size limit.
+// TestClassifyTellsBadReplyFromTooLarge: a malformed reply must not be
+// reported as one over the size limit, nor the other way round
+// (errors.Is matches agent.Errors by code, and the two once shared one).
 func TestClassifyTellsBadReplyFromTooLarge(t *testing.T) {
 	rt := NewRuntime(nil, RuntimeOptions{})
 	defer rt.Close()

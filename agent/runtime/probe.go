@@ -49,7 +49,8 @@ func (p ProbeResult) Message() string {
 
 // Outcome is the probe's class, a metric label: "ok", "canceled", or the
 // stable code of the failure (agent_timeout, agent_unavailable,
-// agent_rejected, agent_bad_reply, agent_misconfigured).
+// agent_rejected, agent_bad_reply, agent_reply_too_large,
+// agent_misconfigured).
 func (p ProbeResult) Outcome() string {
 	switch e := agent.AsError(p.Err); {
 	case p.OK:

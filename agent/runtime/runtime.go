@@ -161,7 +161,7 @@ func (r *Runtime) classify(parent, turn context.Context, b agent.Backend, err er
 		return &BackendError{Kind: agent.ErrBlockedAddress, Backend: b.Kind, Public: "the backend URL is not usable", Err: err}
 	case errors.Is(err, agent.ErrBlockedAddress):
 		return &BackendError{Kind: agent.ErrBlockedAddress, Backend: b.Kind, Public: "the backend address is not a public one", Err: err}
-	case isSentinel(err, agent.ErrReplyTooLarge):
+	case errors.Is(err, agent.ErrReplyTooLarge):
 		return &BackendError{Kind: agent.ErrReplyTooLarge, Backend: b.Kind, Public: "the reply exceeds " + sizeText(r.opts.MaxReplyBytes), Err: err}
 	case errors.Is(err, agent.ErrBadBackendReply):
 		return &BackendError{Kind: agent.ErrBadBackendReply, Backend: b.Kind, Public: "the backend's reply could not be read", Err: err}

@@ -198,26 +198,3 @@ type emitError struct{ err error }
 
 func (e *emitError) Error() string { return "emit: " + e.err.Error() }
 func (e *emitError) Unwrap() error { return e.err }
-
-// isSentinel reports whether target itself is in err's chain. errors.Is
-// matches any agent.Error with target's code, and ErrReplyTooLarge shares
-// its code with ErrBadBackendReply, so it cannot tell them apart.
-func isSentinel(err, target error) bool {
-	if err == nil {
-		return false
-	}
-	if err == target {
-		return true
-	}
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		return isSentinel(u.Unwrap(), target)
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			if isSentinel(e, target) {
-				return true
-			}
-		}
-	}
-	return false
-}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/httpkit"
@@ -15,7 +16,7 @@ import (
 const batchWorkers = 8
 
 // errOperatorOnly answers a batch from a personal token.
-var errOperatorOnly = httpkit.Errorf(http.StatusForbidden, "forbidden", "Bulk registration takes the operator token.")
+var errOperatorOnly = httpkit.Errorf(http.StatusForbidden, string(agent.CodeForbidden), "Bulk registration takes the operator token.")
 
 // BatchAgents is POST /api/v1/agents:batch: the operator registers up to
 // apiwire.MaxBatchItems agents, each as POST /api/v1/agents would; the
@@ -37,7 +38,7 @@ func (a *API) BatchAgents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(req.Items) > apiwire.MaxBatchItems {
-		a.Fail(w, r, &httpkit.Error{Status: http.StatusRequestEntityTooLarge, Code: "too_large",
+		a.Fail(w, r, &httpkit.Error{Status: http.StatusRequestEntityTooLarge, Code: httpkit.ErrTooLarge.Code,
 			Message: "Send at most 1000 items per batch."})
 		return
 	}

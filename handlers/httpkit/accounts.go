@@ -123,7 +123,7 @@ func (s *Accounts) CreateUser(ctx context.Context, handle, password string) (sto
 }
 
 // ErrBadLogin is deliberately vague: it does not tell which part was wrong.
-var ErrBadLogin = Errorf(http.StatusUnauthorized, "bad_login", "Wrong handle or password.")
+var ErrBadLogin = Errorf(http.StatusUnauthorized, string(agent.CodeBadLogin), "Wrong handle or password.")
 
 // newDummyHash is compared against on a login with an unknown handle, so
 // that it takes as long as a wrong password and handles cannot be probed by
