@@ -3,10 +3,8 @@ package p2p
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,7 +19,6 @@ import (
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	ma "github.com/multiformats/go-multiaddr"
-	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -328,27 +325,6 @@ func (h limitedOK) NewStream(ctx context.Context, p peer.ID, pids ...protocol.ID
 	}
 	h.n.metrics.mcpStreams.WithLabelValues(kind).Inc()
 	return s, nil
-}
-
-// TreatAsPublic makes libp2p count addresses in the given IPv4 or IPv6
-// prefixes as public, by removing them from go-multiaddr's list of
-// unroutable ranges. It is a test knob, and process-wide: tests build
-// "internet" networks out of documentation prefixes (198.51.100.0/24),
-// which libp2p otherwise never treats as reachable from the internet. Call
-// it before starting any host.
-func TreatAsPublic(prefixes []string) error {
-	for _, p := range prefixes {
-		_, want, err := net.ParseCIDR(strings.TrimSpace(p))
-		if err != nil {
-			return fmt.Errorf("public prefix %q: %w", p, err)
-		}
-		drop := func(n *net.IPNet) bool {
-			return n.IP.Equal(want.IP) && n.Mask.String() == want.Mask.String()
-		}
-		manet.Unroutable4 = slices.DeleteFunc(slices.Clone(manet.Unroutable4), drop)
-		manet.Unroutable6 = slices.DeleteFunc(slices.Clone(manet.Unroutable6), drop)
-	}
-	return nil
 }
 
 // keepBootstrapped reconnects to the bootstrap peers whenever the node has

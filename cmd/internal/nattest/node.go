@@ -34,6 +34,9 @@ var (
 )
 
 // Binary builds cmd/agentsite once per test process and returns its path.
+// It is a test build (-tags agentsite_testnet): only that honours
+// --test-public-cidr, which the nodes need to count the "internet"
+// (InternetCIDR, a documentation prefix) as public.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -45,7 +48,8 @@ func Binary(t testing.TB) string {
 		buildPath = filepath.Join(dir, "agentsite")
 		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", buildPath, "github.com/agentsite/agentsite/cmd/agentsite")
+		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "agentsite_testnet", "-o", buildPath,
+			"github.com/agentsite/agentsite/cmd/agentsite")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("build agentsite: %v: %s", err, out)
