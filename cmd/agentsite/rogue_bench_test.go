@@ -85,6 +85,29 @@ func (r *rogue) servePaged(envs [][]byte) {
 	})
 }
 
+// endlessReply makes the rogue answer the first sync page with one JSON
+// string of size bytes, counting in written what it got to write.
+func (r *rogue) endlessReply(size int64, written *atomic.Int64) {
+	r.h.SetStreamHandler(p2p.SyncProtocol, func(s network.Stream) {
+		defer s.Close()
+		if _, err := bufio.NewReader(s).ReadBytes('\n'); err != nil {
+			return
+		}
+		chunk := []byte(strings.Repeat("A", 64<<10))
+		if n, err := s.Write([]byte(`{"envelopes":["`)); err == nil {
+			written.Add(int64(n))
+		}
+		for written.Load() < size {
+			n, err := s.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+		_, _ = s.Write([]byte("\"],\"next\":0}\n"))
+	})
+}
+
 // BenchmarkRogueEndlessReply: a rogue answers the first sync page with
 // one JSON string of ROGUE_REPLY_MB (default 600) megabytes; reports the
 // node's peak heap growth while it reads, and how much the rogue wrote.
@@ -94,22 +117,7 @@ func BenchmarkRogueEndlessReply(b *testing.B) {
 		node := startClusterNode(b, nodeOpts{extra: []string{"--sync-on-connect=false"}})
 		r := newRogue(b)
 		var written atomic.Int64
-		r.h.SetStreamHandler(p2p.SyncProtocol, func(s network.Stream) {
-			defer s.Close()
-			if _, err := bufio.NewReader(s).ReadBytes('\n'); err != nil {
-				return
-			}
-			chunk := []byte(strings.Repeat("A", 64<<10))
-			_, _ = s.Write([]byte(`{"envelopes":["`))
-			for written.Load() < int64(size) {
-				n, err := s.Write(chunk)
-				written.Add(int64(n))
-				if err != nil {
-					return
-				}
-			}
-			_, _ = s.Write([]byte("\"],\"next\":0}\n"))
-		})
+		r.endlessReply(int64(size), &written)
 		if err := r.h.Connect(b.Context(), peer.AddrInfo{ID: node.pid(), Addrs: node.m.Node.Host().Addrs()}); err != nil {
 			b.Fatal(err)
 		}

@@ -1,21 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agentsite/agentsite/agent"
-	"github.com/agentsite/agentsite/p2p"
 )
 
 // The rogue-peer suite (issue "the open planet"): real rogue libp2p peers
@@ -129,24 +125,7 @@ func TestRoguePeers(t *testing.T) {
 		// The rogue answers the first page with one JSON string of 128 MB.
 		r := newRogue(t)
 		var written atomic.Int64
-		r.h.SetStreamHandler(p2p.SyncProtocol, func(s network.Stream) {
-			defer s.Close()
-			if _, err := bufio.NewReader(s).ReadBytes('\n'); err != nil {
-				return
-			}
-			chunk := []byte(strings.Repeat("A", 64<<10))
-			if n, err := s.Write([]byte(`{"envelopes":["`)); err == nil {
-				written.Add(int64(n))
-			}
-			for written.Load() < 128<<20 {
-				n, err := s.Write(chunk)
-				written.Add(int64(n))
-				if err != nil {
-					return
-				}
-			}
-			_, _ = s.Write([]byte("\"],\"next\":0}\n"))
-		})
+		r.endlessReply(128<<20, &written)
 		r.connect(b)
 		before := b.metric("agentsite_p2p_records_rejected_total", "path", "sync", "reason", "size")
 		_, err := b.m.Node.SyncFrom(t.Context(), r.id, "")
