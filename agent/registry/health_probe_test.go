@@ -29,19 +29,21 @@ const (
 	modeSlow
 )
 
-// Slowness in the probe tests: a slow backend takes slowDelay per request,
-// over the tracker's slowAfter; a fast one answers on loopback well
-// within it, even on a busy machine.
+// Slowness in the probe tests: a slow backend takes slowDelay per request
+// on the test's clock, over the tracker's slowAfter; a fast one takes no
+// time on it at all. The runtime measures probes on that clock, so how
+// fast the machine is does not matter.
 const (
 	slowAfter = 500 * time.Millisecond
 	slowDelay = 700 * time.Millisecond
 )
 
-// flaky serves next while up, 503 while down, and next after slowDelay
-// while slow.
+// flaky serves next while up, 503 while down, and next while slow, after
+// moving clock on by slowDelay (clock must be set for modeSlow).
 type flaky struct {
-	mode atomic.Int32
-	next http.Handler
+	mode  atomic.Int32
+	next  http.Handler
+	clock *registrytest.Clock
 }
 
 func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -50,11 +52,7 @@ func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 		return
 	case modeSlow:
-		select {
-		case <-time.After(slowDelay):
-		case <-r.Context().Done():
-			return
-		}
+		f.clock.Add(slowDelay)
 	}
 	f.next.ServeHTTP(w, r)
 }
@@ -123,9 +121,14 @@ func (a *agents) GetBackend(_ context.Context, id string) (agent.Backend, error)
 
 // newRuntime is an agent runtime that may call loopback backends.
 func newRuntime(t testing.TB) *runtime.Runtime {
+	return newRuntimeOn(t, nil)
+}
+
+// newRuntimeOn is newRuntime measuring probes on now (nil: time.Now).
+func newRuntimeOn(t testing.TB, now func() time.Time) *runtime.Runtime {
 	rt := runtime.NewRuntime(func(context.Context, string) (agent.Backend, error) {
 		return agent.Backend{}, agent.ErrUnknownAgent
-	}, runtime.RuntimeOptions{AllowPrivate: true})
+	}, runtime.RuntimeOptions{AllowPrivate: true, Now: now})
 	t.Cleanup(func() { rt.Close() })
 	return rt
 }
@@ -133,7 +136,9 @@ func newRuntime(t testing.TB) *runtime.Runtime {
 // TestProbeStates: for each backend kind, a backend that is up, then
 // down, then slow, then up again moves its agent healthy → failing →
 // degraded → healthy, after the expected number of probes (one a minute
-// on the tracker's clock; the state judges the last 5 minutes).
+// on the tracker's clock; the state judges the last 5 minutes). Probe
+// latencies are measured on that clock too: a slow backend takes
+// slowDelay on it, a fast one nothing.
 func TestProbeStates(t *testing.T) {
 	type step struct {
 		mode   int32
@@ -152,8 +157,9 @@ func TestProbeStates(t *testing.T) {
 			t.Parallel()
 			f, b := fakeBackend(t, kind)
 			clock := registrytest.NewClock()
+			f.clock = clock
 			h := registry.NewHealth(registry.HealthOptions{SlowAfter: slowAfter, Recent: 5 * time.Minute, Now: clock.Now})
-			p := &registry.Prober{Store: &agents{backends: map[string]agent.Backend{"a1": b}}, Runtime: newRuntime(t), Health: h}
+			p := &registry.Prober{Store: &agents{backends: map[string]agent.Backend{"a1": b}}, Runtime: newRuntimeOn(t, clock.Now), Health: h}
 			n := 0
 			for _, s := range steps {
 				f.mode.Store(s.mode)
@@ -162,6 +168,9 @@ func TestProbeStates(t *testing.T) {
 					res, err := p.ProbeAgent(t.Context(), "a1")
 					if err != nil {
 						t.Fatal(err)
+					}
+					if slow := res.Latency > slowAfter; slow != (s.mode == modeSlow) {
+						t.Fatalf("probe %d (mode %d): latency %s on the test's clock", n, s.mode, res.Latency)
 					}
 					if got := h.Summary("a1").State; got != s.want[i] {
 						t.Fatalf("probe %d (mode %d): %s, want %s (probe: ok=%t %s %q)", n, s.mode, got, s.want[i], res.OK, res.Latency, res.Message())

@@ -80,9 +80,9 @@ func (r *Runtime) Probe(ctx context.Context, b agent.Backend) ProbeResult {
 	if dl, ok := ctx.Deadline(); ok {
 		limit = min(limit, time.Until(dl))
 	}
+	start := r.opts.Now()
 	pctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	start := time.Now()
 	var err error
 	switch b.Kind {
 	case agent.BackendBuiltin:
@@ -97,7 +97,7 @@ func (r *Runtime) Probe(ctx context.Context, b agent.Backend) ProbeResult {
 	default:
 		err = kindError(agent.ErrUnknownAgent, b.Kind, fmt.Sprintf("this node has no %q backend", b.Kind))
 	}
-	res := ProbeResult{OK: err == nil, Latency: time.Since(start)}
+	res := ProbeResult{OK: err == nil, Latency: r.opts.Now().Sub(start)}
 	if err != nil {
 		res.Err = redact(r.explainProbe(ctx, pctx, b, err, limit), b.APIKey)
 	}

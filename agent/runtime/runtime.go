@@ -32,6 +32,10 @@ type RuntimeOptions struct {
 	// EchoDelay is the builtin echo's pause before each word, so that
 	// streaming shows in a demo. Default 0.
 	EchoDelay time.Duration
+	// Now is the clock a probe's latency is measured on, so a test can
+	// say how long a backend took instead of depending on the machine's
+	// speed. Default time.Now.
+	Now func() time.Time
 }
 
 // Defaults of RuntimeOptions.
@@ -73,6 +77,9 @@ func NewRuntime(lookup func(ctx context.Context, agentID string) (agent.Backend,
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	client := NewGuardedClient(opts.AllowPrivate, opts.Timeout)
 	return &Runtime{
