@@ -25,13 +25,13 @@ func TestBound(t *testing.T) {
 		return end(stall(ctx))
 	}
 
-	start := time.Now()
-	err := call(t.Context())
+	// The caller's own deadline, far later, only ends the call if the
+	// store's does not: then the error is not ErrUnavailable.
+	guard, cancelGuard := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancelGuard()
+	err := call(guard)
 	if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("stalled call: %v, want ErrUnavailable wrapping the deadline", err)
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("stalled call took %v, want about 50ms", took)
+		t.Errorf("stalled call: %v, want ErrUnavailable wrapping the store's deadline", err)
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())

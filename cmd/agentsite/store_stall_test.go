@@ -43,13 +43,14 @@ func TestNodeStoreStallAnswers503AndRecovers(t *testing.T) {
 		body := `{"name":"stall-bot","display_name":"Stall Bot","description":"x","tags":["test"],"backend":{"kind":"builtin","builtin":"echo"}}`
 		return send(t, http.MethodPost, m.HTTPURL()+"/api/v1/agents", body, "Authorization", "Bearer "+token, "Content-Type", "application/json")
 	}
-	const bound = 3 * time.Second
-
+	// The database stays frozen until Restore, so an answer at all (before
+	// send's 20 s) is the store deadline's refusal; how fast it comes
+	// depends on the machine.
 	proxy.Freeze()
 	resp, took := register()
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || took > bound {
-		t.Fatalf("register while frozen: %d, Retry-After %q, after %v; want 503 with Retry-After within %v",
-			resp.StatusCode, resp.Header.Get("Retry-After"), took, bound)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("register while frozen: %d, Retry-After %q, after %v; want 503 with Retry-After",
+			resp.StatusCode, resp.Header.Get("Retry-After"), took)
 	}
 	var apiErr struct {
 		Error struct{ Code string } `json:"error"`
@@ -59,7 +60,7 @@ func TestNodeStoreStallAnswers503AndRecovers(t *testing.T) {
 	}
 	resp, took = send(t, http.MethodGet, m.HTTPURL()+"/", "")
 	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusServiceUnavailable || took > bound ||
+	if resp.StatusCode != http.StatusServiceUnavailable ||
 		!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(body), `data-testid="error-page"`) {
 		t.Errorf("home page while frozen: %d %q after %v, want the 503 page: %.300s", resp.StatusCode, resp.Header.Get("Content-Type"), took, body)
 	}

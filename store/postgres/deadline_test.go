@@ -41,13 +41,14 @@ func TestStoreDeadline(t *testing.T) {
 
 	proxy.Freeze()
 	for name, call := range calls {
-		start := time.Now()
-		err := call(t.Context())
+		// The server stays frozen, so only a deadline ends the call: the
+		// store's gives ErrUnavailable, this far later one of the caller's
+		// would not.
+		guard, cancelGuard := context.WithTimeout(t.Context(), 30*time.Second)
+		err := call(guard)
+		cancelGuard()
 		if !errors.Is(err, store.ErrUnavailable) {
-			t.Errorf("%s on a frozen server: %v, want ErrUnavailable", name, err)
-		}
-		if took := time.Since(start); took > 10*timeout {
-			t.Errorf("%s on a frozen server took %v, want about the %v deadline", name, took, timeout)
+			t.Errorf("%s on a frozen server: %v, want ErrUnavailable (the %v store deadline)", name, err, timeout)
 		}
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), timeout/6)
