@@ -70,12 +70,13 @@ func (s *Sink) maxPerPublisher() int {
 func (s *Sink) Put(ctx context.Context, rec *agent.Record, envelope []byte) (changed bool, err error) {
 	host := rec.HostPeerID()
 	t := s.now()
-	local := host == s.SelfID && rec.Publisher == s.SelfID // only what we signed is ours to host
+	if host == s.SelfID && rec.Publisher == s.SelfID { // only what we signed is ours to host
+		return PutOwn(ctx, s.Store, rec, envelope, t)
+	}
 	status := StatusOnline
-	switch {
-	case !rec.ExpiresAt.After(t):
+	if !rec.ExpiresAt.After(t) {
 		status = StatusOffline
-	case !local:
+	} else {
 		heard, err := s.hostHeard(ctx, host)
 		if err != nil {
 			return false, err
@@ -89,15 +90,47 @@ func (s *Sink) Put(ctx context.Context, rec *agent.Record, envelope []byte) (cha
 			return false, err
 		}
 	}
-	err = s.Store.UpsertRecord(ctx, Listing{
+	return upsert(ctx, s.Store, Listing{
 		Record:     *rec,
 		Envelope:   envelope,
 		Status:     status,
 		LastSeen:   t,
 		HostPeerID: host,
-		Local:      local,
+		Local:      false,
 		UpdatedAt:  t,
 	})
+}
+
+// ListingWriter is where PutOwn writes: a Network, or a bulk import's Tx.
+type ListingWriter interface {
+	UpsertRecord(ctx context.Context, l Listing) error
+}
+
+// PutOwn is what Put does with a record this node signed and hosts,
+// written with w at now: online until it expires (then offline), Local,
+// no quota and no host to have heard. A bulk import calls it with its
+// transaction (Tx), so that its records enter the store by the Sink's
+// rule and in the transaction. changed is false when w already has this
+// seq or a newer one.
+func PutOwn(ctx context.Context, w ListingWriter, rec *agent.Record, envelope []byte, now time.Time) (changed bool, err error) {
+	status := StatusOnline
+	if !rec.ExpiresAt.After(now) {
+		status = StatusOffline
+	}
+	return upsert(ctx, w, Listing{
+		Record:     *rec,
+		Envelope:   envelope,
+		Status:     status,
+		LastSeen:   now,
+		HostPeerID: rec.HostPeerID(),
+		Local:      true,
+		UpdatedAt:  now,
+	})
+}
+
+// upsert writes l; a stale seq is no change, not an error.
+func upsert(ctx context.Context, w ListingWriter, l Listing) (changed bool, err error) {
+	err = w.UpsertRecord(ctx, l)
 	if errors.Is(err, ErrStale) {
 		return false, nil
 	}

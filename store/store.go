@@ -413,20 +413,40 @@ type AgentsGetter interface {
 	GetAgents(ctx context.Context, ids []string) ([]Listing, error)
 }
 
+// Tx is a bulk import's transaction, passed to the function of a
+// Batcher: what registering a chunk of agents reads and writes, and
+// nothing else. Its writes go into the transaction, each call on its own
+// (in InBatch a refused call, such as a stale upsert, undoes only itself);
+// its reads may not see the transaction's own writes before it commits
+// (SQLite reads on its reader pool, Postgres in the transaction). A Tx
+// belongs to one goroutine and is unusable once its function returned.
+//
+// Why a value and not the context: a transaction carried by the context
+// made every engine call look for one, and let any call that happened to
+// get that context write into it (STYLE.md, Store 5).
+type Tx interface {
+	GetAgent(ctx context.Context, id string) (Listing, error)
+	// GetAgents reads many listings in one query, as AgentsGetter does.
+	GetAgents(ctx context.Context, ids []string) ([]Listing, error)
+	UpsertRecord(ctx context.Context, l Listing) error
+	GetBackend(ctx context.Context, agentID string) (agent.Backend, error)
+	PutBackend(ctx context.Context, agentID string, b agent.Backend) error
+	DeleteBackend(ctx context.Context, agentID string) error
+}
+
 // Batcher is an engine that can run many writes as one transaction (bulk
-// import). Inside fn, every call of the engine made with fn's context
-// writes into that transaction, each call on its own (a refused call, such
-// as a stale upsert, undoes only itself); the whole commits when fn
-// returns nil and is rolled back otherwise. Reads made with fn's context
-// may not see the batch's own writes before it commits. fn's context
-// belongs to one goroutine.
+// import): fn gets the transaction as a Tx; it commits when fn returns nil
+// and is rolled back otherwise. The context fn gets is ctx; a Batcher's
+// other methods called with it do not write into the transaction.
 type Batcher interface {
-	InBatch(ctx context.Context, fn func(ctx context.Context) error) error
+	InBatch(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 	// InBatchWhole is InBatch without a savepoint per call: cheaper (on
 	// SQLite a savepoint flushes the full-text index, on Postgres each
 	// costs round trips), but a call that fails may leave part of its
 	// writes in the transaction, or (Postgres) the transaction unusable.
 	// fn must then return an error, so the whole is rolled back; the
 	// caller redoes the work with InBatch to refuse only the failing call.
-	InBatchWhole(ctx context.Context, fn func(ctx context.Context) error) error
+	// Postgres may send a write whose result is not read (PutBackend) with
+	// the next statement, or at commit: its error is then that one's.
+	InBatchWhole(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 }

@@ -50,6 +50,11 @@ type BatchResult struct {
 // (1..MaxBatchWorkers); items of the same name always go through the same
 // worker, in order. done is called once per item, never concurrently.
 // Batch returns early only when ctx ends (with ctx's error).
+//
+// When the store runs transactions (store.Batcher) and the publisher can
+// seal without verifying its own signature (FreshPublisher), items go
+// BatchChunk at a time, each chunk in one transaction passed explicitly
+// (store.Tx); otherwise one by one, as a form would.
 func (r *Registry) Batch(ctx context.Context, a Actor, items iter.Seq[BatchItem], workers int, done func(BatchResult)) error {
 	workers = min(max(workers, 1), MaxBatchWorkers)
 	queues := make([]chan BatchItem, workers)
@@ -59,19 +64,20 @@ func (r *Registry) Batch(ctx context.Context, a Actor, items iter.Seq[BatchItem]
 		defer mu.Unlock()
 		done(res)
 	}
+	b, batches := r.Store.(store.Batcher)
+	fp, fresh := r.Publisher.(FreshPublisher)
 	var wg sync.WaitGroup
 	for i := range queues {
 		queues[i] = make(chan BatchItem, BatchChunk)
 		wg.Add(1)
 		go func(q <-chan BatchItem) {
 			defer wg.Done()
-			if b, ok := r.Store.(store.Batcher); ok {
-				r.batchChunks(ctx, a, b, q, report)
+			if batches && fresh {
+				r.batchChunks(ctx, a, b, fp, q, report)
 				return
 			}
 			for it := range q {
-				res, _ := r.batchOne(ctx, a, it, nil, nil)
-				report(res)
+				report(r.batchOne(ctx, a, it))
 			}
 		}(queues[i])
 	}
@@ -99,7 +105,7 @@ const BatchChunk = 500
 // batchChunks registers q's items BatchChunk at a time, each chunk in one
 // store transaction; results are reported once their chunk committed (a
 // failed commit refuses the whole chunk, saying why).
-func (r *Registry) batchChunks(ctx context.Context, a Actor, b store.Batcher, q <-chan BatchItem, report func(BatchResult)) {
+func (r *Registry) batchChunks(ctx context.Context, a Actor, b store.Batcher, fp FreshPublisher, q <-chan BatchItem, report func(BatchResult)) {
 	for {
 		it, ok := <-q
 		if !ok {
@@ -118,7 +124,7 @@ func (r *Registry) batchChunks(ctx context.Context, a Actor, b store.Batcher, q 
 				break fill
 			}
 		}
-		results := r.batchChunk(ctx, a, b, items)
+		results := r.batchChunk(ctx, a, b, fp, items)
 		for _, res := range results {
 			report(res)
 		}
@@ -131,33 +137,29 @@ func (r *Registry) batchChunks(ctx context.Context, a Actor, b store.Batcher, q 
 // (InBatchWhole), which is what nearly every chunk needs: refusals by
 // validation, name or owner are decided before anything is written. If a
 // store call fails there, the whole is rolled back and the chunk is run
-// again with a savepoint per call, so that failure refuses its item only.
-func (r *Registry) batchChunk(ctx context.Context, a Actor, b store.Batcher, items []BatchItem) []BatchResult {
+// again with a savepoint per call (InBatch), so that failure refuses its
+// item only. The records stored are announced once their transaction
+// committed.
+func (r *Registry) batchChunk(ctx context.Context, a Actor, b store.Batcher, fp FreshPublisher, items []BatchItem) []BatchResult {
 	var results []BatchResult
 	var stored []preparedItem
 	errRedo := errors.New("a store call failed: redo with savepoints")
-	err := b.InBatchWhole(ctx, func(ctx context.Context) error {
+	err := b.InBatchWhole(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
-		results, stored, err = r.batchWhole(ctx, a, items)
+		results, stored, err = r.batchWhole(ctx, tx, fp, a, items)
 		if err != nil {
 			return errRedo
 		}
 		return nil
 	})
-	if err == nil {
-		r.announceAll(ctx, stored)
-	}
 	if err != nil && ctx.Err() == nil {
-		err = b.InBatch(ctx, func(ctx context.Context) error {
-			results = make([]BatchResult, 0, len(items))
-			seen := map[string]uint64{}
-			prevs := r.prevs(ctx, items)
-			for _, it := range items {
-				res, _ := r.batchOne(ctx, a, it, seen, prevs)
-				results = append(results, res)
-			}
+		err = b.InBatch(ctx, func(ctx context.Context, tx store.Tx) error {
+			results, stored = r.batchSaved(ctx, tx, fp, a, items)
 			return nil
 		})
+	}
+	if err == nil {
+		r.announceAll(ctx, fp, stored)
 	}
 	if err != nil && len(results) < len(items) { // the first try's, cut short
 		results = results[:0]
@@ -173,20 +175,20 @@ func (r *Registry) batchChunk(ctx context.Context, a Actor, b store.Batcher, ite
 	return results
 }
 
-// batchWhole is a chunk's work in a transaction without savepoints: every
-// item decided and its record built in order, the records of a
-// FreshPublisher sealed in parallel (the CPU-heavy part, on every core),
-// then written in order. Any store failure ends it with an error (the
-// caller rolls back and redoes the chunk item by item).
+// batchWhole is a chunk's work in tx, a transaction without savepoints:
+// every item decided and its record built in order, the records sealed in
+// parallel (the CPU-heavy part, on every core), then written in order.
+// Any store failure ends it with an error (the caller rolls back and
+// redoes the chunk item by item).
 //
-// It returns, with the results, the items stored through a FreshPublisher,
-// to announce once the transaction committed (announceAll).
-func (r *Registry) batchWhole(ctx context.Context, a Actor, items []BatchItem) ([]BatchResult, []preparedItem, error) {
+// It returns, with the results, the items stored, to announce once the
+// transaction committed (announceAll).
+func (r *Registry) batchWhole(ctx context.Context, tx store.Tx, fp FreshPublisher, a Actor, items []BatchItem) ([]BatchResult, []preparedItem, error) {
 	seen := map[string]uint64{}
-	prevs := r.prevs(ctx, items)
+	prevs := r.prevs(ctx, tx, items)
 	ps := make([]preparedItem, len(items))
 	for i, it := range items {
-		p, stored := r.batchPrepare(ctx, a, it, seen, prevs)
+		p, stored := r.batchPrepare(ctx, tx, a, it, seen, prevs)
 		if stored {
 			return nil, nil, p.res.Err
 		}
@@ -195,13 +197,10 @@ func (r *Registry) batchWhole(ctx context.Context, a Actor, items []BatchItem) (
 		}
 		ps[i] = p
 	}
-	fp, fresh := r.Publisher.(FreshPublisher)
-	if fresh {
-		r.sealAll(fp, ps)
-		for _, p := range ps {
-			if p.rec != nil && p.env == nil { // refused when sealed: item by item
-				return nil, nil, p.res.Err
-			}
+	r.sealAll(fp, ps)
+	for _, p := range ps {
+		if p.rec != nil && p.env == nil { // refused when sealed: item by item
+			return nil, nil, p.res.Err
 		}
 	}
 	results := make([]BatchResult, len(ps))
@@ -212,32 +211,69 @@ func (r *Registry) batchWhole(ctx context.Context, a Actor, items []BatchItem) (
 		if p.rec == nil {
 			continue
 		}
-		if !fresh {
-			if err := r.deliver(ctx, p.rec, p.in.Backend, p.kept, true); err != nil {
-				return nil, nil, err
-			}
-		} else {
-			if err := r.Store.PutBackend(ctx, p.rec.ID, p.in.Backend); err != nil {
-				return nil, nil, fmt.Errorf("store backend: %w", err)
-			}
-			if err := fp.Store(ctx, p.opened, p.env); err != nil {
-				return nil, nil, fmt.Errorf("publish agent: %w", err)
-			}
-			stored = append(stored, *p)
+		if err := tx.PutBackend(ctx, p.rec.ID, p.in.Backend); err != nil {
+			return nil, nil, fmt.Errorf("store backend: %w", err)
 		}
+		if _, err := store.PutOwn(ctx, tx, p.opened, p.env, r.now()); err != nil {
+			return nil, nil, fmt.Errorf("publish agent: deliver record: %w", err)
+		}
+		stored = append(stored, *p)
 		results[i].Outcome = p.outcome
 	}
 	return results, stored, nil
 }
 
+// batchSaved is a chunk's work in tx, a transaction with a savepoint per
+// store call, item by item: a store call that fails refuses its item only
+// (its backend put back as it was, in tx). It returns the results and the
+// items stored, to announce once the transaction committed.
+func (r *Registry) batchSaved(ctx context.Context, tx store.Tx, fp FreshPublisher, a Actor, items []BatchItem) ([]BatchResult, []preparedItem) {
+	results := make([]BatchResult, 0, len(items))
+	var stored []preparedItem
+	seen := map[string]uint64{}
+	prevs := r.prevs(ctx, tx, items)
+	for _, it := range items {
+		p, _ := r.batchPrepare(ctx, tx, a, it, seen, prevs)
+		if p.rec == nil {
+			results = append(results, p.res)
+			continue
+		}
+		if err := r.storeFresh(ctx, tx, fp, &p); err != nil {
+			p.res.Err = err
+			results = append(results, p.res)
+			continue
+		}
+		seen[p.res.ID] = p.rec.Seq
+		p.res.Outcome = p.outcome
+		results = append(results, p.res)
+		stored = append(stored, p)
+	}
+	return results, stored
+}
+
+// storeFresh seals p's record and writes it with its backend in tx; if
+// the record cannot be sealed or written, the backend is put back as it
+// was (p.kept, or none).
+func (r *Registry) storeFresh(ctx context.Context, tx store.Tx, fp FreshPublisher, p *preparedItem) error {
+	env, opened, err := fp.SealFresh(p.rec)
+	if err != nil {
+		return fmt.Errorf("publish agent: %w", err)
+	}
+	p.env, p.opened = env, opened
+	if err := tx.PutBackend(ctx, p.rec.ID, p.in.Backend); err != nil {
+		return fmt.Errorf("store backend: %w", err)
+	}
+	if _, err := store.PutOwn(ctx, tx, opened, env, r.now()); err != nil {
+		r.restoreBackend(ctx, tx, p.rec.ID, p.kept)
+		return fmt.Errorf("publish agent: deliver record: %w", err)
+	}
+	return nil
+}
+
 // announceAll sends a committed chunk's records to the network. The
 // records are stored: a failed announcement is logged, and the network
 // learns the record at its next refresh.
-func (r *Registry) announceAll(ctx context.Context, stored []preparedItem) {
-	fp, ok := r.Publisher.(FreshPublisher)
-	if !ok {
-		return
-	}
+func (r *Registry) announceAll(ctx context.Context, fp FreshPublisher, stored []preparedItem) {
 	for _, p := range stored {
 		if err := fp.Announce(ctx, p.opened, p.env); err != nil {
 			r.logger().WarnContext(ctx, "announcing an imported agent failed; the network gets it at its next refresh", "id", p.opened.ID, "err", err)
@@ -271,14 +307,9 @@ func (r *Registry) sealAll(fp FreshPublisher, ps []preparedItem) {
 	wg.Wait()
 }
 
-// prevs reads the listings items may update, in one query when the store
-// can (store.AgentsGetter); nil otherwise, or if that read failed (each
-// item then reads its own).
-func (r *Registry) prevs(ctx context.Context, items []BatchItem) map[string]store.Listing {
-	g, ok := r.Store.(store.AgentsGetter)
-	if !ok {
-		return nil
-	}
+// prevs reads the listings items may update in one query of tx; nil if
+// that read failed (each item then reads its own).
+func (r *Registry) prevs(ctx context.Context, tx store.Tx, items []BatchItem) map[string]store.Listing {
 	ids := make([]string, 0, len(items))
 	for _, it := range items {
 		if it.Err != nil {
@@ -288,7 +319,7 @@ func (r *Registry) prevs(ctx context.Context, items []BatchItem) map[string]stor
 			ids = append(ids, id)
 		}
 	}
-	list, err := g.GetAgents(ctx, ids)
+	list, err := tx.GetAgents(ctx, ids)
 	if err != nil {
 		r.logger().WarnContext(ctx, "reading a batch's agents at once failed; reading them one by one", "err", err)
 		return nil
@@ -300,30 +331,28 @@ func (r *Registry) prevs(ctx context.Context, items []BatchItem) map[string]stor
 	return m
 }
 
-// batchOne registers one item: an update of the live agent of that name
-// when a may manage it, else a creation (with Create's rules). seen, in a
-// batch transaction, holds the seq each agent of the transaction got so
-// far (its reads may not see its own writes); nil outside one. stored
-// reports that a refusal came from the store (a failed read or write),
-// not from the item's own validation, name or owner.
-//
-// prevs, when not nil, holds the listings of the chunk's ids as read at
-// the start of its transaction (an id missing has none).
-func (r *Registry) batchOne(ctx context.Context, a Actor, it BatchItem, seen map[string]uint64, prevs map[string]store.Listing) (res BatchResult, stored bool) {
-	p, stored := r.batchPrepare(ctx, a, it, seen, prevs)
+// batchOne registers one item outside a transaction, as a form would:
+// an update of the live agent of that name when a may manage it, else a
+// creation (with Create's rules).
+func (r *Registry) batchOne(ctx context.Context, a Actor, it BatchItem) BatchResult {
+	p, _ := r.batchPrepare(ctx, r.Store, a, it, nil, nil)
 	if p.rec == nil {
-		return p.res, stored
+		return p.res
 	}
-	res = p.res
-	if err := r.deliver(ctx, p.rec, p.in.Backend, p.kept, seen != nil); err != nil {
+	res := p.res
+	if err := r.deliver(ctx, p.rec, p.in.Backend, p.kept); err != nil {
 		res.Err = err
-		return res, true
-	}
-	if seen != nil {
-		seen[res.ID] = p.rec.Seq
+		return res
 	}
 	res.Outcome = p.outcome
-	return res, false
+	return res
+}
+
+// batchReader is what batchPrepare reads: the store, or a batch's
+// transaction (store.Tx).
+type batchReader interface {
+	GetAgent(ctx context.Context, id string) (store.Listing, error)
+	GetBackend(ctx context.Context, id string) (agent.Backend, error)
 }
 
 // preparedItem is an item of a batch decided (create or update, at which
@@ -339,9 +368,15 @@ type preparedItem struct {
 	opened  *agent.Record // the record decoded from env
 }
 
-// batchPrepare is batchOne up to the write: the reads, the name and owner
-// rules, the seq, the record. stored reports a refusal by the store.
-func (r *Registry) batchPrepare(ctx context.Context, a Actor, it BatchItem, seen map[string]uint64, prevs map[string]store.Listing) (p preparedItem, stored bool) {
+// batchPrepare is an item up to the write: the reads (from rd), the name
+// and owner rules, the seq, the record. stored reports a refusal by the
+// store (a failed read), not by the item's own validation, name or owner.
+//
+// seen, in a batch transaction, holds the seq each agent of the
+// transaction got so far (its reads may not see its own writes); nil
+// outside one. prevs, when not nil, holds the listings of the chunk's ids
+// as read at the start of its transaction (an id missing has none).
+func (r *Registry) batchPrepare(ctx context.Context, rd batchReader, a Actor, it BatchItem, seen map[string]uint64, prevs map[string]store.Listing) (p preparedItem, stored bool) {
 	res := BatchResult{Index: it.Index, Name: it.Input.Name, Outcome: OutcomeRefused}
 	p.res = res
 	if it.Err != nil {
@@ -366,7 +401,7 @@ func (r *Registry) batchPrepare(ctx context.Context, a Actor, it BatchItem, seen
 			err = store.ErrNotFound
 		}
 	} else {
-		prev, err = r.Store.GetAgent(ctx, id)
+		prev, err = rd.GetAgent(ctx, id)
 	}
 	if written, ok := seen[id]; ok { // an earlier item of this transaction
 		if errors.Is(err, store.ErrNotFound) || (err == nil && prev.Record.Seq < written) {
@@ -397,7 +432,7 @@ func (r *Registry) batchPrepare(ctx context.Context, a Actor, it BatchItem, seen
 		outcome = OutcomeUpdated
 		prevSeq = prev.Record.Seq
 		owner = prev.Record.Owner
-		old, err := r.Store.GetBackend(ctx, id)
+		old, err := rd.GetBackend(ctx, id)
 		switch {
 		case err == nil:
 			kept = &old

@@ -123,29 +123,48 @@ func TestBatchSameNameInOrder(t *testing.T) {
 	})
 }
 
-// failingStore fails PutBackend for one agent id, and counts the batch
-// transactions of each kind.
+// failingStore fails PutBackend for one agent id, in its batches' Tx as
+// outside them, and counts the batch transactions of each kind.
 type failingStore struct {
 	store.Store
 	failID      string
 	whole, save int
 }
 
+var errDiskOnFire = errors.New("disk on fire")
+
 func (f *failingStore) PutBackend(ctx context.Context, id string, b agent.Backend) error {
 	if id == f.failID {
-		return errors.New("disk on fire")
+		return errDiskOnFire
 	}
 	return f.Store.PutBackend(ctx, id, b)
 }
 
-func (f *failingStore) InBatch(ctx context.Context, fn func(ctx context.Context) error) error {
+func (f *failingStore) InBatch(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	f.save++
-	return f.Store.(store.Batcher).InBatch(ctx, fn)
+	return f.Store.(store.Batcher).InBatch(ctx, func(ctx context.Context, tx store.Tx) error {
+		return fn(ctx, failingTx{Tx: tx, failID: f.failID})
+	})
 }
 
-func (f *failingStore) InBatchWhole(ctx context.Context, fn func(ctx context.Context) error) error {
+func (f *failingStore) InBatchWhole(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	f.whole++
-	return f.Store.(store.Batcher).InBatchWhole(ctx, fn)
+	return f.Store.(store.Batcher).InBatchWhole(ctx, func(ctx context.Context, tx store.Tx) error {
+		return fn(ctx, failingTx{Tx: tx, failID: f.failID})
+	})
+}
+
+// failingTx is a batch's Tx whose PutBackend fails for failID.
+type failingTx struct {
+	store.Tx
+	failID string
+}
+
+func (t failingTx) PutBackend(ctx context.Context, id string, b agent.Backend) error {
+	if id == t.failID {
+		return errDiskOnFire
+	}
+	return t.Tx.PutBackend(ctx, id, b)
 }
 
 // TestBatchWholeThenSavepoints: a chunk runs first without a savepoint

@@ -191,7 +191,7 @@ func (r *Registry) Update(ctx context.Context, a Actor, id string, in Input) (st
 // backend is stored first, so the agent answers as soon as anyone sees it;
 // if publishing fails, the previous backend (old, or none) is put back.
 func (r *Registry) publish(ctx context.Context, id, owner string, prevSeq uint64, in Input, old *agent.Backend) (store.Listing, error) {
-	rec, err := r.sign(ctx, id, owner, prevSeq, in, old, false)
+	rec, err := r.sign(ctx, id, owner, prevSeq, in, old)
 	if err != nil {
 		return store.Listing{}, err
 	}
@@ -207,16 +207,13 @@ func (r *Registry) publish(ctx context.Context, id, owner string, prevSeq uint64
 }
 
 // sign validates, stores the backend and publishes the record (publish
-// without the read-back; a batch does not need it).
-//
-// In a batch transaction (inBatch), a failed publish puts the old backend
-// back inside the transaction; else on a fresh context.
-func (r *Registry) sign(ctx context.Context, id, owner string, prevSeq uint64, in Input, old *agent.Backend, inBatch bool) (*agent.Record, error) {
+// without the read-back).
+func (r *Registry) sign(ctx context.Context, id, owner string, prevSeq uint64, in Input, old *agent.Backend) (*agent.Record, error) {
 	rec, err := r.newRecord(id, owner, prevSeq, in)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.deliver(ctx, rec, in.Backend, old, inBatch); err != nil {
+	if err := r.deliver(ctx, rec, in.Backend, old); err != nil {
 		return nil, err
 	}
 	return rec, nil
@@ -249,49 +246,44 @@ func (r *Registry) newRecord(id, owner string, prevSeq uint64, in Input) (*agent
 
 // FreshPublisher is a Publisher that can skip verifying the signature it
 // just made (the bulk import's path: the record is still decoded from the
-// envelope and its fields checked as Open would). PublishFresh is
-// SealFresh, Store and Announce; a batch seals many records in parallel,
-// stores them in order in its transaction and announces them once it
-// committed.
+// envelope and its fields checked as Open would). A batch seals many
+// records in parallel (SealFresh), stores them in order in its
+// transaction (store.PutOwn, the Sink's rule for this node's records) and
+// announces them once it committed (Announce).
 type FreshPublisher interface {
-	PublishFresh(ctx context.Context, rec *agent.Record) error
 	SealFresh(rec *agent.Record) (env []byte, opened *agent.Record, err error)
-	Store(ctx context.Context, opened *agent.Record, env []byte) error
 	Announce(ctx context.Context, opened *agent.Record, env []byte) error
 }
 
 // deliver stores rec's backend and publishes rec (without the read-back).
-func (r *Registry) deliver(ctx context.Context, rec *agent.Record, b agent.Backend, old *agent.Backend, inBatch bool) error {
+func (r *Registry) deliver(ctx context.Context, rec *agent.Record, b agent.Backend, old *agent.Backend) error {
 	if err := r.Store.PutBackend(ctx, rec.ID, b); err != nil {
 		return fmt.Errorf("store backend: %w", err)
 	}
-	var err error
-	if fp, ok := r.Publisher.(FreshPublisher); ok && inBatch {
-		err = fp.PublishFresh(ctx, rec)
-	} else {
-		err = r.Publisher.Publish(ctx, rec)
-	}
-	if err != nil {
-		restoreCtx := context.Background()
-		if inBatch {
-			restoreCtx = ctx
-		}
-		r.restoreBackend(restoreCtx, rec.ID, old)
+	if err := r.Publisher.Publish(ctx, rec); err != nil {
+		r.restoreBackend(context.Background(), r.Store, rec.ID, old)
 		return fmt.Errorf("publish agent: %w", err)
 	}
 	return nil
 }
 
-// restoreBackend undoes PutBackend after a failed publish, on a fresh
-// context (the caller's may be what failed).
-func (r *Registry) restoreBackend(parent context.Context, id string, old *agent.Backend) {
+// backendWriter is where restoreBackend puts a backend back: the store,
+// or a batch's transaction (store.Tx).
+type backendWriter interface {
+	PutBackend(ctx context.Context, id string, b agent.Backend) error
+	DeleteBackend(ctx context.Context, id string) error
+}
+
+// restoreBackend undoes PutBackend on w after a failed publish, on a
+// fresh context (the caller's may be what failed).
+func (r *Registry) restoreBackend(parent context.Context, w backendWriter, id string, old *agent.Backend) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
 	defer cancel()
 	var err error
 	if old != nil {
-		err = r.Store.PutBackend(ctx, id, *old)
+		err = w.PutBackend(ctx, id, *old)
 	} else {
-		err = r.Store.DeleteBackend(ctx, id)
+		err = w.DeleteBackend(ctx, id)
 	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		r.logger().Error("restoring an agent backend after a failed publish failed", "id", id, "err", err)

@@ -100,6 +100,12 @@ SELECT count(*) FROM changed`
 
 // UpsertRecord implements store.Catalogue.
 func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
+	return upsertRecord(ctx, pooled{db}, l)
+}
+
+// upsertRecord is UpsertRecord through ex: the listing and its tags
+// together (ex.atomic).
+func upsertRecord(ctx context.Context, ex executor, l store.Listing) error {
 	r := &l.Record
 	if r.Seq > math.MaxInt64 {
 		return fmt.Errorf("postgres: upsert agent %s: seq %d is out of range", r.ID, r.Seq)
@@ -116,7 +122,7 @@ func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
 	if err != nil {
 		return fmt.Errorf("postgres: upsert agent %s: %w", r.ID, err)
 	}
-	return db.InTransaction(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	return ex.atomic(ctx, func(ctx context.Context, tx querier) error {
 		var visible bool
 		err := tx.QueryRow(ctx, upsertAgentSQL,
 			r.ID, int64(r.Seq), r.Tombstone, l.Status, l.Local, r.Owner, l.HostPeerID, r.Tags,
@@ -143,7 +149,11 @@ func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
 
 // GetAgent implements store.Catalogue.
 func (db *DB) GetAgent(ctx context.Context, id string) (store.Listing, error) {
-	row := db.q.QueryRow(ctx, `-- name: get_agent
+	return getAgent(ctx, db.q, id)
+}
+
+func getAgent(ctx context.Context, q querier, id string) (store.Listing, error) {
+	row := q.QueryRow(ctx, `-- name: get_agent
 SELECT `+listingColumns+` FROM `+listingFrom+` WHERE a.id = $1`, id)
 	l, _, err := scanListing(row)
 	if err != nil {
@@ -156,10 +166,14 @@ var _ store.AgentsGetter = (*DB)(nil)
 
 // GetAgents implements store.AgentsGetter: one query.
 func (db *DB) GetAgents(ctx context.Context, ids []string) ([]store.Listing, error) {
+	return getAgents(ctx, db.q, ids)
+}
+
+func getAgents(ctx context.Context, q querier, ids []string) ([]store.Listing, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return queryListings(ctx, db.q, "get agents", `-- name: get_agents
+	return queryListings(ctx, q, "get agents", `-- name: get_agents
 SELECT `+listingColumns+` FROM `+listingFrom+` WHERE a.id = ANY($1)`, ids)
 }
 

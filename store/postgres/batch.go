@@ -5,60 +5,89 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 )
 
-var _ store.Batcher = (*DB)(nil)
+var (
+	_ store.Batcher = (*DB)(nil)
+	_ store.Tx      = batchTx{}
+	_ executor      = (*batch)(nil)
+)
 
-// batchKey carries a batch's transaction on pool in a context.
-type batchKey struct{ pool *pgxpool.Pool }
-
-// batch is what a batch's context carries: its transaction, and whether
-// calls run without their own savepoint (InBatchWhole).
+// batch is a batch's transaction as an executor: every statement of a
+// store call made through its Tx runs in it, under the store deadline one
+// by one (as on the pool); in InBatch each call in its own savepoint.
 type batch struct {
 	tx    pgx.Tx
-	whole bool
+	opts  store.Options
+	whole bool // InBatchWhole: no savepoints
 	// pending, in a whole batch, holds writes whose result no one reads
 	// (a backend, an agent's tags), sent with the next statement in one
 	// round trip (flush); an error of theirs is that statement's.
 	pending pgx.Batch
 }
 
-// batchOf is the batch ctx carries for pool, or nil.
-func batchOf(ctx context.Context, pool *pgxpool.Pool) *batch {
-	b, _ := ctx.Value(batchKey{pool}).(*batch)
-	return b
-}
-
-// batchTx is the batch transaction ctx carries for pool, or nil.
-func batchTx(ctx context.Context, pool *pgxpool.Pool) pgx.Tx {
-	if b := batchOf(ctx, pool); b != nil {
-		return b.tx
+// Exec implements querier: after the queued writes, in a savepoint of its
+// own unless the batch is whole.
+func (b *batch) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	ctx, end := b.opts.Bound(ctx)
+	if err := b.flush(ctx); err != nil {
+		return pgconn.CommandTag{}, end(err)
 	}
-	return nil
+	tag, err := batchExec(ctx, b.tx, b.whole, sql, args...)
+	return tag, end(err)
 }
 
-// batchWhole reports whether ctx's batch on pool runs calls without savepoints.
-func batchWhole(ctx context.Context, pool *pgxpool.Pool) bool {
-	b := batchOf(ctx, pool)
-	return b != nil && b.whole
-}
-
-// later queues a write of a whole batch whose result is not read; false
-// outside one (the caller runs it now).
-func (b *batch) later(sql string, args ...any) bool {
-	if b == nil || !b.whole {
-		return false
+// Query implements querier, after the queued writes.
+func (b *batch) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	ctx, end := b.opts.Bound(ctx)
+	if err := b.flush(ctx); err != nil {
+		return nil, end(err)
 	}
-	b.pending.Queue(sql, args...)
-	return true
+	rows, err := b.tx.Query(ctx, sql, args...)
+	if err != nil {
+		return rows, end(err)
+	}
+	return &boundedRows{Rows: rows, end: end}, nil
+}
+
+// QueryRow implements querier; in a whole batch, in the same round trip
+// as the queued writes.
+func (b *batch) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	ctx, end := b.opts.Bound(ctx)
+	if b.whole {
+		return boundedRow{row: b.queryRow(ctx, sql, args...), end: end}
+	}
+	return boundedRow{row: b.tx.QueryRow(ctx, sql, args...), end: end}
+}
+
+// execLater implements executor: queued in a whole batch (sent with the
+// next statement), else run now.
+func (b *batch) execLater(ctx context.Context, sql string, args ...any) error {
+	if b.whole {
+		b.pending.Queue(sql, args...)
+		return nil
+	}
+	_, err := b.Exec(ctx, sql, args...)
+	return err
+}
+
+// atomic implements executor: fn in a savepoint of the batch, undone alone
+// if it fails; in a whole batch without one (its Exec queued, its queries
+// after the queue: wholeTx).
+func (b *batch) atomic(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
+	ctx, end := b.opts.Bound(ctx)
+	if b.whole {
+		return end(fn(ctx, wholeTx{b}))
+	}
+	return end(inSavepoint(ctx, b.tx, false, func() error { return fn(ctx, b.tx) }))
 }
 
 // flush sends the queued writes, if any.
 func (b *batch) flush(ctx context.Context) error {
-	if b == nil || b.pending.Len() == 0 {
+	if b.pending.Len() == 0 {
 		return nil
 	}
 	pending := b.pending
@@ -105,15 +134,12 @@ func (r closingRow) Scan(dest ...any) error {
 	return err
 }
 
-// wholeTx is a whole batch's transaction as UpsertRecord's function sees
-// it: Exec is queued (its result unread), queries go after the queue.
-type wholeTx struct {
-	pgx.Tx
-	b *batch
-}
+// wholeTx is a whole batch's transaction as an atomic call's function
+// sees it: Exec is queued (its result unread), queries go after the queue.
+type wholeTx struct{ b *batch }
 
 func (t wholeTx) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	t.b.later(sql, args...)
+	t.b.pending.Queue(sql, args...)
 	return pgconn.CommandTag{}, nil
 }
 
@@ -125,27 +151,59 @@ func (t wholeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 	if err := t.b.flush(ctx); err != nil {
 		return nil, err
 	}
-	return t.Tx.Query(ctx, sql, args...)
+	return t.b.tx.Query(ctx, sql, args...)
+}
+
+// batchTx is the store.Tx of a batch: the engine's calls, on the batch's
+// transaction.
+type batchTx struct{ b *batch }
+
+// GetAgent implements store.Tx.
+func (t batchTx) GetAgent(ctx context.Context, id string) (store.Listing, error) {
+	return getAgent(ctx, t.b, id)
+}
+
+// GetAgents implements store.Tx.
+func (t batchTx) GetAgents(ctx context.Context, ids []string) ([]store.Listing, error) {
+	return getAgents(ctx, t.b, ids)
+}
+
+// UpsertRecord implements store.Tx.
+func (t batchTx) UpsertRecord(ctx context.Context, l store.Listing) error {
+	return upsertRecord(ctx, t.b, l)
+}
+
+// GetBackend implements store.Tx.
+func (t batchTx) GetBackend(ctx context.Context, agentID string) (agent.Backend, error) {
+	return getBackend(ctx, t.b, agentID)
+}
+
+// PutBackend implements store.Tx.
+func (t batchTx) PutBackend(ctx context.Context, agentID string, b agent.Backend) error {
+	return putBackend(ctx, t.b, agentID, b)
+}
+
+// DeleteBackend implements store.Tx.
+func (t batchTx) DeleteBackend(ctx context.Context, agentID string) error {
+	return deleteBackend(ctx, t.b, agentID)
 }
 
 // InBatch implements store.Batcher: one transaction on one pooled
-// connection, one commit; every store call inside runs in a savepoint
+// connection, one commit; every call of fn's Tx runs in a savepoint
 // (pgx's nested transaction), so a failing one is undone alone and does
-// not abort the batch. A batch inside a batch joins it.
-func (db *DB) InBatch(ctx context.Context, fn func(ctx context.Context) error) error {
+// not abort the batch.
+func (db *DB) InBatch(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	return db.inBatch(ctx, false, fn)
 }
 
 // InBatchWhole implements store.Batcher: InBatch without the savepoints,
-// so one round trip per statement.
-func (db *DB) InBatchWhole(ctx context.Context, fn func(ctx context.Context) error) error {
+// so one round trip per statement, or fewer (a write whose result is not
+// read goes with the next statement).
+func (db *DB) InBatchWhole(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	return db.inBatch(ctx, true, fn)
 }
 
-func (db *DB) inBatch(ctx context.Context, whole bool, fn func(ctx context.Context) error) (err error) {
-	if batchTx(ctx, db.q.pool) != nil {
-		return fn(ctx)
-	}
+func (db *DB) inBatch(ctx context.Context, whole bool, fn func(ctx context.Context, tx store.Tx) error) (err error) {
 	tx, err := db.q.pool.Begin(ctx)
 	if err != nil {
 		return dbErr("begin batch", err)
@@ -159,8 +217,8 @@ func (db *DB) inBatch(ctx context.Context, whole bool, fn func(ctx context.Conte
 			rollback(ctx, tx, db.logger)
 		}
 	}()
-	b := &batch{tx: tx, whole: whole}
-	if err := fn(context.WithValue(ctx, batchKey{db.q.pool}, b)); err != nil {
+	b := &batch{tx: tx, opts: db.opts, whole: whole}
+	if err := fn(ctx, batchTx{b}); err != nil {
 		return err
 	}
 	if err := b.flush(ctx); err != nil {

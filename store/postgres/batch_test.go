@@ -19,17 +19,17 @@ func TestBatchWholeQueuedWriteFails(t *testing.T) {
 	var b store.Batcher = st
 	ctx := t.Context()
 	bad := agent.Backend{Kind: agent.BackendBuiltin, Builtin: "nul\x00byte"}
-	for name, next := range map[string]func(ctx context.Context) error{
-		"at commit": func(context.Context) error { return nil },
-		"with the next call": func(ctx context.Context) error {
-			return st.PutBackend(ctx, "other-agent", agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"})
+	for name, next := range map[string]func(ctx context.Context, tx store.Tx) error{
+		"at commit": func(context.Context, store.Tx) error { return nil },
+		"with the next call": func(ctx context.Context, tx store.Tx) error {
+			return tx.PutBackend(ctx, "other-agent", agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"})
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := b.InBatchWhole(ctx, func(ctx context.Context) error {
-				_ = st.PutBackend(ctx, "good-agent", agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"})
-				_ = st.PutBackend(ctx, "bad-agent", bad)
-				_ = next(ctx)
+			err := b.InBatchWhole(ctx, func(ctx context.Context, tx store.Tx) error {
+				_ = tx.PutBackend(ctx, "good-agent", agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"})
+				_ = tx.PutBackend(ctx, "bad-agent", bad)
+				_ = next(ctx, tx)
 				return nil
 			})
 			if err == nil {

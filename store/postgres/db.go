@@ -168,6 +168,53 @@ var (
 	_ querier = (pgx.Tx)(nil)
 )
 
+// executor is what a store call runs its statements through: the pool
+// (pooled, the DB's own methods) or a batch's transaction (*batch, the
+// methods of its store.Tx). The call is written once for both; nothing
+// looks in the context for a transaction.
+type executor interface {
+	querier
+	// execLater is Exec for a write whose result is not read: a whole
+	// batch sends it with its next statement, one round trip for both
+	// (its error is then that statement's); elsewhere it runs now.
+	execLater(ctx context.Context, sql string, args ...any) error
+	// atomic runs fn, statements that stand or fall together: in a
+	// transaction of its own on the pool (InTransaction), in a savepoint
+	// of a batch (none in a whole batch, which the caller rolls back).
+	atomic(ctx context.Context, fn func(ctx context.Context, q querier) error) error
+}
+
+// pooled is the DB as an executor: each statement on the bounded pool.
+type pooled struct{ db *DB }
+
+var _ executor = pooled{}
+
+// Exec implements querier.
+func (p pooled) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return p.db.q.Exec(ctx, sql, args...)
+}
+
+// Query implements querier.
+func (p pooled) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return p.db.q.Query(ctx, sql, args...)
+}
+
+// QueryRow implements querier.
+func (p pooled) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return p.db.q.QueryRow(ctx, sql, args...)
+}
+
+// execLater implements executor: on the pool, now.
+func (p pooled) execLater(ctx context.Context, sql string, args ...any) error {
+	_, err := p.db.q.Exec(ctx, sql, args...)
+	return err
+}
+
+// atomic implements executor: a transaction of its own.
+func (p pooled) atomic(ctx context.Context, fn func(ctx context.Context, q querier) error) error {
+	return p.db.InTransaction(ctx, func(ctx context.Context, tx pgx.Tx) error { return fn(ctx, tx) })
+}
+
 // InTransaction runs fn in a transaction: committed if fn returns nil,
 // rolled back otherwise (and on panic). The rollback runs on a fresh, short
 // context so a cancelled request still releases its locks promptly.
@@ -187,12 +234,6 @@ func (db *DB) InTransaction(ctx context.Context, fn func(ctx context.Context, tx
 }
 
 func (db *DB) inTransaction(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
-	if b := batchOf(ctx, db.q.pool); b != nil { // a savepoint of the batch
-		if b.whole {
-			return fn(ctx, wholeTx{Tx: b.tx, b: b})
-		}
-		return inSavepoint(ctx, b.tx, false, func() error { return fn(ctx, b.tx) })
-	}
 	tx, err := db.q.pool.BeginTx(ctx, txOptions(ctx))
 	if err != nil {
 		return dbErr("begin", err)

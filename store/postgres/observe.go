@@ -25,40 +25,14 @@ var _ querier = bounded{}
 // Exec implements querier.
 func (b bounded) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	ctx, end := b.opts.Bound(ctx)
-	if bt := batchOf(ctx, b.pool); bt != nil {
-		if err := bt.flush(ctx); err != nil {
-			return pgconn.CommandTag{}, end(err)
-		}
-		tag, err := batchExec(ctx, bt.tx, bt.whole, sql, args...)
-		return tag, end(err)
-	}
 	tag, err := b.pool.Exec(ctx, sql, args...)
 	return tag, end(err)
-}
-
-// ExecLater is Exec for a write whose result the caller does not read: in
-// a whole batch (InBatchWhole) it is queued and sent with the batch's next
-// statement, one round trip for both; its error is then that statement's.
-func (b bounded) ExecLater(ctx context.Context, sql string, args ...any) error {
-	if batchOf(ctx, b.pool).later(sql, args...) {
-		return nil
-	}
-	_, err := b.Exec(ctx, sql, args...)
-	return err
 }
 
 // Query implements querier.
 func (b bounded) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	ctx, end := b.opts.Bound(ctx)
-	var rows pgx.Rows
-	var err error
-	if bt := batchOf(ctx, b.pool); bt != nil {
-		if err = bt.flush(ctx); err == nil {
-			rows, err = bt.tx.Query(ctx, sql, args...)
-		}
-	} else {
-		rows, err = b.pool.Query(ctx, sql, args...)
-	}
+	rows, err := b.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return rows, end(err)
 	}
@@ -68,12 +42,6 @@ func (b bounded) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 // QueryRow implements querier.
 func (b bounded) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	ctx, end := b.opts.Bound(ctx)
-	if bt := batchOf(ctx, b.pool); bt != nil {
-		if bt.whole {
-			return boundedRow{row: bt.queryRow(ctx, sql, args...), end: end}
-		}
-		return boundedRow{row: bt.tx.QueryRow(ctx, sql, args...), end: end}
-	}
 	return boundedRow{row: b.pool.QueryRow(ctx, sql, args...), end: end}
 }
 

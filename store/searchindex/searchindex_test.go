@@ -161,8 +161,8 @@ func TestLateCommit(t *testing.T) {
 	written, commit := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- db.InBatch(t.Context(), func(ctx context.Context) error {
-			if err := db.UpsertRecord(ctx, listing("slow-writer", "late commit", 1)); err != nil {
+		done <- db.InBatch(t.Context(), func(ctx context.Context, tx store.Tx) error {
+			if err := tx.UpsertRecord(ctx, listing("slow-writer", "late commit", 1)); err != nil {
 				return err
 			}
 			close(written)

@@ -480,14 +480,16 @@ func (s *Store) ExpireUnheard(ctx context.Context, before time.Time) (int, error
 	return s.Engine.ExpireUnheard(ctx, before)
 }
 
-// InBatch implements store.Batcher.
-func (s *Store) InBatch(ctx context.Context, fn func(ctx context.Context) error) error {
+// InBatch implements store.Batcher. The batch's writes go through its Tx
+// straight to the engine; they are counted once the batch has ended
+// (committed or not), so the next search catches up on them.
+func (s *Store) InBatch(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	defer s.writes.Add(1)
 	return s.Engine.InBatch(ctx, fn)
 }
 
-// InBatchWhole implements store.Batcher.
-func (s *Store) InBatchWhole(ctx context.Context, fn func(ctx context.Context) error) error {
+// InBatchWhole implements store.Batcher, counted as InBatch.
+func (s *Store) InBatchWhole(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	defer s.writes.Add(1)
 	return s.Engine.InBatchWhole(ctx, fn)
 }

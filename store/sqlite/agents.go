@@ -67,6 +67,12 @@ INSERT OR IGNORE INTO agent_tags (tag, agent_pos) SELECT value, ? FROM json_each
 // count for nothing, tag_counts only counts visible listings), so a sync by
 // tag serves the delete too.
 func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
+	return db.upsertRecord(ctx, pooled{db}, l)
+}
+
+// upsertRecord is UpsertRecord through w: the row and its tags together
+// (w.atomic).
+func (db *DB) upsertRecord(ctx context.Context, w writer, l store.Listing) error {
 	r := &l.Record
 	if r.ID == "" {
 		return errors.New("sqlite: upsert agent: empty id")
@@ -90,7 +96,7 @@ func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: upsert agent %s: %w", r.ID, err)
 	}
-	return db.inTx(ctx, func(ctx context.Context, tx execer) error {
+	return w.atomic(ctx, func(ctx context.Context, tx execer) error {
 		var pos int64
 		err := tx.QueryRowContext(ctx, upsertAgentSQL,
 			r.ID, r.Name, r.DisplayName, r.Description, tags, skills, store.SkillsText(r.Skills), endpoints,

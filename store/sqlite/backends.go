@@ -17,11 +17,15 @@ ON CONFLICT (agent_id) DO UPDATE SET config = excluded.config, updated_at = excl
 // stored as JSON; the database file is the node's secret store, like its
 // key file next to it.
 func (db *DB) PutBackend(ctx context.Context, agentID string, b agent.Backend) error {
+	return putBackend(ctx, pooled{db}, agentID, b)
+}
+
+func putBackend(ctx context.Context, w writer, agentID string, b agent.Backend) error {
 	config, err := json.Marshal(b)
 	if err != nil {
 		return fmt.Errorf("sqlite: put backend of agent %s: encode: %w", agentID, err)
 	}
-	_, err = db.w.ExecContext(ctx, putBackendSQL, agentID, string(config), time.Now().UnixNano())
+	_, err = w.ExecContext(ctx, putBackendSQL, agentID, string(config), time.Now().UnixNano())
 	return dbErr("put backend of agent "+agentID, err)
 }
 
@@ -43,7 +47,11 @@ SELECT config FROM agent_backends WHERE agent_id = ?`, agentID).Scan(&config)
 // DeleteBackend implements store.Backends; deleting a missing backend is not an
 // error.
 func (db *DB) DeleteBackend(ctx context.Context, agentID string) error {
-	_, err := db.w.ExecContext(ctx, `-- name: delete_backend
+	return deleteBackend(ctx, pooled{db}, agentID)
+}
+
+func deleteBackend(ctx context.Context, w writer, agentID string) error {
+	_, err := w.ExecContext(ctx, `-- name: delete_backend
 DELETE FROM agent_backends WHERE agent_id = ?`, agentID)
 	return dbErr("delete backend of agent "+agentID, err)
 }

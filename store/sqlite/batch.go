@@ -4,51 +4,161 @@ import (
 	"context"
 	"database/sql"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 )
 
-var _ store.Batcher = (*DB)(nil)
+var (
+	_ store.Batcher = (*DB)(nil)
+	_ store.Tx      = batchTx{}
+	_ writer        = (*batch)(nil)
+)
 
-// batchKey carries a batch's transaction on pool in a context.
-type batchKey struct{ pool *sql.DB }
+// writer is where a store call's writes go: the write pool (pooled, the
+// DB's own methods) or a batch's transaction (*batch, the methods of its
+// store.Tx). The call is written once for both; nothing looks in the
+// context for a transaction.
+type writer interface {
+	// execer runs one statement.
+	execer
+	// atomic runs fn, statements that stand or fall together: in a write
+	// transaction of its own on the pool (warm lists the queries to
+	// prepare before it takes the connection), in a savepoint of a batch
+	// (none in a whole batch, which the caller rolls back).
+	atomic(ctx context.Context, fn func(ctx context.Context, tx execer) error, warm ...string) error
+}
 
-// batch is what a batch's context carries: its transaction, and whether
-// calls run without their own savepoint (InBatchWhole).
+// pooled is the DB as a writer: the write pool.
+type pooled struct{ db *DB }
+
+var _ writer = pooled{}
+
+// ExecContext implements execer.
+func (p pooled) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return p.db.w.ExecContext(ctx, query, args...)
+}
+
+// QueryContext implements execer.
+func (p pooled) QueryContext(ctx context.Context, query string, args ...any) (rowSet, error) {
+	return p.db.w.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext implements execer.
+func (p pooled) QueryRowContext(ctx context.Context, query string, args ...any) scanner {
+	return p.db.w.QueryRowContext(ctx, query, args...)
+}
+
+// atomic implements writer: a write transaction of its own.
+func (p pooled) atomic(ctx context.Context, fn func(ctx context.Context, tx execer) error, warm ...string) error {
+	return p.db.inTx(ctx, fn, warm...)
+}
+
+// batch is a batch's write transaction as a writer. Its statements are
+// the write pool's (prepared ones reused, each under the store deadline,
+// recorded, heard by noteWrite), on the transaction's connection.
 type batch struct {
+	db    *DB
 	tx    *sql.Tx
-	whole bool
+	whole bool // InBatchWhole: no savepoints
+	stmts stmts
 }
 
-// batchTx is the batch transaction ctx carries for pool, or nil.
-func batchTx(ctx context.Context, pool *sql.DB) *sql.Tx {
-	if b, ok := ctx.Value(batchKey{pool}).(batch); ok {
-		return b.tx
+func newBatch(db *DB, tx *sql.Tx, whole bool) *batch {
+	return &batch{db: db, tx: tx, whole: whole,
+		stmts: stmts{run: txStmts{tx: tx, cache: db.wc}, opts: db.opts, note: db.noteWrite}}
+}
+
+// ExecContext implements execer.
+func (b *batch) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return b.stmts.ExecContext(ctx, query, args...)
+}
+
+// QueryContext implements execer.
+func (b *batch) QueryContext(ctx context.Context, query string, args ...any) (rowSet, error) {
+	return b.stmts.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext implements execer.
+func (b *batch) QueryRowContext(ctx context.Context, query string, args ...any) scanner {
+	return b.stmts.QueryRowContext(ctx, query, args...)
+}
+
+// atomic implements writer: fn under the store deadline as one call, in a
+// savepoint of its own unless the batch is whole. Its queries were warmed
+// when the batch began (InBatch): the connection is the batch's.
+func (b *batch) atomic(ctx context.Context, fn func(ctx context.Context, tx execer) error, _ ...string) error {
+	ctx, end := b.db.opts.Bound(ctx)
+	return end(b.inSavepoint(ctx, fn))
+}
+
+// inSavepoint runs one store call inside the batch transaction, undone
+// alone if it fails.
+func (b *batch) inSavepoint(ctx context.Context, fn func(ctx context.Context, tx execer) error) error {
+	run := stmts{run: txStmts{tx: b.tx, cache: b.db.wc}, opts: store.Options{Metrics: b.db.opts.Metrics}}
+	if b.whole {
+		return fn(ctx, run)
 	}
-	return nil
+	if _, err := b.tx.ExecContext(ctx, "SAVEPOINT store_call"); err != nil {
+		return dbErr("savepoint", err)
+	}
+	if err := fn(ctx, run); err != nil {
+		if _, rerr := b.tx.ExecContext(ctx, "ROLLBACK TO store_call"); rerr != nil {
+			b.db.logger.Warn("sqlite: rollback to savepoint failed", "err", rerr)
+		}
+		_, _ = b.tx.ExecContext(ctx, "RELEASE store_call")
+		return err
+	}
+	_, err := b.tx.ExecContext(ctx, "RELEASE store_call")
+	return dbErr("release savepoint", err)
 }
 
-// batchWhole reports whether ctx's batch on pool runs calls without savepoints.
-func batchWhole(ctx context.Context, pool *sql.DB) bool {
-	b, _ := ctx.Value(batchKey{pool}).(batch)
-	return b.whole
+// batchTx is the store.Tx of a batch: its writes in the batch's
+// transaction, its reads on the reader pool (they see what was committed,
+// not the batch's own writes).
+type batchTx struct{ b *batch }
+
+// GetAgent implements store.Tx.
+func (t batchTx) GetAgent(ctx context.Context, id string) (store.Listing, error) {
+	return t.b.db.GetAgent(ctx, id)
+}
+
+// GetAgents implements store.Tx.
+func (t batchTx) GetAgents(ctx context.Context, ids []string) ([]store.Listing, error) {
+	return t.b.db.GetAgents(ctx, ids)
+}
+
+// UpsertRecord implements store.Tx.
+func (t batchTx) UpsertRecord(ctx context.Context, l store.Listing) error {
+	return t.b.db.upsertRecord(ctx, t.b, l)
+}
+
+// GetBackend implements store.Tx.
+func (t batchTx) GetBackend(ctx context.Context, agentID string) (agent.Backend, error) {
+	return t.b.db.GetBackend(ctx, agentID)
+}
+
+// PutBackend implements store.Tx.
+func (t batchTx) PutBackend(ctx context.Context, agentID string, b agent.Backend) error {
+	return putBackend(ctx, t.b, agentID, b)
+}
+
+// DeleteBackend implements store.Tx.
+func (t batchTx) DeleteBackend(ctx context.Context, agentID string) error {
+	return deleteBackend(ctx, t.b, agentID)
 }
 
 // InBatch implements store.Batcher: one write transaction (the write
-// connection is held until it ends), a savepoint per store call; a batch
-// inside a batch joins it.
-func (db *DB) InBatch(ctx context.Context, fn func(ctx context.Context) error) error {
+// connection is held until it ends), a savepoint per call of fn's Tx.
+func (db *DB) InBatch(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	return db.inBatch(ctx, false, fn)
 }
 
 // InBatchWhole implements store.Batcher: InBatch without the savepoints.
-func (db *DB) InBatchWhole(ctx context.Context, fn func(ctx context.Context) error) error {
+func (db *DB) InBatchWhole(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	return db.inBatch(ctx, true, fn)
 }
 
-func (db *DB) inBatch(ctx context.Context, whole bool, fn func(ctx context.Context) error) (err error) {
-	if batchTx(ctx, db.write) != nil {
-		return fn(ctx)
-	}
+func (db *DB) inBatch(ctx context.Context, whole bool, fn func(ctx context.Context, tx store.Tx) error) (err error) {
 	if err := db.space.readOnly; err != nil {
 		return err
 	}
@@ -69,28 +179,8 @@ func (db *DB) inBatch(ctx context.Context, whole bool, fn func(ctx context.Conte
 			db.rollback(tx)
 		}
 	}()
-	if err := fn(context.WithValue(ctx, batchKey{db.write}, batch{tx: tx, whole: whole})); err != nil {
+	if err := fn(ctx, batchTx{newBatch(db, tx, whole)}); err != nil {
 		return err
 	}
 	return dbErr("commit batch", tx.Commit())
-}
-
-// inSavepoint runs one store call inside the batch transaction tx, undone
-// alone if it fails.
-func (db *DB) inSavepoint(ctx context.Context, tx *sql.Tx, cache *stmtCache, fn func(ctx context.Context, tx execer) error) error {
-	if batchWhole(ctx, db.write) {
-		return fn(ctx, stmts{run: txStmts{tx: tx, cache: cache}, opts: store.Options{Metrics: db.opts.Metrics}})
-	}
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT store_call"); err != nil {
-		return dbErr("savepoint", err)
-	}
-	if err := fn(ctx, stmts{run: txStmts{tx: tx, cache: cache}, opts: store.Options{Metrics: db.opts.Metrics}}); err != nil {
-		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO store_call"); rerr != nil {
-			db.logger.Warn("sqlite: rollback to savepoint failed", "err", rerr)
-		}
-		_, _ = tx.ExecContext(ctx, "RELEASE store_call")
-		return err
-	}
-	_, err := tx.ExecContext(ctx, "RELEASE store_call")
-	return dbErr("release savepoint", err)
 }

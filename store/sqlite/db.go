@@ -193,9 +193,6 @@ func (db *DB) inReadTx(ctx context.Context, fn func(ctx context.Context, tx exec
 // gets the bounded context and must run its statements with it.
 func (db *DB) runTx(ctx context.Context, pool *sql.DB, cache *stmtCache, opts *sql.TxOptions, warm []string, fn func(ctx context.Context, tx execer) error) error {
 	ctx, end := db.opts.Bound(ctx)
-	if tx := batchTx(ctx, pool); tx != nil { // no warming: the pool's one connection is the batch's
-		return end(db.inSavepoint(ctx, tx, cache, fn))
-	}
 	if pool == db.write {
 		if err := db.space.readOnly; err != nil {
 			return end(err)

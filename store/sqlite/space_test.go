@@ -138,7 +138,7 @@ func TestOpenOnFullDisk(t *testing.T) {
 		if err := db.SessionCommit(ctx, "t", []byte("x"), time.Now().Add(time.Hour)); !errors.Is(err, store.ErrStorageFull) {
 			t.Errorf("session commit: %v, want ErrStorageFull", err)
 		}
-		if err := db.InBatch(ctx, func(context.Context) error { return nil }); !errors.Is(err, store.ErrStorageFull) {
+		if err := db.InBatch(ctx, func(context.Context, store.Tx) error { return nil }); !errors.Is(err, store.ErrStorageFull) {
 			t.Errorf("batch: %v, want ErrStorageFull", err)
 		}
 		if _, _, err := db.UseAPIToken(ctx, []byte("nope"), time.Now()); !errors.Is(err, store.ErrStorageFull) {

@@ -74,9 +74,6 @@ func (c *stmtCache) warm(ctx context.Context, queries ...string) {
 
 // exec implements runner, with the prepared statement when there is one.
 func (c *stmtCache) exec(ctx context.Context, query string, args []any) (sql.Result, error) {
-	if tx := batchTx(ctx, c.pool); tx != nil {
-		return txStmts{tx: tx, cache: c}.exec(ctx, query, args)
-	}
 	if s := c.lookup(ctx, query); s != nil {
 		return s.ExecContext(ctx, args...)
 	}
@@ -85,9 +82,6 @@ func (c *stmtCache) exec(ctx context.Context, query string, args []any) (sql.Res
 
 // query implements runner, with the prepared statement when there is one.
 func (c *stmtCache) query(ctx context.Context, query string, args []any) (*sql.Rows, error) {
-	if tx := batchTx(ctx, c.pool); tx != nil {
-		return txStmts{tx: tx, cache: c}.query(ctx, query, args)
-	}
 	if s := c.lookup(ctx, query); s != nil {
 		return s.QueryContext(ctx, args...)
 	}

@@ -63,12 +63,12 @@ func testBatchWholeCommits(t *testing.T, s store.Store) {
 	one := p.listing(t, at, agent.Record{Name: "whole-one", Seq: 5, Tags: []string{"alpha"}})
 	two := p.listing(t, at, agent.Record{Name: "whole-two", Seq: 5})
 	newer := p.listing(t, at, agent.Record{Name: "whole-one", Seq: 6, Tags: []string{"beta"}})
-	err := batcher(t, s).InBatchWhole(ctx, func(ctx context.Context) error {
+	err := batcher(t, s).InBatchWhole(ctx, func(ctx context.Context, tx store.Tx) error {
 		for _, l := range []store.Listing{one, two, newer} {
-			if err := s.UpsertRecord(ctx, l); err != nil {
+			if err := tx.UpsertRecord(ctx, l); err != nil {
 				return err
 			}
-			if err := s.PutBackend(ctx, l.Record.ID, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}); err != nil {
+			if err := tx.PutBackend(ctx, l.Record.ID, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}); err != nil {
 				return err
 			}
 		}
@@ -94,14 +94,14 @@ func testBatchWholeRollsBack(t *testing.T, s store.Store) {
 	p := newPublisher(t)
 	l := p.listing(t, now(), agent.Record{Name: "whole-never", Seq: 2})
 	older := p.listing(t, now(), agent.Record{Name: "whole-never", Seq: 1})
-	err := batcher(t, s).InBatchWhole(ctx, func(ctx context.Context) error {
-		if err := s.UpsertRecord(ctx, l); err != nil {
+	err := batcher(t, s).InBatchWhole(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.UpsertRecord(ctx, l); err != nil {
 			return err
 		}
-		if err := s.PutBackend(ctx, l.Record.ID, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}); err != nil {
+		if err := tx.PutBackend(ctx, l.Record.ID, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}); err != nil {
 			return err
 		}
-		return s.UpsertRecord(ctx, older)
+		return tx.UpsertRecord(ctx, older)
 	})
 	if !errors.Is(err, store.ErrStale) {
 		t.Fatalf("InBatchWhole = %v, want the stale upsert's ErrStale", err)
@@ -132,17 +132,17 @@ func testBatchCommits(t *testing.T, s store.Store) {
 	one := p.listing(t, at, agent.Record{Name: "batch-one", Seq: 5})
 	two := p.listing(t, at, agent.Record{Name: "batch-two", Seq: 5})
 	older := p.listing(t, at, agent.Record{Name: "batch-one", Seq: 4})
-	err := batcher(t, s).InBatch(ctx, func(ctx context.Context) error {
-		if err := s.UpsertRecord(ctx, one); err != nil {
+	err := batcher(t, s).InBatch(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.UpsertRecord(ctx, one); err != nil {
 			return err
 		}
-		if err := s.PutBackend(ctx, one.Record.ID, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}); err != nil {
+		if err := tx.PutBackend(ctx, one.Record.ID, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}); err != nil {
 			return err
 		}
-		if err := s.UpsertRecord(ctx, older); !errors.Is(err, store.ErrStale) {
+		if err := tx.UpsertRecord(ctx, older); !errors.Is(err, store.ErrStale) {
 			t.Errorf("stale upsert in a batch: %v, want ErrStale", err)
 		}
-		return s.UpsertRecord(ctx, two)
+		return tx.UpsertRecord(ctx, two)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -162,11 +162,11 @@ func testBatchRollsBack(t *testing.T, s store.Store) {
 	p := newPublisher(t)
 	l := p.listing(t, now(), agent.Record{Name: "never-there", Seq: 1})
 	boom := errors.New("boom")
-	err := batcher(t, s).InBatch(ctx, func(ctx context.Context) error {
-		if err := s.UpsertRecord(ctx, l); err != nil {
+	err := batcher(t, s).InBatch(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.UpsertRecord(ctx, l); err != nil {
 			return err
 		}
-		if err := s.PutBackend(ctx, l.Record.ID, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}); err != nil {
+		if err := tx.PutBackend(ctx, l.Record.ID, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}); err != nil {
 			return err
 		}
 		return boom

@@ -441,15 +441,15 @@ func testChangesInBatch(t *testing.T, s store.Store) {
 		two := p.listing(t, at, agent.Record{Name: name + "-two", Seq: 1})
 		newer := p.listing(t, at, agent.Record{Name: name + "-one", Seq: 2, Description: "newer"})
 		same := p.listing(t, at, agent.Record{Name: name + "-two", Seq: 2})
-		err := run(ctx, func(ctx context.Context) error {
+		err := run(ctx, func(ctx context.Context, tx store.Tx) error {
 			for _, l := range []store.Listing{one, two, newer, same} {
-				if err := s.UpsertRecord(ctx, l); err != nil {
+				if err := tx.UpsertRecord(ctx, l); err != nil {
 					return err
 				}
 			}
 			if !whole {
 				// Refused alone: the batch goes on.
-				if err := s.UpsertRecord(ctx, one); !errors.Is(err, store.ErrStale) {
+				if err := tx.UpsertRecord(ctx, one); !errors.Is(err, store.ErrStale) {
 					t.Errorf("stale upsert in a batch = %v, want ErrStale", err)
 				}
 			}
@@ -465,8 +465,8 @@ func testChangesInBatch(t *testing.T, s store.Store) {
 		}
 	}
 	failed := errors.New("rolled back")
-	err := b.InBatchWhole(ctx, func(ctx context.Context) error {
-		if err := s.UpsertRecord(ctx, p.listing(t, at, agent.Record{Name: "feed-never"})); err != nil {
+	err := b.InBatchWhole(ctx, func(ctx context.Context, tx store.Tx) error {
+		if err := tx.UpsertRecord(ctx, p.listing(t, at, agent.Record{Name: "feed-never"})); err != nil {
 			return err
 		}
 		return failed
