@@ -126,7 +126,15 @@ type Node struct {
 
 // New starts a libp2p host with the given identity and, when cfg.Cache is
 // set, the DHT, GossipSub, heartbeats and catalogue sync.
+//
+// ctx bounds the start only: if it ends before the node is up (Ctrl-C
+// while a node starts), New closes what it started and returns ctx's
+// error. Once New returns, the node runs on its own context until Close,
+// whatever becomes of ctx.
 func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logger) (*Node, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("p2p start: %w", err)
+	}
 	cfg.defaults()
 	for _, a := range cfg.ListenAddrs {
 		if _, err := ma.NewMultiaddr(a); err != nil {
@@ -217,6 +225,10 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 	if err := n.registerNATMetrics(cfg.Registerer); err != nil {
 		_ = n.Close()
 		return nil, fmt.Errorf("p2p metrics: %w", err)
+	}
+	if err := ctx.Err(); err != nil { // the host is up: the slow part of the start is over
+		_ = n.Close()
+		return nil, fmt.Errorf("p2p start: %w", err)
 	}
 	n.goLoop(func(ctx context.Context) { n.keepBootstrapped(ctx, boot) })
 	if cfg.Cache == nil {
