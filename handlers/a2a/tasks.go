@@ -65,8 +65,6 @@ func newTask(scope, agentID, contextID string, msg *a2a.Message, now time.Time) 
 	return t
 }
 
-func (t *task) TaskInfo() a2a.TaskInfo { return a2a.TaskInfo{TaskID: t.id, ContextID: t.contextID} }
-
 // snapshot is the task as the protocol shows it, with at most
 // historyLength messages of its history (nil: all).
 func (t *task) snapshot(historyLength *int) *a2a.Task {
