@@ -96,7 +96,6 @@ func hookInput(name, hookURL string) registry.Input {
 
 func TestConversationRefusedAfterOwnerChange(t *testing.T) {
 	e := NewChat(t)
-	e.Server.Config.AllowPrivateEndpoints = true
 	e.Server.Registry.AllowPrivate = true
 	oldHook, oldURL := newRecordingHook(t)
 	newHook, newURL := newRecordingHook(t)
@@ -204,7 +203,6 @@ func TestConversationRefusedAfterOwnerChange(t *testing.T) {
 
 func TestDemoAgentsDoNotTakeUsersName(t *testing.T) {
 	e := New(t)
-	e.Server.Config.AllowPrivateEndpoints = true // bob's hook is not resolved
 	demo := SimpleInput("echo", "Echo")
 	theirs := e.SeedAgent("bob", hookInput("echo", "https://bob.example/hook"))
 	gone := e.SeedAgent("carol", SimpleInput("calculator", "Carol's"))

@@ -3,24 +3,25 @@
 // deadlines, security headers, the Origin rule, metrics), the one error
 // dispatch (JSON for the API and /mcp, the portal's page elsewhere),
 // health, metrics and static files. Server builds each protocol surface
-// (portal, api, chatws, mcpserver) from the use cases and the store roles
-// it needs; no globals.
+// (portal, api, chatws, mcpserver, a2a) on the finished use cases it is
+// given (Deps) and the store roles it needs; it builds no use case and
+// keeps no globals.
 package handlers
 
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/crypto/bcrypt"
 
-	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/a2a"
@@ -34,40 +35,72 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-// Node is what the handlers need to know about this node's network side.
+// Node is this node's network side as the handlers use it: what the API
+// and the portal show of it and search through it (each surface declares
+// its own Node) and, for /readyz, whether it is up.
 type Node interface {
-	PeerID() string
-	// Addrs are full multiaddrs ending in /p2p/<id>, for bootstrapping.
-	Addrs() []string
-	// PeerCount is the number of connected peers.
-	PeerCount() int
-	// Reachability is public, private or unknown (AutoNAT); RelayAddrs
-	// are the addresses through relays the node holds a reservation on;
-	// PeerKinds counts peers with a direct connection and those reached
-	// only through a relay.
-	Reachability() string
-	RelayAddrs() []string
-	PeerKinds() (direct, relayed int)
+	api.Node
+	portal.Node
 	// Ready reports whether the network side is up.
 	Ready() bool
-	// Lookup asks the network (DHT) for a record the cache lacks; it is
-	// verified and cached before it returns.
-	Lookup(ctx context.Context, id string) (*agent.Record, error)
-	// SearchTag asks the DHT who provides tag and pulls those providers'
-	// listings with it into the cache.
-	SearchTag(ctx context.Context, tag string, maxProviders int) (providers, changed int, err error)
 }
 
-// Config holds the handler settings that come from the command line.
+// Deps are the finished services a Server puts on HTTP. The composition
+// root (cmd/agentsite) builds each once, in dependency order, and the
+// handlers only map requests to them; tests build them the same way
+// (handlertest).
+type Deps struct {
+	// Store is the store the surfaces read and write (the read cache in
+	// front of the network view, accounts and sessions on the engine).
+	Store store.Store
+	Node  Node
+	// Registry is this node's agents, Chat the chat turns, Live
+	// AgentChat's turns apart from the pages and sockets that asked (a
+	// reply survives a reload).
+	Registry *registry.Registry
+	Chat     *chat.Chat
+	Live     *chat.Live
+	// Health shows owners their agents' health and Tester runs the forms'
+	// Test backend button; nil (untyped): neither is shown.
+	Health portal.HealthReader
+	Tester portal.BackendTester
+	// Lifetime ends at shutdown's first step: every chat socket gets a
+	// close frame and every A2A task ends (http.Server's Shutdown does not
+	// touch hijacked connections). Live's turns end with it too.
+	Lifetime context.Context
+	Logger   *slog.Logger
+	// Metrics receives the HTTP and store metrics.
+	Metrics prometheus.Registerer
+}
+
+// check says which required dependency is missing.
+func (d Deps) check() error {
+	var missing []string
+	for name, absent := range map[string]bool{
+		"Store": d.Store == nil, "Node": d.Node == nil, "Registry": d.Registry == nil, "Chat": d.Chat == nil,
+		"Live": d.Live == nil, "Lifetime": d.Lifetime == nil, "Logger": d.Logger == nil, "Metrics": d.Metrics == nil,
+	} {
+		if absent {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("handlers: missing %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// Config holds the HTTP settings that come from the command line. Every
+// value is explicit: the flags (cmd/agentsite/config.go) hold the
+// defaults, and a zero time limit means none.
 type Config struct {
-	Version               string
-	OperatorToken         string // bearer token with operator rights; empty disables
-	AllowPrivateEndpoints bool   // allow loopback/private URLs in backends
-	SecureCookies         bool   // Secure flag on cookies (off only for plain-HTTP tests)
-	BcryptCost            int    // 0: bcrypt.DefaultCost
-	RecordTTL             time.Duration
+	Version       string
+	OperatorToken string // bearer token with operator rights; empty disables
+	SecureCookies bool   // Secure flag on cookies (off only for plain-HTTP tests)
+	BcryptCost    int    // 0: bcrypt.DefaultCost
 	// RateLimit is the number of login and sign-up attempts one IP may make
-	// per minute (registrations and API writes: six times that). 0: 10.
+	// per minute (registrations and API writes: six times that); at least 1.
 	RateLimit int
 	// SearchIndexStatus is the in-process search index's state (loading,
 	// ok, retrying) and, while retrying, the kind of its last failed read
@@ -75,19 +108,19 @@ type Config struct {
 	// nil: the node has no index.
 	SearchIndexStatus func() (state, errKind string)
 	// ChatRateLimit is the number of chat turns one IP (or account) may
-	// send per minute, over the WebSocket and the message API. 0: 120.
+	// send per minute, over the WebSocket and the message API; at least 1.
 	ChatRateLimit int
 	// BodyTimeout bounds how long a client may take to send a request
-	// body. 0: 15 s.
+	// body. 0: no bound.
 	BodyTimeout time.Duration
 	// WriteTimeout bounds how long a response may take to write (a client
-	// that does not read it is dropped). 0: 30 s.
+	// that does not read it is dropped). 0: no bound.
 	WriteTimeout time.Duration
 	// StreamWriteTimeout is WriteTimeout for responses that run a whole
-	// chat turn (/mcp, the message API, the no-JS chat form). 0: 2 min.
+	// chat turn (/mcp, the message API, the no-JS chat form). 0: no bound.
 	StreamWriteTimeout time.Duration
 	// MaxSocketsPerClient caps the chat WebSockets one client (IP, IPv6
-	// /64) may hold open. 0: 16.
+	// /64) may hold open; at least 1.
 	MaxSocketsPerClient int
 	// TrustedProxies are the CIDRs of the operator's reverse proxies: from
 	// them, the client is read from X-Forwarded-For. Empty: the TCP peer.
@@ -104,22 +137,32 @@ type Config struct {
 	StorageFull func() bool
 }
 
+// check refuses the settings that have no "off".
+func (c Config) check() error {
+	var errs []error
+	if c.RateLimit < 1 || c.ChatRateLimit < 1 || c.MaxSocketsPerClient < 1 {
+		errs = append(errs, fmt.Errorf("handlers: RateLimit (%d), ChatRateLimit (%d) and MaxSocketsPerClient (%d) must be at least 1",
+			c.RateLimit, c.ChatRateLimit, c.MaxSocketsPerClient))
+	}
+	if c.PublicURL != "" {
+		if _, err := ParsePublicURL(c.PublicURL); err != nil {
+			errs = append(errs, fmt.Errorf("public URL: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Server holds the dependencies of every handler.
 type Server struct {
-	Store     store.Store
-	Node      Node
-	Publisher registry.Publisher
-	Logger    *slog.Logger
-	Config    Config
-	Now       func() time.Time
-	// Registry is this node's agents; Chat runs chat turns. New builds
-	// both; set Chat.Local (and Chat.Remote, with a network) before
-	// serving chat.
+	Store  store.Store
+	Node   Node
+	Logger *slog.Logger
+	Config Config
+	Now    func() time.Time
+	// Registry, Chat and Live are the use cases the surfaces share
+	// (Deps).
 	Registry *registry.Registry
 	Chat     *chat.Chat
-	// Live runs AgentChat's turns apart from the pages and sockets that
-	// asked (a reply survives a reload): the chat socket starts, stops
-	// and attaches to them; the chat page shows the ones on their way.
 	Live     *chat.Live
 	Accounts *httpkit.Accounts
 	// API serves /api/v1 and ChatSocket the chat WebSocket; New builds
@@ -139,53 +182,26 @@ type Server struct {
 	// (and far above) the per-client one, so a script can register a
 	// catalogue.
 	operatorWrites *httpkit.Rates
-	lifetime       context.Context // ends at CloseChats
-	endLifetime    context.CancelFunc
 }
 
-// New builds a Server and registers its metrics with reg.
-func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger, cfg Config, reg prometheus.Registerer) (*Server, error) {
-	if cfg.RecordTTL <= 0 {
-		cfg.RecordTTL = agent.DefaultTTL
+// New puts the finished services of deps on HTTP with the settings of
+// cfg, and registers its metrics with deps.Metrics.
+func New(deps Deps, cfg Config) (*Server, error) {
+	if err := errors.Join(deps.check(), cfg.check()); err != nil {
+		return nil, err
 	}
-	if cfg.BcryptCost == 0 {
-		cfg.BcryptCost = bcrypt.DefaultCost
-	}
-	if cfg.RateLimit <= 0 {
-		cfg.RateLimit = 10
-	}
-	if cfg.ChatRateLimit <= 0 {
-		cfg.ChatRateLimit = 120
-	}
-	if cfg.BodyTimeout <= 0 {
-		cfg.BodyTimeout = 15 * time.Second
-	}
-	if cfg.WriteTimeout <= 0 {
-		cfg.WriteTimeout = 30 * time.Second
-	}
-	if cfg.StreamWriteTimeout <= 0 {
-		cfg.StreamWriteTimeout = 2 * time.Minute
-	}
-	if cfg.MaxSocketsPerClient <= 0 {
-		cfg.MaxSocketsPerClient = 16
-	}
-	if cfg.PublicURL != "" {
-		if _, err := ParsePublicURL(cfg.PublicURL); err != nil {
-			return nil, fmt.Errorf("public URL: %w", err)
-		}
-	}
+	st, node, logger := deps.Store, deps.Node, deps.Logger
 	s := &Server{
-		Store:     st,
-		Node:      node,
-		Publisher: pub,
-		Logger:    logger,
-		Config:    cfg,
-		Now:       time.Now,
+		Store:    st,
+		Node:     node,
+		Logger:   logger,
+		Config:   cfg,
+		Now:      time.Now,
+		Registry: deps.Registry,
+		Chat:     deps.Chat,
+		Live:     deps.Live,
 	}
 	now := func() time.Time { return s.Now() }
-	s.Registry = &registry.Registry{Store: st, Publisher: pub, Network: node, PeerID: node.PeerID(),
-		TTL: cfg.RecordTTL, AllowPrivate: cfg.AllowPrivateEndpoints, Logger: logger, Now: now}
-	s.Chat = &chat.Chat{Store: st, Listings: s.Registry, Search: st, Logger: logger, Now: now}
 	accounts, err := httpkit.NewAccounts(st, cfg.OperatorToken, cfg.BcryptCost, now)
 	if err != nil {
 		return nil, err
@@ -196,42 +212,29 @@ func New(st store.Store, node Node, pub registry.Publisher, logger *slog.Logger,
 	s.chatLimits = httpkit.NewRates(cfg.ChatRateLimit)
 	s.operatorWrites = httpkit.NewRates(OperatorWritesPerMinute)
 	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,
-		Registry: s.Registry, Chat: s.Chat, Accounts: accounts, Sessions: s.sessions,
-		ChatLimits: s.chatLimits, Logger: logger, Version: cfg.Version, Now: now}
+		Registry: s.Registry, Chat: s.Chat, Live: s.Live, Accounts: accounts, Sessions: s.sessions,
+		ChatLimits: s.chatLimits, Health: deps.Health, Tester: deps.Tester,
+		Logger: logger, Version: cfg.Version, Now: now}
 	if u := s.publicURL(); u != nil {
 		s.pages.PublicURL = browserOrigin(u)
 	}
-	s.lifetime, s.endLifetime = context.WithCancel(context.Background())
-	s.Live = &chat.Live{Chat: s.Chat, Lifetime: s.lifetime, Logger: logger}
-	s.pages.Live = s.Live
 	s.API = &api.API{Catalog: st, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
 		ChatRates: s.chatLimits, Replies: s.Live, Version: cfg.Version, Now: now, Fail: s.renderError, Logger: logger}
 	s.ChatSocket = &chatws.Handler{Chat: s.Chat, Live: s.Live, Sessions: s.sessions,
 		Sockets: connlimit.NewCounter(cfg.MaxSocketsPerClient), Rates: s.chatLimits,
-		AllowOrigin: s.originRule().admits, Lifetime: s.lifetime, Fail: s.renderError, Logger: logger, Now: now}
-	s.A2A = a2a.New(s.lifetime, s.Chat, st, s.chatLimits, logger, a2a.Config{
+		AllowOrigin: s.originRule().admits, Lifetime: deps.Lifetime, Fail: s.renderError, Logger: logger, Now: now}
+	s.A2A = a2a.New(deps.Lifetime, s.Chat, st, s.chatLimits, logger, a2a.Config{
 		NodeID: node.PeerID(), Version: cfg.Version, PublicURL: s.publicURL(),
 		TurnTimeout: cfg.StreamWriteTimeout - cfg.StreamWriteTimeout/10, // the answer is written before the deadline
 	})
 	s.A2A.Now = now
 	s.MCPRegistry = &mcpregistry.Handler{Catalog: st, PublicURL: cfg.PublicURL, Fail: s.renderError}
-	m, err := newMetrics(reg, st)
+	m, err := newMetrics(deps.Metrics, st)
 	if err != nil {
 		return nil, err
 	}
 	s.metrics = m
 	return s, nil
-}
-
-func (s *Server) now() time.Time { return s.Now().UTC() }
-
-// UseHealth gives the portal this node's agent health: the tracker the
-// owners' pages read and the prober behind the forms' Test backend
-// button. Main calls it after New (the tracker counts the turns of the
-// Chat New builds); a Server without it shows neither. Pass untyped nils,
-// not nil pointers, to leave them out.
-func (s *Server) UseHealth(h portal.HealthReader, t portal.BackendTester) {
-	s.pages.Health, s.pages.Tester = h, t
 }
 
 // publicMCP is the public /mcp surface on the Server's dependencies. It is
@@ -253,10 +256,6 @@ func (s *Server) publicMCP() *mcpserver.Server {
 	}
 	return m
 }
-
-// CloseChats ends every chat socket with a close frame; http.Server's
-// Shutdown does not touch hijacked connections, so Main calls this first.
-func (s *Server) CloseChats() { s.endLifetime() }
 
 // statusRecorder remembers the status code written, for metrics and logs.
 type statusRecorder struct {

@@ -109,7 +109,7 @@ func wantUnavailable(t *testing.T, resp *http.Response, took time.Duration) {
 // agentID is the id the node gives an agent named name.
 func (e *stallEnv) agentID(name string) string {
 	e.T.Helper()
-	id, err := e.Server.Publisher.AgentID(name)
+	id, err := e.Server.Registry.Publisher.AgentID(name)
 	if err != nil {
 		e.T.Fatal(err)
 	}

@@ -19,23 +19,9 @@ import (
 // left out of the heartbeat: a node speaks only for its own.
 type HealthSource func() map[string]agent.Health
 
-// SetHealthSource replaces where heartbeats take the health of the hosted
-// agents from, for a source built after the node (it needs the node's
-// runtime); nil sends no health.
-func (n *Node) SetHealthSource(f HealthSource) {
-	if f == nil {
-		n.health.Store(nil)
-		return
-	}
-	n.health.Store(&f)
-}
-
-func (n *Node) healthSource() HealthSource {
-	if f := n.health.Load(); f != nil {
-		return *f
-	}
-	return nil
-}
+// healthSource is where this interval's heartbeat takes the hosted agents'
+// health from (Config.HealthSource, set at New).
+func (n *Node) healthSource() HealthSource { return n.cfg.HealthSource }
 
 // hostedHealth is the health entries of this interval's heartbeat: src's
 // summaries of the agents in local (id → name), normalised, in id order.

@@ -61,7 +61,7 @@ type Config struct {
 	// cache then fills from gossip and on-demand look-ups only.
 	NoSyncOnConnect bool
 	// HealthSource gives the health of the hosted agents for the
-	// heartbeats (nil: none until SetHealthSource).
+	// heartbeats (nil: none).
 	HealthSource HealthSource
 	// Announce are addresses to advertise besides the ones the node
 	// listens on, e.g. a port forwarded on the router
@@ -113,7 +113,6 @@ type Node struct {
 	scores  peerScores
 	mcp     mcpState                  // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
 	hostp   atomic.Pointer[host.Host] // the host, for libp2p's own goroutines (autorelay's peer source)
-	health  atomic.Pointer[HealthSource]
 	nat     natState
 	now     func() time.Time
 	started time.Time
@@ -161,7 +160,6 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 		}
 	}
 	n.syncs = newSyncTracker()
-	n.SetHealthSource(cfg.HealthSource)
 
 	cm, err := connmgr.NewConnManager(100, 400, connmgr.WithGracePeriod(time.Minute))
 	if err != nil {

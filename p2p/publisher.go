@@ -27,13 +27,19 @@ type Publisher struct {
 	announce func(ctx context.Context, rec *agent.Record, envelope []byte) error
 }
 
-// AnnounceWith makes the publisher send every published record to the
-// network through n as well as to the sink.
-func (p *Publisher) AnnounceWith(n *Node) { p.announce = n.Announce }
-
-// NewPublisher returns a Publisher signing with key and delivering to sink.
+// NewPublisher returns a Publisher signing with key and delivering to sink
+// only: a node without a network (an offline import, tests). A running
+// node publishes through Node.Publisher.
 func NewPublisher(key crypto.PrivKey, sink Sink) *Publisher {
 	return &Publisher{key: key, sink: sink, now: time.Now}
+}
+
+// Publisher returns a Publisher signing with n's key that delivers every
+// record to sink and announces it on n's network.
+func (n *Node) Publisher(sink Sink) *Publisher {
+	p := NewPublisher(n.key, sink)
+	p.announce = n.Announce
+	return p
 }
 
 // AgentID is the id a record named name gets when this node publishes it.
@@ -88,7 +94,7 @@ func (p *Publisher) Store(ctx context.Context, opened *agent.Record, env []byte)
 }
 
 // Announce is the network half: env sent to the network when the
-// publisher announces (AnnounceWith), else nothing.
+// publisher announces (Node.Publisher), else nothing.
 func (p *Publisher) Announce(ctx context.Context, opened *agent.Record, env []byte) error {
 	if p.announce == nil {
 		return nil

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/p2p"
@@ -75,10 +76,19 @@ type Config struct {
 // DefaultP2PListen listens on every interface on a free TCP and QUIC port.
 var defaultP2PListen = []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"}
 
-// flagDoc describes one flag; the README's configuration table mirrors this.
-type flagDoc struct {
-	name, usage string
-}
+// Settings without a flag of their own: one value each, kept here with
+// the flags' defaults.
+const (
+	// loginRateLimit is the login and sign-up attempts one client IP may
+	// make per minute (registrations and API writes: six times that).
+	loginRateLimit = 10
+	// streamWriteTimeout is --write-timeout for the responses that run a
+	// whole chat turn (/mcp, the message API, the no-JS chat form).
+	streamWriteTimeout = 2 * time.Minute
+	// importStoreTimeout is --store-timeout for an offline import: nobody
+	// waits on a page, and a bulk write may queue behind a checkpoint.
+	importStoreTimeout = 30 * time.Second
+)
 
 // stringList is a repeatable flag; from the environment it is comma-separated.
 type stringList struct {
@@ -116,7 +126,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("agentsite serve", flag.ContinueOnError)
 	fs.SetOutput(out)
 	c.P2PListen = append([]string(nil), defaultP2PListen...)
-	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory for the node key and the embedded SQLite database")
+	c.declareShared(fs)
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:8080", "address of the portal, API and /mcp")
 	fs.Var(&stringList{vals: &c.P2PListen}, "p2p-listen", "libp2p listen multiaddr (repeatable; default TCP and QUIC on a free port)")
 	fs.Var(&stringList{vals: &c.Bootstrap}, "bootstrap", "multiaddr with /p2p/<id> of a peer to join through (repeatable)")
@@ -124,13 +134,10 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.NATPortMap, "nat-portmap", false, "ask the router to forward a port (UPnP, NAT-PMP)")
 	fs.BoolVar(&c.RelayService, "relay-service", true, "offer a bounded circuit relay to nodes behind NAT while this node is publicly reachable")
 	fs.Var(&stringList{vals: &c.TestPublicCIDRs}, "test-public-cidr", "tests only: count addresses in this CIDR (e.g. the documentation prefix 198.51.100.0/24) as public (repeatable)")
-	fs.StringVar(&c.DatabaseURL, "database-url", "", "postgres://... to use Postgres; empty for embedded SQLite in the data dir")
 	fs.BoolVar(&c.DemoAgents, "demo-agents", true, "host the builtin demo agents (echo, calculator)")
 	fs.DurationVar(&c.EchoDelay, "echo-delay", 0, "pause of the builtin echo agent before each word, so streaming shows (the demo and make run use 50ms)")
-	fs.BoolVar(&c.AllowPrivateEndpoints, "allow-private-endpoints", false, "allow agent backends on loopback/private addresses")
 	fs.StringVar(&c.OperatorToken, "operator-token", "", "bearer token with operator rights on the API (empty: disabled)")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", true, "mark session cookies Secure (browsers accept them on http://127.0.0.1 and localhost)")
-	fs.DurationVar(&c.RecordTTL, "record-ttl", time.Hour, "lifetime of the records this node signs; they are re-announced at half of it")
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", 10*time.Second, "how often this node announces itself on agentsite/status/1")
 	fs.DurationVar(&c.StaleAfter, "stale-after", 0, "silence after which a node's listings turn stale (0: 3 heartbeat intervals)")
 	fs.BoolVar(&c.SyncOnConnect, "sync-on-connect", true, "pull each new peer's catalogue when it connects (off: the cache fills from gossip and look-ups only)")
@@ -162,6 +169,24 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.MaxPerPublisher, "max-listings-per-publisher", store.DefaultMaxPerPublisher, "listings one publisher other than this node may hold here that are not offline; a new one beyond it is refused (0: the default)")
 	fs.DurationVar(&c.UnheardExpiry, "unheard-expiry", store.DefaultUnheardAfter, "listings whose host never sent a heartbeat go offline this long after they were last heard of (0: the default)")
 	return fs
+}
+
+// declareShared declares the flags `import` shares with `serve`, on the
+// same fields, each with one default and one rule (validateShared): where
+// the node's key and database are, and the registry's limits, so that an
+// import registers exactly as the node would.
+func (c *Config) declareShared(fs *flag.FlagSet) {
+	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory for the node key and the embedded SQLite database")
+	fs.StringVar(&c.DatabaseURL, "database-url", "", "postgres://... to use Postgres (or sqlite:PATH); empty for embedded SQLite in the data dir")
+	fs.BoolVar(&c.AllowPrivateEndpoints, "allow-private-endpoints", false, "allow agent backends on loopback/private addresses")
+	fs.DurationVar(&c.RecordTTL, "record-ttl", agent.DefaultTTL, "lifetime of the records this node signs; they are re-announced at half of it")
+}
+
+// defaultConfig is serve's configuration when no flag is given.
+func defaultConfig() Config {
+	var c Config
+	_ = c.newFlagSet(io.Discard).Parse(nil)
+	return c
 }
 
 // Parse fills c from args, then from the environment for flags not given.
@@ -197,26 +222,32 @@ func lookupEnv(getenv func(string) string, name string) (string, bool) {
 	return v, v != ""
 }
 
-// Validate checks the configuration and says how to fix what is wrong.
-func (c *Config) Validate() error {
+// validateShared checks the flags of declareShared.
+func (c *Config) validateShared() []error {
 	var errs []error
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty"))
 	}
-	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
-		errs = append(errs, fmt.Errorf("--http-addr %q must be host:port, e.g. 127.0.0.1:8080", c.HTTPAddr))
-	}
 	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") && !strings.HasPrefix(c.DatabaseURL, "sqlite:") {
 		errs = append(errs, errors.New("--database-url must start with postgres:// (or sqlite:PATH); leave it empty for embedded SQLite"))
+	}
+	if c.RecordTTL < 5*time.Second || c.RecordTTL > 24*time.Hour {
+		errs = append(errs, errors.New("--record-ttl must be between 5s and 24h (DESIGN.md default: 1h)"))
+	}
+	return errs
+}
+
+// Validate checks the configuration and says how to fix what is wrong.
+func (c *Config) Validate() error {
+	errs := c.validateShared()
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		errs = append(errs, fmt.Errorf("--http-addr %q must be host:port, e.g. 127.0.0.1:8080", c.HTTPAddr))
 	}
 	if c.OperatorToken != "" && len(c.OperatorToken) < 16 {
 		errs = append(errs, errors.New("--operator-token must be at least 16 characters; generate one with: openssl rand -hex 24"))
 	}
 	if c.MaxPerPublisher < 0 || c.UnheardExpiry < 0 {
 		errs = append(errs, errors.New("--max-listings-per-publisher and --unheard-expiry must not be negative (0: the defaults, 10000 and 15m)"))
-	}
-	if c.RecordTTL < 5*time.Second || c.RecordTTL > 24*time.Hour {
-		errs = append(errs, errors.New("--record-ttl must be between 5s and 24h (DESIGN.md default: 1h)"))
 	}
 	if c.HeartbeatInterval < 100*time.Millisecond || c.HeartbeatInterval > 10*time.Minute {
 		errs = append(errs, errors.New("--heartbeat-interval must be between 100ms and 10m (default 10s)"))
@@ -352,6 +383,43 @@ func loopbackAddr(addr string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
+}
+
+// httpConfig is the HTTP settings of the flags. The surfaces' services
+// and the store's state come from the app (Main.buildHTTP).
+func (c *Config) httpConfig() handlers.Config {
+	return handlers.Config{
+		Version:             buildVersion(),
+		OperatorToken:       c.OperatorToken,
+		SecureCookies:       c.SecureCookies,
+		RateLimit:           loginRateLimit,
+		ChatRateLimit:       c.ChatRateLimit,
+		BodyTimeout:         c.BodyTimeout,
+		WriteTimeout:        c.WriteTimeout,
+		StreamWriteTimeout:  streamWriteTimeout,
+		MaxSocketsPerClient: c.MaxSocketsPerIP,
+		TrustedProxies:      c.TrustedProxies,
+		MetricsToken:        c.MetricsToken,
+		PublicURL:           c.PublicURL,
+	}
+}
+
+// p2pConfig is the network settings of the flags; the app adds what it
+// builds (the cache, the metrics, the health source).
+func (c *Config) p2pConfig() p2p.Config {
+	return p2p.Config{
+		ListenAddrs:       c.P2PListen,
+		Bootstrap:         c.Bootstrap,
+		Announce:          c.Announce,
+		NATPortMap:        c.NATPortMap,
+		NoRelayService:    !c.RelayService,
+		UserAgent:         "agentsite/" + buildVersion(),
+		Version:           buildVersion(),
+		HeartbeatInterval: c.HeartbeatInterval,
+		NoSyncOnConnect:   !c.SyncOnConnect,
+		Admission:         c.admission(),
+		DHTStore:          c.dhtStore(),
+	}
 }
 
 // admission is the p2p admission policy from the flags.

@@ -33,11 +33,12 @@ func (m *Main) startDebug() error {
 	}
 	m.debugListener = ln
 	// No write timeout: a CPU profile or trace streams for its ?seconds=.
-	m.debugServer = &http.Server{Handler: debugMux(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: debugMux(), ReadHeaderTimeout: 10 * time.Second}
+	m.debugServer = srv
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		if err := m.debugServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.Logger.Error("debug server stopped", "err", err)
 		}
 	}()

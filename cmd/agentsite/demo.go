@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
-	"github.com/agentsite/agentsite/handlers"
 )
 
 // demoAgents are the builtin agents a fresh node hosts, so `make run` shows
@@ -39,12 +39,14 @@ var demoAgents = []registry.Input{
 	},
 }
 
-func publishDemoAgents(ctx context.Context, srv *handlers.Server) error {
+// publishDemoAgents registers the demo agents as the operator's, or
+// re-signs them; a user's agent with one's name keeps it.
+func publishDemoAgents(ctx context.Context, reg *registry.Registry, logger *slog.Logger) error {
 	for _, in := range demoAgents {
-		_, err := srv.Registry.EnsureOperatorAgent(ctx, in)
+		_, err := reg.EnsureOperatorAgent(ctx, in)
 		switch {
 		case errors.Is(err, registry.ErrNameTaken):
-			srv.Logger.Warn("demo agent skipped: a user's agent has its name", "name", in.Name, "err", err)
+			logger.Warn("demo agent skipped: a user's agent has its name", "name", in.Name, "err", err)
 		case err != nil:
 			return err
 		}
@@ -54,18 +56,18 @@ func publishDemoAgents(ctx context.Context, srv *handlers.Server) error {
 
 // refreshLoop re-signs local listings before they expire: every quarter of
 // the TTL, anything expiring within half of it.
-func (m *Main) refreshLoop(ctx context.Context) {
-	ttl := m.Config.RecordTTL
+func (a *app) refreshLoop(ctx context.Context) {
+	ttl := a.cfg.RecordTTL
 	t := time.NewTicker(ttl / 4)
 	defer t.Stop()
 	for {
-		if n, err := m.Server.Registry.Refresh(ctx, ttl/2); err != nil {
+		if n, err := a.registry.Refresh(ctx, ttl/2); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			m.Logger.Warn("refreshing local agents failed; will retry", "err", err)
+			a.logger.Warn("refreshing local agents failed; will retry", "err", err)
 		} else if n > 0 {
-			m.Logger.Debug("refreshed local agents", "count", n)
+			a.logger.Debug("refreshed local agents", "count", n)
 		}
 		select {
 		case <-ctx.Done():

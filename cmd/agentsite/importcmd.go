@@ -12,39 +12,33 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/bulk"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers/apiwire"
-	"github.com/agentsite/agentsite/p2p"
-	"github.com/agentsite/agentsite/store"
-	"github.com/agentsite/agentsite/store/storeopen"
 )
 
 // importConfig is the settings of `agentsite import`.
 type importConfig struct {
 	Format        string
-	DataDir       string
-	DatabaseURL   string
 	Node          string
 	OperatorToken string
 	MCPTool       string
 	Workers       int
 	BatchSize     int
-	RecordTTL     time.Duration
-	AllowPrivate  bool
 	MaxReasons    int
 	CPUProfile    string
 	File          string
+	// Serve is the node an offline import builds (buildApp, Offline):
+	// serve's defaults and the flags import shares with it (data dir,
+	// database, the registry's limits), with their environment twins.
+	Serve Config
 }
 
 const importUsage = `usage: agentsite import [flags] FILE   (FILE "-" is standard input)
@@ -59,20 +53,18 @@ flags:
 `
 
 func parseImport(args []string, getenv func(string) string, out io.Writer) (importConfig, error) {
-	var c importConfig
+	c := importConfig{Serve: defaultConfig()}
+	c.Serve.StoreTimeout = importStoreTimeout
 	fs := flag.NewFlagSet("agentsite import", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() { fmt.Fprint(out, importUsage); fs.PrintDefaults() }
+	c.Serve.declareShared(fs)
 	fs.StringVar(&c.Format, "format", bulk.FormatJSONL, "file format: "+strings.Join(bulk.Formats, ", "))
-	fs.StringVar(&c.DataDir, "data-dir", "./data", "data dir of the (stopped) node: its key and, without --database-url, its SQLite database")
-	fs.StringVar(&c.DatabaseURL, "database-url", "", "the node's database (postgres://... or sqlite:PATH); empty: SQLite in the data dir")
 	fs.StringVar(&c.Node, "node", "", "base URL of a running node to import through (POST /api/v1/agents:batch); needs --operator-token")
 	fs.StringVar(&c.OperatorToken, "operator-token", "", "the running node's operator token (with --node)")
 	fs.StringVar(&c.MCPTool, "mcp-tool", "", "mcp-registry: the tool each server's agent calls (the registry lists none; empty: the server's short name)")
 	fs.IntVar(&c.Workers, "workers", 8, "items registered at once (1-16)")
 	fs.IntVar(&c.BatchSize, "batch-size", 500, "items per API request (with --node; at most 1000)")
-	fs.DurationVar(&c.RecordTTL, "record-ttl", time.Hour, "lifetime of the records signed (as the node's --record-ttl; the node re-signs them when it runs)")
-	fs.BoolVar(&c.AllowPrivate, "allow-private-endpoints", false, "allow backends on loopback/private addresses (as the node's flag)")
 	fs.IntVar(&c.MaxReasons, "max-reasons", 100, "refused items listed one by one in the summary (the rest are counted)")
 	fs.StringVar(&c.CPUProfile, "cpu-profile", "", "write a CPU profile of the import to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
@@ -97,8 +89,9 @@ func parseImport(args []string, getenv func(string) string, out io.Writer) (impo
 		return c, errors.New("--node needs --operator-token (or AGENTSITE_OPERATOR_TOKEN)")
 	case c.BatchSize < 1 || c.BatchSize > apiwire.MaxBatchItems:
 		return c, fmt.Errorf("--batch-size must be 1..%d", apiwire.MaxBatchItems)
-	case c.RecordTTL < time.Minute || c.RecordTTL > agent.MaxTTL:
-		return c, fmt.Errorf("--record-ttl must be between 1m and %s", agent.MaxTTL)
+	}
+	if err := errors.Join(c.Serve.validateShared()...); err != nil {
+		return c, err
 	}
 	if !slices.Contains(bulk.Formats, c.Format) {
 		return c, fmt.Errorf("--format must be one of %s", strings.Join(bulk.Formats, ", "))
@@ -132,7 +125,7 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		defer f.Close()
 		in = f
 	}
-	rt := runtime.NewRuntime(nil, runtime.RuntimeOptions{AllowPrivate: c.AllowPrivate, UserAgent: "AgentSite/" + buildVersion(),
+	rt := runtime.NewRuntime(nil, runtime.RuntimeOptions{AllowPrivate: c.Serve.AllowPrivateEndpoints, UserAgent: "AgentSite/" + buildVersion(),
 		Logger: slog.New(slog.DiscardHandler)})
 	defer rt.Close()
 	items, err := bulk.Items(ctx, in, bulk.Options{Format: c.Format, MCPTool: c.MCPTool, FetchCard: cardFetcher(rt)})
@@ -182,30 +175,20 @@ func cardFetcher(rt *runtime.Runtime) bulk.CardFetcher {
 }
 
 // importOffline registers into a stopped node's store, signing with its
-// key, through the same registry and Sink the node uses.
-func importOffline(ctx context.Context, c importConfig, items iter.Seq[registry.BatchItem], sum *importSummary) error {
-	if err := prepareDataDir(c.DataDir); err != nil {
-		return err
-	}
-	key, _, err := p2p.LoadOrCreateKey(filepath.Join(c.DataDir, keyFile))
-	if err != nil {
-		return err
-	}
-	self, err := peer.IDFromPrivateKey(key)
-	if err != nil {
-		return fmt.Errorf("peer id: %w", err)
-	}
+// key, through the registry and Sink the node builds (buildApp, offline).
+func importOffline(ctx context.Context, c importConfig, items iter.Seq[registry.BatchItem], sum *importSummary) (err error) {
 	logger := slog.New(slog.NewTextHandler(sum.progress, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	st, engine, err := storeopen.OpenWith(ctx, c.DatabaseURL, c.DataDir, logger, store.Options{Timeout: 30 * time.Second})
+	a, err := buildApp(ctx, c.Serve, appDeps{Logger: logger, Offline: true})
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	fmt.Fprintf(sum.progress, "importing into %s as node %s\n", engine, self)
-	sink := &store.Sink{Store: st, SelfID: self.String()}
-	reg := &registry.Registry{Store: st, Publisher: p2p.NewPublisher(key, sink), PeerID: self.String(),
-		TTL: c.RecordTTL, AllowPrivate: c.AllowPrivate, Logger: logger}
-	return reg.Batch(ctx, registry.Operator, items, c.Workers, sum.add)
+	defer func() {
+		if _, cerr := a.close(); err == nil {
+			err = cerr
+		}
+	}()
+	fmt.Fprintf(sum.progress, "importing into %s as node %s\n", a.engineName, a.peerID)
+	return a.registry.Batch(ctx, registry.Operator, items, c.Workers, sum.add)
 }
 
 // importThroughNode sends the items to a running node's batch API,

@@ -1,31 +1,13 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/agent/runtime"
-	"github.com/agentsite/agentsite/store"
 )
-
-// startHealth tracks the health of this node's agents: real turns (local
-// chat; other nodes' turns are wrapped where they are served) and, once
-// Run starts m.Prober, a probe of each agent every --probe-interval, with
-// metrics on reg.
-func (m *Main) startHealth(st store.Store, reg prometheus.Registerer) error {
-	metrics, err := newProbeMetrics(reg)
-	if err != nil {
-		return fmt.Errorf("probe metrics: %w", err)
-	}
-	m.Health = registry.NewHealth(healthOptions(m.Config.ProbeInterval))
-	m.Server.Chat.Outcomes = m.Health
-	m.Prober = &registry.Prober{Store: st, Runtime: m.Runtime, Health: m.Health,
-		Interval: m.Config.ProbeInterval, Observer: metrics, Logger: m.Logger}
-	return nil
-}
 
 // healthOptions fit the health tracker to the probe interval: the window
 // (an hour) and the recent part the state judges (ten minutes) each hold

@@ -27,6 +27,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers"
@@ -50,6 +51,11 @@ type Env struct {
 	TS     *httptest.Server
 	Node   *p2p.Node
 	Client *http.Client // keeps cookies, does not follow redirects
+
+	// deps and cfg are what Server was built from (UseHealth builds it
+	// again with health).
+	deps handlers.Deps
+	cfg  handlers.Config
 }
 
 // New starts a portal on a fresh embedded SQLite store.
@@ -75,7 +81,9 @@ func NewWith(t testing.TB, st store.Store) *Env {
 }
 
 // NewConfig starts a portal on st with the test configuration,
-// changed by edit if it is not nil.
+// changed by edit if it is not nil. Its use cases are built as the node's
+// composition root builds them (cmd/agentsite/app.go), without a runtime:
+// tests that chat call UseRuntime or set Server.Chat.Local.
 func NewConfig(t testing.TB, st store.Store, edit func(*handlers.Config)) *Env {
 	t.Helper()
 	key, _, err := crypto.GenerateEd25519Key(nil)
@@ -89,29 +97,62 @@ func NewConfig(t testing.TB, st store.Store, edit func(*handlers.Config)) *Env {
 	t.Cleanup(func() { _ = node.Close() })
 	pub := p2p.NewPublisher(key, &store.Sink{Store: st, SelfID: node.PeerID()})
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// The lifetime ends after the HTTP server has closed (cleanups run
+	// last in, first out), as a node's ends at shutdown.
+	lifetime, end := context.WithCancel(context.Background())
+	t.Cleanup(end)
+	reg := &registry.Registry{Store: st, Publisher: pub, Network: node, PeerID: node.PeerID(), TTL: agent.DefaultTTL, Logger: logger}
+	ch := &chat.Chat{Store: st, Listings: reg, Search: st, Logger: logger}
+	deps := handlers.Deps{
+		Store: st, Node: node, Registry: reg, Chat: ch,
+		Live:     &chat.Live{Chat: ch, Lifetime: lifetime, Logger: logger},
+		Lifetime: lifetime, Logger: logger,
+	}
+	// The limits of a node started without flags, but the cheapest
+	// password hashing and a login budget no test runs out of by accident.
 	cfg := handlers.Config{
-		Version:       "test",
-		OperatorToken: OperatorToken,
-		BcryptCost:    bcrypt.MinCost,
-		RateLimit:     1000,
+		Version:             "test",
+		OperatorToken:       OperatorToken,
+		BcryptCost:          bcrypt.MinCost,
+		RateLimit:           1000,
+		ChatRateLimit:       120,
+		BodyTimeout:         15 * time.Second,
+		WriteTimeout:        30 * time.Second,
+		StreamWriteTimeout:  2 * time.Minute,
+		MaxSocketsPerClient: 16,
 	}
 	if edit != nil {
 		edit(&cfg)
 	}
-	s, err := handlers.New(st, node, pub, logger, cfg, prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(ts.Close)
+	e := &Env{T: t, Store: st, Node: node, deps: deps, cfg: cfg}
+	e.build()
 	jar, _ := cookiejar.New(nil)
-	client := &http.Client{
+	e.Client = &http.Client{
 		Jar: jar,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
 	}
-	return &Env{T: t, Store: st, Server: s, TS: ts, Node: node, Client: client}
+	return e
+}
+
+// build builds e.Server from e.deps and e.cfg and serves it on e.TS,
+// started on the first call.
+func (e *Env) build() {
+	e.T.Helper()
+	deps := e.deps
+	deps.Metrics = prometheus.NewRegistry()
+	s, err := handlers.New(deps, e.cfg)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.Server = s
+	if e.TS != nil {
+		e.TS.Config.Handler = s.Handler()
+		return
+	}
+	e.TS = httptest.NewServer(s.Handler())
+	e.T.Cleanup(e.TS.Close)
 }
 
 // do sends a request with an optional JSON body and headers.

@@ -24,14 +24,16 @@ func UseHealth(e *Env) (*registry.Health, *registry.Prober) {
 	h := registry.NewHealth(registry.HealthOptions{})
 	p := &registry.Prober{Store: e.Store, Runtime: rt, Health: h}
 	e.Server.Chat.Outcomes = h
-	e.Server.UseHealth(h, p)
+	// The portal is given health when it is built, as Main builds it: the
+	// server is built again, on the same use cases and HTTP server.
+	e.deps.Health, e.deps.Tester = h, p
+	e.build()
 	return h, p
 }
 
 // AllowPrivateEndpoints lets e's agents have backends on loopback and
 // private addresses, where the tests' fakes listen.
 func (e *Env) AllowPrivateEndpoints() {
-	e.Server.Config.AllowPrivateEndpoints = true
 	e.Server.Registry.AllowPrivate = true
 }
 

@@ -515,7 +515,8 @@ func TestMCPToolAnnotations(t *testing.T) {
 // stored in (text and structured content), so the client can carry on in
 // it.
 func TestMCPFailedTurnNamesConversation(t *testing.T) {
-	env := NewConfig(t, OpenSQLite(t), func(c *handlers.Config) { c.AllowPrivateEndpoints = true })
+	env := New(t)
+	env.AllowPrivateEndpoints()
 	UseRuntime(env)
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "down", http.StatusInternalServerError)

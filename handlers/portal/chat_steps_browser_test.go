@@ -24,8 +24,7 @@ import (
 func TestChatBrowserSteps(t *testing.T) {
 	path := ChromiumPath(t)
 	e := NewChat(t)
-	e.Server.Config.AllowPrivateEndpoints = true // the fake model is on 127.0.0.1
-	e.Server.Registry.AllowPrivate = true
+	e.Server.Registry.AllowPrivate = true // the fake model is on 127.0.0.1
 	calc := e.SeedAgent("", registry.Input{Name: "calc", DisplayName: "Calculator", Description: "Arithmetic.",
 		Backend: agent.Backend{Kind: agent.BackendBuiltin, Builtin: "calculator"}}).Record.ID
 

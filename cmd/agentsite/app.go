@@ -1,0 +1,396 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/agent/runtime"
+	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/p2p"
+	"github.com/agentsite/agentsite/p2p/peermcp"
+	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/store/searchindex"
+	"github.com/agentsite/agentsite/store/storeopen"
+)
+
+// keyFile is the node key's file name inside the data dir.
+const keyFile = "node.key"
+
+// app is one node's services, each built once, in dependency order, by
+// buildApp: the composition root. `serve` puts them on HTTP (Main.Run);
+// `import` registers through the same key, store and registry, offline.
+type app struct {
+	cfg    Config
+	logger *slog.Logger
+
+	key    crypto.PrivKey
+	peerID string
+	newKey bool // the key was created by this start
+
+	// The store stack: engine is the database (engineName says which);
+	// network is its network view behind the search index and the read
+	// cache, full the whole store for the surfaces; sink is the one
+	// road every listing takes into the store, local or from the network.
+	engine      store.Store
+	engineName  string
+	network     store.Network
+	full        store.Store
+	indexStatus func() (state, errKind string) // nil: no search index
+	sink        *store.Sink
+
+	node      *p2p.Node // nil offline
+	publisher *p2p.Publisher
+	runtime   *runtime.Runtime
+	health    *registry.Health
+	prober    *registry.Prober
+	registry  *registry.Registry
+	chat      *chat.Chat
+	live      *chat.Live
+	peers     *peermcp.Client // turns to agents other nodes host
+
+	// lifetime ends at shutdown's first step (endLifetime): chat sockets
+	// get a close frame, live turns and A2A tasks end.
+	lifetime    context.Context
+	endLifetime context.CancelFunc
+	// loops is the background work's context (the search index, refresh,
+	// sweep, probes), ended by close.
+	loops     context.Context
+	stopLoops context.CancelFunc
+	looping   bool // some background work was started
+	wg        sync.WaitGroup
+}
+
+// appDeps is what buildApp takes besides the flags.
+type appDeps struct {
+	Logger *slog.Logger
+	// Metrics receives the store, search index, p2p and probe metrics;
+	// nil: none (import).
+	Metrics prometheus.Registerer
+	// Offline builds the key, the store (the engine alone) and the
+	// registry only: no network, runtime or chat (import).
+	Offline bool
+	// HealthSource, when set, is where heartbeats take this node's agent
+	// health from in place of its own probes (tests).
+	HealthSource p2p.HealthSource
+}
+
+// buildApp builds a node's services from cfg: open the store, start p2p,
+// build the use cases, close the delegation loop, serve other nodes'
+// turns. ctx bounds the start and is the parent of the background work.
+// On error, what was started is closed again.
+func buildApp(ctx context.Context, cfg Config, deps appDeps) (_ *app, err error) {
+	a := &app{cfg: cfg, logger: deps.Logger}
+	a.loops, a.stopLoops = context.WithCancel(ctx)
+	a.lifetime, a.endLifetime = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			_, _ = a.close()
+		}
+	}()
+	if err := a.openStore(ctx, deps); err != nil {
+		return nil, err
+	}
+	if deps.Offline {
+		a.publisher = p2p.NewPublisher(a.key, a.sink)
+		a.registry = newRegistry(cfg, a.engine, a.publisher, nil, a.peerID, a.logger)
+		return a, nil
+	}
+	// Health comes first: the heartbeats carry it from the node's start.
+	a.health = registry.NewHealth(healthOptions(cfg.ProbeInterval))
+	if err := a.startP2P(ctx, deps); err != nil {
+		return nil, err
+	}
+	if err := a.buildUseCases(deps.Metrics); err != nil {
+		return nil, err
+	}
+	closeDelegationLoop(a.runtime, a.chat)
+	if err := a.servePeers(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// openStore loads the node key and opens the store stack: the engine
+// (every call under --store-timeout, in the store metrics), then, on a
+// running node, the search index and the read cache in front of it; and
+// the Sink.
+func (a *app) openStore(ctx context.Context, deps appDeps) error {
+	if err := prepareDataDir(a.cfg.DataDir); err != nil {
+		return err
+	}
+	key, created, err := p2p.LoadOrCreateKey(filepath.Join(a.cfg.DataDir, keyFile))
+	if err != nil {
+		return err
+	}
+	self, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("peer id: %w", err)
+	}
+	a.key, a.peerID, a.newKey = key, self.String(), created
+	opts := store.Options{Timeout: a.cfg.StoreTimeout}
+	if deps.Metrics != nil {
+		opts.Metrics = store.NewMetrics(deps.Metrics)
+	}
+	st, engine, err := storeopen.OpenWith(ctx, a.cfg.DatabaseURL, a.cfg.DataDir, a.logger, opts)
+	if err != nil {
+		return err
+	}
+	a.engine, a.engineName = st, engine
+	if deps.Offline { // an import writes straight to the engine: nothing searches meanwhile
+		a.network, a.full = st, st
+	} else {
+		a.network, a.full = cachedStore(a.searchIndex(st, deps.Metrics))
+	}
+	a.sink = &store.Sink{Store: a.network, SelfID: a.peerID, MaxPerPublisher: a.cfg.MaxPerPublisher}
+	return nil
+}
+
+// startP2P starts the libp2p node on the sink, its heartbeats carrying
+// this node's agent health, and the publisher that signs with its key and
+// announces on it.
+func (a *app) startP2P(ctx context.Context, deps appDeps) error {
+	if len(a.cfg.TestPublicCIDRs) > 0 {
+		if err := p2p.TreatAsPublic(a.cfg.TestPublicCIDRs); err != nil {
+			return err
+		}
+		a.logger.Warn("tests only: counting these prefixes as public addresses", "cidrs", a.cfg.TestPublicCIDRs)
+	}
+	pc := a.cfg.p2pConfig()
+	pc.Cache, pc.Registerer, pc.HealthSource = a.sink, deps.Metrics, deps.HealthSource
+	if pc.HealthSource == nil { // a test's own source wins
+		pc.HealthSource = a.health.Summaries
+	}
+	node, err := p2p.New(ctx, a.key, pc, a.logger)
+	if err != nil {
+		return err
+	}
+	a.node = node
+	a.logger.Info("node identity", "peer_id", node.PeerID(), "new_key", a.newKey, "store", a.engineName)
+	a.publisher = node.Publisher(a.sink)
+	return nil
+}
+
+// buildUseCases builds the agent runtime, the registry, chat (local
+// agents answer through the runtime, remote ones through their hosts
+// over MCP on libp2p), live turns and the prober.
+func (a *app) buildUseCases(metrics prometheus.Registerer) error {
+	a.runtime = runtime.NewRuntime(backendLookup(a.engine), runtime.RuntimeOptions{
+		AllowPrivate: a.cfg.AllowPrivateEndpoints,
+		UserAgent:    "AgentSite/" + buildVersion(),
+		Logger:       a.logger,
+		EchoDelay:    a.cfg.EchoDelay,
+	})
+	a.registry = newRegistry(a.cfg, a.full, a.publisher, a.node, a.peerID, a.logger)
+	a.peers = peermcp.NewClient(a.node, peermcp.ClientConfig{Logger: a.logger, Version: buildVersion()})
+	a.chat = &chat.Chat{Store: a.full, Listings: a.registry, Local: a.runtime, Remote: a.peers,
+		Search: a.full, Outcomes: a.health, Logger: a.logger}
+	a.live = &chat.Live{Chat: a.chat, Lifetime: a.lifetime, Logger: a.logger}
+	observer, err := newProbeMetrics(metrics)
+	if err != nil {
+		return fmt.Errorf("probe metrics: %w", err)
+	}
+	a.prober = &registry.Prober{Store: a.full, Runtime: a.runtime, Health: a.health,
+		Interval: a.cfg.ProbeInterval, Observer: observer, Logger: a.logger}
+	return nil
+}
+
+// newRegistry is this node's agents, the same for serve and import: its
+// limits come from the flags they share (Config.declareShared). network
+// is nil offline (the cache only).
+func newRegistry(cfg Config, st registry.Store, pub registry.Publisher, network registry.Network, peerID string, logger *slog.Logger) *registry.Registry {
+	return &registry.Registry{Store: st, Publisher: pub, Network: network, PeerID: peerID,
+		TTL: cfg.RecordTTL, AllowPrivate: cfg.AllowPrivateEndpoints, Logger: logger}
+}
+
+// closeDelegationLoop closes the one cycle of the services: the runtime
+// answers chat's turns for local agents, and agents that call agents go
+// through chat again (hops, budget, routing to other nodes), so each
+// needs the other.
+func closeDelegationLoop(rt *runtime.Runtime, c *chat.Chat) { rt.Delegator = c }
+
+// servePeers answers other nodes' turns for the agents this node hosts,
+// through the runtime, over MCP on libp2p; they count for health too.
+func (a *app) servePeers() error {
+	if err := a.node.ServeMCP(peermcp.NewHandler(peermcp.HandlerConfig{
+		Agents:   hostedAgents{st: a.network},
+		Answerer: chat.Measured{Answerer: a.runtime, Outcomes: a.health},
+		Detail:   runtime.PublicMessage,
+		Allow:    peerTurnLimit(a.cfg.ChatRateLimit),
+		Logger:   a.logger,
+		Version:  buildVersion(),
+	})); err != nil {
+		return fmt.Errorf("serve MCP over libp2p: %w", err)
+	}
+	return nil
+}
+
+// startBackground publishes the demo agents (--demo-agents) and starts
+// the background work: re-signing local listings, the liveness sweep
+// and the probes.
+func (a *app) startBackground() error {
+	if a.cfg.DemoAgents {
+		if err := publishDemoAgents(a.loops, a.registry, a.logger); errors.Is(err, store.ErrStorageFull) {
+			// A full disk: the node serves reads (the store logged where
+			// to free space), and the demo agents wait for the next start.
+			a.logger.Warn("demo agents not published: the disk is full", "err", err)
+		} else if err != nil {
+			return fmt.Errorf("publish demo agents: %w", err)
+		}
+	}
+	a.goLoop(a.refreshLoop)
+	a.goLoop(a.sweepLoop)
+	a.goLoop(a.prober.Run)
+	return nil
+}
+
+func (a *app) goLoop(f func(context.Context)) {
+	a.looping = true
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		f(a.loops)
+	}()
+}
+
+// close stops the services in reverse order: the background work, the
+// peer clients (turns to other nodes end here), p2p, the runtime (nothing
+// asks it any more), the store. It returns what it stopped.
+func (a *app) close() (stopped []string, err error) {
+	var errs []error
+	a.endLifetime()
+	a.stopLoops()
+	a.wg.Wait()
+	if a.looping {
+		stopped = append(stopped, "background work")
+		a.looping = false
+	}
+	for _, c := range []struct {
+		name  string
+		close func() error
+		open  bool
+	}{
+		{"peer clients", func() error { return a.peers.Close() }, a.peers != nil},
+		{"p2p", func() error { return a.node.Close() }, a.node != nil},
+		{"runtime", func() error { return a.runtime.Close() }, a.runtime != nil},
+		{"store", func() error { return a.engine.Close() }, a.engine != nil},
+	} {
+		if !c.open {
+			continue
+		}
+		if err := c.close(); err != nil {
+			errs = append(errs, fmt.Errorf("%s close: %w", c.name, err))
+		}
+		stopped = append(stopped, c.name)
+	}
+	a.peers, a.node, a.runtime, a.engine = nil, nil, nil, nil
+	return stopped, errors.Join(errs...)
+}
+
+// storageFull is the engine's "the disk is full" state for /readyz, if it
+// keeps one (SQLite).
+func storageFull(st store.Store) func() bool {
+	if f, ok := st.(interface{ StorageFull() bool }); ok {
+		return f.StorageFull
+	}
+	return nil
+}
+
+// searchIndex puts the in-process search index in front of st
+// (store/searchindex) and starts loading it: searches use the database
+// until it has loaded, then the index. Every write of the node passes
+// through it, so a search finds what the node just wrote. a.indexStatus
+// is its state for /readyz.
+func (a *app) searchIndex(st store.Store, metrics prometheus.Registerer) store.Store {
+	e, ok := st.(searchindex.Engine)
+	if !ok {
+		return st
+	}
+	idx := searchindex.New(e, a.logger)
+	metrics.MustRegister(idx.Collectors()...)
+	a.goLoop(func(ctx context.Context) {
+		if err := idx.Run(ctx); err != nil && ctx.Err() == nil {
+			a.logger.Error("search index stopped; searches use the database", "err", err)
+		}
+	})
+	a.indexStatus = idx.Status
+	return idx
+}
+
+// cachedStore puts the read cache in front of st's network view (listings
+// and nodes), the reads the portal repeats (search, counts, tags): every
+// write of the Sink, the sweep and registration goes through it and
+// invalidates it (store.Cache). full is st with that cache in place, for
+// the HTTP surfaces; accounts, sessions, conversations and backends go
+// straight to the engine, which bounds and records every call.
+func cachedStore(st store.Store) (network store.Network, full store.Store) {
+	network = store.NewCache(st, time.Second, 10_000)
+	return network, store.Composed{
+		Network: network, Backends: st, Accounts: st, Sessions: st, Conversations: st, Conn: st,
+	}
+}
+
+// sweepLoop applies the liveness rules every heartbeat interval: silent
+// nodes' listings turn stale, expired listings offline.
+func (a *app) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(a.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := store.Sweep(ctx, a.network, a.peerID, time.Now().UTC(), a.cfg.staleAfter(), a.cfg.RecordTTL, a.cfg.UnheardExpiry); err != nil && ctx.Err() == nil {
+			a.logger.Warn("liveness sweep failed; will retry", "err", err)
+		}
+	}
+}
+
+// backendLookup finds a local agent's backend for the runtime; an agent
+// without one is not hosted here.
+func backendLookup(st store.Backends) func(ctx context.Context, agentID string) (agent.Backend, error) {
+	return func(ctx context.Context, agentID string) (agent.Backend, error) {
+		b, err := st.GetBackend(ctx, agentID)
+		if errors.Is(err, store.ErrNotFound) {
+			return b, fmt.Errorf("%w: %s", agent.ErrUnknownAgent, agentID)
+		}
+		return b, err
+	}
+}
+
+// hostedAgents is peermcp.Agents on the store: the agents this node hosts
+// and has not deleted.
+type hostedAgents struct{ st store.Catalogue }
+
+// HostedAgent implements peermcp.Agents.
+func (h hostedAgents) HostedAgent(ctx context.Context, id string) (agent.Record, error) {
+	l, err := h.st.GetAgent(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound) || (err == nil && (!l.Local || l.Record.Tombstone)):
+		return agent.Record{}, fmt.Errorf("%w: %s", agent.ErrUnknownAgent, id)
+	case err != nil:
+		return agent.Record{}, err
+	}
+	return l.Record, nil
+}
+
+// peerTurnLimit is the budget of turns each other node may send this one,
+// keyed by the calling peer. A portal forwards many people's turns, so a
+// peer's budget is 100 people's chat rate: a safety valve against one
+// misbehaving node, not a quota.
+func peerTurnLimit(chatRate int) func(caller string) bool {
+	rates := httpkit.NewRates(100 * chatRate)
+	return func(caller string) bool { return rates.Allow(caller, time.Now()) }
+}
