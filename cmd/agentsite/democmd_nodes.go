@@ -176,13 +176,19 @@ func (d *demo) startAndWait(ctx context.Context, bin, token string, n *demoNode,
 }
 
 // stopAll stops every node it started, all at once (SIGTERM, SIGKILL after
-// demoStopTimeout), and reports how each ended.
+// demoStopTimeout), and reports how each ended and how long it took (each
+// node's log ends with its own line on what it stopped).
 func (d *demo) stopAll() error {
 	errs := make([]error, len(d.nodes))
+	took := make([]time.Duration, len(d.nodes))
 	var wg sync.WaitGroup
 	for i, n := range d.nodes {
 		if n.proc != nil {
-			wg.Go(func() { errs[i] = n.proc.Stop(demoStopTimeout) })
+			wg.Go(func() {
+				began := time.Now()
+				errs[i] = n.proc.Stop(demoStopTimeout)
+				took[i] = time.Since(began)
+			})
 		}
 	}
 	wg.Wait()
@@ -190,9 +196,9 @@ func (d *demo) stopAll() error {
 		switch {
 		case n.proc == nil || errs[i] != nil:
 		case n.proc.Err() != nil:
-			d.progress("%s stopped (%v)", n.name, n.proc.Err())
+			d.progress("%s stopped in %.1fs (%v)", n.name, took[i].Seconds(), n.proc.Err())
 		default:
-			d.progress("%s stopped", n.name)
+			d.progress("%s stopped in %.1fs", n.name, took[i].Seconds())
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
