@@ -7,21 +7,17 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/agent/runtime"
-	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/p2p/peermcp"
 	"github.com/agentsite/agentsite/store"
-	"github.com/agentsite/agentsite/store/searchindex"
 	"github.com/agentsite/agentsite/store/storeopen"
 )
 
@@ -220,22 +216,6 @@ func newRegistry(cfg Config, st registry.Store, pub registry.Publisher, network 
 // needs the other.
 func closeDelegationLoop(rt *runtime.Runtime, c *chat.Chat) { rt.Delegator = c }
 
-// servePeers answers other nodes' turns for the agents this node hosts,
-// through the runtime, over MCP on libp2p; they count for health too.
-func (a *app) servePeers() error {
-	if err := a.node.ServeMCP(peermcp.NewHandler(peermcp.HandlerConfig{
-		Agents:   hostedAgents{st: a.network},
-		Answerer: chat.Measured{Answerer: a.runtime, Outcomes: a.health},
-		Detail:   runtime.PublicMessage,
-		Allow:    peerTurnLimit(a.cfg.ChatRateLimit),
-		Logger:   a.logger,
-		Version:  buildVersion(),
-	})); err != nil {
-		return fmt.Errorf("serve MCP over libp2p: %w", err)
-	}
-	return nil
-}
-
 // startBackground publishes the demo agents (--demo-agents) and starts
 // the background work: re-signing local listings, the liveness sweep
 // and the probes.
@@ -296,101 +276,4 @@ func (a *app) close() (stopped []string, err error) {
 	}
 	a.peers, a.node, a.runtime, a.engine = nil, nil, nil, nil
 	return stopped, errors.Join(errs...)
-}
-
-// storageFull is the engine's "the disk is full" state for /readyz, if it
-// keeps one (SQLite).
-func storageFull(st store.Store) func() bool {
-	if f, ok := st.(interface{ StorageFull() bool }); ok {
-		return f.StorageFull
-	}
-	return nil
-}
-
-// searchIndex puts the in-process search index in front of st
-// (store/searchindex) and starts loading it: searches use the database
-// until it has loaded, then the index. Every write of the node passes
-// through it, so a search finds what the node just wrote. a.indexStatus
-// is its state for /readyz.
-func (a *app) searchIndex(st store.Store, metrics prometheus.Registerer) store.Store {
-	e, ok := st.(searchindex.Engine)
-	if !ok {
-		return st
-	}
-	idx := searchindex.New(e, a.logger)
-	metrics.MustRegister(idx.Collectors()...)
-	a.goLoop(func(ctx context.Context) {
-		if err := idx.Run(ctx); err != nil && ctx.Err() == nil {
-			a.logger.Error("search index stopped; searches use the database", "err", err)
-		}
-	})
-	a.indexStatus = idx.Status
-	return idx
-}
-
-// cachedStore puts the read cache in front of st's network view (listings
-// and nodes), the reads the portal repeats (search, counts, tags): every
-// write of the Sink, the sweep and registration goes through it and
-// invalidates it (store.Cache). full is st with that cache in place, for
-// the HTTP surfaces; accounts, sessions, conversations and backends go
-// straight to the engine, which bounds and records every call.
-func cachedStore(st store.Store) (network store.Network, full store.Store) {
-	network = store.NewCache(st, time.Second, 10_000)
-	return network, store.Composed{
-		Network: network, Backends: st, Accounts: st, Sessions: st, Conversations: st, Conn: st,
-	}
-}
-
-// sweepLoop applies the liveness rules every heartbeat interval: silent
-// nodes' listings turn stale, expired listings offline.
-func (a *app) sweepLoop(ctx context.Context) {
-	t := time.NewTicker(a.cfg.HeartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := store.Sweep(ctx, a.network, a.peerID, time.Now().UTC(), a.cfg.staleAfter(), a.cfg.RecordTTL, a.cfg.UnheardExpiry); err != nil && ctx.Err() == nil {
-			a.logger.Warn("liveness sweep failed; will retry", "err", err)
-		}
-	}
-}
-
-// backendLookup finds a local agent's backend for the runtime; an agent
-// without one is not hosted here.
-func backendLookup(st store.Backends) func(ctx context.Context, agentID string) (agent.Backend, error) {
-	return func(ctx context.Context, agentID string) (agent.Backend, error) {
-		b, err := st.GetBackend(ctx, agentID)
-		if errors.Is(err, store.ErrNotFound) {
-			return b, fmt.Errorf("%w: %s", agent.ErrUnknownAgent, agentID)
-		}
-		return b, err
-	}
-}
-
-// hostedAgents is peermcp.Agents on the store: the agents this node hosts
-// and has not deleted.
-type hostedAgents struct{ st store.Catalogue }
-
-// HostedAgent implements peermcp.Agents.
-func (h hostedAgents) HostedAgent(ctx context.Context, id string) (agent.Record, error) {
-	l, err := h.st.GetAgent(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound) || (err == nil && (!l.Local || l.Record.Tombstone)):
-		return agent.Record{}, fmt.Errorf("%w: %s", agent.ErrUnknownAgent, id)
-	case err != nil:
-		return agent.Record{}, err
-	}
-	return l.Record, nil
-}
-
-// peerTurnLimit is the budget of turns each other node may send this one,
-// keyed by the calling peer. A portal forwards many people's turns, so a
-// peer's budget is 100 people's chat rate: a safety valve against one
-// misbehaving node, not a quota.
-func peerTurnLimit(chatRate int) func(caller string) bool {
-	rates := httpkit.NewRates(100 * chatRate)
-	return func(caller string) bool { return rates.Allow(caller, time.Now()) }
 }

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/store/searchindex"
+)
+
+// storageFull is the engine's "the disk is full" state for /readyz, if it
+// keeps one (SQLite).
+func storageFull(st store.Store) func() bool {
+	if f, ok := st.(interface{ StorageFull() bool }); ok {
+		return f.StorageFull
+	}
+	return nil
+}
+
+// searchIndex puts the in-process search index in front of st
+// (store/searchindex) and starts loading it: searches use the database
+// until it has loaded, then the index. Every write of the node passes
+// through it, so a search finds what the node just wrote. a.indexStatus
+// is its state for /readyz.
+func (a *app) searchIndex(st store.Store, metrics prometheus.Registerer) store.Store {
+	e, ok := st.(searchindex.Engine)
+	if !ok {
+		return st
+	}
+	idx := searchindex.New(e, a.logger)
+	metrics.MustRegister(idx.Collectors()...)
+	a.goLoop(func(ctx context.Context) {
+		if err := idx.Run(ctx); err != nil && ctx.Err() == nil {
+			a.logger.Error("search index stopped; searches use the database", "err", err)
+		}
+	})
+	a.indexStatus = idx.Status
+	return idx
+}
+
+// cachedStore puts the read cache in front of st's network view (listings
+// and nodes), the reads the portal repeats (search, counts, tags): every
+// write of the Sink, the sweep and registration goes through it and
+// invalidates it (store.Cache). full is st with that cache in place, for
+// the HTTP surfaces; accounts, sessions, conversations and backends go
+// straight to the engine, which bounds and records every call.
+func cachedStore(st store.Store) (network store.Network, full store.Store) {
+	network = store.NewCache(st, time.Second, 10_000)
+	return network, store.Composed{
+		Network: network, Backends: st, Accounts: st, Sessions: st, Conversations: st, Conn: st,
+	}
+}
+
+// sweepLoop applies the liveness rules every heartbeat interval: silent
+// nodes' listings turn stale, expired listings offline.
+func (a *app) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(a.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := store.Sweep(ctx, a.network, a.peerID, time.Now().UTC(), a.cfg.staleAfter(), a.cfg.RecordTTL, a.cfg.UnheardExpiry); err != nil && ctx.Err() == nil {
+			a.logger.Warn("liveness sweep failed; will retry", "err", err)
+		}
+	}
+}
+
+// backendLookup finds a local agent's backend for the runtime; an agent
+// without one is not hosted here.
+func backendLookup(st store.Backends) func(ctx context.Context, agentID string) (agent.Backend, error) {
+	return func(ctx context.Context, agentID string) (agent.Backend, error) {
+		b, err := st.GetBackend(ctx, agentID)
+		if errors.Is(err, store.ErrNotFound) {
+			return b, fmt.Errorf("%w: %s", agent.ErrUnknownAgent, agentID)
+		}
+		return b, err
+	}
+}
