@@ -24,28 +24,61 @@ type beats struct {
 type round struct {
 	sentAt, acceptedAt time.Time
 	parts              int
+	soon               int // rounds refused as too soon since this one
 }
+
+// floodAfter is how many too-soon rounds a sender may send after an
+// accepted one before they count as a flood: an honest sender whose send
+// was delayed can land one round early, a flooder sends many.
+const floodAfter = 2
 
 func newBeats() *beats { return &beats{m: map[string]*round{}} }
 
-// allow reports whether a heartbeat of author sent at sentAt may be taken
-// at now: a part of the round already accepted (up to maxHeartbeatParts),
-// or a new round at least minGap after the last one.
-func (b *beats) allow(author string, sentAt, now time.Time, minGap time.Duration) bool {
+// heartbeatGap is the least time between two heartbeat rounds of one
+// sender that a node takes: half its own interval, and never more than
+// 500 ms, so a sender configured with a shorter interval than this node's
+// (every node chooses its own) is not taken for a flooder, while a flood
+// is held to two rounds a second.
+func heartbeatGap(interval time.Duration) time.Duration {
+	return min(interval/2, 500*time.Millisecond)
+}
+
+// verdict is what beats.allow makes of one heartbeat message.
+type verdict int
+
+const (
+	beatOK    verdict = iota
+	beatLate          // an older round, or a part past the round's cap: gossip can deliver these late, honestly
+	beatFlood         // a new round too soon after the last
+)
+
+// allow judges a heartbeat of author sent at sentAt and received at now: a
+// part of the round already accepted (up to maxHeartbeatParts), or a new
+// round whose sentAt is at least minGap after the last round's, and which
+// arrives at least minGap/2 after it. A round too soon is dropped; past
+// floodAfter of them it is a flood. The sender's clock spaces honest
+// rounds by a whole interval however late the mesh delivers them; the
+// arrival gap stops a rogue that writes the times in its rounds from
+// sending many at once.
+func (b *beats) allow(author string, sentAt, now time.Time, minGap time.Duration) verdict {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.m[author]
 	switch {
 	case r != nil && r.sentAt.Equal(sentAt):
 		if r.parts >= maxHeartbeatParts {
-			return false
+			return beatLate
 		}
 		r.parts++
-		return true
-	case r != nil && now.Sub(r.acceptedAt) < minGap:
-		return false
+		return beatOK
 	case r != nil && sentAt.Before(r.sentAt):
-		return false // an older round overtaken by a newer one
+		return beatLate
+	case r != nil && (sentAt.Sub(r.sentAt) < minGap || now.Sub(r.acceptedAt) < minGap/2):
+		r.soon++
+		if r.soon > floodAfter {
+			return beatFlood
+		}
+		return beatLate
 	}
 	if r == nil && len(b.m) >= maxTracked {
 		for k, old := range b.m {
@@ -58,5 +91,5 @@ func (b *beats) allow(author string, sentAt, now time.Time, minGap time.Duration
 		}
 	}
 	b.m[author] = &round{sentAt: sentAt, acceptedAt: now, parts: 1}
-	return true
+	return beatOK
 }

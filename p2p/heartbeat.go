@@ -26,16 +26,21 @@ const (
 
 // heartbeatLoop announces this node on the status topic every interval, so
 // others keep its listings online and its row in their nodes table fresh.
+//
+// The next round waits a whole interval after this one ends (a timer, not a
+// ticker), so rounds are never closer than an interval however long one
+// takes: receivers drop rounds that come too soon (beats.go).
 func (n *Node) heartbeatLoop(ctx context.Context) {
-	t := time.NewTicker(n.cfg.HeartbeatInterval)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		n.sendHeartbeat(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		n.sendHeartbeat(ctx)
+		t.Reset(n.cfg.HeartbeatInterval)
 	}
 }
 
@@ -44,6 +49,7 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 // health also goes into this node's own store: its read loop skips its
 // own messages.
 func (n *Node) sendHeartbeat(ctx context.Context) {
+	now := n.now().UTC() // at the start: rounds are then an interval apart (heartbeatLoop)
 	local, err := n.cfg.Cache.LocalAgents(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -55,7 +61,6 @@ func (n *Node) sendHeartbeat(ctx context.Context) {
 	if len(addrs) > maxHeartbeatAddrs {
 		addrs = addrs[:maxHeartbeatAddrs]
 	}
-	now := n.now().UTC()
 	base := agent.Heartbeat{
 		PeerID:       n.PeerID(),
 		Version:      n.cfg.Version,
@@ -156,13 +161,18 @@ func (n *Node) validateStatusMsg(ctx context.Context, from peer.ID, msg *pubsub.
 	if n.gater.Blocked(msg.GetFrom()) || n.adm.blocked[hb.PeerID] {
 		return pubsub.ValidationIgnore
 	}
-	// One round per sender per half interval: the rest is ignored (not
-	// forwarded, not written), and a sender that floods itself loses score.
-	if !n.beats.allow(hb.PeerID, hb.SentAt, now, n.cfg.HeartbeatInterval/2) {
+	// One round per sender per heartbeatGap: the rest is ignored (not
+	// forwarded, not written). A sender that floods itself loses score; a
+	// late or forwarded one is only dropped, as a lagging record is.
+	switch n.beats.allow(hb.PeerID, hb.SentAt, now, heartbeatGap(n.cfg.HeartbeatInterval)) {
+	case beatLate:
+		n.outdated(pathHeartbeat, errReplay)
+		return pubsub.ValidationIgnore
+	case beatFlood:
 		if from == msg.GetFrom() {
 			n.refuse(pathHeartbeat, from, errFlood)
 		} else {
-			n.metrics.rejected.WithLabelValues(pathHeartbeat, rejectReason(errFlood)).Inc()
+			n.outdated(pathHeartbeat, errReplay)
 		}
 		return pubsub.ValidationIgnore
 	}
