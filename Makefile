@@ -27,6 +27,7 @@ run: build ## start a node + portal on embedded SQLite at http://127.0.0.1:8080 
 test: a2a-sdk axe ## run every test (race detector on; real SQLite, Postgres, Chromium and the A2A JS SDK)
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
+	$(GO) test $(TEST_FLAGS) -tags agentsite_testnet -run TestTreatAsPublic ./p2p/
 
 # The official A2A client (@a2a-js/sdk, pinned in testdata/a2a-js) that the
 # A2A tests drive; installed once, if npm is here (the test skips loudly
