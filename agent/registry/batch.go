@@ -364,7 +364,7 @@ type preparedItem struct {
 	in      Input
 	rec     *agent.Record
 	kept    *agent.Backend
-	env     []byte        // the sealed envelope (batchWhole)
+	env     []byte        // the sealed envelope (a batch transaction)
 	opened  *agent.Record // the record decoded from env
 }
 
