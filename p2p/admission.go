@@ -49,6 +49,12 @@ type Admission struct {
 	// IPGroupFactor: an IP group's quota in multiples of a peer's
 	// (default 2).
 	IPGroupFactor int
+	// IntroducedPerHour bounds the never-heard heartbeat authors one
+	// forwarding peer may introduce per hour (default 500; an IP group
+	// IPGroupFactor times that): a rogue can sign heartbeats for endless
+	// fresh identities and forward them, and a heard identity's listings
+	// pass the quota of never-heard publishers.
+	IntroducedPerHour int
 }
 
 func (a *Admission) defaults() {
@@ -66,6 +72,9 @@ func (a *Admission) defaults() {
 	}
 	if a.IPGroupFactor <= 0 {
 		a.IPGroupFactor = 2
+	}
+	if a.IntroducedPerHour <= 0 {
+		a.IntroducedPerHour = 500
 	}
 }
 
@@ -115,6 +124,7 @@ type admission struct {
 	unheard    map[string]*window   // relayer or IP group → this hour's count
 	publishers map[string]*rate.Limiter
 	relayers   map[string]*rate.Limiter
+	statuses   map[string]*rate.Limiter // heartbeats per forwarding peer
 	penalties  map[peer.ID]penalty
 }
 
@@ -135,7 +145,7 @@ func newAdmission(cfg Admission) *admission {
 		cfg: cfg, blocked: map[string]bool{}, trusted: map[string]bool{},
 		heard: map[string]time.Time{}, unheard: map[string]*window{},
 		publishers: map[string]*rate.Limiter{}, relayers: map[string]*rate.Limiter{},
-		penalties: map[peer.ID]penalty{},
+		statuses: map[string]*rate.Limiter{}, penalties: map[peer.ID]penalty{},
 	}
 	for _, p := range cfg.Block {
 		a.blocked[p] = true
@@ -205,16 +215,71 @@ func decayed(p penalty, now time.Time) float64 {
 // allowGossip applies the gossip rates: from may forward RelayerPerMinute
 // messages, and publisher's fresh records PublisherPerMinute. Trusted
 // peers have no rate.
-func (a *admission) allowGossip(from peer.ID, publisher string) (relayOK, pubOK bool) {
+func (a *admission) allowGossip(from peer.ID, publisher string, now time.Time) (relayOK, pubOK bool) {
 	if a.trusted[from.String()] || a.trusted[publisher] {
 		return true, true
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !limiterFor(a.relayers, from.String(), a.cfg.RelayerPerMinute).Allow() {
+	if !limiterFor(a.relayers, from.String(), a.cfg.RelayerPerMinute).AllowN(now, 1) {
 		return false, true
 	}
-	return true, limiterFor(a.publishers, publisher, a.cfg.PublisherPerMinute).Allow()
+	return true, limiterFor(a.publishers, publisher, a.cfg.PublisherPerMinute).AllowN(now, 1)
+}
+
+// allowRelayedHeartbeat applies the heartbeat rate of a forwarding peer:
+// per interval, twice the heartbeat authors this node hears plus 64. An
+// honest forwarder passes on at most one round per author an interval; a
+// rogue that signs heartbeats for endless fresh identities is held to the
+// planet's size.
+func (a *admission) allowRelayedHeartbeat(from peer.ID, interval time.Duration, now time.Time) bool {
+	if a.trusted[from.String()] {
+		return true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	perInterval := 2 * (len(a.heard) + 64)
+	limit := rate.Limit(float64(perInterval) / interval.Seconds())
+	l, ok := a.statuses[from.String()]
+	if !ok {
+		if len(a.statuses) >= maxTracked {
+			clear(a.statuses)
+		}
+		l = rate.NewLimiter(limit, perInterval)
+		a.statuses[from.String()] = l
+	}
+	l.SetLimitAt(now, limit)
+	l.SetBurstAt(now, perInterval)
+	return l.AllowN(now, 1)
+}
+
+// introduce counts author, a heartbeat author never heard, against the
+// hourly allowance of from, the peer that forwarded its heartbeat, and of
+// from's IP group; over it, the heartbeat is ignored.
+func (a *admission) introduce(author string, from peer.ID, group string, now time.Time) error {
+	if a.trusted[from.String()] || a.trusted[author] {
+		return nil
+	}
+	keys := []string{"intro:peer:" + from.String()}
+	limits := []int{a.cfg.IntroducedPerHour}
+	if group != "" {
+		keys = append(keys, "intro:ip:"+group)
+		limits = append(limits, a.cfg.IntroducedPerHour*a.cfg.IPGroupFactor)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ws := make([]*window, len(keys))
+	for i, k := range keys {
+		w := a.windowFor(k, now)
+		if !w.publishers[author] && len(w.publishers) >= limits[i] {
+			return fmt.Errorf("%w: %s introduced %d never-heard heartbeat authors this hour", agent.ErrOverQuota, k, len(w.publishers))
+		}
+		ws[i] = w
+	}
+	for _, w := range ws {
+		w.publishers[author] = true
+	}
+	return nil
 }
 
 func limiterFor(m map[string]*rate.Limiter, key string, perMinute int) *rate.Limiter {

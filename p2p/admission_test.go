@@ -131,11 +131,12 @@ func TestAdmissionPenaltyDecays(t *testing.T) {
 }
 
 func TestGossipRates(t *testing.T) {
+	now := time.Now()
 	a := newAdmission(Admission{PublisherPerMinute: 5, RelayerPerMinute: 8})
 	relayer, pub := testPeer(t), testPeer(t)
 	ok := 0
 	for i := 0; i < 20; i++ {
-		if r, p := a.allowGossip(relayer, pub.String()); r && p {
+		if r, p := a.allowGossip(relayer, pub.String(), now); r && p {
 			ok++
 		}
 	}
@@ -145,7 +146,7 @@ func TestGossipRates(t *testing.T) {
 	other := testPeer(t)
 	relayOK := 0
 	for i := 0; i < 20; i++ {
-		if r, _ := a.allowGossip(other, testPeer(t).String()); r {
+		if r, _ := a.allowGossip(other, testPeer(t).String(), now); r {
 			relayOK++
 		}
 	}
@@ -184,4 +185,59 @@ func TestBeatsOneRoundPerGap(t *testing.T) {
 	want(b.allow("p", t0.Add(2*gap), t0.Add(gap/2+time.Millisecond), gap), beatFlood, "more rounds with forged later times")
 	want(b.allow("p", t0.Add(time.Second), t0.Add(2*gap), gap), beatLate, "an older round after a newer one")
 	want(b.allow("q", t0, t0, gap), beatOK, "another peer's heartbeat")
+}
+
+func TestIntroducedAuthorsPerForwarder(t *testing.T) {
+	now := time.Now()
+	a := newAdmission(Admission{IntroducedPerHour: 3, IPGroupFactor: 2})
+	fwd, other := testPeer(t), testPeer(t)
+	for i := 0; i < 3; i++ {
+		if err := a.introduce(testPeer(t).String(), fwd, "10.0.0.0/24", now); err != nil {
+			t.Fatalf("author %d: %v", i, err)
+		}
+	}
+	again := testPeer(t).String()
+	if err := a.introduce(again, fwd, "10.0.0.0/24", now); !errors.Is(err, agent.ErrOverQuota) {
+		t.Fatalf("a fourth new author: %v", err)
+	}
+	// A fresh forwarder on the same IP group shares the group's 6.
+	for i := 0; i < 3; i++ {
+		if err := a.introduce(testPeer(t).String(), other, "10.0.0.0/24", now); err != nil {
+			t.Fatalf("fresh forwarder, author %d: %v", i, err)
+		}
+	}
+	if err := a.introduce(testPeer(t).String(), testPeer(t), "10.0.0.0/24", now); !errors.Is(err, agent.ErrOverQuota) {
+		t.Fatalf("past the IP group's allowance: %v", err)
+	}
+	if err := a.introduce(testPeer(t).String(), fwd, "10.0.0.0/24", now.Add(unheardWindow)); err != nil {
+		t.Fatalf("an hour later: %v", err)
+	}
+}
+
+func TestRelayedHeartbeatRateFollowsThePlanet(t *testing.T) {
+	now := time.Now()
+	a := newAdmission(Admission{})
+	fwd := testPeer(t)
+	took := 0
+	for i := 0; i < 1000; i++ {
+		if a.allowRelayedHeartbeat(fwd, 10*time.Second, now) {
+			took++
+		}
+	}
+	if took != 2*64 {
+		t.Fatalf("a burst with no author heard: %d taken, want %d", took, 2*64)
+	}
+	for i := 0; i < 500; i++ {
+		a.hear(testPeer(t).String(), now)
+	}
+	other := testPeer(t)
+	took = 0
+	for i := 0; i < 5000; i++ {
+		if a.allowRelayedHeartbeat(other, 10*time.Second, now) {
+			took++
+		}
+	}
+	if took != 2*(500+64) {
+		t.Fatalf("a burst with 500 authors heard: %d taken, want %d", took, 2*(500+64))
+	}
 }

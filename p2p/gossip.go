@@ -90,7 +90,7 @@ func (n *Node) validateRecordMsg(ctx context.Context, from peer.ID, msg *pubsub.
 	// Valid floods: past its rate a forwarder's messages, and a
 	// publisher's fresh records, are ignored (not forwarded); the forwarder
 	// loses score when the rate it broke is its own.
-	if relayOK, pubOK := n.adm.allowGossip(from, rec.Publisher); !relayOK || !pubOK {
+	if relayOK, pubOK := n.adm.allowGossip(from, rec.Publisher, n.now()); !relayOK || !pubOK {
 		if !relayOK || from.String() == rec.Publisher {
 			n.refuse(pathGossip, from, errFlood)
 		} else {

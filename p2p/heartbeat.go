@@ -161,6 +161,22 @@ func (n *Node) validateStatusMsg(ctx context.Context, from peer.ID, msg *pubsub.
 	if n.gater.Blocked(msg.GetFrom()) || n.adm.blocked[hb.PeerID] {
 		return pubsub.ValidationIgnore
 	}
+	// A forwarder is held to the planet's size in heartbeats, and to an
+	// hourly allowance of authors never heard: heartbeats are cheap to
+	// sign for endless fresh identities, and a heard host's listings pass
+	// the quota of never-heard publishers.
+	if author := msg.GetFrom(); from != author {
+		if !n.adm.allowRelayedHeartbeat(from, n.cfg.HeartbeatInterval, now) {
+			n.refuse(pathHeartbeat, from, errFlood)
+			return pubsub.ValidationIgnore
+		}
+		if !n.knownPublisher(author) {
+			if err := n.adm.introduce(author.String(), from, ipGroup(n.host.Network(), from), now); err != nil {
+				n.refuse(pathHeartbeat, from, err)
+				return pubsub.ValidationIgnore
+			}
+		}
+	}
 	// One round per sender per heartbeatGap: the rest is ignored (not
 	// forwarded, not written). A sender that floods itself loses score; a
 	// late or forwarded one is only dropped, as a lagging record is.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agentsite/agentsite/agent"
@@ -175,6 +178,48 @@ func TestRoguePeers(t *testing.T) {
 			}
 			return true
 		})
+		nothingLost(t)
+	})
+
+	t.Run("heartbeats of many fresh identities", func(t *testing.T) {
+		// The rogue signs one heartbeat for each of 1,200 fresh identities
+		// and forwards them all: each is a valid heartbeat of a new node.
+		r := newRogue(t)
+		r.connect(b)
+		nodes := func() int {
+			counts, err := b.m.Store.CountNodes(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			total := 0
+			for _, c := range counts {
+				total += c
+			}
+			return total
+		}
+		before := nodes()
+		const sent = 1200
+		for i := 0; i < sent; i++ {
+			key, _, err := crypto.GenerateEd25519Key(rand.Reader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, _ := peer.IDFromPrivateKey(key)
+			hb := agent.Heartbeat{PeerID: pid.String(), Version: "rogue", SentAt: time.Now().UTC()}
+			if err := r.status.Publish(t.Context(), mustJSON(t, hb), pubsub.WithSecretKeyAndPeerId(key, pid)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A forwarder introduces at most 500 never-heard authors an hour
+		// (and is held to twice the planet's size per interval).
+		eventually(t, 30*time.Second, "B to refuse the authors past the forwarder's allowance", func() bool {
+			return b.metric("agentsite_p2p_records_rejected_total", "path", "heartbeat", "reason", "quota")+
+				b.metric("agentsite_p2p_records_rejected_total", "path", "heartbeat", "reason", "flood") > 0 &&
+				b.m.Node.AdmissionPenalty(r.id) > 0
+		})
+		if got := nodes() - before; got > 500 {
+			t.Fatalf("B made %d node rows for the rogue's %d fresh identities; one forwarder may introduce 500 an hour", got, sent)
+		}
 		nothingLost(t)
 	})
 
