@@ -206,6 +206,16 @@ func (c *Cache) ListLocal(ctx context.Context) ([]Listing, error) {
 	return c.next.ListLocal(ctx)
 }
 
+// LocalRefs implements Network, uncached: the timers read each page once.
+func (c *Cache) LocalRefs(ctx context.Context, q LocalQuery) ([]LocalRef, error) {
+	return c.next.LocalRefs(ctx, q)
+}
+
+// CountLocal implements Network, uncached: it is one index count.
+func (c *Cache) CountLocal(ctx context.Context) (LocalCount, error) {
+	return c.next.CountLocal(ctx)
+}
+
 // CatalogueEnvelopes implements Network, uncached: each sync page is asked
 // for once.
 func (c *Cache) CatalogueEnvelopes(ctx context.Context, after int64, tag string, limit int, now time.Time) ([][]byte, int64, error) {

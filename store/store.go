@@ -229,6 +229,7 @@ type Catalogue interface {
 	CountByStatus(ctx context.Context) (map[string]int, error)
 	// ListLocal returns the listings hosted by this node, tombstones excluded.
 	ListLocal(ctx context.Context) ([]Listing, error)
+	Locals
 	// SetHostStatus sets the status of every non-offline listing hosted by
 	// peer (heartbeats: online, missed heartbeats: stale); lastSeen is set
 	// when status is online. Returns how many rows changed.
@@ -258,6 +259,57 @@ type Catalogue interface {
 	// agents_hosted a heartbeat claims by what this node holds. limit <= 0
 	// counts nothing.
 	CountHosted(ctx context.Context, hostPeerID string, limit int) (int, error)
+}
+
+// Locals reads the listings this node hosts a page or a count at a time:
+// a host of 100k agents timed out reading them all in full (issue 20).
+type Locals interface {
+	// LocalRefs is a page of the hosted listings, tombstones excluded,
+	// with only what the timers need (LocalQuery).
+	LocalRefs(ctx context.Context, q LocalQuery) ([]LocalRef, error)
+	// CountLocal counts the hosted listings, tombstones excluded, from an
+	// index.
+	CountLocal(ctx context.Context) (LocalCount, error)
+}
+
+// LocalQuery selects a page of the hosted listings. Without DueBefore
+// the order is by id, from after After; with it only the listings that
+// expire before DueBefore, the first to expire first, from after
+// (AfterExpiry, After).
+type LocalQuery struct {
+	After       string
+	AfterExpiry time.Time
+	DueBefore   time.Time
+	Publisher   string // only listings signed by it; "" any
+	Limit       int    // 1..MaxLocalPage; 0 means MaxLocalPage
+}
+
+// MaxLocalPage bounds a page of LocalRefs.
+const MaxLocalPage = 1000
+
+// PageLimit is q.Limit within 1..MaxLocalPage (0: MaxLocalPage).
+func (q LocalQuery) PageLimit() int {
+	if q.Limit <= 0 || q.Limit > MaxLocalPage {
+		return MaxLocalPage
+	}
+	return q.Limit
+}
+
+// LocalRef is what the host's timers read of one of its listings.
+type LocalRef struct {
+	ID, Name, Publisher string
+	Seq                 uint64
+	ExpiresAt           time.Time
+	Kind                string // the backend's kind; "" without a stored backend
+}
+
+// LocalCount is how many listings this node hosts, and which.
+type LocalCount struct {
+	N int
+	// Digest changes when the set of hosted listings does (a sum over
+	// their rows' first-seen positions): a reader that mirrors the set
+	// (the MCP agent tools) pages through it again only then.
+	Digest int64
 }
 
 // Nodes is the peers this node has heard from (heartbeats).

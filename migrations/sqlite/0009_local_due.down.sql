@@ -1,0 +1,2 @@
+DROP INDEX IF EXISTS agents_local_id;
+DROP INDEX IF EXISTS agents_local_due;
