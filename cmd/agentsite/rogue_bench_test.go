@@ -124,8 +124,8 @@ func BenchmarkRogueEndlessReply(b *testing.B) {
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		base := ms.HeapInuse
-		var peak atomic.Uint64
+		base, baseRSS := ms.HeapInuse, rss()
+		var peak, peakRSS atomic.Uint64
 		done := make(chan struct{})
 		go func() {
 			tick := time.NewTicker(5 * time.Millisecond)
@@ -140,12 +140,17 @@ func BenchmarkRogueEndlessReply(b *testing.B) {
 					if m.HeapInuse > peak.Load() {
 						peak.Store(m.HeapInuse)
 					}
+					if r := rss(); r > peakRSS.Load() {
+						peakRSS.Store(r)
+					}
 				}
 			}
 		}()
 		_, err := node.m.Node.SyncFrom(b.Context(), r.id, "")
 		close(done)
 		b.ReportMetric(float64(peak.Load()-min(base, peak.Load()))/(1<<20), "peak_heap_MB")
+		b.ReportMetric(float64(baseRSS)/(1<<20), "rss_before_MB")
+		b.ReportMetric(float64(max(peakRSS.Load(), baseRSS))/(1<<20), "peak_rss_MB")
 		b.ReportMetric(float64(written.Load())/(1<<20), "rogue_wrote_MB")
 		b.Logf("sync ended: %v", err)
 	}
@@ -217,6 +222,21 @@ func rankOf(tb testing.TB, n *clusterNode, q, id string) int {
 		}
 		cursor = page.NextCursor
 	}
+}
+
+// rss is the process's resident set in bytes (/proc/self/statm), 0 where
+// there is none.
+func rss() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseUint(f[1], 10, 64)
+	return pages * uint64(os.Getpagesize())
 }
 
 func envInt(name string, def int) int {
