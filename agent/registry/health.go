@@ -62,6 +62,7 @@ type healthLog struct {
 	samples   []sample
 	lastOK    time.Time
 	checked   time.Time
+	lastTurn  time.Time // the last real turn: people use the agent
 	failedRun int    // probes failed in a row, up to the last one
 	lastErr   string // the last probe's failure, for the owner; "" after a good probe
 }
@@ -133,6 +134,9 @@ func (h *Health) record(agentID string, s sample, errText string) {
 	}
 	l.samples = append(l.samples, s)
 	l.checked = s.at
+	if !s.probe {
+		l.lastTurn = s.at
+	}
 	if s.ok {
 		l.lastOK = s.at
 	}
@@ -196,6 +200,21 @@ func (h *Health) LastError(agentID string) string {
 		return l.lastErr
 	}
 	return ""
+}
+
+// RecentlyUsed is the agents with a real turn in the recent window: the
+// ones people use, which the prober probes first.
+func (h *Health) RecentlyUsed() map[string]bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cutoff := h.opts.Now().Add(-h.opts.Recent)
+	out := map[string]bool{}
+	for id, l := range h.agents {
+		if l.lastTurn.After(cutoff) {
+			out[id] = true
+		}
+	}
+	return out
 }
 
 // Retain forgets the agents not in ids (deleted, or no longer hosted).

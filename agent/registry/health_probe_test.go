@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,6 +108,19 @@ func (a *agents) ListLocal(context.Context) ([]store.Listing, error) {
 		out = append(out, store.Listing{Record: agent.Record{ID: id}, Local: true})
 	}
 	return out, nil
+}
+
+func (a *agents) LocalRefs(_ context.Context, q store.LocalQuery) ([]store.LocalRef, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := []store.LocalRef{}
+	for id, b := range a.backends {
+		if id > q.After {
+			out = append(out, store.LocalRef{ID: id, Kind: b.Kind})
+		}
+	}
+	slices.SortFunc(out, func(x, y store.LocalRef) int { return strings.Compare(x.ID, y.ID) })
+	return out[:min(len(out), q.PageLimit())], nil
 }
 
 func (a *agents) GetBackend(_ context.Context, id string) (agent.Backend, error) {

@@ -19,7 +19,10 @@ import (
 // Store is what the registry reads and writes.
 type Store interface {
 	GetAgent(ctx context.Context, id string) (store.Listing, error)
-	ListLocal(ctx context.Context) ([]store.Listing, error)
+	// LocalRefs and CountLocal read this node's listings a page or a
+	// count at a time (Refresh, RefreshTick).
+	LocalRefs(ctx context.Context, q store.LocalQuery) ([]store.LocalRef, error)
+	CountLocal(ctx context.Context) (store.LocalCount, error)
 	GetBackend(ctx context.Context, id string) (agent.Backend, error)
 	PutBackend(ctx context.Context, id string, b agent.Backend) error
 	DeleteBackend(ctx context.Context, id string) error
@@ -357,31 +360,71 @@ func (r *Registry) EnsureOperatorAgent(ctx context.Context, in Input) (store.Lis
 	return r.Update(ctx, Operator, id, in)
 }
 
-// Refresh re-signs every local listing that expires within window with a
-// new seq and expiry, so this node's agents never lapse while it runs. It
-// returns how many listings it refreshed.
+// Refresh re-signs every local listing this node signed that expires
+// within window with a new seq and expiry, so this node's agents never
+// lapse while it runs. It returns how many listings it refreshed.
+// RefreshDue bounds the work; the loop (RunRefresh) spreads it.
 func (r *Registry) Refresh(ctx context.Context, window time.Duration) (int, error) {
-	local, err := r.Store.ListLocal(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("list local agents: %w", err)
-	}
+	return r.RefreshDue(ctx, window, 0)
+}
+
+// RefreshDue re-signs at most limit (0: no limit) of the local listings
+// this node signed that expire within window, the first to expire first.
+// It reads the due ones only, a page of refs at a time, and each due
+// record once: never every listing in full (a host of 100k agents timed
+// out doing that, issue 20). Another replica's agents (a shared
+// database) are its to re-sign.
+func (r *Registry) RefreshDue(ctx context.Context, window time.Duration, limit int) (int, error) {
 	now := r.now()
+	q := store.LocalQuery{DueBefore: now.Add(window), Publisher: r.PeerID}
 	n := 0
-	for _, l := range local {
-		// Another replica's agents (a shared database) are its to re-sign.
-		if l.Record.Tombstone || l.Record.ExpiresAt.Sub(now) > window || l.Record.Publisher != r.PeerID {
-			continue
+	for limit <= 0 || n < limit {
+		q.Limit = store.MaxLocalPage
+		if limit > 0 {
+			q.Limit = min(q.Limit, limit-n)
 		}
-		rec := l.Record
-		rec.Seq = NextSeq(rec.Seq, now.UnixMicro())
-		rec.IssuedAt = now
-		rec.ExpiresAt = now.Add(r.TTL)
-		if err := r.Publisher.Publish(ctx, &rec); err != nil {
-			return n, fmt.Errorf("refresh %s: %w", rec.ID, err)
+		refs, err := r.Store.LocalRefs(ctx, q)
+		if err != nil {
+			return n, fmt.Errorf("list due local agents: %w", err)
 		}
-		n++
+		for _, ref := range refs {
+			done, err := r.refreshOne(ctx, ref.ID, now)
+			if err != nil {
+				return n, err
+			}
+			if done {
+				n++
+			}
+		}
+		if len(refs) < q.Limit {
+			break
+		}
+		last := refs[len(refs)-1]
+		q.After, q.AfterExpiry = last.ID, last.ExpiresAt
 	}
 	return n, nil
+}
+
+// refreshOne re-signs local listing id at now, unless it changed since it
+// was found due (deleted, gone, signed by another replica).
+func (r *Registry) refreshOne(ctx context.Context, id string, now time.Time) (bool, error) {
+	l, err := r.Store.GetAgent(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("refresh %s: %w", id, err)
+	case !l.Local || l.Record.Tombstone || l.Record.Publisher != r.PeerID:
+		return false, nil
+	}
+	rec := l.Record
+	rec.Seq = NextSeq(rec.Seq, now.UnixMicro())
+	rec.IssuedAt = now
+	rec.ExpiresAt = now.Add(r.TTL)
+	if err := r.Publisher.Publish(ctx, &rec); err != nil {
+		return false, fmt.Errorf("refresh %s: %w", rec.ID, err)
+	}
+	return true, nil
 }
 
 // NextSeq is at least prev+1 and at least the clock in microseconds, so a
