@@ -63,8 +63,8 @@ type healthLog struct {
 	lastOK    time.Time
 	checked   time.Time
 	lastTurn  time.Time // the last real turn: people use the agent
-	failedRun int    // probes failed in a row, up to the last one
-	lastErr   string // the last probe's failure, for the owner; "" after a good probe
+	failedRun int       // probes failed in a row, up to the last one
+	lastErr   string    // the last probe's failure, for the owner; "" after a good probe
 }
 
 // sample is one outcome.

@@ -21,7 +21,9 @@ import (
 // Catalog is what the API reads from the store.
 type Catalog interface {
 	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
-	ListLocal(ctx context.Context) ([]store.Listing, error)
+	// CountLocal counts this node's agents from an index: at 100k hosted
+	// agents reading them all made /api/v1/node a 503 (issue 20).
+	CountLocal(ctx context.Context) (store.LocalCount, error)
 }
 
 // Node is what the API tells about this node's network side, and the

@@ -10,7 +10,7 @@ import (
 // NodeInfo is GET /api/v1/node: who this node is, and its addresses for
 // others to bootstrap from.
 func (a *API) NodeInfo(w http.ResponseWriter, r *http.Request) {
-	local, err := a.Catalog.ListLocal(r.Context())
+	local, err := a.Catalog.CountLocal(r.Context())
 	if err != nil {
 		a.Fail(w, r, err)
 		return
@@ -28,7 +28,7 @@ func (a *API) NodeInfo(w http.ResponseWriter, r *http.Request) {
 		PeerID:       a.Node.PeerID(),
 		Addrs:        addrs,
 		Version:      a.Version,
-		AgentsHosted: len(local),
+		AgentsHosted: local.N,
 		Peers:        a.Node.PeerCount(),
 	})
 }

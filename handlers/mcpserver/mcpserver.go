@@ -56,7 +56,11 @@ const instructions = "AgentSite node: search the planet-wide catalogue of AI age
 type Catalog interface {
 	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
 	ListTags(ctx context.Context, limit int) ([]store.TagCount, error)
-	ListLocal(ctx context.Context) ([]store.Listing, error)
+	// CountLocal and LocalRefs keep the agent tools in step with the
+	// local agents: a count from an index each time, the ids and names a
+	// page at a time only when the set changed (issue 20).
+	CountLocal(ctx context.Context) (store.LocalCount, error)
+	LocalRefs(ctx context.Context, q store.LocalQuery) ([]store.LocalRef, error)
 }
 
 // Server is the public MCP surface's dependencies. Every field but

@@ -12,6 +12,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/agentsite/agentsite/store"
 )
 
 // Per-agent tools.
@@ -68,6 +70,7 @@ type public struct {
 
 	mu         sync.Mutex
 	synced     time.Time
+	localSet   store.LocalCount  // the local agents the tools were made from
 	agentTools map[string]string // tool name → agent id
 }
 
@@ -125,21 +128,33 @@ func (p *public) syncAgentTools(ctx context.Context) {
 	if now.Sub(p.synced) < agentToolsRefresh {
 		return
 	}
-	locals, err := p.s.Catalog.ListLocal(ctx)
+	set, err := p.s.Catalog.CountLocal(ctx)
 	if err != nil {
-		p.s.Logger.Warn("MCP: listing local agents failed; keeping the previous agent tools", "err", err)
+		p.s.Logger.Warn("MCP: counting local agents failed; keeping the previous agent tools", "err", err)
 		return
 	}
 	p.synced = now
-	want := make(map[string]string, len(locals))
-	slugs := make(map[string]string, len(locals))
-	for _, l := range locals {
-		if l.Record.Tombstone {
-			continue
-		}
-		name := agentToolName(l.Record.Name)
-		want[name], slugs[name] = l.Record.ID, l.Record.Name
+	if p.agentTools != nil && set == p.localSet {
+		return // the same agents: their names (and tools) cannot have changed
 	}
+	want := make(map[string]string, set.N)
+	slugs := make(map[string]string, set.N)
+	for q := (store.LocalQuery{}); ; {
+		refs, err := p.s.Catalog.LocalRefs(ctx, q)
+		if err != nil {
+			p.s.Logger.Warn("MCP: listing local agents failed; keeping the previous agent tools", "err", err)
+			return
+		}
+		for _, r := range refs {
+			name := agentToolName(r.Name)
+			want[name], slugs[name] = r.ID, r.Name
+		}
+		if len(refs) < q.PageLimit() {
+			break
+		}
+		q.After = refs[len(refs)-1].ID
+	}
+	p.localSet = set
 	var gone []string
 	for name, id := range p.agentTools {
 		if want[name] != id {

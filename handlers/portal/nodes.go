@@ -123,7 +123,7 @@ func (p *Pages) netKnown(ctx context.Context) (netCount, error) {
 // connected peers and the page's nodes, never the whole table.
 func (p *Pages) PageNodes(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	local, err := p.Catalog.ListLocal(ctx)
+	local, err := p.Catalog.CountLocal(ctx)
 	if err != nil {
 		p.RenderError(w, r, err)
 		return
@@ -165,12 +165,12 @@ func (p *Pages) PageNodes(w http.ResponseWriter, r *http.Request) {
 		PeerID:       self,
 		Addrs:        p.Node.Addrs(),
 		Peers:        p.Node.PeerCount(),
-		AgentsHosted: len(local),
+		AgentsHosted: local.N,
 		Version:      p.Version,
 		Nodes:        rows,
 		NodesKnown:   known.total,
 		NodesHeard:   known.heard,
-		Map:          web.NewNetMap(web.NetPeer{PeerID: self, Status: store.StatusOnline, Connected: true, Agents: len(local)}, peers),
+		Map:          web.NewNetMap(web.NetPeer{PeerID: self, Status: store.StatusOnline, Connected: true, Agents: local.N}, peers),
 	}
 	if page.Prev != "" {
 		v.PrevHref = "/nodes?" + url.Values{"before": {page.Prev}}.Encode()

@@ -27,7 +27,9 @@ type Catalog interface {
 	ListTags(ctx context.Context, limit int) ([]store.TagCount, error)
 	TagFacets(ctx context.Context, q store.SearchQuery, limit int) ([]store.TagCount, error)
 	Stats(ctx context.Context) (store.Stats, error)
-	ListLocal(ctx context.Context) ([]store.Listing, error)
+	// CountLocal counts this node's agents (the Network page) from an
+	// index, never reading them.
+	CountLocal(ctx context.Context) (store.LocalCount, error)
 	// ListNodes, GetNodes and CountNodes read the nodes table a page, a
 	// few rows or a count at a time: a planet has many nodes.
 	ListNodes(ctx context.Context, q store.NodeQuery) (store.NodePage, error)
