@@ -198,7 +198,7 @@ func (a *app) buildUseCases(metrics prometheus.Registerer) error {
 		return fmt.Errorf("probe metrics: %w", err)
 	}
 	a.prober = &registry.Prober{Store: a.full, Runtime: a.runtime, Health: a.health,
-		Interval: a.cfg.ProbeInterval, Observer: observer, Logger: a.logger}
+		Interval: a.cfg.ProbeInterval, Budget: a.cfg.ProbeBudget, Observer: observer, Logger: a.logger}
 	return nil
 }
 
@@ -229,7 +229,7 @@ func (a *app) startBackground() error {
 			return fmt.Errorf("publish demo agents: %w", err)
 		}
 	}
-	a.goLoop(a.refreshLoop)
+	a.goLoop(a.registry.RunRefresh)
 	a.goLoop(a.sweepLoop)
 	a.goLoop(a.prober.Run)
 	return nil

@@ -52,6 +52,7 @@ type Config struct {
 	PublicURL             string
 	StoreTimeout          time.Duration
 	ProbeInterval         time.Duration
+	ProbeBudget           int
 	LogLevel              string
 	LogFormat             string
 	DebugAddr             string
@@ -152,6 +153,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.PublicURL, "public-url", "", "the node's public address behind a reverse proxy, e.g. https://agents.example.org (its host is accepted on /mcp; A2A card URLs use it; empty: the request's host)")
 	fs.DurationVar(&c.StoreTimeout, "store-timeout", 5*time.Second, "deadline of every database call; past it the call fails and the request gets 503 with Retry-After")
 	fs.DurationVar(&c.ProbeInterval, "probe-interval", time.Minute, "how often this node probes each of its agents' backends (jittered ±10%) for their health")
+	fs.IntVar(&c.ProbeBudget, "probe-budget", 600, "the most backend probes this node makes in any minute; past it each agent is probed less often than --probe-interval, agents people use first")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "loopback address for net/http/pprof, e.g. 127.0.0.1:6060 (empty: off)")
@@ -287,6 +289,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ProbeInterval < time.Second || c.ProbeInterval > time.Hour {
 		errs = append(errs, errors.New("--probe-interval must be between 1s and 1h (default 1m)"))
+	}
+	if c.ProbeBudget < 1 || c.ProbeBudget > 100000 {
+		errs = append(errs, errors.New("--probe-budget must be between 1 and 100000 probes a minute (default 600)"))
 	}
 	if c.StaleAfter < 0 {
 		errs = append(errs, errors.New("--stale-after must not be negative; 0 means 3 heartbeat intervals"))

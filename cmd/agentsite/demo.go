@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"time"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
@@ -52,27 +51,4 @@ func publishDemoAgents(ctx context.Context, reg *registry.Registry, logger *slog
 		}
 	}
 	return nil
-}
-
-// refreshLoop re-signs local listings before they expire: every quarter of
-// the TTL, anything expiring within half of it.
-func (a *app) refreshLoop(ctx context.Context) {
-	ttl := a.cfg.RecordTTL
-	t := time.NewTicker(ttl / 4)
-	defer t.Stop()
-	for {
-		if n, err := a.registry.Refresh(ctx, ttl/2); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			a.logger.Warn("refreshing local agents failed; will retry", "err", err)
-		} else if n > 0 {
-			a.logger.Debug("refreshed local agents", "count", n)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }
