@@ -60,6 +60,10 @@ type Config struct {
 	// NoSyncOnConnect turns off pulling each new peer's catalogue; the
 	// cache then fills from gossip and on-demand look-ups only.
 	NoSyncOnConnect bool
+	// SyncInterval is how often a connected peer's change feed is pulled
+	// again (jittered ±25 %), so that a record lost in gossip is repaired
+	// (default 30 s).
+	SyncInterval time.Duration
 	// HealthSource gives the health of the hosted agents for the
 	// heartbeats (nil: none).
 	HealthSource HealthSource
@@ -86,6 +90,9 @@ type Config struct {
 func (c *Config) defaults() {
 	if c.HeartbeatInterval <= 0 {
 		c.HeartbeatInterval = 10 * time.Second
+	}
+	if c.SyncInterval <= 0 {
+		c.SyncInterval = defaultSyncInterval
 	}
 	if c.MaxSyncRecords <= 0 {
 		c.MaxSyncRecords = 200_000
@@ -238,6 +245,7 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 		return nil, err
 	}
 	h.SetStreamHandler(SyncProtocol, n.serveSync)
+	h.SetStreamHandler(SyncFeedProtocol, n.serveFeed)
 	if !cfg.NoSyncOnConnect {
 		n.watchPeers()
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -175,27 +176,45 @@ func readSyncPage(s network.Stream, r *bufio.Reader) (syncResponse, error) {
 	return resp, nil
 }
 
-// syncTracker makes sure one peer is synced from at most once per
-// syncRepeatAfter while it stays connected (identification completes once
-// per connection, and a peer may hold several), and at most
-// maxParallelSyncs at a time. A peer that disconnects is forgotten, so it
-// is synced again as soon as it is back: a node returning from a partition
-// or a restart brings what it published meanwhile, which gossip sent while
-// it was cut off never delivered.
+// syncTracker makes sure a peer that speaks only 1.0.0 is synced from at
+// most once per syncRepeatAfter while it stays connected (identification
+// completes once per connection, and a peer may hold several), that each
+// peer speaking 1.1.0 has one sync loop while connected, and that at most
+// maxParallelSyncs syncs run at a time. A peer that disconnects is
+// forgotten (its loop ends), so it is synced again as soon as it is back:
+// a node returning from a partition or a restart brings what it published
+// meanwhile, which gossip sent while it was cut off never delivered.
+//
+// It also hands out the shards of the id space that no peer has filled
+// yet (sync_feed.go), one sync at a time each.
 type syncTracker struct {
 	mu   sync.Mutex
 	last map[peer.ID]time.Time
 	sem  chan struct{}
+
+	loops     map[peer.ID]*syncLoop
+	filling   map[int]peer.ID
+	filled    [syncShards]bool
+	loaded    bool
+	lastPrune time.Time
 }
+
+// syncLoop is a peer's running sync loop.
+type syncLoop struct{ cancel context.CancelFunc }
 
 func newSyncTracker() *syncTracker {
-	return &syncTracker{last: map[peer.ID]time.Time{}, sem: make(chan struct{}, maxParallelSyncs)}
+	return &syncTracker{last: map[peer.ID]time.Time{}, sem: make(chan struct{}, maxParallelSyncs),
+		loops: map[peer.ID]*syncLoop{}, filling: map[int]peer.ID{}}
 }
 
-// forget lets the next connection of p sync at once.
+// forget lets the next connection of p sync at once, and ends p's loop.
 func (t *syncTracker) forget(p peer.ID) {
 	t.mu.Lock()
 	delete(t.last, p)
+	if l := t.loops[p]; l != nil {
+		l.cancel()
+		delete(t.loops, p)
+	}
 	t.mu.Unlock()
 }
 
@@ -209,9 +228,105 @@ func (t *syncTracker) due(p peer.ID, now time.Time) bool {
 	return true
 }
 
+// startLoop registers a loop for p, unless one runs.
+func (t *syncTracker) startLoop(p peer.ID, cancel context.CancelFunc) (*syncLoop, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.loops[p] != nil {
+		return nil, false
+	}
+	l := &syncLoop{cancel: cancel}
+	t.loops[p] = l
+	return l, true
+}
+
+// endLoop forgets l, if it is still p's loop.
+func (t *syncTracker) endLoop(p peer.ID, l *syncLoop) {
+	t.mu.Lock()
+	if t.loops[p] == l {
+		delete(t.loops, p)
+	}
+	t.mu.Unlock()
+	l.cancel()
+}
+
+type shardClaim int
+
+const (
+	shardClaimed shardClaim = iota // this sync fills it
+	shardBusy                      // another sync is filling it
+	shardFilled                    // complete from some peer
+)
+
+func (t *syncTracker) claim(shard int, p peer.ID) shardClaim {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.filled[shard] {
+		return shardFilled
+	}
+	if q, ok := t.filling[shard]; ok && q != p {
+		return shardBusy
+	}
+	t.filling[shard] = p
+	return shardClaimed
+}
+
+func (t *syncTracker) release(shard int, p peer.ID) {
+	t.mu.Lock()
+	if t.filling[shard] == p {
+		delete(t.filling, shard)
+	}
+	t.mu.Unlock()
+}
+
+func (t *syncTracker) markFilled(shard int) {
+	t.mu.Lock()
+	t.filled[shard] = true
+	t.mu.Unlock()
+}
+
+// loadFilled reads, once, which shards are complete from some peer (kept
+// across restarts).
+func (t *syncTracker) loadFilled(ctx context.Context, c FeedCache) error {
+	t.mu.Lock()
+	loaded := t.loaded
+	t.mu.Unlock()
+	if loaded {
+		return nil
+	}
+	var filled [syncShards]bool
+	for shard := range filled {
+		_, _, complete, err := c.SyncCursor(ctx, filledPeer, shard)
+		if err != nil {
+			return err
+		}
+		filled[shard] = complete
+	}
+	t.mu.Lock()
+	for shard, f := range filled {
+		t.filled[shard] = t.filled[shard] || f
+	}
+	t.loaded = true
+	t.mu.Unlock()
+	return nil
+}
+
+func (t *syncTracker) pruneDue(now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if now.Sub(t.lastPrune) < syncPruneEvery {
+		return false
+	}
+	t.lastPrune = now
+	return true
+}
+
 // watchPeers starts a catalogue sync with every peer that completes
-// identification and speaks the sync protocol: a new mirror fills up, and a
-// node back from a partition catches up, without waiting for re-announcements.
+// identification and speaks a sync protocol: a new mirror fills up, and a
+// node back from a partition catches up, without waiting for
+// re-announcements. A peer that speaks 1.1.0 is synced with again every
+// SyncInterval (jittered) while it stays connected: what gossip lost is
+// repaired.
 func (n *Node) watchPeers() {
 	sub, err := n.host.EventBus().Subscribe([]any{new(event.EvtPeerIdentificationCompleted), new(event.EvtPeerConnectednessChanged)})
 	if err != nil {
@@ -235,18 +350,69 @@ func (n *Node) watchPeers() {
 					continue
 				}
 				e := ev.(event.EvtPeerIdentificationCompleted)
-				if !speaks(e.Protocols, SyncProtocol) || n.gater.Blocked(e.Peer) || !n.syncs.due(e.Peer, n.now()) {
+				if n.gater.Blocked(e.Peer) {
 					continue
 				}
-				n.goLoop(func(ctx context.Context) { n.syncWith(ctx, e.Peer) })
+				switch {
+				case speaks(e.Protocols, SyncFeedProtocol):
+					lctx, cancel := context.WithCancel(ctx)
+					l, ok := n.syncs.startLoop(e.Peer, cancel)
+					if !ok {
+						cancel()
+						continue
+					}
+					n.goLoop(func(context.Context) {
+						defer n.syncs.endLoop(e.Peer, l)
+						n.syncLoop(lctx, e.Peer)
+					})
+				case speaks(e.Protocols, SyncProtocol) && n.syncs.due(e.Peer, n.now()):
+					n.goLoop(func(ctx context.Context) { n.syncWith(ctx, e.Peer) })
+				}
 			}
 		}
 	})
 }
 
+// syncLoop syncs incrementally with p until ctx ends or p is gone: at once,
+// then every SyncInterval ±25 %; a sync that ran into the admission quota
+// is tried again sooner (after 3, 6 and 9 heartbeat intervals, as
+// syncWith), and the last try passes over what is still refused.
+func (n *Node) syncLoop(ctx context.Context, p peer.ID) {
+	attempt := 0
+	for {
+		err := n.syncOnce(ctx, p, func(ctx context.Context) (int, error) {
+			return n.FeedSync(ctx, p, attempt >= maxQuotaRetries)
+		})
+		wait := jitter(n.cfg.SyncInterval)
+		if errors.Is(err, agent.ErrOverQuota) && attempt < maxQuotaRetries {
+			attempt++
+			wait = time.Duration(attempt) * quotaRetryIntervals * n.cfg.HeartbeatInterval
+		} else if attempt >= maxQuotaRetries || err == nil {
+			attempt = 0
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if n.host.Network().Connectedness(p) != network.Connected {
+			return
+		}
+	}
+}
+
+// jitter is d ±25 %.
+func jitter(d time.Duration) time.Duration {
+	return d*3/4 + time.Duration(rand.Int64N(int64(d)/2+1))
+}
+
+// syncWith syncs with p over 1.0.0 (a whole-catalogue pull), again while
+// admission refuses some of it.
 func (n *Node) syncWith(ctx context.Context, p peer.ID) {
 	for attempt := 1; ; attempt++ {
-		err := n.syncOnce(ctx, p)
+		err := n.syncOnce(ctx, p, func(ctx context.Context) (int, error) { return n.SyncFrom(ctx, p, "") })
 		if !errors.Is(err, agent.ErrOverQuota) || attempt > maxQuotaRetries {
 			return
 		}
@@ -274,7 +440,8 @@ const (
 	quotaRetryIntervals = 3
 )
 
-func (n *Node) syncOnce(ctx context.Context, p peer.ID) error {
+// syncOnce runs one sync with p, at most maxParallelSyncs at a time.
+func (n *Node) syncOnce(ctx context.Context, p peer.ID, sync func(context.Context) (int, error)) error {
 	select {
 	case n.syncs.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -282,7 +449,7 @@ func (n *Node) syncOnce(ctx context.Context, p peer.ID) error {
 	}
 	defer func() { <-n.syncs.sem }()
 	start := time.Now()
-	changed, err := n.SyncFrom(ctx, p, "")
+	changed, err := sync(ctx)
 	if changed > 0 {
 		n.logger.Info("catalogue sync", "peer", p, "records", changed, "took", time.Since(start).Round(time.Millisecond))
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/agentsite/agentsite/agent"
 )
@@ -77,3 +78,39 @@ func SkillsText(skills []agent.Skill) string {
 	}
 	return b.String()
 }
+
+// SyncFeed serves incremental catalogue sync (p2p's /agentsite/sync/1.1.0)
+// and keeps where this node got to in each peer's feed. The feed is
+// agent_sync (migration 0008): every insert of a listing and every new seq
+// (a new signed envelope) gives its row a sync number larger than any
+// before; status and health changes give none (unlike ChangeFeed's
+// numbers, which follow what the search index holds).
+type SyncFeed interface {
+	// FeedID names this database's change feed: a cursor taken in one
+	// feed means nothing in another (a database made again).
+	FeedID(ctx context.Context) (string, error)
+	// SyncChanges reads the signed envelopes of the listings whose sync
+	// number is above after, in sync number order, whose id is in
+	// [lo, hi) (hi "" is no bound), that are still valid at now
+	// (tombstones included): at most limit of them, from at most
+	// MaxSyncScan numbers. next is the sync number to continue after
+	// (after itself when nothing new is settled); more says whether
+	// anything may follow now. Numbers are handed out only up to the
+	// feed's settled horizon (Postgres: no transaction that took a lower
+	// number is still running), so a reader that continues after next
+	// misses nothing. limit 0 returns no envelopes and next = the horizon.
+	SyncChanges(ctx context.Context, after int64, lo, hi string, limit int, now time.Time) (envs [][]byte, next int64, more bool, err error)
+	// SyncCursor is where this node got to in peer's feed for shard:
+	// feed is "" when there is no cursor.
+	SyncCursor(ctx context.Context, peer string, shard int) (feed string, after int64, complete bool, err error)
+	// SetSyncCursor stores it.
+	SetSyncCursor(ctx context.Context, peer string, shard int, feed string, after int64, complete bool, at time.Time) error
+	// PruneSyncCursors drops the cursors not written since before (peers
+	// gone for good), and returns how many went.
+	PruneSyncCursors(ctx context.Context, before time.Time) (int, error)
+}
+
+// MaxSyncScan bounds the changes one SyncChanges call reads, whatever its
+// id range matches: a page of a narrow shard ends early rather than walk
+// the whole feed.
+const MaxSyncScan = 4096

@@ -199,6 +199,8 @@ type Message struct {
 // Catalogue is the listings: every agent record this node has heard of,
 // with what it knows about each.
 type Catalogue interface {
+	// SyncFeed serves incremental catalogue sync (changes.go).
+	SyncFeed
 	// UpsertRecord is the Sink: a verified record becomes (or updates) a
 	// listing. A record whose seq is ≤ the stored one changes nothing and
 	// returns ErrStale. A tombstone replaces the listing's fields and hides it

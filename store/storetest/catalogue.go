@@ -11,6 +11,8 @@ import (
 
 var catalogueCases = []testCase{
 	{"CatalogueEnvelopes", testCatalogueEnvelopes},
+	{"SyncChanges", testSyncChanges},
+	{"SyncCursors", testSyncCursors},
 }
 
 // walkCatalogue pages through CatalogueEnvelopes and returns the names of

@@ -1,0 +1,307 @@
+package p2p
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// Incremental catalogue sync (/agentsite/sync/1.1.0): a cursor in each
+// peer's change feed, per shard of the id space.
+//
+// On one stream the client sends newline-delimited JSON requests
+// {after, lo, hi, limit} and reads one line {feed, envelopes, next, more}
+// for each. after is a change number in the server's feed (store's
+// agent_changes: every insert or change of a listing gets a number larger
+// than any before); the server answers the envelopes of listings changed
+// after it whose id is in [lo, hi), and next, the number to continue
+// after. limit 0 asks only for the feed's id and head. feed names the
+// server's feed: a cursor kept for another feed (the peer's database was
+// made again) starts over.
+//
+// The client keeps, per peer and shard, the feed, the number it got to and
+// whether the shard was once read to its end (FeedCache, persisted), and
+// stores it after every page: a sync cut anywhere resumes from the page it
+// was on, and once a shard is complete only what changed is pulled. Pages
+// have a deadline each (syncPageTimeout); a sync has none and no size cap.
+//
+// Splitting the work: a shard that no peer has filled yet is claimed by
+// one sync at a time (syncTracker), so a joiner connected to k peers pulls
+// each shard from one of them. A shard filled from one peer is not pulled
+// again from the others: their cursor starts at their head. What they
+// hold that the filler lacked still comes: each host re-signs its
+// listings every half TTL, which gives them new numbers in every feed.
+//
+// A node that speaks only 1.0.0 is synced from with it, once a connection.
+type feedRequest struct {
+	After int64  `json:"after"`
+	Lo    string `json:"lo,omitempty"`
+	Hi    string `json:"hi,omitempty"`
+	Limit int    `json:"limit"`
+}
+
+type feedResponse struct {
+	Feed      string   `json:"feed"`
+	Envelopes [][]byte `json:"envelopes"`
+	Next      int64    `json:"next"`
+	More      bool     `json:"more,omitempty"`
+}
+
+const (
+	// SyncFeedProtocol is incremental catalogue sync, served next to
+	// SyncProtocol (1.0.0) for older nodes.
+	SyncFeedProtocol    = "/agentsite/sync/1.1.0"
+	syncShards          = 8
+	defaultSyncInterval = 30 * time.Second
+	// syncCursorTTL: the cursors of a peer not synced with for this long
+	// go (checked at most once per syncPruneEvery).
+	syncCursorTTL  = 7 * 24 * time.Hour
+	syncPruneEvery = time.Hour
+	// idAlphabet is the alphabet of agent ids (lower-case base32), in
+	// byte order: shards are ranges of ids' first characters.
+	idAlphabet = "234567abcdefghijklmnopqrstuvwxyz"
+	// filledPeer is the cursor row that says a shard is complete from
+	// some peer.
+	filledPeer = ""
+)
+
+// shardRange is shard i's id range [lo, hi); "" is no bound.
+func shardRange(i int) (lo, hi string) {
+	w := len(idAlphabet) / syncShards
+	if i > 0 {
+		lo = idAlphabet[i*w : i*w+1]
+	}
+	if i+1 < syncShards {
+		hi = idAlphabet[(i+1)*w : (i+1)*w+1]
+	}
+	return lo, hi
+}
+
+// serveFeed answers pages of the cache's change feed.
+func (n *Node) serveFeed(s network.Stream) {
+	defer s.Close()
+	r := bufio.NewReaderSize(io.LimitReader(s, 1<<20), maxSyncRequest)
+	enc := json.NewEncoder(s)
+	feed := ""
+	for {
+		_ = s.SetReadDeadline(time.Now().Add(syncStreamIdle))
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return
+		}
+		var req feedRequest
+		if err := json.Unmarshal(line, &req); err != nil || req.After < 0 || req.Limit < 0 || len(req.Lo) > 64 || len(req.Hi) > 64 {
+			_ = s.Reset()
+			return
+		}
+		ctx, cancel := context.WithTimeout(n.ctx, 10*time.Second)
+		if feed == "" {
+			feed, err = n.cfg.Cache.FeedID(ctx)
+		}
+		var (
+			envs [][]byte
+			next int64
+			more bool
+		)
+		if err == nil {
+			envs, next, more, err = n.cfg.Cache.SyncChanges(ctx, req.After, req.Lo, req.Hi, min(req.Limit, syncPageSize))
+		}
+		cancel()
+		if err != nil {
+			n.logger.Warn("serving a sync page failed", "peer", s.Conn().RemotePeer(), "err", err)
+			_ = s.Reset()
+			return
+		}
+		_ = s.SetWriteDeadline(time.Now().Add(syncStreamIdle))
+		if err := enc.Encode(feedResponse{Feed: feed, Envelopes: envs, Next: next, More: more}); err != nil {
+			return
+		}
+	}
+}
+
+// feedClient is one incremental sync with a peer, on one stream.
+type feedClient struct {
+	n   *Node
+	p   peer.ID
+	s   network.Stream
+	enc *json.Encoder
+	r   *bufio.Reader
+	// skipRefused: records admission refused are passed over (the cursor
+	// moves past them); else the cursor stays before them, so that the
+	// next sync asks for them again once their hosts are heard.
+	skipRefused bool
+	changed     int
+	refused     int
+}
+
+func (c *feedClient) page(req feedRequest) (feedResponse, error) {
+	_ = c.s.SetWriteDeadline(time.Now().Add(syncPageTimeout))
+	if err := c.enc.Encode(req); err != nil {
+		return feedResponse{}, fmt.Errorf("sync request to %s: %w", c.p, err)
+	}
+	_ = c.s.SetReadDeadline(time.Now().Add(syncPageTimeout))
+	line, err := c.r.ReadSlice('\n')
+	if err != nil {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			c.n.reject(pathSync, c.p, fmt.Errorf("%w: sync page over %d bytes", agent.ErrTooLarge, maxSyncResponse))
+		}
+		return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
+	}
+	var resp feedResponse
+	if err := json.Unmarshal(line, &resp); err != nil {
+		err = fmt.Errorf("%w: %w", errBadPage, err)
+		c.n.reject(pathSync, c.p, err)
+		return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
+	}
+	if len(resp.Envelopes) > syncPageSize || (req.Limit == 0 && len(resp.Envelopes) > 0) {
+		c.n.reject(pathSync, c.p, fmt.Errorf("%w: page of %d records", agent.ErrTooLarge, len(resp.Envelopes)))
+		return feedResponse{}, fmt.Errorf("peer %s sent an oversized sync page", c.p)
+	}
+	if resp.Feed == "" || len(resp.Feed) > 64 || resp.Next < 0 {
+		c.n.reject(pathSync, c.p, fmt.Errorf("%w: sync page without a feed", errBadPage))
+		return feedResponse{}, fmt.Errorf("peer %s sent a page without a feed", c.p)
+	}
+	return resp, nil
+}
+
+// take verifies, admits and caches a page's records; it reports whether
+// admission refused any.
+func (c *feedClient) take(ctx context.Context, envs [][]byte) (refused bool) {
+	for _, env := range envs {
+		rec, err := verifyRecord(env, "", c.n.now())
+		if err != nil {
+			c.n.reject(pathSync, c.p, err)
+			continue
+		}
+		if err := c.n.seqs.check(rec.ID, rec.Seq); err != nil {
+			c.n.outdated(pathSync, err)
+			continue
+		}
+		if err := c.n.admit(rec, c.p); err != nil {
+			c.n.refuse(pathSync, c.p, err)
+			c.refused++
+			refused = true
+			continue
+		}
+		if c.n.deliver(ctx, pathSync, c.p, rec, env) {
+			c.changed++
+		}
+	}
+	return refused
+}
+
+// FeedSync pulls what changed in p's catalogue since the cursors this node
+// keeps for p (everything, the first time, but for the shards another
+// peer already filled), and moves the cursors. It returns how many records
+// changed the cache. Errors wrap agent.ErrOverQuota when admission refused
+// records.
+func (n *Node) FeedSync(ctx context.Context, p peer.ID, skipRefused bool) (int, error) {
+	s, err := n.host.NewStream(network.WithAllowLimitedConn(ctx, "sync"), p, protocol.ID(SyncFeedProtocol))
+	if err != nil {
+		return 0, fmt.Errorf("open sync stream to %s: %w", p, err)
+	}
+	defer s.Close()
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
+	c := &feedClient{n: n, p: p, s: s, enc: json.NewEncoder(s), r: bufio.NewReaderSize(s, maxSyncResponse), skipRefused: skipRefused}
+	head, err := c.page(feedRequest{Limit: 0})
+	if err != nil {
+		return 0, err
+	}
+	if err := n.syncs.loadFilled(ctx, n.cfg.Cache); err != nil {
+		return 0, err
+	}
+	n.pruneCursors(ctx)
+	for shard := 0; shard < syncShards; shard++ {
+		if err := c.shard(ctx, shard, head); err != nil {
+			return c.changed, err
+		}
+		if c.refused >= maxSyncRefused {
+			return c.changed, fmt.Errorf("%w: stopped syncing from %s after %d refused records", agent.ErrOverQuota, p, c.refused)
+		}
+	}
+	if c.refused > 0 {
+		return c.changed, fmt.Errorf("%w: %d records of %s refused", agent.ErrOverQuota, c.refused, p)
+	}
+	return c.changed, nil
+}
+
+// shard pulls one shard of the peer's feed from its cursor.
+func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) error {
+	cache, ps := c.n.cfg.Cache, c.p.String()
+	feed, after, complete, err := cache.SyncCursor(ctx, ps, shard)
+	if err != nil {
+		return err
+	}
+	if feed != head.Feed {
+		after, complete = 0, false
+	}
+	if !complete {
+		switch c.n.syncs.claim(shard, c.p) {
+		case shardFilled:
+			// Filled from another peer: only what changes here from now.
+			return cache.SetSyncCursor(ctx, ps, shard, head.Feed, head.Next, true)
+		case shardBusy:
+			return nil // another sync is filling it; the next round starts at the head
+		}
+		defer c.n.syncs.release(shard, c.p)
+	}
+	lo, hi := shardRange(shard)
+	frozen := false // a record was refused: the cursor stays before it
+	for {
+		resp, err := c.page(feedRequest{After: after, Lo: lo, Hi: hi, Limit: syncPageSize})
+		if err != nil {
+			return err
+		}
+		if resp.Feed != head.Feed {
+			return fmt.Errorf("peer %s changed its feed during a sync", c.p)
+		}
+		if c.take(ctx, resp.Envelopes) && !c.skipRefused {
+			frozen = true
+		}
+		if resp.Next <= after && resp.More {
+			c.n.reject(pathSync, c.p, fmt.Errorf("%w: sync cursor did not move", errBadPage))
+			return fmt.Errorf("peer %s: sync cursor did not move", c.p)
+		}
+		after = max(after, resp.Next)
+		done := !resp.More
+		if !frozen {
+			if err := cache.SetSyncCursor(ctx, ps, shard, head.Feed, after, complete || done); err != nil {
+				return err
+			}
+		}
+		if done {
+			if !frozen && !complete {
+				c.n.syncs.markFilled(shard)
+				if err := cache.SetSyncCursor(ctx, filledPeer, shard, head.Feed, 0, true); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if c.refused >= maxSyncRefused {
+			return nil
+		}
+	}
+}
+
+// pruneCursors drops the cursors of peers gone for a week, at most once per
+// syncPruneEvery.
+func (n *Node) pruneCursors(ctx context.Context) {
+	if !n.syncs.pruneDue(n.now()) {
+		return
+	}
+	if _, err := n.cfg.Cache.PruneSyncCursors(ctx, n.now().Add(-syncCursorTTL)); err != nil && ctx.Err() == nil {
+		n.logger.Debug("pruning sync cursors failed", "err", err)
+	}
+}

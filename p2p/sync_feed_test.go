@@ -1,0 +1,191 @@
+package p2p
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// fillSource makes a cache of n listings signed by key.
+func fillSource(t *testing.T, key crypto.PrivKey, n int, c *memCache) {
+	t.Helper()
+	now := time.Now().UTC()
+	for i := 0; i < n; i++ {
+		r, env := sealRecord(t, key, fmt.Sprintf("bot-%d", i), 1, now, time.Hour, "")
+		if _, err := c.Put(context.Background(), r, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// copyCache puts every record of from into to, in from's order.
+func copyCache(t *testing.T, from, to *memCache) {
+	t.Helper()
+	for _, env := range from.order {
+		rec, err := agent.Open(env, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := to.Put(context.Background(), rec, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func startNode(t *testing.T, key crypto.PrivKey, cfg Config) *Node {
+	t.Helper()
+	cfg.ListenAddrs = []string{"/ip4/127.0.0.1/tcp/0"}
+	if key == nil {
+		key, _ = genKey(t)
+	}
+	n, err := New(context.Background(), key, cfg, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	return n
+}
+
+func connect(t *testing.T, from, to *Node) {
+	t.Helper()
+	if err := from.Connect(context.Background(), peer.AddrInfo{ID: to.Host().ID(), Addrs: to.Host().Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+}
+
+// TestFeedSyncResumesAfterCut: a sync cut part-way (the page past 200
+// envelopes fails, and the mirror restarts on the same cache) resumes from
+// the page it stopped at: the source serves each envelope once.
+func TestFeedSyncResumesAfterCut(t *testing.T) {
+	const n = 500
+	srcKey, _ := genKey(t)
+	src := &memCache{failAt: 200}
+	fillSource(t, srcKey, n, src)
+	s := startNode(t, srcKey, Config{Cache: src, NoSyncOnConnect: true})
+
+	mirror := &memCache{}
+	m1 := startNode(t, nil, Config{Cache: mirror, SyncInterval: time.Hour})
+	connect(t, m1, s)
+	eventually(t, 30*time.Second, "the cut", func() bool {
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		return src.failAt == 0
+	})
+	held := mirror.held()
+	if held == 0 || held >= n {
+		t.Fatalf("the mirror holds %d of %d listings after the cut", held, n)
+	}
+	_ = m1.Close() // a restart, on the same cache
+
+	m2 := startNode(t, nil, Config{Cache: mirror, SyncInterval: time.Hour})
+	connect(t, m2, s)
+	eventually(t, 30*time.Second, "the mirror to fill", func() bool { return mirror.held() == n })
+	if got := src.servedCount(); got > n {
+		t.Fatalf("the source served %d envelopes for %d listings (%d held at the cut): the sync did not resume", got, n, held)
+	}
+}
+
+// TestJoinerSplitsWork: a joiner connected to three sources of the same
+// catalogue gets each listing about once, and later rounds pull nothing
+// again.
+func TestJoinerSplitsWork(t *testing.T) {
+	const n = 600
+	pubKey, _ := genKey(t)
+	first := &memCache{}
+	fillSource(t, pubKey, n, first)
+	var srcs []*memCache
+	var nodes []*Node
+	for i := 0; i < 3; i++ {
+		c := first
+		if i > 0 {
+			c = &memCache{}
+			copyCache(t, first, c)
+		}
+		srcs = append(srcs, c)
+		nodes = append(nodes, startNode(t, nil, Config{Cache: c, NoSyncOnConnect: true}))
+	}
+	mirror := &memCache{}
+	m := startNode(t, nil, Config{Cache: mirror, SyncInterval: 20 * time.Millisecond,
+		Admission: Admission{UnheardPerHour: 10 * n}})
+	errs := make(chan error, len(nodes))
+	for _, s := range nodes {
+		go func() {
+			errs <- m.Connect(context.Background(), peer.AddrInfo{ID: s.Host().ID(), Addrs: s.Host().Addrs()})
+		}()
+	}
+	for range nodes {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, "the mirror to fill", func() bool { return mirror.held() == n })
+	// Two more rounds with every source.
+	calls := make([]int, len(srcs))
+	for i, c := range srcs {
+		c.mu.Lock()
+		calls[i] = c.calls
+		c.mu.Unlock()
+	}
+	eventually(t, 30*time.Second, "two more rounds", func() bool {
+		for i, c := range srcs {
+			c.mu.Lock()
+			more := c.calls - calls[i]
+			c.mu.Unlock()
+			if more < 2*(syncShards+1) {
+				return false
+			}
+		}
+		return true
+	})
+	total := 0
+	for _, c := range srcs {
+		total += c.servedCount()
+	}
+	if total > n*13/10 {
+		t.Fatalf("the three sources served %d envelopes for %d listings", total, n)
+	}
+}
+
+// TestAntiEntropyRepairsLostGossip: a record that reached a peer but
+// never this node (its gossip lost) arrives through the periodic sync on
+// the connection that stays up.
+func TestAntiEntropyRepairsLostGossip(t *testing.T) {
+	srcKey, _ := genKey(t)
+	src := &memCache{}
+	fillSource(t, srcKey, 10, src)
+	s := startNode(t, srcKey, Config{Cache: src, NoSyncOnConnect: true})
+	mirror := &memCache{}
+	m := startNode(t, nil, Config{Cache: mirror, SyncInterval: 20 * time.Millisecond})
+	connect(t, m, s)
+	eventually(t, 30*time.Second, "the first sync", func() bool { return mirror.held() == 10 })
+
+	// The source gets a record by a path the mirror does not see (its
+	// gossip to the mirror lost): only the source's cache has it.
+	r, env := sealRecord(t, srcKey, "late-bot", 1, time.Now().UTC(), time.Hour, "")
+	if _, err := src.Put(context.Background(), r, env); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the lost record to be repaired", func() bool {
+		mirror.mu.Lock()
+		defer mirror.mu.Unlock()
+		return mirror.ids[r.ID]
+	})
+}

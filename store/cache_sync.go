@@ -1,0 +1,30 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// FeedID implements SyncFeed, uncached.
+func (c *Cache) FeedID(ctx context.Context) (string, error) { return c.next.FeedID(ctx) }
+
+// SyncChanges implements SyncFeed, uncached: each sync page is asked for
+// once.
+func (c *Cache) SyncChanges(ctx context.Context, after int64, lo, hi string, limit int, now time.Time) ([][]byte, int64, bool, error) {
+	return c.next.SyncChanges(ctx, after, lo, hi, limit, now)
+}
+
+// SyncCursor implements SyncFeed, uncached.
+func (c *Cache) SyncCursor(ctx context.Context, peer string, shard int) (string, int64, bool, error) {
+	return c.next.SyncCursor(ctx, peer, shard)
+}
+
+// SetSyncCursor implements SyncFeed; no cached read shows cursors.
+func (c *Cache) SetSyncCursor(ctx context.Context, peer string, shard int, feed string, after int64, complete bool, at time.Time) error {
+	return c.next.SetSyncCursor(ctx, peer, shard, feed, after, complete, at)
+}
+
+// PruneSyncCursors implements SyncFeed.
+func (c *Cache) PruneSyncCursors(ctx context.Context, before time.Time) (int, error) {
+	return c.next.PruneSyncCursors(ctx, before)
+}
