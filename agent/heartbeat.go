@@ -1,5 +1,11 @@
 package agent
 
+import (
+	"fmt"
+	"hash/fnv"
+	"time"
+)
+
 // Limits of the health a heartbeat carries, part of the wire contract like
 // the record limits: every node rejects a heartbeat that exceeds them.
 const (
@@ -35,3 +41,43 @@ func IsHealthState(s string) bool {
 	}
 	return false
 }
+
+// MaxHeartbeatInterval bounds the interval a heartbeat may declare
+// (Heartbeat.IntervalMS): a sender that adapts its interval to the
+// planet's size stops there, so a listing's host is found silent within
+// three of them (30 minutes) however large the planet.
+const MaxHeartbeatInterval = 10 * time.Minute
+
+// HealthSlice places a heartbeat's health in its sender's whole state:
+// slice Index of Count, each at most MaxHeartbeatHealth entries in id
+// order. Receivers that lack the state fill it from the slices, which a
+// sender sends in turn (the periodic refresh).
+type HealthSlice struct {
+	Index int `json:"index"`
+	Count int `json:"count"`
+}
+
+// Interval is the interval the heartbeat declares, or 0 when it declares
+// none (a heartbeat of agentsite/status/1 from an older node).
+func (hb *Heartbeat) Interval() time.Duration {
+	if hb.IntervalMS <= 0 {
+		return 0
+	}
+	return min(time.Duration(hb.IntervalMS)*time.Millisecond, MaxHeartbeatInterval)
+}
+
+// HealthDigest is the order-free digest of a health state, built one
+// entry at a time (Add, Remove): the XOR of each entry's FNV-1a hash, so
+// a sender updates it in O(changes), not O(agents), per round.
+type HealthDigest uint64
+
+// EntryHash is one entry's share of a HealthDigest: its id and its
+// normalised health, as the heartbeat carries them.
+func EntryHash(e HostedHealth) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%.3f\x00%d\x00%d", e.ID, e.State, e.LatencyMS, e.SuccessRate, e.LastOKAt.Unix(), e.CheckedAt.Unix())
+	return h.Sum64()
+}
+
+// String is the digest as a heartbeat carries it.
+func (d HealthDigest) String() string { return fmt.Sprintf("%016x", uint64(d)) }

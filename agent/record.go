@@ -200,8 +200,23 @@ type Heartbeat struct {
 	SentAt       time.Time `json:"sent_at"`
 	// Health is what the sender has seen of (some of) the agents it hosts
 	// (heartbeat.go); a host of more than MaxHeartbeatHealth agents sends
-	// several heartbeats per interval, each with a share.
+	// several heartbeats per interval, each with a share. On
+	// agentsite/status/2 it is only the entries that changed since the
+	// sender's last round, or, with Slice, one slice of the whole.
 	Health []HostedHealth `json:"health,omitempty"`
+
+	// The fields below are agentsite/status/2's (agent/heartbeat.go); a
+	// heartbeat on agentsite/status/1 from an older node has none.
+
+	// IntervalMS is how long the sender waits after this round before the
+	// next: receivers' liveness thresholds and anti-flood gap follow it.
+	IntervalMS int64 `json:"interval_ms,omitempty"`
+	// Digest names the sender's whole health state after this round
+	// (HealthDigest): equal digests, equal states.
+	Digest string `json:"digest,omitempty"`
+	// Slice, when set, says Health is slice Index of the Count slices of
+	// the sender's whole health state (the periodic refresh), not a delta.
+	Slice *HealthSlice `json:"slice,omitempty"`
 }
 
 // Agent health states (DESIGN "Agent health").

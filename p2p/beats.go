@@ -3,6 +3,8 @@ package p2p
 import (
 	"sync"
 	"time"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // maxHeartbeatParts bounds the messages of one heartbeat round (one SentAt)
@@ -23,6 +25,7 @@ type beats struct {
 
 type round struct {
 	sentAt, acceptedAt time.Time
+	declared           time.Duration // the interval the round said its sender waits after it (agentsite/status/2)
 	parts              int
 	soon               int // rounds refused as too soon since this one
 }
@@ -61,6 +64,17 @@ const (
 // arrival gap stops a rogue that writes the times in its rounds from
 // sending many at once.
 func (b *beats) allow(author string, sentAt, now time.Time, minGap time.Duration) verdict {
+	return b.allowDeclared(author, sentAt, now, minGap, 0)
+}
+
+// allowDeclared is allow for a round of agentsite/status/2, which
+// declares the interval its sender waits after it (declared; 0 on
+// agentsite/status/1): the next round sooner than half of that (by sentAt, or a quarter by arrival) is dropped too,
+// but is no flood, however many: a sender whose planet shrank, or that
+// restarted, starts again from a shorter interval. Only rounds closer
+// than minGap are a flood, so the flood bound is the same for every
+// interval.
+func (b *beats) allowDeclared(author string, sentAt, now time.Time, minGap, declared time.Duration) verdict {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.m[author]
@@ -79,6 +93,8 @@ func (b *beats) allow(author string, sentAt, now time.Time, minGap time.Duration
 			return beatFlood
 		}
 		return beatLate
+	case r != nil && (sentAt.Sub(r.sentAt) < r.declared/2 || now.Sub(r.acceptedAt) < r.declared/4):
+		return beatLate
 	}
 	if r == nil && len(b.m) >= maxTracked {
 		for k, old := range b.m {
@@ -90,6 +106,6 @@ func (b *beats) allow(author string, sentAt, now time.Time, minGap time.Duration
 			clear(b.m)
 		}
 	}
-	b.m[author] = &round{sentAt: sentAt, acceptedAt: now, parts: 1}
+	b.m[author] = &round{sentAt: sentAt, acceptedAt: now, declared: min(declared, agent.MaxHeartbeatInterval), parts: 1}
 	return beatOK
 }

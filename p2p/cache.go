@@ -20,8 +20,13 @@ type Cache interface {
 	// NodeSeen records a verified heartbeat: the node is online, and so are
 	// the listings it hosts.
 	NodeSeen(ctx context.Context, hb agent.Heartbeat) error
-	// LocalAgents is the agents this node hosts: id → name.
-	LocalAgents(ctx context.Context) (map[string]string, error)
+	// LocalCount counts the agents this node hosts, without reading them:
+	// the heartbeat's agents_hosted.
+	LocalCount(ctx context.Context) (int, error)
+	// LocalNames is the names of those of ids that this node hosts (id →
+	// name): the heartbeat reads them for the agents whose health changed,
+	// never every hosted listing.
+	LocalNames(ctx context.Context, ids []string) (map[string]string, error)
 	// SetHealth records the health of agents hosted by hostPeerID (id →
 	// health), from its heartbeat or this node's own: only listings whose
 	// host is hostPeerID change, agents not known yet are skipped.

@@ -356,7 +356,8 @@ func (fakeCache) Envelopes(context.Context, int64, string, int) ([][]byte, int64
 	return nil, 0, nil
 }
 func (fakeCache) NodeSeen(context.Context, agent.Heartbeat) error                  { return nil }
-func (fakeCache) LocalAgents(context.Context) (map[string]string, error)           { return nil, nil }
+func (fakeCache) LocalCount(context.Context) (int, error)                          { return 0, nil }
+func (fakeCache) LocalNames(context.Context, []string) (map[string]string, error)  { return nil, nil }
 func (fakeCache) SetHealth(context.Context, string, map[string]agent.Health) error { return nil }
 
 // rawPutter sends PUT_VALUE requests to one DHT server the way kad-dht's

@@ -16,7 +16,7 @@ import (
 func (n *Node) startPubSub() error {
 	ps, err := pubsub.NewGossipSub(n.ctx, n.host,
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
-		pubsub.WithPeerScore(scoreParams(func(p peer.ID) float64 { return n.adm.score(p, n.now()) }, TopicRecords, TopicStatus), scoreThresholds()),
+		pubsub.WithPeerScore(scoreParams(func(p peer.ID) float64 { return n.adm.score(p, n.now()) }, TopicRecords, TopicStatus, TopicStatus2), scoreThresholds()),
 		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(n.scores.set), scoreInspectPeriod),
 		pubsub.WithPeerGater(pubsub.NewPeerGaterParams(0.33, pubsub.ScoreParameterDecay(2*time.Minute), pubsub.ScoreParameterDecay(10*time.Minute))),
 		pubsub.WithMaxMessageSize(maxGossipSize),
@@ -31,14 +31,19 @@ func (n *Node) startPubSub() error {
 	if err := ps.RegisterTopicValidator(TopicRecords, n.validateRecordMsg); err != nil {
 		return fmt.Errorf("register record validator: %w", err)
 	}
-	if err := ps.RegisterTopicValidator(TopicStatus, n.validateStatusMsg); err != nil {
-		return fmt.Errorf("register status validator: %w", err)
+	for _, t := range []string{TopicStatus, TopicStatus2} {
+		if err := ps.RegisterTopicValidator(t, n.validateStatusMsg); err != nil {
+			return fmt.Errorf("register status validator: %w", err)
+		}
 	}
 	if n.records, err = ps.Join(TopicRecords); err != nil {
 		return fmt.Errorf("join %s: %w", TopicRecords, err)
 	}
 	if n.status, err = ps.Join(TopicStatus); err != nil {
 		return fmt.Errorf("join %s: %w", TopicStatus, err)
+	}
+	if n.hb.topic, err = ps.Join(TopicStatus2); err != nil {
+		return fmt.Errorf("join %s: %w", TopicStatus2, err)
 	}
 	recSub, err := n.records.Subscribe(pubsub.WithBufferSize(256))
 	if err != nil {
@@ -48,8 +53,13 @@ func (n *Node) startPubSub() error {
 	if err != nil {
 		return fmt.Errorf("subscribe %s: %w", TopicStatus, err)
 	}
+	stat2Sub, err := n.hb.topic.Subscribe()
+	if err != nil {
+		return fmt.Errorf("subscribe %s: %w", TopicStatus2, err)
+	}
 	n.goLoop(func(ctx context.Context) { n.readLoop(ctx, recSub, n.handleRecordMsg) })
 	n.goLoop(func(ctx context.Context) { n.readLoop(ctx, statSub, n.handleStatusMsg) })
+	n.goLoop(func(ctx context.Context) { n.readLoop(ctx, stat2Sub, n.handleStatusMsg) })
 	return nil
 }
 

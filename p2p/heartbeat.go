@@ -24,8 +24,9 @@ const (
 	maxHeartbeatBytes = 48 << 10
 )
 
-// heartbeatLoop announces this node on the status topic every interval, so
-// others keep its listings online and its row in their nodes table fresh.
+// heartbeatLoop announces this node on the status topics every interval,
+// so others keep its listings online and its row in their nodes table
+// fresh. The interval grows with the planet (heartbeatInterval).
 //
 // The next round waits a whole interval after this one ends (a timer, not a
 // ticker), so rounds are never closer than an interval however long one
@@ -39,54 +40,71 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		n.sendHeartbeat(ctx)
-		t.Reset(n.cfg.HeartbeatInterval)
+		t.Reset(n.sendHeartbeat(ctx))
 	}
 }
 
-// sendHeartbeat publishes this interval's heartbeat: one message, or one
-// per share of the hosted agents' health when it does not fit in one. The
-// health also goes into this node's own store: its read loop skips its
-// own messages.
-func (n *Node) sendHeartbeat(ctx context.Context) {
+// sendHeartbeat publishes this interval's round on agentsite/status/2 (and
+// on agentsite/status/1 while older nodes are heard) and returns the
+// interval it declared. The changed health also goes into this node's own
+// store: its read loop skips its own messages.
+func (n *Node) sendHeartbeat(ctx context.Context) time.Duration {
 	now := n.now().UTC() // at the start: rounds are then an interval apart (heartbeatLoop)
-	local, err := n.cfg.Cache.LocalAgents(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			n.logger.Warn("listing local agents for the heartbeat failed", "err", err)
-		}
-		return
-	}
+	interval := n.heartbeatInterval(now)
 	addrs := n.Addrs()
 	if len(addrs) > maxHeartbeatAddrs {
 		addrs = addrs[:maxHeartbeatAddrs]
 	}
 	base := agent.Heartbeat{
-		PeerID:       n.PeerID(),
-		Version:      n.cfg.Version,
-		Addrs:        addrs,
-		AgentsHosted: len(local),
-		Load:         float64(runtime.NumGoroutine()) / float64(100*runtime.NumCPU()),
-		SentAt:       now,
+		PeerID:     n.PeerID(),
+		Version:    n.cfg.Version,
+		Load:       float64(runtime.NumGoroutine()) / float64(100*runtime.NumCPU()),
+		SentAt:     now,
+		IntervalMS: interval.Milliseconds(),
 	}
-	health := hostedHealth(n.healthSource(), local)
-	if len(health) > 0 {
-		if err := n.cfg.Cache.SetHealth(ctx, base.PeerID, healthByID(health)); err != nil && ctx.Err() == nil {
+	var health map[string]agent.Health
+	if src := n.healthSource(); src != nil {
+		health = src()
+	}
+	r, err := n.buildRound(ctx, base, health, addrs)
+	if err != nil {
+		if ctx.Err() == nil {
+			n.logger.Warn("reading local agents for the heartbeat failed", "err", err)
+		}
+		return interval
+	}
+	if len(r.delta) > 0 {
+		if err := n.cfg.Cache.SetHealth(ctx, base.PeerID, healthByID(r.delta)); err != nil && ctx.Err() == nil {
 			n.logger.Warn("storing the health of local agents failed", "err", err)
 		}
 	}
-	parts, err := splitHeartbeat(base, health)
+	parts, err := r.messages()
 	if err != nil {
 		n.logger.Warn("building the heartbeat failed", "err", err)
-		return
+		return interval
 	}
+	n.publishRound(ctx, n.hb.topic, parts)
+	if n.publishV1() {
+		// Older nodes read addresses from every heartbeat; the round's
+		// interval_ms tells newer nodes to take it from status/2.
+		r.base.Addrs = addrs
+		if parts, err = r.messages(); err == nil {
+			n.publishRound(ctx, n.status, parts)
+		}
+	}
+	return interval
+}
+
+// publishRound publishes a round's messages on topic, in order, until one
+// fails.
+func (n *Node) publishRound(ctx context.Context, topic *pubsub.Topic, parts [][]byte) {
 	for _, b := range parts {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := n.status.Publish(pctx, b)
+		err := topic.Publish(pctx, b)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
-				n.logger.Debug("publishing heartbeat failed", "err", err)
+				n.logger.Debug("publishing heartbeat failed", "topic", topic.String(), "err", err)
 			}
 			return
 		}
@@ -153,7 +171,11 @@ func (n *Node) validateStatusMsg(ctx context.Context, from peer.ID, msg *pubsub.
 		return pubsub.ValidationAccept
 	}
 	now := n.now()
+	v2 := msg.GetTopic() == TopicStatus2
 	hb, err := decodeHeartbeat(msg.Data, msg.GetFrom(), now)
+	if err == nil && v2 {
+		err = checkHeartbeat2(hb)
+	}
 	if err != nil {
 		n.reject(pathHeartbeat, from, err)
 		return pubsub.ValidationReject
@@ -179,8 +201,16 @@ func (n *Node) validateStatusMsg(ctx context.Context, from peer.ID, msg *pubsub.
 	}
 	// One round per sender per heartbeatGap: the rest is ignored (not
 	// forwarded, not written). A sender that floods itself loses score; a
-	// late or forwarded one is only dropped, as a lagging record is.
-	switch n.beats.allow(hb.PeerID, hb.SentAt, now, heartbeatGap(n.cfg.HeartbeatInterval)) {
+	// late or forwarded one is only dropped, as a lagging record is. Each
+	// topic has its rounds (a newer node sends a round on both while older
+	// nodes are heard); on status/2 the gap follows the sender's interval.
+	verdict := beatOK
+	if v2 {
+		verdict = n.hb.rounds().allowDeclared(hb.PeerID, hb.SentAt, now, heartbeatGap(n.cfg.HeartbeatInterval), hb.Interval())
+	} else {
+		verdict = n.beats.allow(hb.PeerID, hb.SentAt, now, heartbeatGap(n.cfg.HeartbeatInterval))
+	}
+	switch verdict {
 	case beatLate:
 		n.outdated(pathHeartbeat, errReplay)
 		return pubsub.ValidationIgnore
@@ -193,6 +223,9 @@ func (n *Node) validateStatusMsg(ctx context.Context, from peer.ID, msg *pubsub.
 		return pubsub.ValidationIgnore
 	}
 	n.adm.hear(hb.PeerID, now)
+	if !v2 && hb.IntervalMS == 0 { // an older node: publish on status/1 too
+		n.oldNodeHeard(now)
+	}
 	msg.ValidatorData = hb
 	return pubsub.ValidationAccept
 }
@@ -202,6 +235,9 @@ func (n *Node) handleStatusMsg(ctx context.Context, msg *pubsub.Message) {
 	if !ok {
 		return
 	}
+	if msg.GetTopic() == TopicStatus && hb.IntervalMS > 0 {
+		return // a newer node's copy for older nodes: its status/2 round is the one read
+	}
 	n.metrics.heartbeats.Inc()
 	if err := n.cfg.Cache.NodeSeen(ctx, *hb); err != nil && ctx.Err() == nil {
 		n.logger.Warn("recording heartbeat failed", "peer", hb.PeerID, "err", err)
@@ -209,9 +245,35 @@ func (n *Node) handleStatusMsg(ctx context.Context, msg *pubsub.Message) {
 	if len(hb.Health) == 0 {
 		return
 	}
-	if err := n.cfg.Cache.SetHealth(ctx, hb.PeerID, healthByID(hb.Health)); err != nil && ctx.Err() == nil {
-		n.logger.Warn("recording agent health failed", "peer", hb.PeerID, "err", err)
+	// A refresh slice this node stored as it is costs nothing; the
+	// changed entries always differ from what the last rounds said.
+	var sum uint64
+	if hb.Slice != nil {
+		if sum = sliceHash(hb); n.hb.sliceKnown(hb.PeerID, hb.Slice, sum) {
+			return
+		}
 	}
+	if err := n.cfg.Cache.SetHealth(ctx, hb.PeerID, healthByID(hb.Health)); err != nil {
+		if ctx.Err() == nil {
+			n.logger.Warn("recording agent health failed", "peer", hb.PeerID, "err", err)
+		}
+		return
+	}
+	if hb.Slice != nil {
+		n.hb.sliceStored(hb.PeerID, hb.Slice, sum)
+	}
+}
+
+// checkHeartbeat2 checks the fields of agentsite/status/2: an interval
+// within bounds, a digest, and a refresh slice that places itself.
+func checkHeartbeat2(hb *agent.Heartbeat) error {
+	if hb.IntervalMS <= 0 || hb.IntervalMS > agent.MaxHeartbeatInterval.Milliseconds() || len(hb.Digest) > 16 {
+		return errors.New("heartbeat interval or digest out of range")
+	}
+	if sl := hb.Slice; sl != nil && (sl.Count <= 0 || sl.Index < 0 || sl.Index >= sl.Count || sl.Count > maxSlices) {
+		return errors.New("heartbeat slice out of range")
+	}
+	return nil
 }
 
 // decodeHeartbeat opens a heartbeat signed by author (GossipSub checked the

@@ -38,6 +38,11 @@ const (
 	maxGossipSize = 64 << 10 // a record is ≤ 16 KiB; the library's default is 1 MiB
 )
 
+// TopicStatus2 carries heartbeats that say their interval and carry only
+// the health that changed (heartbeat2.go); TopicStatus stays for older
+// nodes while any is heard.
+const TopicStatus2 = "agentsite/status/2"
+
 // Config is the network configuration of a node.
 type Config struct {
 	// ListenAddrs are multiaddrs to listen on (TCP and QUIC).
@@ -48,8 +53,16 @@ type Config struct {
 	UserAgent string
 	// Version goes into heartbeats.
 	Version string
-	// HeartbeatInterval is how often the node announces itself (default 10s).
+	// HeartbeatInterval is how often the node announces itself (default
+	// 10s) while the planet is small; it waits longer as the planet grows
+	// (HeartbeatBudget).
 	HeartbeatInterval time.Duration
+	// HeartbeatBudget is how many heartbeats a second every node should
+	// receive at most: each node's interval is the nodes heard divided by
+	// it, never shorter than HeartbeatInterval nor longer than
+	// agent.MaxHeartbeatInterval (0: 10 per HeartbeatInterval, 1/s at the
+	// default interval).
+	HeartbeatBudget float64
 	// Cache receives verified records and serves sync; nil runs the host
 	// only (no DHT, no gossip), as tools and some tests need.
 	Cache Cache
@@ -91,6 +104,9 @@ func (c *Config) defaults() {
 	if c.HeartbeatInterval <= 0 {
 		c.HeartbeatInterval = 10 * time.Second
 	}
+	if c.HeartbeatBudget <= 0 {
+		c.HeartbeatBudget = defaultBudgetPerInterval / c.HeartbeatInterval.Seconds()
+	}
 	if c.SyncInterval <= 0 {
 		c.SyncInterval = defaultSyncInterval
 	}
@@ -115,6 +131,7 @@ type Node struct {
 	values  *dhtStore // the DHT's bounded value store (nil: unbounded)
 	adm     *admission
 	beats   *beats
+	hb      heartbeatState // agentsite/status/2: its topic, rounds and what was sent (heartbeat2.go)
 	strikes *strikes
 	syncs   *syncTracker
 	scores  peerScores
@@ -361,6 +378,9 @@ func (n *Node) Close() error {
 	var errs []error
 	if n.records != nil {
 		_ = n.records.Close()
+	}
+	if n.hb.topic != nil {
+		_ = n.hb.topic.Close()
 	}
 	if n.status != nil {
 		_ = n.status.Close()

@@ -242,6 +242,18 @@ func (c *Cache) CountNodes(ctx context.Context) (map[string]int, error) {
 	return v.(map[string]int), nil
 }
 
+// TouchNodes implements Network and invalidates cached reads.
+func (c *Cache) TouchNodes(ctx context.Context, seen map[string]time.Time) error {
+	err := c.next.TouchNodes(ctx, seen)
+	c.gen.Add(1)
+	return err
+}
+
+// LocalNames implements Network, uncached (the heartbeat's, once a round).
+func (c *Cache) LocalNames(ctx context.Context, ids []string) (map[string]string, error) {
+	return c.next.LocalNames(ctx, ids)
+}
+
 // HasAgent implements Network, uncached (the Sink's quota: a write follows).
 func (c *Cache) HasAgent(ctx context.Context, id string) (bool, error) {
 	return c.next.HasAgent(ctx, id)

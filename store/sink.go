@@ -31,6 +31,8 @@ type Sink struct {
 	// with agent.ErrOverQuota (updates of a listing held are not). 0 means
 	// DefaultMaxPerPublisher.
 	MaxPerPublisher int
+
+	heard heardTable // the nodes heard, in memory (NodeSeen, Sweep)
 }
 
 // DefaultMaxPerPublisher is Sink.MaxPerPublisher when unset: far above what
@@ -184,41 +186,83 @@ func (s *Sink) Envelopes(ctx context.Context, after int64, tag string, limit int
 // only way a node gets one) and its listings are online again. The
 // agents_hosted it stores is what the heartbeat claims, capped at the
 // listings of that host this node holds: a claim is not shown unchecked.
+//
+// A heartbeat that says nothing the row does not (the node is online, its
+// version, addresses and claim unchanged) writes nothing: when it was
+// heard is kept in memory, which Sweep reads and writes to the row
+// lazily, one statement for every node. A heartbeat without addresses
+// (agentsite/status/2 sends them when they change) keeps the stored ones.
 func (s *Sink) NodeSeen(ctx context.Context, hb agent.Heartbeat) error {
 	t := s.now()
+	if s.heard.fresh(&hb, t) {
+		return nil
+	}
+	addrs := hb.Addrs
+	if addrs == nil {
+		if addrs = s.heard.addrs(hb.PeerID); addrs == nil {
+			stored, err := s.Store.GetNodes(ctx, []string{hb.PeerID})
+			if err != nil {
+				return fmt.Errorf("look up node %s: %w", hb.PeerID, err)
+			}
+			if len(stored) == 1 {
+				addrs = stored[0].Addrs
+			}
+		}
+	}
 	hosted, err := s.Store.CountHosted(ctx, hb.PeerID, hb.AgentsHosted)
 	if err != nil {
 		return fmt.Errorf("count listings of %s: %w", hb.PeerID, err)
 	}
-	if err := s.Store.UpsertNode(ctx, Node{
+	n := Node{
 		PeerID:        hb.PeerID,
-		Addrs:         hb.Addrs,
+		Addrs:         addrs,
 		Version:       hb.Version,
 		AgentsHosted:  hosted,
 		Load:          hb.Load,
 		LastHeartbeat: t,
 		Status:        StatusOnline,
-	}); err != nil {
+	}
+	if err := s.Store.UpsertNode(ctx, n); err != nil {
 		return fmt.Errorf("upsert node: %w", err)
 	}
 	if _, err := s.Store.SetHostStatus(ctx, hb.PeerID, StatusOnline, t); err != nil {
 		return fmt.Errorf("mark listings online: %w", err)
 	}
+	s.heard.wrote(&hb, n, t)
 	return nil
 }
 
-// LocalAgents is the agents this node hosts: id → name.
-func (s *Sink) LocalAgents(ctx context.Context) (map[string]string, error) {
-	ls, err := s.Store.ListLocal(ctx)
+// LocalCount counts the agents this node hosts (tombstones excluded) from
+// an index: the heartbeat's agents_hosted, without reading a listing.
+func (s *Sink) LocalCount(ctx context.Context) (int, error) {
+	c, err := s.Store.CountLocal(ctx)
 	if err != nil {
-		return nil, err
+		return 0, fmt.Errorf("count local agents: %w", err)
 	}
-	out := make(map[string]string, len(ls))
-	for _, l := range ls {
-		out[l.Record.ID] = l.Record.Name
+	return c.N, nil
+}
+
+// LocalNames is the names of those of ids that this node hosts: what the
+// heartbeat needs of its hosted listings, for the agents whose health
+// changed, read a page at a time.
+func (s *Sink) LocalNames(ctx context.Context, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	for len(ids) > 0 {
+		page := ids[:min(len(ids), localNamesPage)]
+		ids = ids[len(page):]
+		names, err := s.Store.LocalNames(ctx, page)
+		if err != nil {
+			return nil, fmt.Errorf("names of local agents: %w", err)
+		}
+		for id, name := range names {
+			out[id] = name
+		}
 	}
 	return out, nil
 }
+
+// localNamesPage is how many ids one LocalNames statement looks up.
+const localNamesPage = 1000
 
 // SetHealth records the health a host reported for its agents (a verified
 // heartbeat, or this node's own). Only the listings hosted by hostPeerID
@@ -240,14 +284,58 @@ func (s *Sink) SetHealth(ctx context.Context, hostPeerID string, health map[stri
 // offlineAfter is shown offline in the nodes table. The nodes are read a
 // page at a time.
 func Sweep(ctx context.Context, st Network, selfID string, now time.Time, staleAfter, offlineAfter, unheardAfter time.Duration) error {
+	return sweep(ctx, st, selfID, now, staleAfter, offlineAfter, unheardAfter, nil)
+}
+
+// Sweep is store.Sweep on what this Sink heard: it first writes the
+// heartbeats heard since the nodes' rows were (one statement for every
+// node that lags by a minute or more), then judges each node's silence
+// by when the Sink last heard it, against 3 of the intervals the node
+// declares if that is longer than staleAfter (a node of a large planet
+// heartbeats less often: agentsite/status/2), and offlineAfter likewise.
+func (s *Sink) Sweep(ctx context.Context, now time.Time, staleAfter, offlineAfter, unheardAfter time.Duration) error {
+	if seen := s.heard.unflushed(now); len(seen) > 0 {
+		if err := s.Store.TouchNodes(ctx, seen); err != nil {
+			return fmt.Errorf("write when nodes were last heard: %w", err)
+		}
+	}
+	return sweep(ctx, s.Store, s.SelfID, now, staleAfter, offlineAfter, unheardAfter, s.heard.judge)
+}
+
+// judge is the node as the Sweep sees it: its last heartbeat is the one
+// last heard, its thresholds follow its declared interval. silenced is
+// called on nodes the sweep turns stale.
+func (h *heardTable) judge(n *Node, staleAfter, offlineAfter *time.Duration) (silenced func()) {
+	last, interval, ok := h.lastHeard(n.PeerID)
+	if !ok {
+		return func() {}
+	}
+	if last.After(n.LastHeartbeat) {
+		n.LastHeartbeat = last
+	}
+	*staleAfter = max(*staleAfter, 3*interval)
+	*offlineAfter = max(*offlineAfter, 3*interval)
+	return func() { h.silenced(n.PeerID) }
+}
+
+func sweep(ctx context.Context, st Network, selfID string, now time.Time, staleAfter, offlineAfter, unheardAfter time.Duration,
+	judge func(n *Node, staleAfter, offlineAfter *time.Duration) (silenced func())) error {
 	for q := (NodeQuery{Limit: MaxLimit}); ; {
 		page, err := st.ListNodes(ctx, q)
 		if err != nil {
 			return fmt.Errorf("list nodes: %w", err)
 		}
 		for _, n := range page.Nodes {
-			if err := sweepNode(ctx, st, selfID, now, staleAfter, offlineAfter, n); err != nil {
+			stale, offline, silenced := staleAfter, offlineAfter, func() {}
+			if judge != nil {
+				silenced = judge(&n, &stale, &offline)
+			}
+			changed, err := sweepNode(ctx, st, selfID, now, stale, offline, n)
+			if err != nil {
 				return err
+			}
+			if changed {
+				silenced()
 			}
 		}
 		if page.Next == "" {
@@ -272,23 +360,23 @@ func Sweep(ctx context.Context, st Network, selfID string, now time.Time, staleA
 
 // sweepNode turns n and its listings stale, or n offline, when its
 // heartbeats stopped long enough.
-func sweepNode(ctx context.Context, st Network, selfID string, now time.Time, staleAfter, offlineAfter time.Duration, n Node) error {
+func sweepNode(ctx context.Context, st Network, selfID string, now time.Time, staleAfter, offlineAfter time.Duration, n Node) (changed bool, err error) {
 	silent := now.Sub(n.LastHeartbeat)
 	if n.PeerID == selfID || n.Status == StatusOffline || silent < staleAfter {
-		return nil
+		return false, nil
 	}
 	if n.Status == StatusStale && silent < offlineAfter {
-		return nil
+		return false, nil
 	}
 	n.Status = StatusStale
 	if silent >= offlineAfter {
 		n.Status = StatusOffline
 	}
 	if err := st.UpsertNode(ctx, n); err != nil {
-		return fmt.Errorf("mark node %s stale: %w", n.PeerID, err)
+		return false, fmt.Errorf("mark node %s stale: %w", n.PeerID, err)
 	}
 	if _, err := st.SetHostStatus(ctx, n.PeerID, StatusStale, n.LastHeartbeat); err != nil { // offline comes with expiry
-		return fmt.Errorf("mark listings of %s stale: %w", n.PeerID, err)
+		return false, fmt.Errorf("mark listings of %s stale: %w", n.PeerID, err)
 	}
-	return nil
+	return true, nil
 }

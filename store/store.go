@@ -328,6 +328,11 @@ type Nodes interface {
 	// CountNodes counts the nodes per status; statuses without nodes are
 	// absent from the map.
 	CountNodes(ctx context.Context) (map[string]int, error)
+	// TouchNodes sets the last_heartbeat of the nodes in seen that have a
+	// row, in one statement: the Sink keeps when it last heard each node
+	// in memory and writes it here lazily (Sink.Sweep), so an unchanged
+	// heartbeat costs no write.
+	TouchNodes(ctx context.Context, seen map[string]time.Time) error
 }
 
 // Network is this node's view of the network: the listings and the nodes
@@ -344,6 +349,10 @@ type Network interface {
 	// within the threshold, not at expires_at (up to a week). The Sink
 	// enters such listings stale. Returns how many changed.
 	ExpireUnheard(ctx context.Context, before time.Time) (int, error)
+	// LocalNames returns the names of the listings among ids that this
+	// node hosts (tombstones excluded): what the heartbeat reads of its
+	// hosted listings, for the ids whose health changed, never every row.
+	LocalNames(ctx context.Context, ids []string) (map[string]string, error)
 }
 
 // Backends holds the backends of the agents this node hosts, secrets

@@ -57,7 +57,9 @@ func cachedStore(st store.Store) (network store.Network, full store.Store) {
 }
 
 // sweepLoop applies the liveness rules every heartbeat interval: silent
-// nodes' listings turn stale, expired listings offline.
+// nodes' listings turn stale, expired listings offline. The Sink judges
+// silence by the heartbeats it heard (in memory) and each node's own
+// interval.
 func (a *app) sweepLoop(ctx context.Context) {
 	t := time.NewTicker(a.cfg.HeartbeatInterval)
 	defer t.Stop()
@@ -67,7 +69,7 @@ func (a *app) sweepLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := store.Sweep(ctx, a.network, a.peerID, time.Now().UTC(), a.cfg.staleAfter(), a.cfg.RecordTTL, a.cfg.UnheardExpiry); err != nil && ctx.Err() == nil {
+		if err := a.sink.Sweep(ctx, time.Now().UTC(), a.cfg.staleAfter(), a.cfg.RecordTTL, a.cfg.UnheardExpiry); err != nil && ctx.Err() == nil {
 			a.logger.Warn("liveness sweep failed; will retry", "err", err)
 		}
 	}

@@ -39,8 +39,10 @@ type Config struct {
 	SecureCookies         bool
 	RecordTTL             time.Duration
 	HeartbeatInterval     time.Duration
+	HeartbeatBudget       float64
 	StaleAfter            time.Duration
 	SyncOnConnect         bool
+	SyncInterval          time.Duration
 	ChatRateLimit         int
 	MaxConnsPerIP         int
 	MaxConns              int
@@ -140,8 +142,10 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.OperatorToken, "operator-token", "", "bearer token with operator rights on the API (empty: disabled)")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", true, "mark session cookies Secure (browsers accept them on http://127.0.0.1 and localhost)")
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", 10*time.Second, "how often this node announces itself on agentsite/status/1")
+	fs.Float64Var(&c.HeartbeatBudget, "heartbeat-budget", 0, "heartbeats a second each node should receive at most: the interval grows with the planet to hold it (0: 10 per --heartbeat-interval)")
 	fs.DurationVar(&c.StaleAfter, "stale-after", 0, "silence after which a node's listings turn stale (0: 3 heartbeat intervals)")
 	fs.BoolVar(&c.SyncOnConnect, "sync-on-connect", true, "pull each new peer's catalogue when it connects (off: the cache fills from gossip and look-ups only)")
+	fs.DurationVar(&c.SyncInterval, "sync-interval", 30*time.Second, "how often what changed in each connected peer's catalogue is pulled again, jittered ±25 % (repairs records lost in gossip; 0: 30s)")
 	fs.IntVar(&c.ChatRateLimit, "chat-rate-limit", 120, "chat turns per minute one IP or account may send (WebSocket, message API, MCP)")
 	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", 64, "HTTP connections one client IP (IPv6: its /64) may hold open; 0: no cap")
 	fs.IntVar(&c.MaxConns, "max-conns", 0, "HTTP connections all clients together may hold open (0: half the open-file limit)")
@@ -293,6 +297,9 @@ func (c *Config) Validate() error {
 	if c.ProbeBudget < 1 || c.ProbeBudget > 100000 {
 		errs = append(errs, errors.New("--probe-budget must be between 1 and 100000 probes a minute (default 600)"))
 	}
+	if c.HeartbeatBudget < 0 {
+		errs = append(errs, errors.New("--heartbeat-budget must not be negative; 0 means 10 per --heartbeat-interval"))
+	}
 	if c.StaleAfter < 0 {
 		errs = append(errs, errors.New("--stale-after must not be negative; 0 means 3 heartbeat intervals"))
 	}
@@ -421,7 +428,9 @@ func (c *Config) p2pConfig() p2p.Config {
 		UserAgent:         "agentsite/" + buildVersion(),
 		Version:           buildVersion(),
 		HeartbeatInterval: c.HeartbeatInterval,
+		HeartbeatBudget:   c.HeartbeatBudget,
 		NoSyncOnConnect:   !c.SyncOnConnect,
+		SyncInterval:      c.SyncInterval,
 		Admission:         c.admission(),
 		DHTStore:          c.dhtStore(),
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/agentsite/agentsite/agent"
 )
 
@@ -43,4 +45,27 @@ WHERE a.id = h.id AND a.host_peer_id = $1
 		return 0, dbErr("set health of agents of "+hostPeerID, err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// LocalNames implements store.Network: a probe of the primary keys per
+// id, the names only (agent_records holds them).
+func (db *DB) LocalNames(ctx context.Context, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.q.Query(ctx, `-- name: local_names
+SELECT a.id, r.name FROM agents a JOIN agent_records r ON r.id = a.id
+WHERE a.id = ANY($1) AND a.local AND NOT a.tombstone`, ids)
+	if err != nil {
+		return nil, dbErr("names of local agents", err)
+	}
+	var id, name string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &name}, func() error {
+		out[id] = name
+		return nil
+	}); err != nil {
+		return nil, dbErr("names of local agents", err)
+	}
+	return out, nil
 }

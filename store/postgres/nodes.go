@@ -149,3 +149,22 @@ func scanNodes(rows pgx.Rows, op string) ([]store.Node, error) {
 	}
 	return out, nil
 }
+
+// TouchNodes implements store.Nodes: one statement for every node, the
+// arrays unnested side by side; a time older than the stored one is kept
+// out (a lazy flush never moves a heartbeat back).
+func (db *DB) TouchNodes(ctx context.Context, seen map[string]time.Time) error {
+	if len(seen) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(seen))
+	times := make([]time.Time, 0, len(seen))
+	for id, t := range seen {
+		ids, times = append(ids, id), append(times, t)
+	}
+	_, err := db.q.Exec(ctx, `-- name: touch_nodes
+UPDATE nodes n SET last_heartbeat = s.t
+FROM unnest($1::text[], $2::timestamptz[]) AS s (id, t)
+WHERE n.peer_id = s.id AND (n.last_heartbeat IS NULL OR n.last_heartbeat < s.t)`, ids, times)
+	return dbErr("touch nodes", err)
+}

@@ -45,3 +45,34 @@ WHERE agents.id = h.id AND +agents.host_peer_id = ?1
 	AND (agents.health_state, agents.health_latency_ms, agents.health_success_rate,
 		agents.health_last_ok_at, agents.health_checked_at)
 		IS NOT (h.state, h.latency, h.rate, h.last_ok, h.checked)`
+
+// LocalNames implements store.Network: a probe of the unique index on id
+// per id, the names only.
+func (db *DB) LocalNames(ctx context.Context, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	b, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: names of local agents: %w", err)
+	}
+	rows, err := db.r.QueryContext(ctx, `-- name: local_names
+SELECT a.id, a.name FROM json_each(?) j JOIN agents a ON a.id = j.value
+WHERE a.local = 1 AND a.tombstone = 0`, string(b))
+	if err != nil {
+		return nil, dbErr("names of local agents", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return nil, dbErr("names of local agents", err)
+		}
+		out[id] = name
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("names of local agents", err)
+	}
+	return out, nil
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/agentsite/agentsite/store"
 )
@@ -168,4 +169,26 @@ func scanNodes(rows rowSet, op string) ([]store.Node, error) {
 		return nil, dbErr(op, err)
 	}
 	return out, nil
+}
+
+// TouchNodes implements store.Nodes: one statement for every node, passed
+// as one JSON array of rows; a time older than the stored one is kept out
+// (a lazy flush never moves a heartbeat back).
+func (db *DB) TouchNodes(ctx context.Context, seen map[string]time.Time) error {
+	if len(seen) == 0 {
+		return nil
+	}
+	rows := make([][]any, 0, len(seen))
+	for id, t := range seen {
+		rows = append(rows, []any{id, nanos(t)})
+	}
+	b, err := json.Marshal(rows)
+	if err != nil {
+		return fmt.Errorf("sqlite: touch nodes: %w", err)
+	}
+	_, err = db.w.ExecContext(ctx, `-- name: touch_nodes
+UPDATE nodes SET last_heartbeat = s.t
+FROM (SELECT value ->> 0 AS id, value ->> 1 AS t FROM json_each(?)) AS s
+WHERE nodes.peer_id = s.id AND (nodes.last_heartbeat IS NULL OR nodes.last_heartbeat < s.t)`, string(b))
+	return dbErr("touch nodes", err)
 }

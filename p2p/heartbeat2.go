@@ -1,0 +1,323 @@
+package p2p
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// Heartbeats at planet scale (docs/architecture.md "Heartbeats"): a round
+// on agentsite/status/2 carries the sender's interval, a digest of its
+// health state and only the entries that changed since its last round;
+// every refreshEvery rounds it also carries, in turn, slices of the whole
+// state (refreshSlices of them), so a node that missed a change or just
+// joined has it within one cycle, and its addresses and hosted count.
+const (
+	// defaultBudgetPerInterval is Config.HeartbeatBudget's default, in
+	// heartbeats per HeartbeatInterval: a planet of up to this many nodes
+	// heartbeats at HeartbeatInterval; a larger one waits longer, so every
+	// node receives about this many heartbeats per interval.
+	defaultBudgetPerInterval = 10
+	// refreshEvery is how many rounds apart the refresh rounds are (one a
+	// minute at the default interval).
+	refreshEvery = 6
+	// refreshSlices is the slices of the whole health state one refresh
+	// round carries: 1,024 entries, so a mirror learns a host of 100,000
+	// agents in 98 refresh rounds.
+	refreshSlices = 8
+	// maxDeltaParts bounds the messages of changed entries in one round;
+	// the rest waits for the next round (and is in the refresh anyway).
+	maxDeltaParts = 32
+	// oldNodesFor is how long after this node last heard a heartbeat of an
+	// older node (agentsite/status/1 only) it keeps publishing its own
+	// there too, at HeartbeatInterval.
+	oldNodesFor = 10 * time.Minute
+	// countedFor is how recently a node must have been heard to count in
+	// the planet's size (three of the longest intervals).
+	countedFor = 3 * agent.MaxHeartbeatInterval
+	// maxSlices bounds the slices of one sender's whole state: 1,000,000
+	// agents (agents_hosted's bound) in slices of agent.MaxHeartbeatHealth.
+	maxSlices = 7813
+	// maxSliceMemory bounds the refresh slices remembered, all senders
+	// together (16 bytes each); past it they are forgotten, and stored
+	// again as they come.
+	maxSliceMemory = 1 << 20
+)
+
+// heartbeatState is this node's side of agentsite/status/2.
+type heartbeatState struct {
+	topic *pubsub.Topic
+
+	mu       sync.Mutex
+	beats    *beats              // rounds accepted per author on status/2 (status/1 keeps Node.beats)
+	sent     map[string]sentItem // what the rounds told of each agent
+	digest   agent.HealthDigest  // of sent
+	round    int                 // rounds sent
+	cursor   int                 // the next refresh slice
+	hosted   int                 // agents_hosted, counted in refresh rounds
+	addrs    []string            // the addresses last sent
+	oldHeard time.Time           // an older node's heartbeat was last heard then
+	slices   map[string]map[int]uint64
+	nslices  int // entries in slices
+}
+
+// sentItem is an agent's entry as the heartbeats last told it.
+type sentItem struct {
+	entry agent.HostedHealth
+	hash  uint64
+}
+
+// rounds is the status/2 rounds accepted per author.
+func (s *heartbeatState) rounds() *beats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	return s.beats
+}
+
+func (s *heartbeatState) init() {
+	if s.beats == nil {
+		s.beats = newBeats()
+		s.sent = map[string]sentItem{}
+		s.slices = map[string]map[int]uint64{}
+	}
+}
+
+// heartbeatInterval is the interval of this node's next round: the nodes
+// it hears over HeartbeatBudget, within HeartbeatInterval and
+// agent.MaxHeartbeatInterval. While an older node is heard it is
+// HeartbeatInterval: older nodes judge silence by their own interval.
+func (n *Node) heartbeatInterval(now time.Time) time.Duration {
+	base := n.cfg.HeartbeatInterval
+	n.hb.mu.Lock()
+	old := !n.hb.oldHeard.IsZero() && now.Sub(n.hb.oldHeard) < oldNodesFor
+	n.hb.mu.Unlock()
+	if old {
+		return base
+	}
+	heard := n.adm.heardWithin(now, countedFor) + 1 // and this node
+	want := time.Duration(float64(heard) / n.cfg.HeartbeatBudget * float64(time.Second))
+	return min(max(base, want), max(base, agent.MaxHeartbeatInterval))
+}
+
+// heardWithin counts the heartbeat authors heard within d of now.
+func (a *admission) heardWithin(now time.Time, d time.Duration) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := 0
+	for _, t := range a.heard {
+		if now.Sub(t) < d {
+			c++
+		}
+	}
+	return c
+}
+
+// oldNodeHeard notes a heartbeat of an older node: this node publishes on
+// agentsite/status/1 too, for oldNodesFor.
+func (n *Node) oldNodeHeard(now time.Time) {
+	n.hb.mu.Lock()
+	n.hb.oldHeard = now
+	n.hb.mu.Unlock()
+}
+
+func (n *Node) publishV1() bool {
+	n.hb.mu.Lock()
+	defer n.hb.mu.Unlock()
+	return !n.hb.oldHeard.IsZero() && n.now().Sub(n.hb.oldHeard) < oldNodesFor
+}
+
+// heartbeatRound is one round's messages before encoding.
+type heartbeatRound struct {
+	base   agent.Heartbeat
+	delta  []agent.HostedHealth   // the entries that changed, in id order
+	slices [][]agent.HostedHealth // refresh slices, with their indexes
+	first  int                    // the index of slices[0]
+	count  int                    // how many slices the whole state has
+}
+
+// buildRound works out this round: the entries of health (the hosted
+// agents' summaries, by id) that changed since the last rounds told them,
+// the names of those read from the cache (never every hosted listing),
+// and on a refresh round the count of hosted agents and slices of the
+// whole. It updates what was sent as if the round is published.
+func (n *Node) buildRound(ctx context.Context, base agent.Heartbeat, health map[string]agent.Health, addrs []string) (heartbeatRound, error) {
+	s := &n.hb
+	s.mu.Lock()
+	s.init()
+	refresh := s.round%refreshEvery == 0
+	s.round++
+	var changed []string
+	for id, h := range health {
+		h, ok := normalizeHealth(h)
+		if !ok {
+			continue
+		}
+		prev, had := s.sent[id]
+		if had && prev.hash == agent.EntryHash(agent.HostedHealth{ID: id, Name: prev.entry.Name, Health: h}) {
+			continue
+		}
+		changed = append(changed, id)
+	}
+	for id, it := range s.sent { // agents no longer hosted, or no longer known
+		if _, ok := health[id]; !ok {
+			s.digest ^= agent.HealthDigest(it.hash)
+			delete(s.sent, id)
+		}
+	}
+	s.mu.Unlock()
+	slices.Sort(changed)
+	changed = changed[:min(len(changed), maxDeltaParts*agent.MaxHeartbeatHealth)]
+
+	var r heartbeatRound
+	var names map[string]string
+	if ids := n.unnamed(changed); len(ids) > 0 {
+		var err error
+		if names, err = n.cfg.Cache.LocalNames(ctx, ids); err != nil {
+			return r, err
+		}
+	}
+	var (
+		hosted int
+		err    error
+	)
+	if refresh {
+		if hosted, err = n.cfg.Cache.LocalCount(ctx); err != nil {
+			return r, err
+		}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range changed {
+		name := names[id]
+		if prev, ok := s.sent[id]; ok {
+			name = prev.entry.Name
+		}
+		if name == "" {
+			continue // not hosted here (deleted): said no more
+		}
+		h, _ := normalizeHealth(health[id])
+		e := agent.HostedHealth{ID: id, Name: name, Health: h}
+		if prev, ok := s.sent[id]; ok {
+			s.digest ^= agent.HealthDigest(prev.hash)
+		}
+		it := sentItem{entry: e, hash: agent.EntryHash(e)}
+		s.sent[id] = it
+		s.digest ^= agent.HealthDigest(it.hash)
+		r.delta = append(r.delta, e)
+	}
+	if refresh {
+		s.hosted = hosted
+	}
+	base.AgentsHosted = s.hosted
+	base.Digest = s.digest.String()
+	if refresh || !slices.Equal(addrs, s.addrs) {
+		base.Addrs = addrs
+		s.addrs = addrs
+	} else {
+		base.Addrs = nil
+	}
+	r.base = base
+	if refresh && len(s.sent) > 0 {
+		all := make([]agent.HostedHealth, 0, len(s.sent))
+		for _, it := range s.sent {
+			all = append(all, it.entry)
+		}
+		slices.SortFunc(all, func(a, b agent.HostedHealth) int { return cmp.Compare(a.ID, b.ID) })
+		r.count = (len(all) + agent.MaxHeartbeatHealth - 1) / agent.MaxHeartbeatHealth
+		if s.cursor >= r.count {
+			s.cursor = 0
+		}
+		r.first = s.cursor
+		for i := 0; i < min(refreshSlices, r.count); i++ {
+			k := (s.cursor + i) % r.count
+			r.slices = append(r.slices, all[k*agent.MaxHeartbeatHealth:min(len(all), (k+1)*agent.MaxHeartbeatHealth)])
+		}
+		s.cursor = (s.cursor + len(r.slices)) % r.count
+	}
+	return r, nil
+}
+
+// unnamed is those of ids whose names the rounds do not know yet.
+func (n *Node) unnamed(ids []string) []string {
+	n.hb.mu.Lock()
+	defer n.hb.mu.Unlock()
+	var out []string
+	for _, id := range ids {
+		if _, ok := n.hb.sent[id]; !ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// messages encodes the round: the changed entries as few messages as fit
+// (or one message without health), then one message per refresh slice.
+// Every message is a whole heartbeat, whichever arrives.
+func (r heartbeatRound) messages() ([][]byte, error) {
+	var out [][]byte
+	if len(r.delta) > 0 || len(r.slices) == 0 {
+		parts, err := splitHeartbeat(r.base, r.delta)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, parts...)
+	}
+	for i, sl := range r.slices {
+		hb := r.base
+		hb.Slice = &agent.HealthSlice{Index: (r.first + i) % r.count, Count: r.count}
+		parts, err := splitHeartbeat(hb, sl)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, parts...)
+	}
+	return out, nil
+}
+
+// sliceKnown reports whether the refresh slice of author that hb carries
+// is the one this node stored last time (then it is not written again).
+// sliceStored remembers it once stored.
+func (s *heartbeatState) sliceKnown(author string, sl *agent.HealthSlice, h uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	m := s.slices[author]
+	v, ok := m[sl.Index]
+	return ok && v == h
+}
+
+func (s *heartbeatState) sliceStored(author string, sl *agent.HealthSlice, h uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	if s.nslices >= maxSliceMemory {
+		clear(s.slices)
+		s.nslices = 0
+	}
+	m := s.slices[author]
+	if m == nil {
+		m = map[int]uint64{}
+		s.slices[author] = m
+	}
+	if _, ok := m[sl.Index]; !ok {
+		s.nslices++
+	}
+	m[sl.Index] = h
+}
+
+// sliceHash is the content of a refresh slice, with its place.
+func sliceHash(hb *agent.Heartbeat) uint64 {
+	h := uint64(hb.Slice.Count)<<32 ^ uint64(hb.Slice.Index)
+	for _, e := range hb.Health {
+		h ^= agent.EntryHash(e)
+	}
+	return h
+}
