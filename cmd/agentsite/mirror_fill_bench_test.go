@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/p2p"
+	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/store/sqlite"
+)
+
+// BenchmarkMirrorFill: a fresh mirror (SQLite) fills from 1 or 3 sources
+// that hold the same catalogue of N listings (AGENTSITE_BENCH_MIRROR_N,
+// default 10,000), over catalogue sync 1.0.0 (the whole-catalogue pull,
+// "before") and 1.1.0 (cursors and shards). Reported: the seconds until
+// the mirror holds every listing, and the sync bytes the mirror received
+// (the JSON lines of the pages), per listing and against the catalogue's
+// size (the sum of its envelopes).
+//
+//	AGENTSITE_BENCH_MIRROR_N=100000 go test -run '^$' -bench MirrorFill -benchtime 1x ./cmd/agentsite
+func BenchmarkMirrorFill(b *testing.B) {
+	n := 10_000
+	if v := os.Getenv("AGENTSITE_BENCH_MIRROR_N"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			b.Fatalf("AGENTSITE_BENCH_MIRROR_N=%q: want a positive number", v)
+		}
+	}
+	dir := b.TempDir()
+	seed, catalogue := seedMirrorCatalogue(b, filepath.Join(dir, "seed.db"), n)
+	for _, proto := range []string{p2p.SyncProtocol, p2p.SyncFeedProtocol} {
+		for _, sources := range []int{1, 3} {
+			b.Run(fmt.Sprintf("proto=%s/sources=%d", filepath.Base(proto), sources), func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					took, received := fillMirror(b, seed, n, sources, proto == p2p.SyncProtocol)
+					b.ReportMetric(took.Seconds(), "s/fill")
+					b.ReportMetric(float64(received)/float64(n), "B/listing")
+					b.ReportMetric(float64(received)/float64(catalogue), "x-catalogue")
+				}
+			})
+		}
+	}
+}
+
+// seedMirrorCatalogue writes n listings of 100 publishers into a fresh
+// SQLite file and returns its path and the catalogue's size in envelope
+// bytes.
+func seedMirrorCatalogue(b *testing.B, path string, n int) (string, int64) {
+	b.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	sink := &store.Sink{Store: db, SelfID: "<seed>", MaxPerPublisher: n}
+	var keys []crypto.PrivKey
+	for i := 0; i < 100; i++ {
+		k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+		if err != nil {
+			b.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	now := time.Now().UTC()
+	var size int64
+	for i := 0; i < n; i++ {
+		key := keys[i%len(keys)]
+		pid, _ := peer.IDFromPrivateKey(key)
+		rec := &agent.Record{
+			Name: fmt.Sprintf("mirror-bot-%d", i), DisplayName: fmt.Sprintf("Mirror bot %d", i),
+			Description: "A listing of the mirror fill benchmark: it answers questions about weather, tides and trains, in a few sentences.",
+			Tags:        []string{"bench", fmt.Sprintf("group-%d", i%50)},
+			Skills:      []agent.Skill{{ID: "answer", Name: "Answer", Description: "Answers one question.", Examples: []string{"Will it rain tomorrow?"}}},
+			Endpoints:   []agent.Endpoint{{Kind: agent.EndpointLibp2pMCP, PeerID: pid.String(), Protocol: agent.MCPProtocol}},
+			Seq:         1, IssuedAt: now, ExpiresAt: now.Add(2 * time.Hour),
+		}
+		env, err := agent.Seal(rec, key, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		verified, err := agent.Open(env, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := sink.Put(ctx, verified, env); err != nil {
+			b.Fatal(err)
+		}
+		size += int64(len(env))
+	}
+	return path, size
+}
+
+// countingCache counts the bytes of the sync pages it serves, as they go
+// on the wire (JSON, envelopes in base64).
+type countingCache struct {
+	p2p.Cache
+	bytes *atomic.Int64
+}
+
+func pageBytes(envs [][]byte) int64 {
+	total := int64(64) // the line's keys, feed id and numbers
+	for _, e := range envs {
+		total += int64((len(e)+2)/3*4 + 3)
+	}
+	return total
+}
+
+func (c countingCache) Envelopes(ctx context.Context, after int64, tag string, limit int) ([][]byte, int64, error) {
+	envs, next, err := c.Cache.Envelopes(ctx, after, tag, limit)
+	c.bytes.Add(pageBytes(envs))
+	return envs, next, err
+}
+
+func (c countingCache) SyncChanges(ctx context.Context, after int64, lo, hi string, limit int) ([][]byte, int64, bool, error) {
+	envs, next, more, err := c.Cache.SyncChanges(ctx, after, lo, hi, limit)
+	c.bytes.Add(pageBytes(envs))
+	return envs, next, more, err
+}
+
+func fillMirror(b *testing.B, seed string, n, sources int, legacy bool) (time.Duration, int64) {
+	b.Helper()
+	b.StopTimer()
+	ctx := context.Background()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dir := b.TempDir()
+	var received atomic.Int64
+	var addrs []peer.AddrInfo
+	for i := 0; i < sources; i++ {
+		path := filepath.Join(dir, fmt.Sprintf("source-%d.db", i))
+		copyFile(b, seed, path)
+		db, err := sqlite.Open(ctx, path, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = db.Close() })
+		node := startBenchNode(b, p2p.Config{Cache: countingCache{&store.Sink{Store: db, SelfID: "<source>"}, &received}, NoSyncOnConnect: true}, logger)
+		if legacy {
+			node.Host().RemoveStreamHandler(p2p.SyncFeedProtocol)
+		}
+		addrs = append(addrs, peer.AddrInfo{ID: node.Host().ID(), Addrs: node.Host().Addrs()})
+	}
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "mirror.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	mirror := startBenchNode(b, p2p.Config{
+		Cache:     &store.Sink{Store: db, SelfID: "<mirror>", MaxPerPublisher: n},
+		Admission: p2p.Admission{UnheardPerHour: 10 * n, UnheardPublishersPerHour: 1000},
+	}, logger)
+	b.StartTimer()
+	start := time.Now()
+	for _, a := range addrs {
+		if err := mirror.Connect(ctx, a); err != nil {
+			b.Fatal(err)
+		}
+	}
+	deadline := start.Add(30 * time.Minute)
+	for {
+		counts, err := db.CountByStatus(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		held := 0
+		for _, c := range counts {
+			held += c
+		}
+		if held >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the mirror holds %d of %d listings after %v", held, n, time.Since(start))
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval
+	}
+	took := time.Since(start)
+	b.StopTimer()
+	return took, received.Load()
+}
+
+func startBenchNode(b *testing.B, cfg p2p.Config, logger *slog.Logger) *p2p.Node {
+	b.Helper()
+	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.ListenAddrs = []string{"/ip4/127.0.0.1/tcp/0"}
+	node, err := p2p.New(context.Background(), key, cfg, logger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = node.Close() })
+	return node
+}
+
+func copyFile(b *testing.B, from, to string) {
+	b.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+}
