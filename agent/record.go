@@ -17,7 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/record"
 )
 
-// Limits of a record, from DESIGN.md. They are part of the wire contract:
+// Limits of a record, from docs/architecture.md. They are part of the wire contract:
 // every node rejects records that exceed them.
 const (
 	MaxRecordBytes      = 16 << 10 // encoded envelope
@@ -219,7 +219,7 @@ type Heartbeat struct {
 	Slice *HealthSlice `json:"slice,omitempty"`
 }
 
-// Agent health states (DESIGN "Agent health").
+// Agent health states (docs/architecture.md "Agent health").
 const (
 	// HealthHealthy: probes and real turns succeed, quickly enough.
 	HealthHealthy = "healthy"

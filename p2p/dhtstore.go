@@ -23,7 +23,7 @@ import (
 )
 
 // DHTStoreLimits bound the DHT values a node holds for other peers
-// (DESIGN.md "Peers are adversaries": a bounded store with expiry, and a
+// (docs/architecture.md "Peers are adversaries": a bounded store with expiry, and a
 // per-peer cap). Without them kad-dht keeps every valid PUT in a map that
 // is never swept: 20,000 PUTs of 4.9 KB raised a server's heap by
 // 110–130 MB for good (issue 18). Zero fields take the defaults.

@@ -13,7 +13,7 @@ import (
 )
 
 // HealthSource returns the health of the agents this node hosts, by agent
-// id: the summaries of the node's own probes and turns (DESIGN "Agent
+// id: the summaries of the node's own probes and turns (docs/architecture.md "Agent
 // health"). The heartbeat calls it every interval, so it must be quick
 // (a snapshot, not a probe). Entries for agents the node does not host are
 // left out of the heartbeat: a node speaks only for its own.

@@ -92,7 +92,7 @@ func verifyRecord(env []byte, sender peer.ID, now time.Time) (*agent.Record, err
 
 // checkHost refuses a record whose libp2p-mcp endpoint names a node other
 // than its publisher. The node that signs a listing is the node that hosts
-// it (DESIGN.md: "the node signs it"); otherwise anyone could list agents
+// it (docs/architecture.md: "the node signs it"); otherwise anyone could list agents
 // "hosted" by a node that never published them, which that node would then
 // take for its own (local) and everyone would show as alive on its
 // heartbeats.

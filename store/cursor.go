@@ -54,7 +54,7 @@ func DecodeCursor(s string) (c Cursor, ok bool, err error) {
 
 // HealthPasses is which passes a search makes, in page order: the agents
 // that are not failing (false), then the failing ones (true), which come
-// last (DESIGN "Agent health"); a health filter may leave one out. Both
+// last (docs/architecture.md "Agent health"); a health filter may leave one out. Both
 // engines plan their searches by it; the cursor's Failing says which pass
 // a page stopped in.
 func HealthPasses(health []string) []bool {
@@ -90,11 +90,11 @@ type StatusPass struct {
 // Tiers come before status, so a stale listing with the query in its name
 // still ranks above an online one that has it only in its description:
 // the text says what the searcher wants. Within a tier the listings whose
-// host this node hears come first (DESIGN "Peers are adversaries"): a
+// host this node hears come first (docs/architecture.md "Peers are adversaries"): a
 // rogue peer can deliver any number of valid listings of never-heard
 // publishers, newer than every honest one, and the Sink files those stale
 // until their host's heartbeats arrive. Failing agents still come after
-// every other match (DESIGN "Agent health"), ordered the same way among
+// every other match (docs/architecture.md "Agent health"), ordered the same way among
 // themselves. Without text, and sorted newest first or by name, the order
 // is the one asked for (time, or the alphabet), health passes only.
 //

@@ -11,10 +11,10 @@ import (
 
 // Sink connects the network side to the store: it turns verified records
 // into listings (how every listing, local or from the network, enters the
-// cache: DESIGN.md's "one code path for a listing became known"), serves the
+// cache: docs/architecture.md's "one code path for a listing became known"), serves the
 // catalogue to syncing peers, and records heartbeats. It satisfies p2p.Cache.
 //
-// The planet is open (DESIGN "Peers are adversaries"): a peer can relay
+// The planet is open (docs/architecture.md "Peers are adversaries"): a peer can relay
 // valid records signed by any number of fresh identities that never send
 // a heartbeat. So a host gets a row in the nodes table only from a verified
 // heartbeat (NodeSeen), a listing whose host this node has not heard enters
@@ -275,7 +275,7 @@ func (s *Sink) SetHealth(ctx context.Context, hostPeerID string, health map[stri
 	return nil
 }
 
-// Sweep applies the liveness rules (DESIGN.md): a node whose heartbeats
+// Sweep applies the liveness rules (docs/architecture.md): a node whose heartbeats
 // stopped for staleAfter (3 heartbeat intervals) and its listings turn
 // stale; listings past expires_at turn offline, and so do listings whose
 // host never sent a heartbeat once unheardAfter has passed since they were

@@ -209,7 +209,7 @@ type Catalogue interface {
 	// GetAgent returns a listing by id, tombstoned or not.
 	GetAgent(ctx context.Context, id string) (Listing, error)
 	// SearchAgents pages through listings, never tombstones. Failing
-	// agents come last (DESIGN "Agent health"); before them and among them,
+	// agents come last (docs/architecture.md "Agent health"); before them and among them,
 	// without Q the order is newest first (by first-seen order), with Q by
 	// relevance. Keyset pagination: no gaps or repeats under concurrent
 	// inserts.

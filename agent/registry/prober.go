@@ -55,7 +55,7 @@ const (
 )
 
 // Prober probes this node's own agents and records what it finds in
-// Health: the active half of agent health (DESIGN "Agent health"). It
+// Health: the active half of agent health (docs/architecture.md "Agent health"). It
 // never probes other nodes' agents: their hosts do, and their heartbeats
 // say what they found. Set Store, Runtime and Health before use.
 //

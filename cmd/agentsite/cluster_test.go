@@ -14,7 +14,7 @@ import (
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
 )
 
-// Fast network timings for tests; the defaults stay those of DESIGN.md.
+// Fast network timings for tests; the defaults stay those of docs/architecture.md.
 const (
 	testHeartbeat = 200 * time.Millisecond
 	testTTL       = 6 * time.Second

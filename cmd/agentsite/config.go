@@ -238,7 +238,7 @@ func (c *Config) validateShared() []error {
 		errs = append(errs, errors.New("--database-url must start with postgres:// (or sqlite:PATH); leave it empty for embedded SQLite"))
 	}
 	if c.RecordTTL < 5*time.Second || c.RecordTTL > 24*time.Hour {
-		errs = append(errs, errors.New("--record-ttl must be between 5s and 24h (DESIGN.md default: 1h)"))
+		errs = append(errs, errors.New("--record-ttl must be between 5s and 24h (docs/architecture.md default: 1h)"))
 	}
 	return errs
 }

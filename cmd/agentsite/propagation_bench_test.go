@@ -25,7 +25,7 @@ const (
 	benchPropWait   = 30 * time.Second       // a record that takes longer than this fails the run
 	benchLookupWait = 10 * time.Second       // per DHT look-up, as p2p.Node.Lookup allows
 	benchSettleWait = 3 * time.Minute        // for the planet to form before timing starts
-	benchHeartbeat  = 10 * time.Second       // DESIGN.md defaults, not the cluster tests' fast ones
+	benchHeartbeat  = 10 * time.Second       // docs/architecture.md defaults, not the cluster tests' fast ones
 	benchTTL        = time.Hour              // so no refresh re-announces during the run
 	benchMinRT      = 4                      // DHT routing table entries each node needs before timing
 	benchNetworkKey = uint64(2504_14411_000) // rng seed: every run picks the same hosts

@@ -6,7 +6,7 @@ import (
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
-// Frame types (DESIGN.md: the browser sends message; the node answers
+// Frame types (docs/architecture.md: the browser sends message; the node answers
 // with started, chunks, then done or error).
 const (
 	TypeMessage = "message"

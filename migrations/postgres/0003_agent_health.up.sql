@@ -1,4 +1,4 @@
--- Agent health (DESIGN "Agent health"): what each listing's host last said
+-- Agent health (docs/architecture.md "Agent health"): what each listing's host last said
 -- in its signed heartbeat. On agents, the narrow table, because search
 -- filters and ranks on the state and heartbeats write it, as they write
 -- status. Times are NULL until the host has reported one.

@@ -1,4 +1,4 @@
--- Agent health (DESIGN "Agent health"): what each listing's host last said
+-- Agent health (docs/architecture.md "Agent health"): what each listing's host last said
 -- in its signed heartbeat. Times are unix nanoseconds, NULL until the host
 -- has reported one.
 ALTER TABLE agents ADD COLUMN health_state TEXT NOT NULL DEFAULT 'unknown'

@@ -22,7 +22,7 @@ import (
 // cursor) is a bind parameter.
 //
 // A search walks the agents that are not failing, then the failing ones
-// (DESIGN "Agent health"). Each of those two passes is one statement: a
+// (docs/architecture.md "Agent health"). Each of those two passes is one statement: a
 // UNION ALL of its relevance tiers (tiers; one branch without text or
 // newest first), each tier split in its status passes (online first,
 // store.StatusPasses), each branch newest first and stopping at the page

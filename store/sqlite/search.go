@@ -67,7 +67,7 @@ const titleCols = `{name display_name}`
 // A search is a plan of passes, each one query in page order that stops at
 // LIMIT, run in one read transaction (one snapshot) until the page is
 // full: first the agents that are not failing, then the failing ones
-// (DESIGN "Agent health": failing agents come last); within each, without
+// (docs/architecture.md "Agent health": failing agents come last); within each, without
 // text newest first, with text tier by tier (tiers), each tier's online
 // listings before the others (store.StatusPasses has the whole order).
 //

@@ -16,7 +16,7 @@ import (
 )
 
 // BenchSizes are the catalogue sizes Benchmarks seeds: a busy mirror today,
-// and the scale DESIGN.md's "planet-wide" asks the default SQLite engine to
+// and the scale docs/architecture.md's "planet-wide" asks the default SQLite engine to
 // handle.
 var BenchSizes = []int{10_000, 100_000}
 

@@ -10,7 +10,7 @@ import (
 )
 
 // honestCases pin the order of a search by relevance against a flood of
-// listings from publishers this node never heard (DESIGN "Peers are
+// listings from publishers this node never heard (docs/architecture.md "Peers are
 // adversaries"): within a relevance tier, online listings before the
 // others; tiers first; failing agents last (store.StatusPasses).
 var honestCases = []testCase{
