@@ -3,6 +3,7 @@ package p2p
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,8 +21,10 @@ import (
 // peer's change feed, per shard of the id space.
 //
 // On one stream the client sends newline-delimited JSON requests
-// {after, lo, hi, limit} and reads one line {feed, envelopes, next, more}
-// for each. after is a change number in the server's feed (store's
+// {after, lo, hi, limit} and reads, for each, one line {feed, next, more,
+// count} followed by count frames, each an envelope as a uvarint length
+// and its bytes (raw, not base64: the bytes on the wire stay close to the
+// catalogue's size). after is a change number in the server's feed (store's
 // agent_changes: every insert or change of a listing gets a number larger
 // than any before); the server answers the envelopes of listings changed
 // after it whose id is in [lo, hi), and next, the number to continue
@@ -50,12 +53,24 @@ type feedRequest struct {
 	Limit int    `json:"limit"`
 }
 
-type feedResponse struct {
-	Feed      string   `json:"feed"`
-	Envelopes [][]byte `json:"envelopes"`
-	Next      int64    `json:"next"`
-	More      bool     `json:"more,omitempty"`
+// feedHeader is the line before a page's frames.
+type feedHeader struct {
+	Feed  string `json:"feed"`
+	Next  int64  `json:"next"`
+	More  bool   `json:"more,omitempty"`
+	Count int    `json:"count"`
 }
+
+// feedResponse is a page as read.
+type feedResponse struct {
+	Feed      string
+	Envelopes [][]byte
+	Next      int64
+	More      bool
+}
+
+// maxFeedHeader bounds the line before a page's frames.
+const maxFeedHeader = 1 << 10
 
 const (
 	// SyncFeedProtocol is incremental catalogue sync, served next to
@@ -91,7 +106,7 @@ func shardRange(i int) (lo, hi string) {
 func (n *Node) serveFeed(s network.Stream) {
 	defer s.Close()
 	r := bufio.NewReaderSize(io.LimitReader(s, 1<<20), maxSyncRequest)
-	enc := json.NewEncoder(s)
+	w := bufio.NewWriterSize(s, 64<<10)
 	feed := ""
 	for {
 		_ = s.SetReadDeadline(time.Now().Add(syncStreamIdle))
@@ -123,10 +138,31 @@ func (n *Node) serveFeed(s network.Stream) {
 			return
 		}
 		_ = s.SetWriteDeadline(time.Now().Add(syncStreamIdle))
-		if err := enc.Encode(feedResponse{Feed: feed, Envelopes: envs, Next: next, More: more}); err != nil {
+		if err := writeFeedPage(w, feedHeader{Feed: feed, Next: next, More: more, Count: len(envs)}, envs); err != nil {
 			return
 		}
 	}
+}
+
+// writeFeedPage writes the header line, then each envelope as a frame.
+func writeFeedPage(w *bufio.Writer, h feedHeader, envs [][]byte) error {
+	line, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(append(line, '\n')); err != nil {
+		return err
+	}
+	var n [binary.MaxVarintLen64]byte
+	for _, env := range envs {
+		if _, err := w.Write(n[:binary.PutUvarint(n[:], uint64(len(env)))]); err != nil {
+			return err
+		}
+		if _, err := w.Write(env); err != nil {
+			return err
+		}
+	}
+	return w.Flush()
 }
 
 // feedClient is one incremental sync with a peer, on one stream.
@@ -153,19 +189,35 @@ func (c *feedClient) page(req feedRequest) (feedResponse, error) {
 	line, err := c.r.ReadSlice('\n')
 	if err != nil {
 		if errors.Is(err, bufio.ErrBufferFull) {
-			c.n.reject(pathSync, c.p, fmt.Errorf("%w: sync page over %d bytes", agent.ErrTooLarge, maxSyncResponse))
+			c.n.reject(pathSync, c.p, fmt.Errorf("%w: sync page header over %d bytes", agent.ErrTooLarge, maxFeedHeader))
 		}
 		return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
 	}
-	var resp feedResponse
-	if err := json.Unmarshal(line, &resp); err != nil {
+	var h feedHeader
+	if err := json.Unmarshal(line, &h); err != nil {
 		err = fmt.Errorf("%w: %w", errBadPage, err)
 		c.n.reject(pathSync, c.p, err)
 		return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
 	}
-	if len(resp.Envelopes) > syncPageSize || (req.Limit == 0 && len(resp.Envelopes) > 0) {
-		c.n.reject(pathSync, c.p, fmt.Errorf("%w: page of %d records", agent.ErrTooLarge, len(resp.Envelopes)))
+	if h.Count < 0 || h.Count > syncPageSize || (req.Limit == 0 && h.Count > 0) {
+		c.n.reject(pathSync, c.p, fmt.Errorf("%w: page of %d records", agent.ErrTooLarge, h.Count))
 		return feedResponse{}, fmt.Errorf("peer %s sent an oversized sync page", c.p)
+	}
+	resp := feedResponse{Feed: h.Feed, Next: h.Next, More: h.More, Envelopes: make([][]byte, 0, h.Count)}
+	for range h.Count {
+		size, err := binary.ReadUvarint(c.r)
+		if err != nil {
+			return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
+		}
+		if size == 0 || size > agent.MaxRecordBytes {
+			c.n.reject(pathSync, c.p, fmt.Errorf("%w: sync frame of %d bytes", agent.ErrTooLarge, size))
+			return feedResponse{}, fmt.Errorf("peer %s sent an oversized sync frame", c.p)
+		}
+		env := make([]byte, size)
+		if _, err := io.ReadFull(c.r, env); err != nil {
+			return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
+		}
+		resp.Envelopes = append(resp.Envelopes, env)
 	}
 	if resp.Feed == "" || len(resp.Feed) > 64 || resp.Next < 0 {
 		c.n.reject(pathSync, c.p, fmt.Errorf("%w: sync page without a feed", errBadPage))
@@ -213,7 +265,7 @@ func (n *Node) FeedSync(ctx context.Context, p peer.ID, skipRefused bool) (int, 
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
-	c := &feedClient{n: n, p: p, s: s, enc: json.NewEncoder(s), r: bufio.NewReaderSize(s, maxSyncResponse), skipRefused: skipRefused}
+	c := &feedClient{n: n, p: p, s: s, enc: json.NewEncoder(s), r: bufio.NewReaderSize(s, maxFeedHeader), skipRefused: skipRefused}
 	head, err := c.page(feedRequest{Limit: 0})
 	if err != nil {
 		return 0, err

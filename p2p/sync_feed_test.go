@@ -1,12 +1,17 @@
 package p2p
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agentsite/agentsite/agent"
@@ -194,4 +199,36 @@ func TestAntiEntropyRepairsLostGossip(t *testing.T) {
 		defer mirror.mu.Unlock()
 		return mirror.ids[r.ID]
 	})
+}
+
+// TestFeedSyncRefusesOversizedPages: a server that announces more than a
+// page of records, or a frame longer than a record may be, ends the sync
+// before the client allocates it.
+func TestFeedSyncRefusesOversizedPages(t *testing.T) {
+	for name, page := range map[string]string{
+		"count": `{"feed":"x","next":1,"count":65}` + "\n",
+		"frame": `{"feed":"x","next":1,"count":1}` + "\n" + string(binary.AppendUvarint(nil, 1<<30)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := startNode(t, nil, Config{Cache: &memCache{}, NoSyncOnConnect: true})
+			s.Host().SetStreamHandler(SyncFeedProtocol, func(st network.Stream) {
+				defer st.Close()
+				r := bufio.NewReader(st)
+				for {
+					if _, err := r.ReadSlice('\n'); err != nil {
+						return
+					}
+					if _, err := io.WriteString(st, page); err != nil {
+						return
+					}
+				}
+			})
+			m := startNode(t, nil, Config{Cache: &memCache{}, NoSyncOnConnect: true})
+			connect(t, m, s)
+			_, err := m.FeedSync(context.Background(), s.Host().ID(), false)
+			if err == nil || !strings.Contains(err.Error(), "oversized") {
+				t.Fatalf("FeedSync = %v, want an oversized page refused", err)
+			}
+		})
+	}
 }

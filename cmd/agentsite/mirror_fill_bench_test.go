@@ -105,29 +105,34 @@ func seedMirrorCatalogue(b *testing.B, path string, n int) (string, int64) {
 }
 
 // countingCache counts the bytes of the sync pages it serves, as they go
-// on the wire (JSON, envelopes in base64).
+// on the wire: 1.0.0 sends JSON lines with the envelopes in base64, 1.1.0
+// a header line and raw frames.
 type countingCache struct {
 	p2p.Cache
 	bytes *atomic.Int64
 }
 
-func pageBytes(envs [][]byte) int64 {
+func pageBytes(envs [][]byte, base64 bool) int64 {
 	total := int64(64) // the line's keys, feed id and numbers
 	for _, e := range envs {
-		total += int64((len(e)+2)/3*4 + 3)
+		if base64 {
+			total += int64((len(e)+2)/3*4 + 3)
+		} else {
+			total += int64(len(e) + 2)
+		}
 	}
 	return total
 }
 
 func (c countingCache) Envelopes(ctx context.Context, after int64, tag string, limit int) ([][]byte, int64, error) {
 	envs, next, err := c.Cache.Envelopes(ctx, after, tag, limit)
-	c.bytes.Add(pageBytes(envs))
+	c.bytes.Add(pageBytes(envs, true))
 	return envs, next, err
 }
 
 func (c countingCache) SyncChanges(ctx context.Context, after int64, lo, hi string, limit int) ([][]byte, int64, bool, error) {
 	envs, next, more, err := c.Cache.SyncChanges(ctx, after, lo, hi, limit)
-	c.bytes.Add(pageBytes(envs))
+	c.bytes.Add(pageBytes(envs, false))
 	return envs, next, more, err
 }
 
