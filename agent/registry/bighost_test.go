@@ -138,7 +138,7 @@ func TestRefreshIsSpreadOverTheTTL(t *testing.T) {
 	e := registrytest.New(t, cs)
 	const n = 2000
 	hostAgents(t, e, cs.Store, n, 20*time.Minute, 30*time.Minute, 0) // all due
-	tick := time.Minute                                                // TTL/60 for the 1h TTL
+	tick := time.Minute                                              // TTL/60 for the 1h TTL
 	share := (n*int(tick) + int(registrytest.TTL/4) - 1) / int(registrytest.TTL/4)
 	var first []string
 	for i := range 2 {

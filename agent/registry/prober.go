@@ -104,9 +104,10 @@ type Prober struct {
 
 // probeEntry is one local agent's place in the schedule.
 type probeEntry struct {
-	kind string
-	due  time.Time
-	walk uint64 // the last walk that saw the agent
+	kind  string
+	due   time.Time
+	walk  uint64    // the last walk that saw the agent
+	added time.Time // when the prober first heard of it
 }
 
 // probeWalk is where the walk of the local agents' ids is.
@@ -195,7 +196,7 @@ func (p *Prober) walkPage(ctx context.Context) error {
 	for _, r := range refs {
 		e := p.sched[r.ID]
 		if e == nil {
-			e = &probeEntry{due: now} // new: due at once
+			e = &probeEntry{due: now, added: now} // new: due at once
 			p.sched[r.ID] = e
 		}
 		e.kind, e.walk = r.Kind, p.walk.n
@@ -207,7 +208,8 @@ func (p *Prober) walkPage(ctx context.Context) error {
 	p.walk.active = false
 	ids := make(map[string]bool, len(p.sched))
 	for id, e := range p.sched {
-		if e.walk != p.walk.n {
+		// Not seen by this walk, and known from before it began: gone.
+		if e.walk != p.walk.n && e.added.Before(p.walk.started) {
 			delete(p.sched, id)
 			continue
 		}
@@ -231,7 +233,9 @@ func (p *Prober) take(now time.Time) []dueProbe {
 	used := p.Health.RecentlyUsed()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var builtins, others []dueProbe
+	var builtins []dueProbe
+	allow := p.allowance(now)
+	pick := &topProbes{k: allow}
 	for id, e := range p.sched {
 		if e.due.After(now) {
 			continue
@@ -242,27 +246,92 @@ func (p *Prober) take(now time.Time) []dueProbe {
 			builtins = append(builtins, d)
 			continue
 		}
-		others = append(others, d)
+		pick.offer(d)
 	}
-	n := min(len(others), p.allowance(now))
-	if n < len(others) {
-		slices.SortFunc(others, func(a, b dueProbe) int {
-			if a.used != b.used {
-				if a.used {
-					return -1
-				}
-				return 1
-			}
-			return cmp.Or(a.due.Compare(b.due), cmp.Compare(a.id, b.id))
-		})
+	// Agents people use that the walk has not reached yet (a fresh start
+	// of a big host) are due too.
+	for id := range used {
+		if _, known := p.sched[id]; !known {
+			p.sched[id] = &probeEntry{due: now, added: now}
+			pick.offer(dueProbe{id: id, due: now, used: true})
+		}
 	}
-	others = others[:n]
+	others := pick.sorted()
+	n := len(others)
 	for _, d := range others {
 		p.sched[d.id].due = now.Add(p.jitter(p.interval()))
 		p.spent = append(p.spent, now)
 	}
 	p.tokens -= float64(n)
 	return append(builtins, others...)
+}
+
+// topProbes keeps the k first of the due probes offered to it (used
+// first, then the longest overdue): a max-heap of k, so a tick of a host
+// of 100k due agents costs n log k, not a sort of n.
+type topProbes struct {
+	k    int
+	heap []dueProbe
+}
+
+// before orders probes: used first, then the longest overdue, then id.
+func (a dueProbe) before(b dueProbe) bool {
+	if a.used != b.used {
+		return a.used
+	}
+	return cmp.Or(a.due.Compare(b.due), cmp.Compare(a.id, b.id)) < 0
+}
+
+func (t *topProbes) offer(d dueProbe) {
+	if t.k <= 0 {
+		return
+	}
+	if len(t.heap) == t.k {
+		if !d.before(t.heap[0]) {
+			return
+		}
+		t.heap[0] = d
+		t.down(0)
+		return
+	}
+	t.heap = append(t.heap, d)
+	for i := len(t.heap) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !t.heap[parent].before(t.heap[i]) {
+			break
+		}
+		t.heap[parent], t.heap[i] = t.heap[i], t.heap[parent]
+		i = parent
+	}
+}
+
+// down restores the heap (the last in order at the root) below i.
+func (t *topProbes) down(i int) {
+	for {
+		last, l, r := i, 2*i+1, 2*i+2
+		if l < len(t.heap) && t.heap[last].before(t.heap[l]) {
+			last = l
+		}
+		if r < len(t.heap) && t.heap[last].before(t.heap[r]) {
+			last = r
+		}
+		if last == i {
+			return
+		}
+		t.heap[i], t.heap[last] = t.heap[last], t.heap[i]
+		i = last
+	}
+}
+
+// sorted is what was kept, first first.
+func (t *topProbes) sorted() []dueProbe {
+	slices.SortFunc(t.heap, func(a, b dueProbe) int {
+		if a.before(b) {
+			return -1
+		}
+		return 1
+	})
+	return t.heap
 }
 
 // allowance is how many probes may start at now: what is left of the
