@@ -20,6 +20,7 @@ import (
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
+	lpmetrics "github.com/libp2p/go-libp2p/core/metrics"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/routing"
 	"github.com/libp2p/go-libp2p/p2p/host/resource-manager"
@@ -132,6 +133,7 @@ type Node struct {
 	adm     *admission
 	beats   *beats
 	hb      heartbeatState // agentsite/status/2: its topic, rounds and what was sent (heartbeat2.go)
+	traffic *lpmetrics.BandwidthCounter
 	strikes *strikes
 	syncs   *syncTracker
 	scores  peerScores
@@ -168,7 +170,7 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{key: key, logger: logger, cfg: cfg, gater: newGater(), now: time.Now, started: time.Now(), ready: make(chan struct{})}
+	n := &Node{key: key, logger: logger, cfg: cfg, gater: newGater(), now: time.Now, started: time.Now(), ready: make(chan struct{}), traffic: lpmetrics.NewBandwidthCounter()}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.metrics, err = newMetrics(cfg.Registerer, func() float64 { return float64(n.PeerCount()) })
 	if err != nil {
@@ -205,6 +207,7 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 		libp2p.ConnectionGater(n.gater),
 		libp2p.UserAgent(cfg.UserAgent),
 		libp2p.DisableMetrics(),
+		libp2p.BandwidthReporter(n.traffic),
 	}
 	natOpts, err := n.natOptions(cfg, boot)
 	if err != nil {
@@ -369,6 +372,14 @@ func (n *Node) Ready() bool {
 	default:
 		return false
 	}
+}
+
+// Traffic is the bytes the host received and sent since it started, every
+// protocol together: what a node costs the network (the idle benchmark,
+// BenchmarkIdlePlanet, reads it).
+func (n *Node) Traffic() (in, out int64) {
+	t := n.traffic.GetBandwidthTotals()
+	return t.TotalIn, t.TotalOut
 }
 
 // Close stops every loop, the DHT and the host.
