@@ -195,6 +195,8 @@ type syncTracker struct {
 	loops     map[peer.ID]*syncLoop
 	filling   map[int]peer.ID
 	filled    [syncShards]bool
+	filledAt  [syncShards]time.Time // when this process filled it (zero: before it started)
+	adopt     time.Duration         // adoptWindow; tests change it
 	loaded    bool
 	lastPrune time.Time
 }
@@ -204,7 +206,7 @@ type syncLoop struct{ cancel context.CancelFunc }
 
 func newSyncTracker() *syncTracker {
 	return &syncTracker{last: map[peer.ID]time.Time{}, sem: make(chan struct{}, maxParallelSyncs),
-		loops: map[peer.ID]*syncLoop{}, filling: map[int]peer.ID{}}
+		loops: map[peer.ID]*syncLoop{}, filling: map[int]peer.ID{}, adopt: adoptWindow}
 }
 
 // forget lets the next connection of p sync at once, and ends p's loop.
@@ -255,14 +257,25 @@ type shardClaim int
 const (
 	shardClaimed shardClaim = iota // this sync fills it
 	shardBusy                      // another sync is filling it
-	shardFilled                    // complete from some peer
+	shardFilled                    // just filled from another peer: start at the head
+	shardPull                      // filled long ago: pull it whole from this peer too
 )
 
-func (t *syncTracker) claim(shard int, p peer.ID) shardClaim {
+// adoptWindow is how long after a shard was filled from one peer the
+// other peers that come meanwhile (a joiner's first peers) start at their
+// head instead of being pulled whole. A peer first met later is pulled
+// whole, once (its cursor then stays): it may bring listings nobody
+// here had, its own above all.
+const adoptWindow = 2 * time.Minute
+
+func (t *syncTracker) claim(shard int, p peer.ID, now time.Time) shardClaim {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.filled[shard] {
-		return shardFilled
+		if !t.filledAt[shard].IsZero() && now.Sub(t.filledAt[shard]) < t.adopt {
+			return shardFilled
+		}
+		return shardPull
 	}
 	if q, ok := t.filling[shard]; ok && q != p {
 		return shardBusy
@@ -279,9 +292,11 @@ func (t *syncTracker) release(shard int, p peer.ID) {
 	t.mu.Unlock()
 }
 
-func (t *syncTracker) markFilled(shard int) {
+func (t *syncTracker) markFilled(shard int, now time.Time) {
 	t.mu.Lock()
-	t.filled[shard] = true
+	if !t.filled[shard] {
+		t.filled[shard], t.filledAt[shard] = true, now
+	}
 	t.mu.Unlock()
 }
 

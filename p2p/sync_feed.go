@@ -40,10 +40,12 @@ import (
 //
 // Splitting the work: a shard that no peer has filled yet is claimed by
 // one sync at a time (syncTracker), so a joiner connected to k peers pulls
-// each shard from one of them. A shard filled from one peer is not pulled
-// again from the others: their cursor starts at their head. What they
-// hold that the filler lacked still comes: each host re-signs its
-// listings every half TTL, which gives them new numbers in every feed.
+// each shard from one of them. The peers that come within adoptWindow of
+// a shard's fill start at their head for it instead of being pulled
+// whole: what they hold that the filler lacked still comes, as each host
+// re-signs its listings every half TTL, which numbers them anew in every
+// feed, and the filler's own sync with them brings it too. A peer first
+// met later is pulled whole, once.
 //
 // A node that speaks only 1.0.0 is synced from with it, once a connection.
 type feedRequest struct {
@@ -299,14 +301,15 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 		after, complete = 0, false
 	}
 	if !complete {
-		switch c.n.syncs.claim(shard, c.p) {
+		switch c.n.syncs.claim(shard, c.p, c.n.now()) {
 		case shardFilled:
-			// Filled from another peer: only what changes here from now.
+			// Just filled from another peer: only what changes here from now.
 			return cache.SetSyncCursor(ctx, ps, shard, head.Feed, head.Next, true)
 		case shardBusy:
 			return nil // another sync is filling it; the next round starts at the head
+		case shardClaimed:
+			defer c.n.syncs.release(shard, c.p)
 		}
-		defer c.n.syncs.release(shard, c.p)
 	}
 	lo, hi := shardRange(shard)
 	frozen := false // a record was refused: the cursor stays before it
@@ -334,7 +337,7 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 		}
 		if done {
 			if !frozen && !complete {
-				c.n.syncs.markFilled(shard)
+				c.n.syncs.markFilled(shard, c.n.now())
 				if err := cache.SetSyncCursor(ctx, filledPeer, shard, head.Feed, 0, true); err != nil {
 					return err
 				}

@@ -232,3 +232,33 @@ func TestFeedSyncRefusesOversizedPages(t *testing.T) {
 		})
 	}
 }
+
+// TestPeerMetLaterIsPulledWhole: a peer that connects after the mirror
+// filled its shards from another (past the adoption window) is pulled
+// whole once: its own listings, which nobody relayed, arrive.
+func TestPeerMetLaterIsPulledWhole(t *testing.T) {
+	aKey, _ := genKey(t)
+	aCache := &memCache{}
+	fillSource(t, aKey, 20, aCache)
+	a := startNode(t, aKey, Config{Cache: aCache, NoSyncOnConnect: true})
+	mirror := &memCache{}
+	m := startNode(t, nil, Config{Cache: mirror, SyncInterval: time.Hour})
+	m.syncs.mu.Lock()
+	m.syncs.adopt = 0 // every later peer is past the window
+	m.syncs.mu.Unlock()
+	connect(t, m, a)
+	eventually(t, 30*time.Second, "the fill from A", func() bool { return mirror.held() == 20 })
+
+	bKey, _ := genKey(t)
+	bCache := &memCache{}
+	now := time.Now().UTC()
+	for i := 0; i < 15; i++ {
+		r, env := sealRecord(t, bKey, fmt.Sprintf("b-bot-%d", i), 1, now, time.Hour, "")
+		if _, err := bCache.Put(context.Background(), r, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := startNode(t, bKey, Config{Cache: bCache, NoSyncOnConnect: true})
+	connect(t, m, b)
+	eventually(t, 30*time.Second, "B's own listings", func() bool { return mirror.held() == 35 })
+}
