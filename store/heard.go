@@ -109,6 +109,14 @@ func (h *heardTable) lastHeard(peer string) (last time.Time, interval time.Durat
 	return e.last, e.interval, true
 }
 
+// online reports whether the table says peer's row is online.
+func (h *heardTable) online(peer string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.m[peer]
+	return e != nil && e.online
+}
+
 // silenced forgets that peer's row says online: Sweep turned it stale,
 // so its next heartbeat writes.
 func (h *heardTable) silenced(peer string) {

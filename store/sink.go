@@ -92,7 +92,7 @@ func (s *Sink) Put(ctx context.Context, rec *agent.Record, envelope []byte) (cha
 			return false, err
 		}
 	}
-	return upsert(ctx, s.Store, Listing{
+	changed, err = upsert(ctx, s.Store, Listing{
 		Record:     *rec,
 		Envelope:   envelope,
 		Status:     status,
@@ -101,6 +101,15 @@ func (s *Sink) Put(ctx context.Context, rec *agent.Record, envelope []byte) (cha
 		Local:      false,
 		UpdatedAt:  t,
 	})
+	if err == nil && changed && status == StatusStale && s.heard.online(host) {
+		// The host's heartbeat turned its listings online while this one
+		// was stored stale; an unchanged heartbeat writes nothing, so
+		// nothing else would (NodeSeen).
+		if _, err := s.Store.SetHostStatus(ctx, host, StatusOnline, t); err != nil {
+			return changed, fmt.Errorf("mark listings of %s online: %w", host, err)
+		}
+	}
+	return changed, err
 }
 
 // ListingWriter is where PutOwn writes: a Network, or a bulk import's Tx.
@@ -225,10 +234,14 @@ func (s *Sink) NodeSeen(ctx context.Context, hb agent.Heartbeat) error {
 	if err := s.Store.UpsertNode(ctx, n); err != nil {
 		return fmt.Errorf("upsert node: %w", err)
 	}
+	// Online in memory before the listings are: a Put that stored one of
+	// this host's listings stale meanwhile sees it and turns it online
+	// (Put), as the next heartbeat no longer does.
+	s.heard.wrote(&hb, n, t)
 	if _, err := s.Store.SetHostStatus(ctx, hb.PeerID, StatusOnline, t); err != nil {
+		s.heard.silenced(hb.PeerID)
 		return fmt.Errorf("mark listings online: %w", err)
 	}
-	s.heard.wrote(&hb, n, t)
 	return nil
 }
 

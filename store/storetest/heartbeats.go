@@ -16,6 +16,31 @@ var heartbeatCases = []testCase{
 	{"SinkUnchangedHeartbeatWritesNothing", testSinkUnchangedHeartbeatWritesNothing},
 	{"SinkSweepFollowsDeclaredInterval", testSinkSweepFollowsDeclaredInterval},
 	{"LocalNamesOfTheGivenIdsOnly", testLocalNames},
+	{"SinkPutRacingAHeartbeat", testSinkPutRacingAHeartbeat},
+}
+
+// testSinkPutRacingAHeartbeat: a listing stored stale while its host's
+// heartbeat turned the host's listings online (here: the row still says
+// stale when Put reads it) is turned online by Put, since the host's next,
+// unchanged heartbeat writes nothing. TestPartitionAndHeal found it.
+func testSinkPutRacingAHeartbeat(t *testing.T, s store.Store) {
+	ctx := testContext(t)
+	t0 := now()
+	self, host := newPublisher(t), newPublisher(t)
+	sink := &store.Sink{Store: s, SelfID: self.peer, Now: func() time.Time { return t0 }}
+	if err := sink.NodeSeen(ctx, heartbeat(host, t0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	row := nodeRow(t, s, host)
+	row.Status = store.StatusStale // as Put reads it, before the heartbeat's write
+	if err := s.UpsertNode(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	rec, env := host.seal(t, t0, agent.Record{Name: "racing-agent", ExpiresAt: t0.Add(24 * time.Hour)})
+	if _, err := sink.Put(ctx, rec, env); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, s, "stored while its host was heard", rec.ID, store.StatusOnline)
 }
 
 // writeCounter is a Network that counts the writes that reach it.
