@@ -1,10 +1,8 @@
 package p2p
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -22,27 +20,6 @@ type HealthSource func() map[string]agent.Health
 // healthSource is where this interval's heartbeat takes the hosted agents'
 // health from (Config.HealthSource, set at New).
 func (n *Node) healthSource() HealthSource { return n.cfg.HealthSource }
-
-// hostedHealth is the health entries of this interval's heartbeat: src's
-// summaries of the agents in local (id → name), normalised, in id order.
-// A summary src cannot stand behind (an unknown state) is left out.
-func hostedHealth(src HealthSource, local map[string]string) []agent.HostedHealth {
-	if src == nil || len(local) == 0 {
-		return nil
-	}
-	var out []agent.HostedHealth
-	for id, h := range src() {
-		name, ok := local[id]
-		if !ok {
-			continue
-		}
-		if h, ok = normalizeHealth(h); ok {
-			out = append(out, agent.HostedHealth{ID: id, Name: name, Health: h})
-		}
-	}
-	slices.SortFunc(out, func(a, b agent.HostedHealth) int { return cmp.Compare(a.ID, b.ID) })
-	return out
-}
 
 // normalizeHealth brings a summary within the heartbeat's bounds and cuts
 // what no reader needs: the success rate to three decimals, times to the

@@ -1,6 +1,7 @@
 package p2p
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,7 +64,12 @@ func TestHeartbeatOf1000AgentsStaysUnderTheGossipCap(t *testing.T) {
 		addrs[i] = fmt.Sprintf("/ip6/2001:db8:ffff:ffff:ffff:ffff:ffff:%04x/udp/65535/quic-v1/p2p/%s", i, self)
 	}
 	base := agent.Heartbeat{PeerID: self.String(), Version: strings.Repeat("v", 64), Addrs: addrs, AgentsHosted: len(local), Load: 1.2345678901234567, SentAt: now.UTC()}
-	parts, err := splitHeartbeat(base, hostedHealth(src, local))
+	n := &Node{cfg: Config{Cache: &hostCache{local: local}}}
+	r, err := n.buildRound(context.Background(), base, src(), addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := splitHeartbeat(r.base, r.delta)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +121,7 @@ func TestHeartbeatWithoutHealthIsOneMessage(t *testing.T) {
 
 // The heartbeat speaks only for agents this node hosts, and only with
 // states the network knows.
-func TestHostedHealthSpeaksOnlyForLocalAgents(t *testing.T) {
+func TestRoundSpeaksOnlyForLocalAgents(t *testing.T) {
 	key, _ := newKey(t)
 	otherKey, _ := newKey(t)
 	local := hostedAgents(t, key, 3)
@@ -132,12 +138,17 @@ func TestHostedHealthSpeaksOnlyForLocalAgents(t *testing.T) {
 	for id := range foreign {
 		src[id] = agent.Health{State: agent.HealthFailing}
 	}
-	got := hostedHealth(func() map[string]agent.Health { return src }, local)
-	if len(got) != 1 || got[0].ID != ids[0] || got[0].Name != local[ids[0]] || got[0].State != agent.HealthHealthy {
+	n := &Node{cfg: Config{Cache: &hostCache{local: local}}}
+	r, err := n.buildRound(context.Background(), agent.Heartbeat{SentAt: time.Now().UTC(), IntervalMS: 1000}, src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.delta; len(got) != 1 || got[0].ID != ids[0] || got[0].Name != local[ids[0]] || got[0].State != agent.HealthHealthy {
 		t.Errorf("entries %+v, want only %s healthy", got, ids[0])
 	}
-	if hostedHealth(nil, local) != nil {
-		t.Error("entries without a source")
+	n = &Node{cfg: Config{Cache: &hostCache{local: local}}}
+	if r, err := n.buildRound(context.Background(), agent.Heartbeat{IntervalMS: 1000}, nil, nil); err != nil || r.delta != nil {
+		t.Errorf("entries without a source: %v, %v", r.delta, err)
 	}
 }
 

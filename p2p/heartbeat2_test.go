@@ -146,32 +146,6 @@ func TestBigHostHeartbeatsWithoutReadingItsListings(t *testing.T) {
 	}
 }
 
-// TestRoundSpeaksOnlyForLocalAgents: an agent the health source knows but
-// this node does not host (deleted, or never its own) is left out.
-func TestRoundSpeaksOnlyForLocalAgents(t *testing.T) {
-	key, pid := genKey(t)
-	local := hostedAgents(t, key, 2)
-	cache := &hostCache{local: local}
-	n := &Node{cfg: Config{Cache: cache}}
-	at := time.Now().UTC()
-	health := map[string]agent.Health{"not-hosted-here": {State: agent.HealthHealthy}}
-	for id := range local {
-		health[id] = agent.Health{State: agent.HealthDegraded, SuccessRate: 0.5}
-	}
-	r, err := n.buildRound(context.Background(), agent.Heartbeat{PeerID: pid.String(), SentAt: at, IntervalMS: 1000}, health, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.delta) != 2 {
-		t.Fatalf("%d entries, want the 2 local agents'", len(r.delta))
-	}
-	for _, e := range r.delta {
-		if local[e.ID] != e.Name {
-			t.Errorf("entry %s (%s) is not a local agent", e.ID, e.Name)
-		}
-	}
-}
-
 // statusMsg is a verified heartbeat as the read loop hands it on.
 func statusMsg(topic string, hb agent.Heartbeat) *pubsub.Message {
 	return &pubsub.Message{Message: &pb.Message{Topic: &topic}, ValidatorData: &hb}
