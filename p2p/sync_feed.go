@@ -183,10 +183,23 @@ type feedClient struct {
 }
 
 func (c *feedClient) page(req feedRequest) (feedResponse, error) {
+	if err := c.send(req); err != nil {
+		return feedResponse{}, err
+	}
+	return c.read(req)
+}
+
+func (c *feedClient) send(req feedRequest) error {
 	_ = c.s.SetWriteDeadline(time.Now().Add(syncPageTimeout))
 	if err := c.enc.Encode(req); err != nil {
-		return feedResponse{}, fmt.Errorf("sync request to %s: %w", c.p, err)
+		return fmt.Errorf("sync request to %s: %w", c.p, err)
 	}
+	return nil
+}
+
+// read reads the answer to req: a header line, then its frames, within
+// syncPageTimeout.
+func (c *feedClient) read(req feedRequest) (feedResponse, error) {
 	_ = c.s.SetReadDeadline(time.Now().Add(syncPageTimeout))
 	line, err := c.r.ReadSlice('\n')
 	if err != nil {
@@ -313,20 +326,33 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 	}
 	lo, hi := shardRange(shard)
 	frozen := false // a record was refused: the cursor stays before it
+	req := feedRequest{After: after, Lo: lo, Hi: hi, Limit: syncPageSize}
+	if err := c.send(req); err != nil {
+		return err
+	}
 	for {
-		resp, err := c.page(feedRequest{After: after, Lo: lo, Hi: hi, Limit: syncPageSize})
+		resp, err := c.read(req)
 		if err != nil {
 			return err
 		}
 		if resp.Feed != head.Feed {
 			return fmt.Errorf("peer %s changed its feed during a sync", c.p)
 		}
-		if c.take(ctx, resp.Envelopes) && !c.skipRefused {
-			frozen = true
-		}
 		if resp.Next <= after && resp.More {
 			c.n.reject(pathSync, c.p, fmt.Errorf("%w: sync cursor did not move", errBadPage))
 			return fmt.Errorf("peer %s: sync cursor did not move", c.p)
+		}
+		// Ask for the next page before taking this one: the peer reads it
+		// while this node verifies and stores. (A return below with a
+		// request pending ends the whole sync, and the stream with it.)
+		if resp.More {
+			req.After = resp.Next
+			if err := c.send(req); err != nil {
+				return err
+			}
+		}
+		if c.take(ctx, resp.Envelopes) && !c.skipRefused {
+			frozen = true
 		}
 		after = max(after, resp.Next)
 		done := !resp.More
@@ -345,7 +371,7 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 			return nil
 		}
 		if c.refused >= maxSyncRefused {
-			return nil
+			return fmt.Errorf("%w: stopped syncing from %s after %d refused records", agent.ErrOverQuota, c.p, c.refused)
 		}
 	}
 }

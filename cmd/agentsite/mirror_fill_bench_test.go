@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,8 +28,9 @@ import (
 // default 10,000), over catalogue sync 1.0.0 (the whole-catalogue pull,
 // "before") and 1.1.0 (cursors and shards). Reported: the seconds until
 // the mirror holds every listing, and the sync bytes the mirror received
-// (the JSON lines of the pages), per listing and against the catalogue's
-// size (the sum of its envelopes).
+// (as the pages go on the wire), per listing and against the catalogue's
+// size (the sum of its envelopes), and the CPU the process (sources and
+// mirror, in one process) spent meanwhile, setup included.
 //
 //	AGENTSITE_BENCH_MIRROR_N=100000 go test -run '^$' -bench MirrorFill -benchtime 1x ./cmd/agentsite
 func BenchmarkMirrorFill(b *testing.B) {
@@ -45,8 +47,10 @@ func BenchmarkMirrorFill(b *testing.B) {
 		for _, sources := range []int{1, 3} {
 			b.Run(fmt.Sprintf("proto=%s/sources=%d", filepath.Base(proto), sources), func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
+					cpu0 := processCPU(b)
 					took, received := fillMirror(b, seed, n, sources, proto == p2p.SyncProtocol)
 					b.ReportMetric(took.Seconds(), "s/fill")
+					b.ReportMetric((processCPU(b) - cpu0).Seconds(), "cpu-s/fill")
 					b.ReportMetric(float64(received)/float64(n), "B/listing")
 					b.ReportMetric(float64(received)/float64(catalogue), "x-catalogue")
 				}
@@ -221,4 +225,13 @@ func copyFile(b *testing.B, from, to string) {
 	if err := os.WriteFile(to, data, 0o600); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// processCPU is the CPU time this process has used (user + system).
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
