@@ -138,13 +138,21 @@ func TestRoundSpeaksOnlyForLocalAgents(t *testing.T) {
 	for id := range foreign {
 		src[id] = agent.Health{State: agent.HealthFailing}
 	}
-	n := &Node{cfg: Config{Cache: &hostCache{local: local}}}
+	cache := &hostCache{local: local}
+	n := &Node{cfg: Config{Cache: cache}}
 	r, err := n.buildRound(context.Background(), agent.Heartbeat{SentAt: time.Now().UTC(), IntervalMS: 1000}, src, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := r.delta; len(got) != 1 || got[0].ID != ids[0] || got[0].Name != local[ids[0]] || got[0].State != agent.HealthHealthy {
 		t.Errorf("entries %+v, want only %s healthy", got, ids[0])
+	}
+	_, _, looked := cache.reads()
+	if r, err = n.buildRound(context.Background(), agent.Heartbeat{SentAt: time.Now().UTC(), IntervalMS: 1000}, src, nil); err != nil || len(r.delta) != 0 {
+		t.Fatalf("a second round with nothing changed: %v, %v", r.delta, err)
+	}
+	if _, _, again := cache.reads(); again != looked {
+		t.Errorf("the second round looked up %d names again (an agent not hosted here)", again-looked)
 	}
 	n = &Node{cfg: Config{Cache: &hostCache{local: local}}}
 	if r, err := n.buildRound(context.Background(), agent.Heartbeat{IntervalMS: 1000}, nil, nil); err != nil || r.delta != nil {

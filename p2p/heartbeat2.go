@@ -57,6 +57,7 @@ type heartbeatState struct {
 	mu       sync.Mutex
 	beats    *beats              // rounds accepted per author on status/2 (status/1 keeps Node.beats)
 	sent     map[string]sentItem // what the rounds told of each agent
+	unhosted map[string]uint64   // ids the source has that this node does not host, by the hash of their health then
 	digest   agent.HealthDigest  // of sent
 	round    int                 // rounds sent
 	cursor   int                 // the next refresh slice
@@ -85,6 +86,7 @@ func (s *heartbeatState) init() {
 	if s.beats == nil {
 		s.beats = newBeats()
 		s.sent = map[string]sentItem{}
+		s.unhosted = map[string]uint64{}
 		s.slices = map[string]map[int]uint64{}
 	}
 }
@@ -163,7 +165,15 @@ func (n *Node) buildRound(ctx context.Context, base agent.Heartbeat, health map[
 		if had && prev.hash == agent.EntryHash(agent.HostedHealth{ID: id, Name: prev.entry.Name, Health: h}) {
 			continue
 		}
+		if v, ok := s.unhosted[id]; ok && v == agent.EntryHash(agent.HostedHealth{ID: id, Health: h}) {
+			continue // looked up already, not hosted here: again only when its health changes
+		}
 		changed = append(changed, id)
+	}
+	for id := range s.unhosted {
+		if _, ok := health[id]; !ok {
+			delete(s.unhosted, id)
+		}
 	}
 	for id, it := range s.sent { // agents no longer hosted, or no longer known
 		if _, ok := health[id]; !ok {
@@ -200,10 +210,12 @@ func (n *Node) buildRound(ctx context.Context, base agent.Heartbeat, health map[
 		if prev, ok := s.sent[id]; ok {
 			name = prev.entry.Name
 		}
+		h, _ := normalizeHealth(health[id])
 		if name == "" {
+			s.unhosted[id] = agent.EntryHash(agent.HostedHealth{ID: id, Health: h})
 			continue // not hosted here (deleted): said no more
 		}
-		h, _ := normalizeHealth(health[id])
+		delete(s.unhosted, id)
 		e := agent.HostedHealth{ID: id, Name: name, Health: h}
 		if prev, ok := s.sent[id]; ok {
 			s.digest ^= agent.HealthDigest(prev.hash)
