@@ -50,7 +50,7 @@ SELECT s::text, pg_snapshot_xmin(s) <> pg_snapshot_xmax(s) FROM pg_current_snaps
 	deadline := time.Now().Add(settleWait)
 	for running {
 		if err := db.q.QueryRow(ctx, `-- name: sync_settled
-SELECT coalesce(bool_or(pg_xact_status(x) = 'in progress'), false) FROM unnest(pg_snapshot_xip($1::pg_snapshot)) AS x`, snap).Scan(&running); err != nil {
+SELECT coalesce(bool_or(pg_xact_status(x) = 'in progress'), false) FROM pg_snapshot_xip($1::pg_snapshot) AS x`, snap).Scan(&running); err != nil {
 			return 0, false, dbErr("sync horizon", err)
 		}
 		if !running {
