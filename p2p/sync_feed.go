@@ -313,6 +313,9 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 	if feed != head.Feed {
 		after, complete = 0, false
 	}
+	if complete && after >= head.Next {
+		return nil // nothing numbered since: an idle round costs the head request only
+	}
 	if !complete {
 		switch c.n.syncs.claim(shard, c.p, c.n.now()) {
 		case shardFilled:
