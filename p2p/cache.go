@@ -41,11 +41,12 @@ type FeedCache interface {
 	// nothing in another.
 	FeedID(ctx context.Context) (string, error)
 	// SyncChanges pages through the envelopes of the unexpired listings
-	// (tombstones included) whose change number is above after and whose
-	// id is in [lo, hi) (hi "" is no bound), in change number order. next
-	// is the number to continue after; more says whether more may follow
-	// now. limit 0 returns no envelopes and next = the feed's head. A
-	// reader that continues after next misses no change.
+	// (tombstones included) whose sync number (one per new envelope) is
+	// above after and whose id is in [lo, hi) (hi "" is no bound), in that
+	// order. next is the number to continue after; more says whether more
+	// may follow now. limit 0 returns no envelopes and next = the feed's head (more:
+	// not settled yet, numbers below it may still appear). A reader that
+	// continues after next misses no change.
 	SyncChanges(ctx context.Context, after int64, lo, hi string, limit int) (envs [][]byte, next int64, more bool, err error)
 	// SyncCursor is where this node got to in peer's feed for shard
 	// (feed "" when nowhere); complete says the shard was once read to

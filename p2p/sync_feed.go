@@ -313,13 +313,17 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 	if feed != head.Feed {
 		after, complete = 0, false
 	}
-	if complete && after >= head.Next {
+	if complete && !head.More && after >= head.Next {
 		return nil // nothing numbered since: an idle round costs the head request only
 	}
 	if !complete {
 		switch c.n.syncs.claim(shard, c.p, c.n.now()) {
 		case shardFilled:
-			// Just filled from another peer: only what changes here from now.
+			// Just filled from another peer: only what changes here from
+			// now on, once the peer's head is settled.
+			if head.More {
+				return nil
+			}
 			return cache.SetSyncCursor(ctx, ps, shard, head.Feed, head.Next, true)
 		case shardBusy:
 			return nil // another sync is filling it; the next round starts at the head

@@ -98,7 +98,8 @@ type SyncFeed interface {
 	// anything may follow now. Numbers are handed out only up to the
 	// feed's settled horizon (Postgres: no transaction that took a lower
 	// number is still running), so a reader that continues after next
-	// misses nothing. limit 0 returns no envelopes and next = the horizon.
+	// misses nothing. limit 0 returns no envelopes and next = the feed's
+	// head, with more set while the head is not settled yet.
 	SyncChanges(ctx context.Context, after int64, lo, hi string, limit int, now time.Time) (envs [][]byte, next int64, more bool, err error)
 	// SyncCursor is where this node got to in peer's feed for shard:
 	// feed is "" when there is no cursor.

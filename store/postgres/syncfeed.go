@@ -92,7 +92,7 @@ func (db *DB) SyncChanges(ctx context.Context, after int64, lo, hi string, limit
 		return nil, 0, false, err
 	}
 	if limit <= 0 {
-		return [][]byte{}, h, false, nil
+		return [][]byte{}, h, !settled, nil // more: h is not settled yet
 	}
 	if !settled || h <= after {
 		return [][]byte{}, after, false, nil
