@@ -382,6 +382,16 @@ func (n *Node) Traffic() (in, out int64) {
 	return t.TotalIn, t.TotalOut
 }
 
+// TrafficByProtocol is Traffic per protocol (bytes in and out together),
+// for the idle benchmark's breakdown.
+func (n *Node) TrafficByProtocol() map[string]int64 {
+	out := map[string]int64{}
+	for p, s := range n.traffic.GetBandwidthByProtocol() {
+		out[string(p)] = s.TotalIn + s.TotalOut
+	}
+	return out
+}
+
 // Close stops every loop, the DHT and the host.
 func (n *Node) Close() error {
 	n.cancel()

@@ -54,6 +54,7 @@ func benchIdle(b *testing.B, size int) {
 	})
 	for b.Loop() {
 		in0, out0 := traffic(nodes)
+		byProto0 := trafficByProtocol(nodes)
 		cpu0, t0 := cpuTime(b), time.Now()
 		select {
 		case <-time.After(idleWindow): // the measurement window: an idle planet
@@ -66,7 +67,22 @@ func benchIdle(b *testing.B, size int) {
 		b.ReportMetric(float64(in1-in0)/perNode, "in-B/s/node")
 		b.ReportMetric(float64(out1-out0)/perNode, "out-B/s/node")
 		b.ReportMetric(100*(cpu1-cpu0).Seconds()/perNode, "cpu-%/node")
+		for p, v := range trafficByProtocol(nodes) {
+			if d := float64(v-byProto0[p]) / perNode; d >= 1 {
+				b.Logf("%s: %.0f B/s/node, in and out", p, d)
+			}
+		}
 	}
+}
+
+func trafficByProtocol(nodes []*clusterNode) map[string]int64 {
+	out := map[string]int64{}
+	for _, n := range nodes {
+		for p, v := range n.m.Node.TrafficByProtocol() {
+			out[p] += v
+		}
+	}
+	return out
 }
 
 func traffic(nodes []*clusterNode) (in, out int64) {
