@@ -199,6 +199,22 @@ type syncTracker struct {
 	adopt     time.Duration         // adoptWindow; tests change it
 	loaded    bool
 	lastPrune time.Time
+	// early is, per peer and shard, the peer's head when a sync with it
+	// found the shard being filled from another peer: where that peer's
+	// cursor starts once the fill is done. Adopting the head at that later
+	// time instead would skip what changed on the peer meanwhile (a
+	// partition between the two, say).
+	early map[earlyKey]earlyHead
+}
+
+type earlyHead struct {
+	feed string
+	next int64
+}
+
+type earlyKey struct {
+	p     peer.ID
+	shard int
 }
 
 // syncLoop is a peer's running sync loop.
@@ -206,7 +222,7 @@ type syncLoop struct{ cancel context.CancelFunc }
 
 func newSyncTracker() *syncTracker {
 	return &syncTracker{last: map[peer.ID]time.Time{}, sem: make(chan struct{}, maxParallelSyncs),
-		loops: map[peer.ID]*syncLoop{}, filling: map[int]peer.ID{}, adopt: adoptWindow}
+		loops: map[peer.ID]*syncLoop{}, filling: map[int]peer.ID{}, adopt: adoptWindow, early: map[earlyKey]earlyHead{}}
 }
 
 // forget lets the next connection of p sync at once, and ends p's loop.
@@ -282,6 +298,31 @@ func (t *syncTracker) claim(shard int, p peer.ID, now time.Time) shardClaim {
 	}
 	t.filling[shard] = p
 	return shardClaimed
+}
+
+// rememberHead keeps p's head for shard, seen while another peer filled
+// it (the first one seen stays).
+func (t *syncTracker) rememberHead(p peer.ID, shard int, feed string, head int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := earlyKey{p, shard}
+	if _, ok := t.early[k]; ok {
+		return
+	}
+	if len(t.early) >= maxTracked {
+		clear(t.early)
+	}
+	t.early[k] = earlyHead{feed, head}
+}
+
+// takeHead returns and forgets p's remembered head for shard in feed.
+func (t *syncTracker) takeHead(p peer.ID, shard int, feed string) (int64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := earlyKey{p, shard}
+	h, ok := t.early[k]
+	delete(t.early, k)
+	return h.next, ok && h.feed == feed
 }
 
 func (t *syncTracker) release(shard int, p peer.ID) {

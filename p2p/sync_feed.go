@@ -317,7 +317,16 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 		return nil // nothing numbered since: an idle round costs the head request only
 	}
 	if !complete {
-		switch c.n.syncs.claim(shard, c.p, c.n.now()) {
+		claim := c.n.syncs.claim(shard, c.p, c.n.now())
+		if claim == shardFilled || claim == shardPull {
+			// Filled from another peer while this one was met: pull only
+			// what changed here since the head seen then.
+			if early, ok := c.n.syncs.takeHead(c.p, shard, head.Feed); ok {
+				after, complete = early, true
+				claim = shardClaimed
+			}
+		}
+		switch claim {
 		case shardFilled:
 			// Just filled from another peer: only what changes here from
 			// now on, once the peer's head is settled.
@@ -326,9 +335,16 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 			}
 			return cache.SetSyncCursor(ctx, ps, shard, head.Feed, head.Next, true)
 		case shardBusy:
-			return nil // another sync is filling it; the next round starts at the head
+			// Another sync is filling it; this peer starts from its head
+			// as it is now once that is done (settled heads only).
+			if !head.More {
+				c.n.syncs.rememberHead(c.p, shard, head.Feed, head.Next)
+			}
+			return nil
 		case shardClaimed:
-			defer c.n.syncs.release(shard, c.p)
+			if !complete {
+				defer c.n.syncs.release(shard, c.p)
+			}
 		}
 	}
 	lo, hi := shardRange(shard)
