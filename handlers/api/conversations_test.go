@@ -175,8 +175,20 @@ func TestAPIConversationReadIsNoTurn(t *testing.T) {
 // for one to finish), and once the replies are in, new turns are
 // accepted (issue 18: 8 parallel anonymous turns were all accepted).
 func TestAPIAnonymousRepliesAtOnce(t *testing.T) {
+	for _, who := range []string{"anonymous", "a user's token"} {
+		t.Run(who, func(t *testing.T) { testAPIRepliesAtOnce(t, who != "anonymous") })
+	}
+}
+
+// testAPIRepliesAtOnce: the rule for one client, anonymous or with a
+// user's token (whose turns count with its WebSocket ones).
+func testAPIRepliesAtOnce(t *testing.T, withToken bool) {
 	e := NewChat(t)
 	id := e.SeedEcho("echo", "Echo")
+	var auth []string
+	if withToken {
+		auth = Bearer(e.UserToken("alice"))
+	}
 	slow := NewSlowAnswerer()
 	e.Server.Chat.Local = slow
 	type answer struct {
@@ -192,6 +204,9 @@ func TestAPIAnonymousRepliesAtOnce(t *testing.T) {
 			return answer{err: err}
 		}
 		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(auth); i += 2 {
+			req.Header.Set(auth[i], auth[i+1])
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return answer{err: err}

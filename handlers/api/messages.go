@@ -29,10 +29,16 @@ func (a *API) SendMessage(w http.ResponseWriter, r *http.Request) {
 		a.Fail(w, r, err)
 		return
 	}
-	if owner == chat.APIAnonymous && a.Replies != nil {
-		// Anonymous callers share one owner: the visitor whose replies
-		// are bounded is the client (its IP, or IPv6 /64).
-		release, err := a.Replies.Hold(chat.APIAnonymous + chat.Owner("@"+httpkit.ClientKey(r)))
+	if a.Replies != nil {
+		// The replies-at-once rule of AgentChat holds here too, per
+		// owner: an account's (or token's) turns with its WebSocket ones;
+		// anonymous callers share one owner, so their visitor is the
+		// client (its IP, or IPv6 /64).
+		key := owner
+		if owner == chat.APIAnonymous {
+			key = chat.APIAnonymous + chat.Owner("@"+httpkit.ClientKey(r))
+		}
+		release, err := a.Replies.Hold(key)
 		if err != nil {
 			a.Fail(w, r, err)
 			return

@@ -79,6 +79,15 @@ func (p *Pages) SubmitChat(w http.ResponseWriter, r *http.Request) {
 		p.showChat(w, r, http.StatusConflict, convID, chatDraft{Text: text, Error: chat.ErrReplyPending.Message})
 		return
 	}
+	// The form's turn counts against the visitor's replies at once, with
+	// its WebSocket ones.
+	release, err := p.Live.Hold(owner)
+	if err != nil {
+		w.Header().Set("Retry-After", "10")
+		p.showChat(w, r, http.StatusTooManyRequests, convID, chatDraft{Text: text, Error: chat.ErrTooManyReplies.Message})
+		return
+	}
+	defer release()
 	res, err := p.Chat.Turn(ctx, owner, req, func(string) error { return nil })
 	if err == nil {
 		redirect(w, r, web.ChatHref(agentID, res.Conversation.ID))

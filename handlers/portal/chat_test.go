@@ -406,3 +406,32 @@ func TestChatHistory(t *testing.T) {
 		t.Errorf("title = %q", got)
 	}
 }
+
+// TestChatFormHeldToRepliesAtOnce: a turn of the composer without
+// JavaScript counts against the replies on their way, as AgentChat's live
+// turns do: with the node's bound taken, the form is refused with 429 and
+// the text kept; once a reply is in, it goes through.
+func TestChatFormHeldToRepliesAtOnce(t *testing.T) {
+	e := NewChat(t)
+	id := e.SeedEcho("echo-bot", "Echo Bot")
+	alice := e.Visitor()
+	alice.Page("/chat/"+id, http.StatusOK)
+	var releases []func()
+	for i := range chat.DefaultLiveMaxTotal {
+		release, err := e.Server.Live.Hold(chat.Owner(fmt.Sprintf("other-%d", i)))
+		if err != nil {
+			t.Fatalf("hold %d: %v", i, err)
+		}
+		releases = append(releases, release)
+	}
+	resp := alice.PostForm("/chat/"+id, url.Values{"text": {"one more"}, "c": {""}})
+	doc := ParsePage(t, resp, http.StatusTooManyRequests)
+	if !strings.Contains(Text(doc.Selection), "wait for one to finish") {
+		t.Error("the refusal does not say to wait for a reply")
+	}
+	if got := doc.Find(`textarea[name="text"]`).Text(); got != "one more" {
+		t.Errorf("the draft is lost: %q", got)
+	}
+	releases[0]()
+	WantStatus(t, alice.PostForm("/chat/"+id, url.Values{"text": {"now"}, "c": {""}}), http.StatusSeeOther)
+}
