@@ -260,24 +260,40 @@ func (a *admission) introduce(author string, from peer.ID, group string, now tim
 	if a.trusted[from.String()] || a.trusted[author] {
 		return nil
 	}
-	keys := []string{"intro:peer:" + from.String()}
-	limits := []int{a.cfg.IntroducedPerHour}
-	if group != "" {
-		keys = append(keys, "intro:ip:"+group)
-		limits = append(limits, a.cfg.IntroducedPerHour*a.cfg.IPGroupFactor)
+	return a.charge(now, author, false, allowance{"intro:peer:" + from.String(), 0, a.cfg.IntroducedPerHour},
+		allowance{"intro:ip:" + group, 0, a.cfg.IntroducedPerHour * a.cfg.IPGroupFactor}, group != "")
+}
+
+// allowance is one hourly window's key and bounds (0: no bound on
+// listings).
+type allowance struct {
+	key                  string
+	listings, publishers int
+}
+
+// charge counts pub, and with listing one listing of it, against the
+// relaying peer's window (own) and, with withGroup, its IP group's, at once
+// under one lock; if either is full it counts nothing and says which.
+func (a *admission) charge(now time.Time, pub string, listing bool, own, group allowance, withGroup bool) error {
+	all := []allowance{own}
+	if withGroup {
+		all = append(all, group)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ws := make([]*window, len(keys))
-	for i, k := range keys {
-		w := a.windowFor(k, now)
-		if !w.publishers[author] && len(w.publishers) >= limits[i] {
-			return fmt.Errorf("%w: %s introduced %d never-heard heartbeat authors this hour", agent.ErrOverQuota, k, len(w.publishers))
+	ws := make([]*window, len(all))
+	for i, al := range all {
+		w := a.windowFor(al.key, now)
+		if listing && w.listings >= al.listings || !w.publishers[pub] && len(w.publishers) >= al.publishers {
+			return fmt.Errorf("%w: %s placed %d listings of %d never-heard publishers this hour", agent.ErrOverQuota, al.key, w.listings, len(w.publishers))
 		}
 		ws[i] = w
 	}
 	for _, w := range ws {
-		w.publishers[author] = true
+		if listing {
+			w.listings++
+		}
+		w.publishers[pub] = true
 	}
 	return nil
 }
@@ -308,29 +324,8 @@ func (a *admission) check(rec *agent.Record, from peer.ID, group string, self st
 	if a.trusted[pub] || a.trusted[from.String()] || from.String() == pub || a.wasHeard(pub, now) {
 		return nil
 	}
-	keys := []string{"peer:" + from.String()}
-	limits := []int{a.cfg.UnheardPerHour}
-	pubLimits := []int{a.cfg.UnheardPublishersPerHour}
-	if group != "" {
-		keys = append(keys, "ip:"+group)
-		limits = append(limits, a.cfg.UnheardPerHour*a.cfg.IPGroupFactor)
-		pubLimits = append(pubLimits, a.cfg.UnheardPublishersPerHour*a.cfg.IPGroupFactor)
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	ws := make([]*window, len(keys))
-	for i, k := range keys {
-		w := a.windowFor(k, now)
-		if w.listings >= limits[i] || !w.publishers[pub] && len(w.publishers) >= pubLimits[i] {
-			return fmt.Errorf("%w: %s offered %d listings of %d never-heard publishers this hour", agent.ErrOverQuota, k, w.listings, len(w.publishers))
-		}
-		ws[i] = w
-	}
-	for _, w := range ws {
-		w.listings++
-		w.publishers[pub] = true
-	}
-	return nil
+	return a.charge(now, pub, true, allowance{"peer:" + from.String(), a.cfg.UnheardPerHour, a.cfg.UnheardPublishersPerHour},
+		allowance{"ip:" + group, a.cfg.UnheardPerHour * a.cfg.IPGroupFactor, a.cfg.UnheardPublishersPerHour * a.cfg.IPGroupFactor}, group != "")
 }
 
 // policy is the operator's part of admission: blocked publishers are
