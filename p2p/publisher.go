@@ -63,34 +63,15 @@ func (p *Publisher) Publish(ctx context.Context, rec *agent.Record) error {
 	return p.deliver(ctx, verified, env)
 }
 
-// PublishFresh is Publish without verifying the signature it just made
+// SealFresh seals rec without verifying the signature it just made
 // (agent.SealOpened): the bulk import's path, where that check is a large
-// part of each item's cost. The record delivered is still the one decoded
-// from the envelope, with every field checked as Open checks it; records
-// from the network are always verified (Open).
-func (p *Publisher) PublishFresh(ctx context.Context, rec *agent.Record) error {
-	env, opened, err := p.SealFresh(rec)
-	if err != nil {
-		return err
-	}
-	return p.deliver(ctx, opened, env)
-}
-
-// SealFresh is PublishFresh's first half: the envelope and the record
-// decoded from it (agent.SealOpened), delivered nowhere. Safe for
-// concurrent use.
+// part of each item's cost. The record returned is the one decoded from the
+// envelope, with every field checked as Open checks it; records from the
+// network are always verified (Open). It delivers nothing: a batch stores
+// in its transaction and announces (Announce) once that committed. Safe
+// for concurrent use.
 func (p *Publisher) SealFresh(rec *agent.Record) ([]byte, *agent.Record, error) {
 	return agent.SealOpened(rec, p.key, p.now())
-}
-
-// Store is the sink half of PublishFresh's delivery: opened and env, from
-// SealFresh, to the sink only. A batch stores in its transaction and
-// announces (Announce) once that committed.
-func (p *Publisher) Store(ctx context.Context, opened *agent.Record, env []byte) error {
-	if _, err := p.sink.Put(ctx, opened, env); err != nil {
-		return fmt.Errorf("deliver record: %w", err)
-	}
-	return nil
 }
 
 // Announce is the network half: env sent to the network when the

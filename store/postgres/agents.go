@@ -194,22 +194,27 @@ SELECT `+listingColumns+` FROM `+listingFrom+` WHERE a.local AND NOT a.tombstone
 
 // CountByStatus implements store.Catalogue.
 func (db *DB) CountByStatus(ctx context.Context) (map[string]int, error) {
-	rows, err := db.q.Query(ctx, `-- name: count_by_status
+	return db.countBy(ctx, "count by status", `-- name: count_by_status
 SELECT status, count(*) FROM agents WHERE NOT tombstone GROUP BY status`)
+}
+
+// countBy runs query, which answers (key, count) rows, into a map; op
+// names it in errors.
+func (db *DB) countBy(ctx context.Context, op, query string) (map[string]int, error) {
+	rows, err := db.q.Query(ctx, query)
 	if err != nil {
-		return nil, dbErr("count by status", err)
+		return nil, dbErr(op, err)
 	}
 	out := map[string]int{}
 	var (
-		status string
-		n      int
+		key string
+		n   int
 	)
-	_, err = pgx.ForEachRow(rows, []any{&status, &n}, func() error {
-		out[status] = n
+	if _, err := pgx.ForEachRow(rows, []any{&key, &n}, func() error {
+		out[key] = n
 		return nil
-	})
-	if err != nil {
-		return nil, dbErr("count by status", err)
+	}); err != nil {
+		return nil, dbErr(op, err)
 	}
 	return out, nil
 }

@@ -109,23 +109,8 @@ SELECT `+nodeColumns+` FROM nodes WHERE peer_id = ANY($1)`, peerIDs)
 
 // CountNodes implements store.Nodes.
 func (db *DB) CountNodes(ctx context.Context) (map[string]int, error) {
-	rows, err := db.q.Query(ctx, `-- name: count_nodes
+	return db.countBy(ctx, "count nodes", `-- name: count_nodes
 SELECT status, count(*) FROM nodes GROUP BY status`)
-	if err != nil {
-		return nil, dbErr("count nodes", err)
-	}
-	out := map[string]int{}
-	var (
-		status string
-		n      int
-	)
-	if _, err := pgx.ForEachRow(rows, []any{&status, &n}, func() error {
-		out[status] = n
-		return nil
-	}); err != nil {
-		return nil, dbErr("count nodes", err)
-	}
-	return out, nil
 }
 
 // scanNodes reads rows of nodeColumns and closes them; op names the read

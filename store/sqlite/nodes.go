@@ -122,27 +122,8 @@ SELECT `+nodeColumns+` FROM nodes WHERE peer_id IN (SELECT value FROM json_each(
 
 // CountNodes implements store.Nodes.
 func (db *DB) CountNodes(ctx context.Context) (map[string]int, error) {
-	rows, err := db.r.QueryContext(ctx, `-- name: count_nodes
+	return db.countBy(ctx, "count nodes", `-- name: count_nodes
 SELECT status, count(*) FROM nodes GROUP BY status`)
-	if err != nil {
-		return nil, dbErr("count nodes", err)
-	}
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var (
-			status string
-			n      int
-		)
-		if err := rows.Scan(&status, &n); err != nil {
-			return nil, dbErr("count nodes", err)
-		}
-		out[status] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, dbErr("count nodes", err)
-	}
-	return out, nil
 }
 
 // scanNodes reads rows of nodeColumns and closes them; op names the read

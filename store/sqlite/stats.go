@@ -27,25 +27,31 @@ SELECT
 // CountByStatus implements store.Catalogue; statuses without listings are
 // absent from the map.
 func (db *DB) CountByStatus(ctx context.Context) (map[string]int, error) {
-	rows, err := db.r.QueryContext(ctx, `-- name: count_by_status
+	return db.countBy(ctx, "count by status", `-- name: count_by_status
 SELECT status, n FROM status_counts WHERE n > 0`)
+}
+
+// countBy runs query, which answers (key, count) rows, into a map; op
+// names it in errors.
+func (db *DB) countBy(ctx context.Context, op, query string) (map[string]int, error) {
+	rows, err := db.r.QueryContext(ctx, query)
 	if err != nil {
-		return nil, dbErr("count by status", err)
+		return nil, dbErr(op, err)
 	}
 	defer rows.Close()
 	out := map[string]int{}
 	for rows.Next() {
 		var (
-			status string
-			n      int
+			key string
+			n   int
 		)
-		if err := rows.Scan(&status, &n); err != nil {
-			return nil, dbErr("count by status", err)
+		if err := rows.Scan(&key, &n); err != nil {
+			return nil, dbErr(op, err)
 		}
-		out[status] = n
+		out[key] = n
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbErr("count by status", err)
+		return nil, dbErr(op, err)
 	}
 	return out, nil
 }
