@@ -31,6 +31,9 @@ type Sink struct {
 	// with agent.ErrOverQuota (updates of a listing held are not). 0 means
 	// DefaultMaxPerPublisher.
 	MaxPerPublisher int
+	// Capacity, if set, makes room for a new listing from the network
+	// (--max-listings), or refuses it (capacity.go).
+	Capacity *Capacity
 
 	heard heardTable // the nodes heard, in memory (NodeSeen, Sweep)
 }
@@ -91,6 +94,9 @@ func (s *Sink) Put(ctx context.Context, rec *agent.Record, envelope []byte) (cha
 		if err := s.checkQuota(ctx, rec); err != nil {
 			return false, err
 		}
+	}
+	if err := s.Capacity.Admit(ctx, rec.ID); err != nil {
+		return false, err
 	}
 	changed, err = upsert(ctx, s.Store, Listing{
 		Record:     *rec,

@@ -1,0 +1,237 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The node's own capacity (--max-listings, issue 20): the one bound on the
+// size of the catalogue. When the catalogue is full, a new listing from the
+// network makes room by evicting held ones, in an order that gives up what
+// is worth least first:
+//
+//  1. listings of hosts never heard (no node row: no verified heartbeat),
+//  2. then offline listings and tombstones,
+//  3. then stale ones,
+//
+// each class in first-seen order (oldest first). This node's own listings
+// and the online listings of hosts it hears are never evicted: with nothing
+// else left, the new listing is refused (ErrCatalogueFull) and nothing held
+// is lost. An evicted listing is deleted (it leaves the search index
+// through the change feed, migration 0010) and is taken again, like any
+// new one, when it arrives later and there is room.
+
+// Evictor is a catalogue that can count and evict its listings. Engines
+// implement it; the search index (store/searchindex) and the read cache
+// (Cache) pass it on, noting the write.
+type Evictor interface {
+	// HasAgent reports whether id is held (Catalogue.HasAgent).
+	HasAgent(ctx context.Context, id string) (bool, error)
+	// CountListings counts every listing held: local, network, tombstones.
+	CountListings(ctx context.Context) (int, error)
+	// EvictListings deletes at most n listings (n up to MaxEvictBatch) in
+	// the eviction order above, never a local listing nor an online one
+	// that is not a tombstone, and returns how many went. Fewer than n
+	// means nothing else may be evicted now.
+	EvictListings(ctx context.Context, n int) (int, error)
+}
+
+// MaxEvictBatch bounds one EvictListings call: one transaction, well
+// inside the store deadline.
+const MaxEvictBatch = 1000
+
+// ErrCatalogueFull: the catalogue is at the node's capacity and nothing
+// held may be evicted for a new listing; the listing was not stored and
+// nothing else changed. It is not a fault of the peer that relayed the
+// record (p2p does not penalise it): the listing is taken when it comes
+// again and there is room. Errors wrapping it have a CatalogueFull method,
+// so that packages that do not import store can tell.
+var ErrCatalogueFull error = catalogueFull{}
+
+type catalogueFull struct{}
+
+func (catalogueFull) Error() string       { return "catalogue full" }
+func (catalogueFull) CatalogueFull() bool { return true }
+
+// Capacity bounds the listings held to Max (the Sink asks it before it
+// stores a new id from the network). It counts the catalogue once in a
+// while (Recount) and tracks what it admits in between, so a listing costs
+// one probe of the id; at Max it counts exactly and evicts a batch
+// (Headroom), so that eviction is one statement per batch of admissions,
+// never a scan per insert. A refusal is remembered for RetryFull: while
+// nothing may be evicted, further refusals cost nothing.
+type Capacity struct {
+	Store Evictor
+	Max   int // listings held at most; 0 or less: no bound
+	// Headroom is how many listings one eviction frees beyond the one
+	// admitted; 0: 1 % of Max, between 1 and MaxEvictBatch.
+	Headroom int
+	// Recount is how long a count is trusted (0: a minute): writers the
+	// Capacity does not see (another process on the same database) are
+	// counted then.
+	Recount time.Duration
+	// RetryFull is how long a refusal stands before the catalogue is
+	// looked at again (0: 10 s).
+	RetryFull time.Duration
+	Now       func() time.Time // nil: time.Now
+
+	mu        sync.Mutex
+	held      int // listings held, as counted and admitted since
+	countedAt time.Time
+	counted   bool
+	fullUntil time.Time
+
+	evicted, refused atomic.Uint64
+}
+
+func (c *Capacity) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func (c *Capacity) headroom() int {
+	if c.Headroom > 0 {
+		return min(c.Headroom, MaxEvictBatch)
+	}
+	return min(max(c.Max/100, 1), MaxEvictBatch)
+}
+
+// Admit makes room for the listing id before it is stored: nil when id is
+// held already (an update is never refused) or there is room, made by
+// eviction if need be; an error wrapping ErrCatalogueFull when nothing may
+// be evicted. A nil Capacity, or one without Max, admits everything.
+func (c *Capacity) Admit(ctx context.Context, id string) error {
+	if c == nil || c.Max <= 0 {
+		return nil
+	}
+	known, err := c.Store.HasAgent(ctx, id)
+	if err != nil {
+		return fmt.Errorf("look up agent %s: %w", id, err)
+	}
+	if known {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	recount := c.Recount
+	if recount <= 0 {
+		recount = time.Minute
+	}
+	exact := false
+	if !c.counted || now.Sub(c.countedAt) >= recount {
+		if err := c.count(ctx, now); err != nil {
+			return err
+		}
+		exact = true
+	}
+	if c.held < c.Max {
+		c.held++
+		return nil
+	}
+	if now.Before(c.fullUntil) {
+		return c.refuse()
+	}
+	if !exact { // admissions counted may have failed, or been updates raced
+		if err := c.count(ctx, now); err != nil {
+			return err
+		}
+		if c.held < c.Max {
+			c.held++
+			return nil
+		}
+	}
+	for want := c.held - c.Max + 1 + c.headroom(); want > 0; {
+		n := min(want, MaxEvictBatch)
+		got, err := c.Store.EvictListings(ctx, n)
+		if err != nil {
+			return fmt.Errorf("evict listings to make room: %w", err)
+		}
+		c.evicted.Add(uint64(got))
+		c.held -= got
+		want -= got
+		if got < n {
+			break
+		}
+	}
+	if c.held < c.Max {
+		c.held++
+		return nil
+	}
+	retry := c.RetryFull
+	if retry <= 0 {
+		retry = 10 * time.Second
+	}
+	c.fullUntil = now.Add(retry)
+	return c.refuse()
+}
+
+func (c *Capacity) count(ctx context.Context, now time.Time) error {
+	n, err := c.Store.CountListings(ctx)
+	if err != nil {
+		return fmt.Errorf("count listings: %w", err)
+	}
+	c.held, c.countedAt, c.counted = n, now, true
+	return nil
+}
+
+func (c *Capacity) refuse() error {
+	c.refused.Add(1)
+	return fmt.Errorf("%w: %d listings held, the node's capacity (--max-listings) is %d, and none may be evicted (this node's own and online listings are kept)",
+		ErrCatalogueFull, c.held, c.Max)
+}
+
+// Counts is how many listings the Capacity evicted and refused.
+func (c *Capacity) Counts() (evicted, refused uint64) {
+	return c.evicted.Load(), c.refused.Load()
+}
+
+// Collectors are the capacity's metrics: the bound, and the listings
+// evicted and refused for it.
+func (c *Capacity) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "agentsite_catalogue_max_listings",
+			Help: "The node's capacity in listings (--max-listings); 0: no bound.",
+		}, func() float64 { return float64(max(c.Max, 0)) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "agentsite_catalogue_evicted_total",
+			Help: "Listings deleted to make room for new ones at --max-listings (never-heard hosts first, then offline, then stale).",
+		}, func() float64 { return float64(c.evicted.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "agentsite_catalogue_refused_total",
+			Help: "New network listings refused at --max-listings because nothing held could be evicted (own and online listings are kept).",
+		}, func() float64 { return float64(c.refused.Load()) }),
+	}
+}
+
+// errNoEvictor: the Cache wraps a Network that cannot evict.
+var errNoEvictor = errors.New("store: the catalogue cannot evict listings")
+
+// CountListings implements Evictor: a read, passed through.
+func (c *Cache) CountListings(ctx context.Context) (int, error) {
+	e, ok := c.next.(Evictor)
+	if !ok {
+		return 0, errNoEvictor
+	}
+	return e.CountListings(ctx)
+}
+
+// EvictListings implements Evictor and invalidates cached reads.
+func (c *Cache) EvictListings(ctx context.Context, n int) (int, error) {
+	e, ok := c.next.(Evictor)
+	if !ok {
+		return 0, errNoEvictor
+	}
+	got, err := e.EvictListings(ctx, n)
+	c.gen.Add(1)
+	return got, err
+}
