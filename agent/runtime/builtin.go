@@ -80,16 +80,11 @@ func answerCalculator(ctx context.Context, t agent.Turn, emit func(string) error
 	return reply, nil
 }
 
-// answerHaiku writes three short lines about the message's longest word,
-// line by line: a dependency-free poet for the demo planet (it counts no
+// answerHaiku writes three short lines about the whole message, line by
+// line: a dependency-free poet for the demo planet (it counts no
 // syllables; it is a demo).
 func answerHaiku(ctx context.Context, t agent.Turn, emit func(string) error) (string, error) {
-	topic := "silence"
-	for _, w := range strings.FieldsFunc(t.Text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if len([]rune(w)) > len([]rune(topic)) || topic == "silence" {
-			topic = strings.ToLower(w)
-		}
-	}
+	topic := haikuTopic(t.Text)
 	lines := []string{
 		topic + " in the dusk —\n",
 		"a quiet answer settles\n",
@@ -106,4 +101,28 @@ func answerHaiku(ctx context.Context, t agent.Turn, emit func(string) error) (st
 		}
 	}
 	return out.String(), nil
+}
+
+// maxHaikuTopic bounds the words of a message a haiku's first line
+// carries (runes): a long message is cut on a word boundary.
+const maxHaikuTopic = 60
+
+// haikuTopic is the message as a haiku's subject: all of its words, in
+// lower case, on one line, without the question's closing punctuation
+// ("The sea?" is "the sea"); "silence" for a message without letters or
+// digits.
+func haikuTopic(text string) string {
+	topic := strings.ToLower(strings.Join(strings.Fields(text), " "))
+	topic = strings.TrimRightFunc(topic, func(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) })
+	if strings.IndexFunc(topic, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
+		return "silence"
+	}
+	if r := []rune(topic); len(r) > maxHaikuTopic {
+		cut := string(r[:maxHaikuTopic])
+		if i := strings.LastIndex(cut, " "); i > maxHaikuTopic/2 {
+			cut = cut[:i]
+		}
+		topic = strings.TrimRightFunc(cut, func(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) }) + "…"
+	}
+	return topic
 }

@@ -122,10 +122,22 @@ func TestCanceledTurn(t *testing.T) {
 	}
 }
 
+// TestHaiku: the poem is about the whole message, in three lines ("the
+// sea" once became "the in the dusk": only one word was kept).
 func TestHaiku(t *testing.T) {
-	reply, chunks, err := answer(t, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "haiku"}, RuntimeOptions{}, agent.Turn{Text: "a poem about 42, please"})
-	if err != nil || len(chunks) != 3 || !strings.HasPrefix(reply, "please in the dusk") || strings.Count(reply, "\n") != 2 {
-		t.Errorf("haiku = %q in %d chunks (%v)", reply, len(chunks), err)
+	for in, first := range map[string]string{
+		"the sea":                   "the sea in the dusk —",
+		"The Sea?":                  "the sea in the dusk —",
+		"a poem about 42, please":   "a poem about 42, please in the dusk —",
+		"42":                        "42 in the dusk —",
+		"?!":                        "silence in the dusk —",
+		strings.Repeat("wave ", 30): strings.TrimSpace(strings.Repeat("wave ", 12)) + "… in the dusk —",
+	} {
+		reply, chunks, err := answer(t, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "haiku"}, RuntimeOptions{}, agent.Turn{Text: in})
+		lines := strings.Split(reply, "\n")
+		if err != nil || len(chunks) != 3 || len(lines) != 3 || lines[0] != first {
+			t.Errorf("haiku of %q = %q in %d chunks (%v), want first line %q", in, reply, len(chunks), err, first)
+		}
 	}
 }
 

@@ -97,7 +97,7 @@ func (dl *delegation) run(ctx context.Context, c llmToolCall) (string, error) {
 			return dl.failed(ctx, step, err)
 		}
 		b, _ := json.Marshal(map[string]any{"agents": found})
-		step.Reply = fmt.Sprintf("%d agent(s) found", len(found))
+		step.Reply = FoundText(len(found))
 		step.Done = true
 		dl.step(step)
 		return string(b), nil
@@ -174,3 +174,15 @@ func bound(s string, n int) string {
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// FoundText is a find_agents step's outcome for people, in real plural
+// forms: "no agents found", "1 agent found", "4 agents found".
+func FoundText(n int) string {
+	switch n {
+	case 0:
+		return "no agents found"
+	case 1:
+		return "1 agent found"
+	}
+	return fmt.Sprintf("%d agents found", n)
+}

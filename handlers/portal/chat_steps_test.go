@@ -38,7 +38,7 @@ func TestChatSteps(t *testing.T) {
 	hostile := "<script>alert(1)</script> & <b>bold</b>"
 	msgs := []store.Message{
 		{Role: agent.RoleUser, Text: "what is 6*7, and the weather?"},
-		{Role: agent.RoleStep, Text: StepJSON(t, agent.Step{Tool: runtime.ToolFindAgents, Text: "calculator", Reply: "3 agent(s) found", Done: true})},
+		{Role: agent.RoleStep, Text: StepJSON(t, agent.Step{Tool: runtime.ToolFindAgents, Text: "calculator", Reply: "3 agents found", Done: true})},
 		{Role: agent.RoleStep, Text: StepJSON(t, agent.Step{Tool: runtime.ToolAskAgent, AgentID: "calc-id", AgentName: "Calculator", Host: "node b3c4d5", Text: "6*7", Reply: "42", Done: true})},
 		{Role: agent.RoleStep, Text: `{"tool":"ask_agent","text":`}, // cut short
 		{Role: agent.RoleStep, Text: StepJSON(t, agent.Step{Tool: runtime.ToolAskAgent, AgentID: "weather-id", Text: "Paris?", Error: "The agent is offline.", Done: true})},
@@ -71,7 +71,7 @@ func TestChatSteps(t *testing.T) {
 	}
 
 	want := []StepLine{
-		{Tool: "find_agents", State: "done", Summary: "searched the catalogue: calculator → 3 agent(s) found", Question: "calculator", Reply: "3 agent(s) found"},
+		{Tool: "find_agents", State: "done", Summary: "searched the catalogue: calculator → 3 agents found", Question: "calculator", Reply: "3 agents found"},
 		{Tool: "ask_agent", State: "done", Summary: "asked Calculator on node b3c4d5: 6*7 → 42", Question: "6*7", Reply: "42"},
 		{State: "unknown", Summary: "step"},
 		{Tool: "ask_agent", State: "failed", Summary: "asked weather-id: Paris? → failed: The agent is offline.", Question: "Paris?", Reply: "The agent is offline."},

@@ -23,6 +23,7 @@ import (
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/renderer"
+	goldhtml "github.com/yuin/goldmark/renderer/html"
 	"github.com/yuin/goldmark/util"
 )
 
@@ -39,14 +40,18 @@ type Renderer struct {
 }
 
 // New builds a Renderer: GFM tables, strikethrough and autolinks, chroma
-// highlighting for fenced code, images shown as their alt text.
+// highlighting for fenced code, images shown as their alt text, and every
+// single newline kept as a line break (hard wraps): agents write lines
+// (a haiku, an address, a list without markers) and mean them, where
+// Markdown would join them into one line.
 func New() *Renderer {
 	f := chromahtml.New(chromahtml.WithClasses(true), chromahtml.PreventSurroundingPre(true))
 	md := goldmark.New(
 		goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.Linkify),
-		goldmark.WithRendererOptions(renderer.WithNodeRenderers(
-			util.Prioritized(&nodeRenderer{formatter: f}, 100),
-		)),
+		goldmark.WithRendererOptions(
+			goldhtml.WithHardWraps(),
+			renderer.WithNodeRenderers(util.Prioritized(&nodeRenderer{formatter: f}, 100)),
+		),
 	)
 	return &Renderer{md: md, policy: policy()}
 }

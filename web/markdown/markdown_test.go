@@ -154,3 +154,25 @@ func TestCodeBlocksFocusable(t *testing.T) {
 		}
 	}
 }
+
+// A reply's single newlines are line breaks: a haiku's three lines stay
+// three lines (Markdown alone would join them into one paragraph line).
+func TestRenderKeepsLineBreaks(t *testing.T) {
+	haiku := "the sea in the dusk —\na quiet answer settles\nlike snow on the pond"
+	d := doc(t, haiku)
+	if n := d.Find("p").Length(); n != 1 {
+		t.Fatalf("paragraphs = %d, want 1: %s", n, markdown.Render(haiku))
+	}
+	if n := d.Find("p > br").Length(); n != 2 {
+		t.Errorf("line breaks = %d, want 2: %s", n, markdown.Render(haiku))
+	}
+	// A blank line is still a new paragraph, and code keeps its own lines
+	// without breaks added.
+	d = doc(t, "one\ntwo\n\nthree\n\n```\na\nb\n```\n")
+	if n := d.Find("p").Length(); n != 2 {
+		t.Errorf("paragraphs = %d, want 2", n)
+	}
+	if n := d.Find("pre br").Length(); n != 0 {
+		t.Errorf("breaks inside code = %d, want 0", n)
+	}
+}
