@@ -217,6 +217,10 @@ type Heartbeat struct {
 	// Slice, when set, says Health is slice Index of the Count slices of
 	// the sender's whole health state (the periodic refresh), not a delta.
 	Slice *HealthSlice `json:"slice,omitempty"`
+	// Name is the sender's node name (--node-name, CheckNodeName): a
+	// label people read, not an identity; "" from a node that has none.
+	// It travels in every round, signed with the rest.
+	Name string `json:"name,omitempty"`
 }
 
 // Agent health states (docs/architecture.md "Agent health").

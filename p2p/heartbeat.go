@@ -58,6 +58,7 @@ func (n *Node) sendHeartbeat(ctx context.Context) time.Duration {
 	base := agent.Heartbeat{
 		PeerID:     n.PeerID(),
 		Version:    n.cfg.Version,
+		Name:       n.cfg.NodeName,
 		Load:       float64(runtime.NumGoroutine()) / float64(100*runtime.NumCPU()),
 		SentAt:     now,
 		IntervalMS: interval.Milliseconds(),
@@ -294,6 +295,9 @@ func decodeHeartbeat(data []byte, author peer.ID, now time.Time) (*agent.Heartbe
 	}
 	if len(hb.Addrs) > maxHeartbeatAddrs || len(hb.Version) > 64 || hb.AgentsHosted < 0 || hb.AgentsHosted > 1_000_000 {
 		return nil, errors.New("heartbeat fields out of range")
+	}
+	if err := agent.CheckNodeName(hb.Name); err != nil {
+		return nil, fmt.Errorf("heartbeat name %q: %w", hb.Name, err)
 	}
 	if err := checkHealth(hb.Health, author, now); err != nil {
 		return nil, err

@@ -54,6 +54,9 @@ type Config struct {
 	UserAgent string
 	// Version goes into heartbeats.
 	Version string
+	// NodeName is this node's name for people (--node-name), sent in
+	// every heartbeat; "" sends none. agent.CheckNodeName must accept it.
+	NodeName string
 	// HeartbeatInterval is how often the node announces itself (default
 	// 10s) while the planet is small; it waits longer as the planet grows
 	// (HeartbeatBudget).
