@@ -70,6 +70,9 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/v0.1/servers", s.MCPRegistry.List)
 	r.Get("/v0.1/servers/*", s.MCPRegistry.Server)
 
+	// Discovery standards: the ARD registry (handlers/ard).
+	s.discoveryRoutes(r)
+
 	// Bulk registration (operator token): a bigger body than the rest of
 	// the API.
 	r.With(s.limitBody(MaxBatchBytes), writeLimit).Post("/api/v1/agents:batch", s.API.BatchAgents)
