@@ -227,6 +227,11 @@ func (c *Cache) ListNodes(ctx context.Context, q NodeQuery) (NodePage, error) {
 	return c.next.ListNodes(ctx, q)
 }
 
+// SharedNodeNames implements Network, uncached.
+func (c *Cache) SharedNodeNames(ctx context.Context, names []string) (map[string]bool, error) {
+	return c.next.SharedNodeNames(ctx, names)
+}
+
 // GetNodes implements Network, uncached.
 func (c *Cache) GetNodes(ctx context.Context, peerIDs []string) ([]Node, error) {
 	return c.next.GetNodes(ctx, peerIDs)

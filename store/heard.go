@@ -31,6 +31,7 @@ type heardNode struct {
 	flushed  time.Time     // last_heartbeat as written
 	counted  time.Time     // when agents_hosted was last counted
 	version  string
+	name     string
 	addrs    []string
 	claim    int // agents_hosted claimed
 	hosted   int // agents_hosted stored (claim capped)
@@ -52,7 +53,7 @@ func (h *heardTable) fresh(hb *agent.Heartbeat, now time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.m[hb.PeerID]
-	if e == nil || !e.online || e.version != hb.Version || e.claim != hb.AgentsHosted ||
+	if e == nil || !e.online || e.version != hb.Version || e.name != hb.Name || e.claim != hb.AgentsHosted ||
 		hb.Addrs != nil && !slices.Equal(e.addrs, hb.Addrs) ||
 		e.hosted < e.claim && now.Sub(e.counted) >= recountEvery {
 		return false
@@ -93,7 +94,7 @@ func (h *heardTable) wrote(hb *agent.Heartbeat, n Node, now time.Time) {
 	}
 	h.m[n.PeerID] = &heardNode{
 		last: now, interval: hb.Interval(), flushed: now, counted: now,
-		version: n.Version, addrs: n.Addrs, claim: hb.AgentsHosted, hosted: n.AgentsHosted, online: true,
+		version: n.Version, name: n.Name, addrs: n.Addrs, claim: hb.AgentsHosted, hosted: n.AgentsHosted, online: true,
 	}
 }
 

@@ -230,6 +230,7 @@ func (s *Sink) NodeSeen(ctx context.Context, hb agent.Heartbeat) error {
 	}
 	n := Node{
 		PeerID:        hb.PeerID,
+		Name:          hb.Name,
 		Addrs:         addrs,
 		Version:       hb.Version,
 		AgentsHosted:  hosted,

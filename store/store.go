@@ -123,7 +123,10 @@ type TagCount struct {
 
 // Node is a peer this node has heard from.
 type Node struct {
-	PeerID        string
+	PeerID string
+	// Name is what the node calls itself in its heartbeats (--node-name,
+	// agent.CheckNodeName); "" for a node that names itself nothing.
+	Name          string
 	Addrs         []string
 	Version       string
 	AgentsHosted  int
@@ -333,6 +336,11 @@ type Nodes interface {
 	// in memory and writes it here lazily (Sink.Sweep), so an unchanged
 	// heartbeat costs no write.
 	TouchNodes(ctx context.Context, seen map[string]time.Time) error
+	// SharedNodeNames reports which of names more than one node calls
+	// itself (an index probe of at most two rows per name): a name is a
+	// label, not an identity, so the pages show the short peer ID beside
+	// a shared one. Only shared names are in the map.
+	SharedNodeNames(ctx context.Context, names []string) (map[string]bool, error)
 }
 
 // Network is this node's view of the network: the listings and the nodes

@@ -13,17 +13,17 @@ import (
 // UpsertNode implements store.Nodes.
 func (db *DB) UpsertNode(ctx context.Context, n store.Node) error {
 	_, err := db.q.Exec(ctx, `-- name: upsert_node
-INSERT INTO nodes (peer_id, addrs, version, agents_hosted, load, last_heartbeat, status)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+INSERT INTO nodes (peer_id, addrs, version, agents_hosted, load, last_heartbeat, status, name)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (peer_id) DO UPDATE SET
-	addrs = excluded.addrs, version = excluded.version,
+	addrs = excluded.addrs, version = excluded.version, name = excluded.name,
 	agents_hosted = excluded.agents_hosted, load = excluded.load,
 	last_heartbeat = excluded.last_heartbeat, status = excluded.status`,
-		n.PeerID, n.Addrs, n.Version, n.AgentsHosted, n.Load, n.LastHeartbeat, n.Status)
+		n.PeerID, n.Addrs, n.Version, n.AgentsHosted, n.Load, n.LastHeartbeat, n.Status, n.Name)
 	return dbErr("upsert node "+n.PeerID, err)
 }
 
-const nodeColumns = `peer_id, addrs, version, agents_hosted, load, last_heartbeat, status`
+const nodeColumns = `peer_id, addrs, version, agents_hosted, load, last_heartbeat, status, name`
 
 // ListNodes implements store.Nodes: a walk of nodes_peer_c (peer IDs in
 // byte order, as SQLite compares them, whatever the database's collation)
@@ -123,7 +123,7 @@ func scanNodes(rows pgx.Rows, op string) ([]store.Node, error) {
 			n  store.Node
 			hb time.Time
 		)
-		if err := rows.Scan(&n.PeerID, &n.Addrs, &n.Version, &n.AgentsHosted, &n.Load, &hb, &n.Status); err != nil {
+		if err := rows.Scan(&n.PeerID, &n.Addrs, &n.Version, &n.AgentsHosted, &n.Load, &hb, &n.Status, &n.Name); err != nil {
 			return nil, dbErr(op, err)
 		}
 		n.LastHeartbeat = hb.UTC()
@@ -152,4 +152,27 @@ UPDATE nodes n SET last_heartbeat = s.t
 FROM unnest($1::text[], $2::timestamptz[]) AS s (id, t)
 WHERE n.peer_id = s.id AND (n.last_heartbeat IS NULL OR n.last_heartbeat < s.t)`, ids, times)
 	return dbErr("touch nodes", err)
+}
+
+// SharedNodeNames implements store.Nodes: per name, a walk of nodes_name
+// that stops at the second row.
+func (db *DB) SharedNodeNames(ctx context.Context, names []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	rows, err := db.q.Query(ctx, `-- name: shared_node_names
+SELECT n FROM unnest($1::text[]) AS n
+WHERE n <> '' AND (SELECT count(*) FROM (SELECT 1 FROM nodes WHERE name = n LIMIT 2) AS two) > 1`, names)
+	if err != nil {
+		return nil, dbErr("shared node names", err)
+	}
+	var name string
+	if _, err := pgx.ForEachRow(rows, []any{&name}, func() error {
+		out[name] = true
+		return nil
+	}); err != nil {
+		return nil, dbErr("shared node names", err)
+	}
+	return out, nil
 }

@@ -25,11 +25,25 @@ ON CONFLICT (peer_id) DO UPDATE SET
 	agents_hosted = excluded.agents_hosted, load = excluded.load,
 	last_heartbeat = excluded.last_heartbeat, status = excluded.status`,
 		n.PeerID, addrs, n.Version, n.AgentsHosted, n.Load, nanos(n.LastHeartbeat), n.Status)
-	return dbErr("upsert node "+n.PeerID, err)
+	if err != nil {
+		return dbErr("upsert node "+n.PeerID, err)
+	}
+	// The name has a table of its own (migration 0011): a row only for a
+	// named node, written only when the name changes.
+	if n.Name == "" {
+		_, err = db.w.ExecContext(ctx, `-- name: unname_node
+DELETE FROM node_names WHERE peer_id = ?`, n.PeerID)
+	} else {
+		_, err = db.w.ExecContext(ctx, `-- name: name_node
+INSERT INTO node_names (peer_id, name) VALUES (?, ?)
+ON CONFLICT (peer_id) DO UPDATE SET name = excluded.name WHERE node_names.name IS NOT excluded.name`, n.PeerID, n.Name)
+	}
+	return dbErr("name node "+n.PeerID, err)
 }
 
 const (
-	nodeColumns  = `peer_id, addrs, version, agents_hosted, load, last_heartbeat, status`
+	nodeColumns = `peer_id, addrs, version, agents_hosted, load, last_heartbeat, status,
+	coalesce((SELECT nn.name FROM node_names nn WHERE nn.peer_id = nodes.peer_id), '')`
 	listNodesSQL = `-- name: list_nodes
 SELECT ` + nodeColumns + ` FROM nodes WHERE peer_id > ? ORDER BY peer_id LIMIT ?`
 	listNodesBeforeSQL = `-- name: list_nodes_before
@@ -137,7 +151,7 @@ func scanNodes(rows rowSet, op string) ([]store.Node, error) {
 			addrs sql.NullString
 			hb    sql.NullInt64
 		)
-		if err := rows.Scan(&n.PeerID, &addrs, &n.Version, &n.AgentsHosted, &n.Load, &hb, &n.Status); err != nil {
+		if err := rows.Scan(&n.PeerID, &addrs, &n.Version, &n.AgentsHosted, &n.Load, &hb, &n.Status, &n.Name); err != nil {
 			return nil, dbErr(op, err)
 		}
 		if err := decodeJSON(addrs, &n.Addrs); err != nil {
@@ -172,4 +186,35 @@ UPDATE nodes SET last_heartbeat = s.t
 FROM (SELECT value ->> 0 AS id, value ->> 1 AS t FROM json_each(?)) AS s
 WHERE nodes.peer_id = s.id AND (nodes.last_heartbeat IS NULL OR nodes.last_heartbeat < s.t)`, string(b))
 	return dbErr("touch nodes", err)
+}
+
+// SharedNodeNames implements store.Nodes: per name, a walk of node_names_name
+// that stops at the second row.
+func (db *DB) SharedNodeNames(ctx context.Context, names []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	list, err := json.Marshal(names)
+	if err != nil {
+		return nil, fmt.Errorf("encode node names: %w", err)
+	}
+	rows, err := db.r.QueryContext(ctx, `-- name: shared_node_names
+SELECT n.value FROM json_each(?) AS n
+WHERE n.value <> '' AND (SELECT count(*) FROM (SELECT 1 FROM node_names WHERE name = n.value LIMIT 2)) > 1`, string(list))
+	if err != nil {
+		return nil, dbErr("shared node names", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, dbErr("shared node names", err)
+		}
+		out[name] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("shared node names", err)
+	}
+	return out, nil
 }
