@@ -55,6 +55,10 @@ type Health struct {
 
 	mu     sync.Mutex
 	agents map[string]*healthLog
+	// spacing is how far apart the prober says one agent's probes are
+	// now (SetProbeSpacing): longer than the window on a big host whose
+	// probe budget makes a round of all its agents last hours.
+	spacing time.Duration
 }
 
 // healthLog is one agent's outcomes, oldest first.
@@ -62,9 +66,11 @@ type healthLog struct {
 	samples   []sample
 	lastOK    time.Time
 	checked   time.Time
-	lastTurn  time.Time // the last real turn: people use the agent
-	failedRun int       // probes failed in a row, up to the last one
-	lastErr   string    // the last probe's failure, for the owner; "" after a good probe
+	lastTurn  time.Time     // the last real turn: people use the agent
+	failedRun int           // probes failed in a row, up to the last one
+	lastErr   string        // the last probe's failure, for the owner; "" after a good probe
+	lastProbe time.Time     // the last probe
+	gap       time.Duration // between the last two probes
 }
 
 // sample is one outcome.
@@ -128,7 +134,13 @@ func (h *Health) record(agentID string, s sample, errText string) {
 		l = &healthLog{}
 		h.agents[agentID] = l
 	}
-	l.prune(s.at.Add(-h.opts.Window))
+	if s.probe {
+		if !l.lastProbe.IsZero() {
+			l.gap = s.at.Sub(l.lastProbe)
+		}
+		l.lastProbe = s.at
+	}
+	l.prune(s.at.Add(-h.window(l)))
 	if len(l.samples) >= h.opts.MaxSamples {
 		l.samples = slices.Delete(l.samples, 0, len(l.samples)-h.opts.MaxSamples+1)
 	}
@@ -148,6 +160,25 @@ func (h *Health) record(agentID string, s sample, errText string) {
 			l.failedRun++
 		}
 	}
+}
+
+// SetProbeSpacing tells the tracker how far apart the prober now probes
+// each agent (Prober: its Interval, or longer when the probe budget
+// cannot probe every agent once an Interval).
+func (h *Health) SetProbeSpacing(d time.Duration) {
+	h.mu.Lock()
+	h.spacing = d
+	h.mu.Unlock()
+}
+
+// window is what l's summary covers: Window, or, when its probes are
+// further apart than that (a big host, the budget), 2.2 times their
+// spacing (the larger of the last gap between two and what the prober
+// says), so that the last probe and the one before are always in it and
+// the agent never goes unknown between two probes. h.mu is held.
+func (h *Health) window(l *healthLog) time.Duration {
+	d := max(l.gap, h.spacing)
+	return max(h.opts.Window, 2*d+d/5)
 }
 
 // prune drops the samples taken at or before cutoff.
@@ -230,7 +261,7 @@ func (h *Health) Retain(ids map[string]bool) {
 
 // summarize computes l's health at now; h.mu is held.
 func (h *Health) summarize(l *healthLog, now time.Time) agent.Health {
-	l.prune(now.Add(-h.opts.Window))
+	l.prune(now.Add(-h.window(l)))
 	out := agent.Health{State: agent.HealthUnknown, LastOKAt: stamp(l.lastOK), CheckedAt: stamp(l.checked)}
 	if len(l.samples) == 0 {
 		return out

@@ -236,7 +236,11 @@ func (p *Prober) take(now time.Time) []dueProbe {
 	var builtins []dueProbe
 	allow := p.allowance(now)
 	pick := &topProbes{k: allow}
+	probed := 0 // agents that need a probe (not builtins)
 	for id, e := range p.sched {
+		if e.kind != agent.BackendBuiltin {
+			probed++
+		}
 		if e.due.After(now) {
 			continue
 		}
@@ -256,6 +260,7 @@ func (p *Prober) take(now time.Time) []dueProbe {
 			pick.offer(dueProbe{id: id, due: now, used: true})
 		}
 	}
+	p.Health.SetProbeSpacing(p.spacing(probed))
 	others := pick.sorted()
 	n := len(others)
 	for _, d := range others {
@@ -387,6 +392,14 @@ func (p *Prober) ProbeNow(ctx context.Context, b agent.Backend) runtime.ProbeRes
 		p.Observer.ObserveProbe(b.Kind, res)
 	}
 	return res
+}
+
+// spacing is how far apart one agent's probes are when probed agents
+// share the budget: Interval, or a whole round of them at Budget a minute
+// when that is longer (100,000 agents at 600 a minute: 2 h 47 min).
+func (p *Prober) spacing(probed int) time.Duration {
+	round := time.Duration(float64(probed) / float64(p.budget()) * float64(time.Minute))
+	return max(p.interval(), round)
 }
 
 func (p *Prober) jitter(d time.Duration) time.Duration {
