@@ -36,6 +36,11 @@ type Backend struct {
 	// ask_agent tools), within the limits of agent.MaxDelegations,
 	// agent.MaxHops, agent.MaxVisits and the tree's agent.TreeTurns.
 	Delegate bool `json:"delegate,omitempty"`
+	// CardSigner is, for an a2a backend, the peer id of the node whose
+	// signature the agent card carried when it was registered (cardsig):
+	// the runtime refuses the card if another key signs it later, and the
+	// agent page can say "signed by node X". Empty: the card was unsigned.
+	CardSigner string `json:"card_signer,omitempty"`
 }
 
 // String keeps the API key out of every log line and %v.
@@ -108,12 +113,31 @@ func validateA2A(ve *ValidationError, b Backend) {
 	}
 	for field, v := range map[string]string{
 		"backend.builtin": b.Builtin, "backend.model": b.Model, "backend.system_prompt": b.SystemPrompt,
-		"backend.api_key": b.APIKey, "backend.tool": b.Tool,
+		"backend.tool": b.Tool,
 	} {
 		if v != "" {
 			ve.add(field, "is not used by an a2a backend")
 		}
 	}
+	// An API key or bearer token for an agent whose card requires one.
+	checkText(ve, "backend.api_key", b.APIKey, 1024, true)
+	if b.CardSigner != "" && !peerIDLike(b.CardSigner) {
+		ve.add("backend.card_signer", "is not a peer id")
+	}
+}
+
+// peerIDLike reports a base58 libp2p peer id (the form cardsig names a
+// signer by); agent/cardsig checks the key itself.
+func peerIDLike(s string) bool {
+	if len(s) < 40 || len(s) > 128 {
+		return false
+	}
+	for _, c := range s {
+		if !strings.ContainsRune("123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz", c) {
+			return false
+		}
+	}
+	return true
 }
 
 // localHost reports a host on the operator's own machine or network: a

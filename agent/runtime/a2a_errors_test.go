@@ -34,8 +34,8 @@ func TestA2ACardFailures(t *testing.T) {
 		{"503", http.StatusServiceUnavailable, "down", agent.ErrBackendUnavailable, "could not fetch the agent card (HTTP 503 Service Unavailable from the backend)"},
 		{"bad JSON", http.StatusOK, "<html>not a card</html>", agent.ErrBadBackendReply, "the agent card is not valid JSON"},
 		{"oversized", http.StatusOK, big, agent.ErrReplyTooLarge, "the agent card exceeds 64 KiB"},
-		{"no JSON-RPC", http.StatusOK, grpcOnly, agent.ErrBackendRejected, "the agent card offers no JSON-RPC interface, only GRPC"},
-		{"no url", http.StatusOK, a2aTestCard("", true), agent.ErrBackendRejected, "the agent card offers no JSON-RPC interface"},
+		{"no JSON-RPC", http.StatusOK, grpcOnly, agent.ErrBackendRejected, "the agent card offers no JSON-RPC or HTTP+JSON interface, only GRPC"},
+		{"no url", http.StatusOK, a2aTestCard("", true), agent.ErrBackendRejected, "the agent card offers no JSON-RPC or HTTP+JSON interface"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

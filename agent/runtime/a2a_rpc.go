@@ -3,18 +3,17 @@ package runtime
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"mime"
-	"net/http"
-
-	"github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/agentsite/agentsite/agent"
 )
+
+// errStreamBroke marks a server-sent stream that broke off (the
+// connection failed mid-stream): the turn resubscribes to the task.
+var errStreamBroke = errors.New("the stream broke off")
 
 // A2A 0.3 JSON-RPC methods the a2a backend calls.
 const (
@@ -69,46 +68,6 @@ func (e *rpcError) backendError() *BackendError {
 	return be
 }
 
-// a2aPost sends one JSON-RPC call with the guarded client and returns the
-// response to read, or a classified error for a non-200 status.
-func (r *Runtime) a2aPost(ctx context.Context, endpoint, method string, params any) (*http.Response, error) {
-	accept := "application/json"
-	if method == a2aMethodStream {
-		accept = "text/event-stream, application/json"
-	}
-	return r.postJSON(ctx, agent.BackendA2A, endpoint, accept, "",
-		rpcRequest{JSONRPC: "2.0", ID: a2a.NewMessageID(), Method: method, Params: params})
-}
-
-// readA2A hands each A2A event of resp to on and closes the body: the
-// events of a server-sent stream, or the one result of a JSON answer (an
-// agent may answer message/stream that way too).
-func (r *Runtime) readA2A(resp *http.Response, on func(a2a.Event) error) error {
-	defer resp.Body.Close()
-	one := func(data []byte) error {
-		var res rpcResponse
-		if err := json.Unmarshal(data, &res); err != nil {
-			return fmt.Errorf("%w: the answer is not JSON-RPC: %w", agent.ErrBadBackendReply, err)
-		}
-		if res.Error != nil {
-			return res.Error.backendError()
-		}
-		ev, err := a2a.UnmarshalEventJSON(res.Result)
-		if err != nil {
-			return fmt.Errorf("%w: the result is not an A2A object: %w", agent.ErrBadBackendReply, err)
-		}
-		return on(ev)
-	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
-		return readSSEData(newCapReader(resp.Body, int64(r.opts.MaxReplyBytes)*a2aStreamFactor+maxSSELine, nil), one)
-	}
-	raw, err := io.ReadAll(newCapReader(resp.Body, int64(r.opts.MaxReplyBytes)*webhookRawFactor+256<<10, nil))
-	if err != nil {
-		return err
-	}
-	return one(raw)
-}
-
 // readSSEData hands the data of each server-sent event to on (its data
 // lines joined by "\n", per the SSE standard); other fields and comments
 // are skipped. data is only valid during the call.
@@ -151,7 +110,7 @@ func readSSEData(body io.Reader, on func(data []byte) error) error {
 	case errors.Is(err, agent.ErrReplyTooLarge):
 		return err
 	case err != nil:
-		return &BackendError{Kind: agent.ErrBackendUnavailable, Backend: agent.BackendA2A, Public: "the stream broke off", Err: err}
+		return &BackendError{Kind: agent.ErrBackendUnavailable, Backend: agent.BackendA2A, Public: "the stream broke off", Err: fmt.Errorf("%w: %w", errStreamBroke, err)}
 	}
 	return dispatch() // a last event without its blank line
 }
