@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,54 +37,65 @@ func TestARDFederatesThroughTheDHT(t *testing.T) {
 	d := startClusterNode(t, nodeOpts{bootstrap: []string{b.addr()}, ttl: time.Hour, extra: []string{"--sync-on-connect=false"}})
 	eventually(t, 10*time.Second, "D to connect", func() bool { return d.m.Node.PeerCount() > 0 })
 
-	ardSearch := func(body map[string]any) ard.SearchResponse {
+	ardSearch := func(filter map[string]any, federate bool) (ard.SearchResponse, string) {
 		t.Helper()
-		code, raw := d.api("POST", "/ard/search", body)
-		if code != http.StatusOK {
-			t.Fatalf("POST /ard/search %v: %d %s", body, code, raw)
+		body := map[string]any{"query": map[string]any{"text": "", "filter": filter}}
+		if federate {
+			body["federate"], body["deadlineMs"] = true, 10000
+		}
+		resp, err := http.Post(d.m.HTTPURL()+"/ard/search", "application/json", bytes.NewReader(mustJSON(t, body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST /ard/search %v: %d %s", body, resp.StatusCode, raw)
 		}
 		var out ard.SearchResponse
 		if err := json.Unmarshal(raw, &out); err != nil {
 			t.Fatalf("decode: %v: %s", err, raw)
 		}
-		return out
+		return out, resp.Header.Get("AgentSite-Federation")
 	}
 	tides := map[string]any{"tags": []string{"tides"}}
-	if got := ardSearch(map[string]any{"filters": tides}); got.Count != 0 || got.Federation.Federated {
+	if got, fed := ardSearch(tides, false); len(got.Results) != 0 || !strings.Contains(fed, "federated=?0") {
 		t.Fatalf("D's mirror already has tides agents: %+v; the test proves nothing", got)
 	}
 
 	var fed ard.SearchResponse
+	var how string
 	eventually(t, 30*time.Second, "a federated search to find the tides agent", func() bool {
-		fed = ardSearch(map[string]any{"filters": tides, "federate": true, "deadline_ms": 10000})
-		return fed.Count == 1
+		fed, how = ardSearch(tides, true)
+		return len(fed.Results) == 1
 	})
 	r := fed.Results[0]
-	if r.ID != tide.ID || r.URN != ard.URN(agent.Record{Publisher: a.peerID(), Name: "tide-bot"}) || r.Publisher.PeerID != a.peerID() {
+	if r.Identifier != ard.URN(agent.Record{Publisher: a.peerID(), Name: "tide-bot"}) || r.Metadata["agentsite.host"] != a.peerID() {
 		t.Errorf("federated result = %+v", r)
 	}
-	if !fed.Federation.Federated || fed.Federation.DHT == nil || fed.Federation.DHT.Providers == 0 {
-		t.Errorf("federation = %+v", fed.Federation)
+	if !strings.Contains(how, "federated=?1") || strings.Contains(how, "providers=0") || !strings.Contains(how, "found=1") {
+		t.Errorf("AgentSite-Federation = %s", how)
 	}
-	if r.Source != ard.SourceDHT || fed.Federation.DHT.Found != 1 {
-		t.Errorf("the result that came through the DHT is marked %q (found %d)", r.Source, fed.Federation.DHT.Found)
+	if r.Metadata["agentsite.via"] != ard.ViaDHT {
+		t.Errorf("the result that came through the DHT is marked %v", r.Metadata["agentsite.via"])
 	}
 	// Now the mirror has it: a plain search finds it, from the mirror.
-	if got := ardSearch(map[string]any{"filters": tides}); got.Count != 1 || got.Results[0].Source != ard.SourceMirror {
+	if got, _ := ardSearch(tides, false); len(got.Results) != 1 || got.Results[0].Metadata["agentsite.via"] != ard.ViaMirror {
 		t.Errorf("after federation: %+v", got.Results)
 	}
 
-	// A URN the mirror lacks: looked up in the DHT by the id it names.
-	urn := ard.URN(agent.Record{Publisher: a.peerID(), Name: "weather-bot"})
-	if got := ardSearch(map[string]any{"filters": map[string]any{"urn": []string{urn}}}); got.Count != 0 {
+	// An identifier the mirror lacks: looked up in the DHT by the id it
+	// names.
+	byID := map[string]any{"identifier": []string{ard.URN(agent.Record{Publisher: a.peerID(), Name: "weather-bot"})}}
+	if got, _ := ardSearch(byID, false); len(got.Results) != 0 {
 		t.Fatalf("D's mirror already has the weather agent")
 	}
-	var byURN ard.SearchResponse
-	eventually(t, 30*time.Second, "a federated URN look-up", func() bool {
-		byURN = ardSearch(map[string]any{"filters": map[string]any{"urn": []string{urn}}, "federate": true})
-		return byURN.Count == 1
+	var found ard.SearchResponse
+	eventually(t, 30*time.Second, "a federated identifier look-up", func() bool {
+		found, _ = ardSearch(byID, true)
+		return len(found.Results) == 1
 	})
-	if byURN.Results[0].ID != weather.ID || byURN.Results[0].Source != ard.SourceDHT {
-		t.Errorf("URN look-up = %+v", byURN.Results[0])
+	if found.Results[0].Metadata["agentsite.id"] != weather.ID || found.Results[0].Metadata["agentsite.via"] != ard.ViaDHT {
+		t.Errorf("identifier look-up = %+v", found.Results[0])
 	}
 }

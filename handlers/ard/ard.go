@@ -1,17 +1,21 @@
 // Package ard serves this node's catalogue as an ARD registry (Agentic
-// Resource Discovery, ards-project/ard-spec v0.9): POST /search, GET
-// /agents and POST /explore under the node's ARD base path (/ard), on the
-// same search index as AgentHub and /api/v1/agents.
+// Resource Discovery, ards-project/ard-spec, spec/schemas/ard.openapi.yaml):
+// POST /search, GET /agents and POST /explore under the node's ARD base
+// path (/ard), on the same search index as AgentHub and /api/v1/agents.
+// Every listing is two catalog entries: its A2A card and its MCP server
+// card (filter "type" picks; the A2A card by default).
 //
 // Federation: in mode "auto" a node answers from its mirror and says how
-// complete the mirror is (the catalogue-sync shards filled to their end
-// from some peer). With "federate": true it also asks the DHT, within a
-// deadline, for what the mirror may lack: the providers of the asked tags
-// (their listings pulled through catalogue sync) and the records of the
-// asked URNs; results that arrived that way are marked "source": "dht".
+// complete the mirror is (the AgentSite-Mirror header: the catalogue-sync
+// shards filled to their end from some peer). With the extension field
+// "federate": true it also asks the DHT, within a deadline, for what the
+// mirror may lack: the providers of the asked tags (their listings pulled
+// through catalogue sync) and the records of the asked identifiers;
+// results that arrived that way carry metadata "agentsite.via": "dht", and
+// the AgentSite-Federation header says what the round did.
 //
-// score is a match score from 0 to 100 (how well the listing matches the
-// query, whether it answers now); it is never a measure of trust.
+// score is a match score from 0 to 100 (how well the entry matches the
+// text, whether it answers now); it is never a measure of trust.
 package ard
 
 import (
@@ -38,6 +42,8 @@ const BasePath = "/ard"
 // Bounds of a request.
 const (
 	maxBodyBytes = 16 << 10
+	// DefaultPageSize is the spec's default for /search (GET /agents: 20).
+	DefaultPageSize = 10
 	// DefaultDeadline and MaxDeadline bound a federated search's DHT
 	// round.
 	DefaultDeadline = 5 * time.Second
@@ -45,29 +51,31 @@ const (
 	// maxFederations is how many federated searches the node runs at
 	// once; more are answered from the mirror, saying so.
 	maxFederations = 4
-	// maxFederatedTags and maxFederatedURNs bound what one search asks
-	// the DHT.
+	// maxFederatedTags and maxIdentifiers bound what one search asks the
+	// DHT.
 	maxFederatedTags = 4
-	maxFederatedURNs = 8
+	maxIdentifiers   = 8
 	// maxProviders is the tag providers one tag's look-up syncs from.
 	maxProviders = 20
-	// maxVerifiedScan bounds the listings a verified-only search reads.
-	maxVerifiedScan = 2000
+	// maxFilteredScan bounds the listings a search filtered on what the
+	// index does not hold (publisher, verified) reads.
+	maxFilteredScan = 2000
 	// completenessTTL is how long the mirror's completeness is reused.
 	completenessTTL = 10 * time.Second
 )
 
-// Federation modes (ARD §7.2).
+// Federation modes (ARD §8).
 const (
 	ModeAuto      = "auto"
 	ModeReferrals = "referrals"
 	ModeNone      = "none"
 )
 
-// Sources of a result.
+// Via says how a result reached this node's answer (metadata
+// "agentsite.via").
 const (
-	SourceMirror = "mirror"
-	SourceDHT    = "dht"
+	ViaMirror = "mirror"
+	ViaDHT    = "dht"
 )
 
 // Catalog is what the registry reads.
@@ -103,7 +111,7 @@ type Publishers interface {
 type Handler struct {
 	Catalog    Catalog
 	Network    Network // nil: no federation
-	Finder     Finder  // nil: no URN look-ups
+	Finder     Finder  // nil: no identifier look-ups
 	Publishers Publishers
 	// PublicURL is --public-url ("": the request's origin).
 	PublicURL string
@@ -125,142 +133,120 @@ func New(c Catalog, n Network, f Finder, publicURL string, fail func(http.Respon
 		fed: make(chan struct{}, maxFederations)}
 }
 
-// SearchRequest is the body of POST /search.
+// QueryModel is ARD §7.1's query: text and a filter of field paths.
+type QueryModel struct {
+	Text   string                     `json:"text"`
+	Filter map[string]json.RawMessage `json:"filter,omitempty"`
+}
+
+// SearchRequest is the body of POST /search. Federate and DeadlineMS are
+// AgentSite's extension of mode auto.
 type SearchRequest struct {
-	Query   string  `json:"query"`
-	Filters Filters `json:"filters"`
-	Limit   int     `json:"limit,omitempty"`
-	Cursor  string  `json:"cursor,omitempty"`
-	// Federation is auto (default), referrals or none.
-	Federation string `json:"federation,omitempty"`
-	// Federate asks the DHT as well (mode auto).
-	Federate bool `json:"federate,omitempty"`
-	// DeadlineMS bounds the DHT round (default 5000, at most 15000).
-	DeadlineMS int `json:"deadline_ms,omitempty"`
+	Query      *QueryModel `json:"query"`
+	Federation string      `json:"federation,omitempty"`
+	PageSize   int         `json:"pageSize,omitempty"`
+	PageToken  string      `json:"pageToken,omitempty"`
+	Federate   bool        `json:"federate,omitempty"`
+	DeadlineMS int         `json:"deadlineMs,omitempty"`
 }
 
-// Filters narrow a search.
-type Filters struct {
-	Status   []string `json:"status,omitempty"`
-	Health   []string `json:"health,omitempty"`
-	Tags     []string `json:"tags,omitempty"`
-	Verified *bool    `json:"verified,omitempty"`
-	// URN asks for listings by URN (looked up in the DHT when federated
-	// and the mirror lacks them).
-	URN []string `json:"urn,omitempty"`
-}
-
-// SearchResponse is the answer of POST /search and GET /agents.
+// SearchResponse is the answer of POST /search.
 type SearchResponse struct {
-	Results    []Resource `json:"results"`
-	Count      int        `json:"count"`
-	NextCursor string     `json:"next_cursor,omitempty"`
-	Federation Federation `json:"federation"`
+	Results   []Entry    `json:"results"`
+	Referrals []Referral `json:"referrals,omitempty"`
+	PageToken string     `json:"pageToken,omitempty"`
 }
 
-// Resource is one listing as a registry entry.
-type Resource struct {
-	URN         string     `json:"urn"`
-	Aliases     []string   `json:"aliases,omitempty"`
-	Type        string     `json:"type"`
-	ID          string     `json:"id"`
-	Name        string     `json:"name"`
-	DisplayName string     `json:"display_name,omitempty"`
-	Description string     `json:"description"`
-	Version     string     `json:"version,omitempty"`
-	Tags        []string   `json:"tags"`
-	Skills      []Skill    `json:"skills,omitempty"`
-	Endpoints   Endpoints  `json:"endpoints"`
-	Status      string     `json:"status"`
-	Health      string     `json:"health"`
-	Publisher   Publisher  `json:"publisher"`
-	Score       int        `json:"score"`
-	Source      string     `json:"source"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	Links       []LinkJSON `json:"links,omitempty"`
+// ListResponse is the answer of GET /agents.
+type ListResponse struct {
+	Items     []Entry `json:"items"`
+	PageToken string  `json:"pageToken,omitempty"`
 }
 
-// Skill is one of an agent's skills.
-type Skill struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
+// Referral is another registry a client may ask.
+type Referral struct {
+	Identifier  string `json:"identifier"`
+	DisplayName string `json:"displayName"`
+	Type        string `json:"type"`
+	URL         string `json:"url"`
 }
 
-// Endpoints are where the resource is reached.
-type Endpoints struct {
-	A2ACard    string `json:"a2a_card"`
-	MCP        string `json:"mcp"`
-	ServerCard string `json:"mcp_server_card"`
-	Page       string `json:"page"`
-}
-
-// Publisher is who signed the listing and which domains it proved.
-type Publisher struct {
-	PeerID   string   `json:"peer_id"`
-	Host     string   `json:"host"`
-	Verified bool     `json:"verified"`
-	Domains  []string `json:"domains,omitempty"`
-}
-
-// LinkJSON is a typed link.
-type LinkJSON struct {
-	Rel  string `json:"rel"`
-	Href string `json:"href"`
-	Type string `json:"type,omitempty"`
-}
-
-// Federation says where an answer came from and how complete it is.
-type Federation struct {
-	Mode      string  `json:"mode"`
-	Federated bool    `json:"federated"`
-	Mirror    Mirror  `json:"mirror"`
-	DHT       *DHTRun `json:"dht,omitempty"`
-	Note      string  `json:"note,omitempty"`
-}
-
-// Mirror is how complete this node's copy of the planet's catalogue is.
+// Mirror is how complete this node's copy of the planet's catalogue is
+// (the AgentSite-Mirror header).
 type Mirror struct {
 	// Listings held that search shows (online and stale).
-	Listings int `json:"listings"`
+	Listings int
 	// ShardsSynced of Shards catalogue-sync shards were read to their end
 	// from some peer; Complete when all were (and the node has peers).
-	ShardsSynced int  `json:"shards_synced"`
-	Shards       int  `json:"shards"`
-	Complete     bool `json:"complete"`
-	Peers        int  `json:"peers"`
+	ShardsSynced, Shards int
+	Complete             bool
+	Peers                int
 }
 
-// DHTRun is what a federated search asked the DHT and what came of it.
+// Header is m as a structured-field dictionary (RFC 8941).
+func (m Mirror) Header() string {
+	return fmt.Sprintf("listings=%d, shards-synced=%d, shards=%d, complete=%s, peers=%d",
+		m.Listings, m.ShardsSynced, m.Shards, sfBool(m.Complete), m.Peers)
+}
+
+// DHTRun is what a federated search asked the DHT and what came of it
+// (the AgentSite-Federation header).
 type DHTRun struct {
-	Tags       []string `json:"tags,omitempty"`
-	URNs       []string `json:"urns,omitempty"`
-	Providers  int      `json:"providers"`
-	Records    int      `json:"records"`
-	Found      int      `json:"found"`
-	DeadlineMS int      `json:"deadline_ms"`
-	ElapsedMS  int64    `json:"elapsed_ms"`
-	TimedOut   bool     `json:"timed_out,omitempty"`
-	Errors     []string `json:"errors,omitempty"`
+	Tags        []string
+	Identifiers int
+	Providers   int
+	Records     int
+	Found       int
+	Deadline    time.Duration
+	Elapsed     time.Duration
+	TimedOut    bool
+	Errors      int
+}
+
+func sfBool(b bool) string {
+	if b {
+		return "?1"
+	}
+	return "?0"
+}
+
+// Header is the federation's outcome as a structured-field dictionary.
+func federationHeader(mode string, run *DHTRun, note string) string {
+	h := fmt.Sprintf("mode=%q, federated=%s", mode, sfBool(run != nil))
+	if run != nil {
+		h += fmt.Sprintf(", tags=%q, identifiers=%d, providers=%d, records=%d, found=%d, deadline-ms=%d, elapsed-ms=%d, timed-out=%s, errors=%d",
+			strings.Join(run.Tags, " "), run.Identifiers, run.Providers, run.Records, run.Found,
+			run.Deadline.Milliseconds(), run.Elapsed.Milliseconds(), sfBool(run.TimedOut), run.Errors)
+	}
+	if note != "" {
+		h += fmt.Sprintf(", note=%q", note)
+	}
+	return h
 }
 
 // syncShards is the catalogue sync's shard count (p2p/sync_feed.go).
 const syncShards = 8
 
-// Errors: the API's {"error": {code, message, fields}}.
-func (h *Handler) bad(w http.ResponseWriter, field, msg string) {
-	httpkit.WriteJSONError(w, &httpkit.Error{Status: http.StatusBadRequest, Code: httpkit.CodeBadQuery,
-		Message: "The search is invalid; see fields.", Fields: map[string]string{field: msg}})
+// ErrorBody is the spec's error (Appendix B).
+type ErrorBody struct {
+	ErrorCode string `json:"errorCode"`
+	Message   string `json:"message"`
 }
 
-// badQuery answers a search the store's validation refused.
-func (h *Handler) badQuery(w http.ResponseWriter, err error) {
-	var e *httpkit.Error
-	if errors.As(httpkit.BadQuery(err), &e) {
-		httpkit.WriteJSONError(w, e)
-		return
-	}
-	h.bad(w, "query", err.Error())
+// Error codes (ARD Appendix B).
+const (
+	CodeInvalidArgument = "INVALID_ARGUMENT"
+	CodeRateLimit       = "RATE_LIMIT_EXCEEDED"
+	CodeInternal        = "INTERNAL_ERROR"
+	CodeNotFound        = "NOT_FOUND"
+)
+
+func invalid(w http.ResponseWriter, format string, args ...any) {
+	writeError(w, http.StatusBadRequest, CodeInvalidArgument, fmt.Sprintf(format, args...))
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	httpkit.WriteJSON(w, status, ErrorBody{ErrorCode: code, Message: msg})
 }
 
 func (h *Handler) fault(w http.ResponseWriter, r *http.Request, err error) {
@@ -269,86 +255,187 @@ func (h *Handler) fault(w http.ResponseWriter, r *http.Request, err error) {
 		h.Fail(w, r, err)
 		return
 	}
-	httpkit.WriteJSONError(w, e)
+	httpkit.SetRetryAfter(w, e)
+	code := CodeInternal
+	switch {
+	case e.Status == http.StatusTooManyRequests:
+		code = CodeRateLimit
+	case e.Status == http.StatusBadRequest:
+		code = CodeInvalidArgument
+	}
+	writeError(w, e.Status, code, e.Message)
+}
+
+// decodeBody reads a JSON body of at most maxBodyBytes into v; an empty
+// body is an empty request. Unknown fields are refused: the spec's
+// requests allow none, and a misspelt one would be silently dropped.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	switch {
+	case err != nil:
+		invalid(w, "The body could not be read; send it again.")
+		return false
+	case len(raw) > maxBodyBytes:
+		writeError(w, http.StatusRequestEntityTooLarge, CodeInvalidArgument, fmt.Sprintf("A request is at most %d KiB.", maxBodyBytes>>10))
+		return false
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			invalid(w, "The body is empty; send a JSON request with a query.")
+		} else {
+			invalid(w, "The body is not a request of this route: %v", err)
+		}
+		return false
+	}
+	return true
+}
+
+// search is a request as the registry runs it.
+type search struct {
+	q        store.SearchQuery
+	types    []string // entry types asked for; empty: the A2A card
+	ids      []string // listing ids named by identifier filters
+	idURNs   []string
+	keep     func(store.Listing) bool // filters the index cannot apply; nil: none
+	verified bool
+}
+
+// parseFilter reads a query's filter into s (ARD §7.1: values are arrays
+// or one string; OR within a key, AND across keys).
+func (h *Handler) parseFilter(s *search, filter map[string]json.RawMessage) error {
+	v := url.Values{}
+	var publishers []string
+	for key, raw := range filter {
+		var vals []string
+		var one string
+		if err := json.Unmarshal(raw, &vals); err != nil {
+			if err := json.Unmarshal(raw, &one); err != nil {
+				var b bool
+				if key != "verified" || json.Unmarshal(raw, &b) != nil {
+					return fmt.Errorf("filter %q: give a string or an array of strings", key)
+				}
+				one = strconv.FormatBool(b)
+			}
+			vals = []string{one}
+		}
+		switch key {
+		case "type":
+			for _, t := range vals {
+				if !knownType(t) {
+					// A type no listing has: nothing matches.
+					s.types = append(s.types, "")
+					continue
+				}
+				s.types = append(s.types, t)
+			}
+		case "tags":
+			if len(vals) > 1 {
+				// OR within a key: the index ANDs tags, so an OR of tags
+				// is refused rather than answered wrongly.
+				return fmt.Errorf("filter \"tags\": one tag per search (the registry matches every listed tag, not any)")
+			}
+			v["tag"] = vals
+		case "status", "metadata.agentsite.status":
+			v["status"] = vals
+		case "health", "metadata.agentsite.health":
+			v["health"] = vals
+		case "text": // GET /agents' displayName
+			s.q.Q = strings.TrimSpace(s.q.Q + " " + strings.Join(vals, " "))
+		case "publisher":
+			publishers = append(publishers, vals...)
+		case "verified", "metadata.agentsite.verified":
+			if len(vals) != 1 || (vals[0] != "true" && vals[0] != "false") {
+				return fmt.Errorf("filter \"verified\": true or false")
+			}
+			s.verified = vals[0] == "true"
+		case "identifier":
+			if len(vals) > maxIdentifiers {
+				return fmt.Errorf("filter \"identifier\": at most %d", maxIdentifiers)
+			}
+			for _, u := range vals {
+				id, ok := ParseURN(u)
+				if !ok {
+					return fmt.Errorf("filter \"identifier\": %q is not an AgentSite URN (urn:air:<peer id>:a2a:<name>)", u)
+				}
+				s.ids, s.idURNs = append(s.ids, id), append(s.idURNs, u)
+			}
+		default:
+			return fmt.Errorf("filter %q is not supported here: use type, tags, publisher, identifier, status, health or verified", key)
+		}
+	}
+	v.Set("q", s.q.Q)
+	v.Set("cursor", s.q.Cursor)
+	v.Set("limit", strconv.Itoa(s.q.Limit))
+	q, err := httpkit.ParseSearchQuery(v)
+	if err != nil {
+		var ve *agent.ValidationError
+		if errors.As(err, &ve) {
+			var parts []string
+			for f, m := range ve.Fields {
+				parts = append(parts, f+": "+m)
+			}
+			return errors.New(strings.Join(parts, "; "))
+		}
+		return err
+	}
+	q.Sort = s.q.Sort
+	s.q = q
+	s.keep = h.keeper(publishers, s.verified)
+	return nil
+}
+
+// keeper is the filter on publishers (peer ids or verified domains) and
+// verification, which the index does not hold; nil when neither is asked.
+func (h *Handler) keeper(publishers []string, verified bool) func(store.Listing) bool {
+	if len(publishers) == 0 && !verified {
+		return nil
+	}
+	return func(l store.Listing) bool {
+		domains := h.domains(l.Record.Publisher)
+		if verified && len(domains) == 0 {
+			return false
+		}
+		if len(publishers) == 0 {
+			return true
+		}
+		for _, p := range publishers {
+			if p == l.Record.Publisher {
+				return true
+			}
+			for _, d := range domains {
+				if strings.EqualFold(p, d) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+}
+
+func (h *Handler) domains(publisher string) []string {
+	if h.Publishers == nil {
+		return nil
+	}
+	return h.Publishers.Domains(publisher)
 }
 
 // Search is POST /search.
 func (h *Handler) Search(w http.ResponseWriter, r *http.Request) {
 	var req SearchRequest
-	if err := decodeBody(r, &req); err != nil {
-		httpkit.WriteJSONError(w, err)
+	if !decodeBody(w, r, &req) {
 		return
 	}
-	h.answer(w, r, req)
-}
-
-// decodeBody reads a JSON body of at most maxBodyBytes into v; an empty
-// body is an empty request. Unknown fields are ignored: the spec's
-// requests may carry fields this registry does not use.
-func decodeBody(r *http.Request, v any) *httpkit.Error {
-	raw, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
-	switch {
-	case err != nil:
-		return httpkit.Errorf(http.StatusBadRequest, httpkit.CodeBadJSON, "The body could not be read; send it again.")
-	case len(raw) > maxBodyBytes:
-		return httpkit.Errorf(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("A request is at most %d KiB.", maxBodyBytes>>10))
-	case len(strings.TrimSpace(string(raw))) == 0:
-		return nil
+	if req.Query == nil {
+		invalid(w, "query is required: {\"query\": {\"text\": \"...\"}}")
+		return
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return httpkit.Errorf(http.StatusBadRequest, httpkit.CodeBadJSON, "The body is not a JSON request of this route: "+err.Error())
+	if req.PageSize == 0 {
+		req.PageSize = DefaultPageSize
 	}
-	return nil
-}
-
-// List is GET /agents?q&tag&status&health&verified&limit&cursor.
-func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
-	v := r.URL.Query()
-	req := SearchRequest{Query: v.Get("q"), Cursor: v.Get("cursor"), Federation: ModeNone,
-		Filters: Filters{Status: v["status"], Health: v["health"], Tags: v["tag"], URN: v["urn"]}}
-	if s := v.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			h.bad(w, "limit", fmt.Sprintf("must be a number from 1 to %d", store.MaxLimit))
-			return
-		}
-		req.Limit = n
-	}
-	if s := v.Get("verified"); s != "" {
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			h.bad(w, "verified", "must be true or false")
-			return
-		}
-		req.Filters.Verified = &b
-	}
-	h.answer(w, r, req)
-}
-
-// query turns a request into the store's search, with the portal's and
-// the API's validation (httpkit.ParseSearchQuery).
-func (h *Handler) query(req SearchRequest) (store.SearchQuery, error) {
-	v := url.Values{}
-	if req.Query != "" {
-		v.Set("q", req.Query)
-	}
-	if req.Cursor != "" {
-		v.Set("cursor", req.Cursor)
-	}
-	if req.Limit != 0 {
-		v.Set("limit", strconv.Itoa(req.Limit))
-	}
-	v["tag"] = req.Filters.Tags
-	v["status"] = req.Filters.Status
-	v["health"] = req.Filters.Health
-	return httpkit.ParseSearchQuery(v)
-}
-
-func (h *Handler) answer(w http.ResponseWriter, r *http.Request, req SearchRequest) {
-	ctx := r.Context()
-	q, err := h.query(req)
-	if err != nil {
-		h.badQuery(w, err)
+	if req.PageSize < 1 || req.PageSize > store.MaxLimit {
+		invalid(w, "pageSize must be 1 to %d", store.MaxLimit)
 		return
 	}
 	mode := req.Federation
@@ -357,113 +444,129 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, req SearchReque
 		mode = ModeAuto
 	case ModeAuto, ModeNone, ModeReferrals:
 	default:
-		h.bad(w, "federation", "must be auto, referrals or none")
+		invalid(w, "federation must be auto, referrals or none")
 		return
 	}
 	if req.Federate && mode != ModeAuto {
-		h.bad(w, "federate", "needs federation auto")
+		invalid(w, "federate needs federation auto")
 		return
-	}
-	if len(req.Filters.URN) > maxFederatedURNs {
-		h.bad(w, "filters.urn", fmt.Sprintf("at most %d URNs", maxFederatedURNs))
-		return
-	}
-	var ids []string
-	for _, u := range req.Filters.URN {
-		if err := checkURN(u); err != nil {
-			h.bad(w, "filters.urn", err.Error())
-			return
-		}
-		id, _ := ParseURN(u)
-		ids = append(ids, id)
 	}
 	deadline := DefaultDeadline
 	if req.DeadlineMS != 0 {
 		if req.DeadlineMS < 1 || time.Duration(req.DeadlineMS)*time.Millisecond > MaxDeadline {
-			h.bad(w, "deadline_ms", fmt.Sprintf("must be 1 to %d", MaxDeadline.Milliseconds()))
+			invalid(w, "deadlineMs must be 1 to %d", MaxDeadline.Milliseconds())
 			return
 		}
 		deadline = time.Duration(req.DeadlineMS) * time.Millisecond
 	}
-	verifiedOnly := req.Filters.Verified != nil && *req.Filters.Verified
-
-	out := SearchResponse{Results: []Resource{}, Federation: Federation{Mode: mode}}
-	out.Federation.Mirror, err = h.mirrorState(ctx)
+	s := search{q: store.SearchQuery{Q: req.Query.Text, Cursor: req.PageToken, Limit: req.PageSize}}
+	if err := h.parseFilter(&s, req.Query.Filter); err != nil {
+		invalid(w, "%v", err)
+		return
+	}
+	ctx := r.Context()
+	mirror, err := h.mirrorState(ctx)
 	if err != nil {
 		h.fault(w, r, err)
 		return
 	}
+	w.Header().Set("AgentSite-Mirror", mirror.Header())
 	origin := httpkit.Origin(r, h.PublicURL)
-	seen := map[string]bool{}
-	first, next, err := h.find(ctx, q, ids, verifiedOnly)
+	first, next, err := h.find(ctx, s)
 	if err != nil {
 		h.fault(w, r, err)
 		return
-	}
-	for _, l := range first {
-		seen[l.Record.ID] = true
 	}
 	listings := first
-	fedAt := time.Time{}
+	var run *DHTRun
+	var note string
+	var fedAt time.Time
+	out := SearchResponse{Results: []Entry{}}
 	switch {
 	case mode == ModeReferrals:
 		// This node knows no other registry's HTTP address: the planet's
-		// other registries are reached through the DHT (federate).
-		out.Federation.Note = "no referrals: other nodes are reached through the DHT; ask with federation auto and federate true"
-	case req.Federate && q.Cursor == "":
-		run, fresh, ok := h.federate(ctx, req, q, ids, deadline)
-		out.Federation.DHT = run
+		// other nodes are reached through the DHT (federate).
+		out.Referrals = []Referral{}
+		note = "no referrals: other nodes are reached through the DHT (federation auto, federate true)"
+	case req.Federate && s.q.Cursor == "":
+		var ok bool
+		run, fedAt, ok = h.federate(ctx, s, deadline)
 		if !ok {
-			out.Federation.Note = "the node is running as many federated searches as it allows; this answer is the mirror's alone"
+			note = "busy: the node runs as many federated searches as it allows; this answer is the mirror's alone"
 			break
 		}
-		out.Federation.Federated = true
-		fedAt = fresh
-		if listings, next, err = h.find(ctx, q, ids, verifiedOnly); err != nil {
+		if listings, next, err = h.find(ctx, s); err != nil {
 			h.fault(w, r, err)
 			return
 		}
 	case req.Federate:
-		out.Federation.Note = "only a first page (no cursor) is federated; later pages come from the mirror"
+		note = "only a first page is federated; later pages come from the mirror"
+	}
+	seen := make(map[string]bool, len(first))
+	for _, l := range first {
+		seen[l.Record.ID] = true
 	}
 	for _, l := range listings {
-		res := h.resource(l, origin, q.Q)
-		if out.Federation.Federated && !seen[l.Record.ID] && !l.UpdatedAt.Before(fedAt) {
-			res.Source = SourceDHT
-			out.Federation.DHT.Found++
+		via := ViaMirror
+		if run != nil && !seen[l.Record.ID] && !l.UpdatedAt.Before(fedAt) {
+			via = ViaDHT
+			run.Found++
 		}
-		out.Results = append(out.Results, res)
+		for _, t := range s.entryTypes() {
+			e := h.entry(l, origin, t, via)
+			e.Score = score(l, len(h.domains(l.Record.Publisher)) > 0, s.q.Q)
+			e.Source = origin + BasePath
+			out.Results = append(out.Results, e)
+		}
 	}
 	sortByScore(out.Results)
-	out.Count = len(out.Results)
-	out.NextCursor = next
-	w.Header().Set("Cache-Control", "no-store")
+	out.PageToken = next
+	w.Header().Set("AgentSite-Federation", federationHeader(mode, run, note))
 	httpkit.WriteJSON(w, http.StatusOK, out)
 }
 
-// find is one page of q (or the listings of ids, when given), verified
-// publishers' only when verifiedOnly.
-func (h *Handler) find(ctx context.Context, q store.SearchQuery, ids []string, verifiedOnly bool) ([]store.Listing, string, error) {
-	if len(ids) > 0 {
+// entryTypes is the representations a search asked for (without a type
+// filter, the A2A card; an unknown type matches nothing).
+func (s search) entryTypes() []string {
+	if len(s.types) == 0 {
+		return []string{TypeA2A}
+	}
+	var out []string
+	for _, t := range s.types {
+		if t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// find is one page of the search (or the listings of its identifiers),
+// with the filters the index cannot apply.
+func (h *Handler) find(ctx context.Context, s search) ([]store.Listing, string, error) {
+	if len(s.entryTypes()) == 0 {
+		return nil, "", nil
+	}
+	if len(s.ids) > 0 {
 		var out []store.Listing
-		for _, id := range ids {
-			got, err := h.byID(ctx, id)
+		for _, id := range s.ids {
+			l, err := h.byID(ctx, id)
 			if err != nil {
 				return nil, "", err
 			}
-			if got != nil && (!verifiedOnly || h.verified(got.Record.Publisher)) {
-				out = append(out, *got)
+			if l != nil && (s.keep == nil || s.keep(*l)) {
+				out = append(out, *l)
 			}
 		}
 		return out, "", nil
 	}
-	if !verifiedOnly {
+	q := s.q
+	if s.keep == nil {
 		page, err := h.Catalog.SearchAgents(ctx, q)
 		return page.Listings, page.NextCursor, err
 	}
-	// Verified publishers are few next to the catalogue: read pages until
-	// the limit is met, each page no longer than what is still missing (so
-	// the cursor stays exact), within maxVerifiedScan listings.
+	// Few listings pass such filters: read pages until the limit is met,
+	// each page no longer than what is still missing (so the cursor stays
+	// exact), within maxFilteredScan listings.
 	var out []store.Listing
 	limit, scanned := q.Limit, 0
 	for {
@@ -474,12 +577,12 @@ func (h *Handler) find(ctx context.Context, q store.SearchQuery, ids []string, v
 		}
 		scanned += len(page.Listings)
 		for _, l := range page.Listings {
-			if h.verified(l.Record.Publisher) {
+			if s.keep(l) {
 				out = append(out, l)
 			}
 		}
 		q.Cursor = page.NextCursor
-		if len(out) >= limit || page.NextCursor == "" || scanned >= maxVerifiedScan || ctx.Err() != nil {
+		if len(out) >= limit || page.NextCursor == "" || scanned >= maxFilteredScan || ctx.Err() != nil {
 			return out, page.NextCursor, nil
 		}
 	}
@@ -499,35 +602,32 @@ func (h *Handler) byID(ctx context.Context, id string) (*store.Listing, error) {
 	return &l, nil
 }
 
-func (h *Handler) verified(publisher string) bool {
-	return h.Publishers != nil && len(h.Publishers.Domains(publisher)) > 0
-}
-
 // federate asks the DHT for the providers of the search's tags (the
-// filters' tags, else the query's words that are tags) and for the
-// records of its URNs the mirror lacks, within deadline. ok is false
-// when the node runs as many federations as it allows. started is when
-// the round began: listings that changed after it came from it.
-func (h *Handler) federate(ctx context.Context, req SearchRequest, q store.SearchQuery, ids []string, deadline time.Duration) (run *DHTRun, started time.Time, ok bool) {
-	run = &DHTRun{DeadlineMS: int(deadline.Milliseconds())}
+// filter's tags, else the text's words that are tags) and for the records
+// of its identifiers the mirror lacks, within deadline. ok is false when
+// the node runs as many federations as it allows. started is when the
+// round began: listings that changed after it came from it.
+func (h *Handler) federate(ctx context.Context, s search, deadline time.Duration) (run *DHTRun, started time.Time, ok bool) {
+	run = &DHTRun{Deadline: deadline, Identifiers: len(s.ids)}
 	if h.Network == nil {
-		run.Errors = append(run.Errors, "this node has no DHT")
+		run.Errors++
 		return run, time.Time{}, true
 	}
 	select {
 	case h.fed <- struct{}{}:
 		defer func() { <-h.fed }()
 	default:
-		return run, time.Time{}, false
+		return nil, time.Time{}, false
 	}
-	started = h.Now()
-	// Some clocks move coarsely: a listing written in the same tick
-	// counts as arriving with the round.
-	started = started.Add(-time.Millisecond)
+	begun := h.Now()
+	// A listing written within the round's first millisecond is the
+	// round's too, whatever the clock's grain.
+	started = begun.Add(-time.Millisecond)
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	run.Tags = federatedTags(q)
-	run.URNs = append(run.URNs, req.Filters.URN...)
+	if len(s.ids) == 0 {
+		run.Tags = federatedTags(s.q)
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, tag := range run.Tags {
@@ -538,12 +638,12 @@ func (h *Handler) federate(ctx context.Context, req SearchRequest, q store.Searc
 			run.Providers += p
 			run.Records += c
 			if err != nil {
-				run.Errors = append(run.Errors, "tag "+tag+": "+err.Error())
+				run.Errors++
 			}
 		})
 	}
 	if h.Finder != nil {
-		for i, id := range ids {
+		for _, id := range s.ids {
 			wg.Go(func() {
 				if l, _ := h.byID(ctx, id); l != nil {
 					return // the mirror has it
@@ -552,7 +652,7 @@ func (h *Handler) federate(ctx context.Context, req SearchRequest, q store.Searc
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
-					run.Errors = append(run.Errors, "urn "+req.Filters.URN[i]+": not found in the DHT")
+					run.Errors++
 					return
 				}
 				run.Records++
@@ -560,13 +660,13 @@ func (h *Handler) federate(ctx context.Context, req SearchRequest, q store.Searc
 		}
 	}
 	wg.Wait()
-	run.ElapsedMS = h.Now().Sub(started).Milliseconds()
+	run.Elapsed = h.Now().Sub(begun)
 	run.TimedOut = ctx.Err() != nil
 	return run, started, true
 }
 
-// federatedTags is what a search asks tag providers for: its tag filters,
-// else the words of its query that are tags, at most maxFederatedTags.
+// federatedTags is what a search asks tag providers for: its tag filter,
+// else the words of its text that are tags, at most maxFederatedTags.
 func federatedTags(q store.SearchQuery) []string {
 	tags := append([]string(nil), q.Tags...)
 	if len(tags) == 0 {

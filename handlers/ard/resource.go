@@ -3,74 +3,119 @@ package ard
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
 
-// Resource types.
+// Entry types (media types of the artifact an entry points at).
 const (
-	TypeAgent = "a2a-agent"
+	TypeA2A      = "application/a2a-agent-card+json"
+	TypeMCP      = "application/mcp-server-card+json"
+	TypeRegistry = "application/ai-registry+json"
+	TypeCatalog  = "application/ai-catalog+json"
 )
 
-// resource is l as a registry entry, scored against the query text.
-func (h *Handler) resource(l store.Listing, origin, text string) Resource {
+func knownType(t string) bool { return t == TypeA2A || t == TypeMCP }
+
+// Entry is an ARD catalog entry (ai-catalog.schema.json's catalogEntry)
+// with a search result's score and source. MediaType repeats Type for
+// readers of the Agent-Card AI Catalog draft, which names it so.
+type Entry struct {
+	Identifier   string         `json:"identifier"`
+	DisplayName  string         `json:"displayName"`
+	Type         string         `json:"type"`
+	MediaType    string         `json:"mediaType"`
+	URL          string         `json:"url,omitempty"`
+	Data         any            `json:"data,omitempty"`
+	Description  string         `json:"description,omitempty"`
+	Tags         []string       `json:"tags,omitempty"`
+	Capabilities []string       `json:"capabilities,omitempty"`
+	Version      string         `json:"version,omitempty"`
+	UpdatedAt    string         `json:"updatedAt,omitempty"`
+	Metadata     map[string]any `json:"metadata,omitempty"`
+	Score        int            `json:"score"`
+	Source       string         `json:"source,omitempty"`
+}
+
+// AgentCardURL, ServerCardURL and MCPURL are where a listing's artifacts
+// are served (handlers/a2a, handlers/discovery, handlers/mcpserver).
+func AgentCardURL(origin, id string) string  { return origin + "/a2a/" + id + "/agent-card.json" }
+func ServerCardURL(origin, id string) string { return origin + "/mcp/agents/" + id + "/server-card" }
+func MCPURL(origin string) string            { return origin + "/mcp" }
+
+// EntryOf is l as a catalog entry of type t (TypeA2A or TypeMCP), without
+// score or source: what the AI Catalog lists too.
+func EntryOf(l store.Listing, origin, t string, domains []string) Entry {
 	rec := l.Record
 	health := l.Health.State
 	if health == "" {
 		health = agent.HealthUnknown
 	}
-	res := Resource{
-		URN:         URN(rec),
-		Type:        TypeAgent,
-		ID:          rec.ID,
-		Name:        rec.Name,
-		DisplayName: rec.DisplayName,
+	ns, url := NamespaceA2A, AgentCardURL(origin, rec.ID)
+	if t == TypeMCP {
+		ns, url = NamespaceMCP, ServerCardURL(origin, rec.ID)
+	}
+	e := Entry{
+		Identifier:  URNIn(rec.Publisher, ns, rec.Name),
+		DisplayName: cmpOr(rec.DisplayName, rec.Name),
+		Type:        t,
+		MediaType:   t,
+		URL:         url,
 		Description: rec.Description,
+		Tags:        append([]string(nil), rec.Tags...),
 		Version:     rec.Version,
-		Tags:        append([]string{}, rec.Tags...),
-		Endpoints: Endpoints{
-			A2ACard:    origin + "/a2a/" + rec.ID + "/agent-card.json",
-			MCP:        origin + "/mcp",
-			ServerCard: origin + "/mcp/agents/" + rec.ID + "/server-card",
-			Page:       origin + "/agents/" + rec.ID,
+		Metadata: map[string]any{
+			"agentsite.id":        rec.ID,
+			"agentsite.name":      rec.Name,
+			"agentsite.publisher": rec.Publisher,
+			"agentsite.host":      l.HostPeerID,
+			"agentsite.status":    l.Status,
+			"agentsite.health":    health,
+			"agentsite.verified":  len(domains) > 0,
+			"agentsite.page":      origin + "/agents/" + rec.ID,
+			"agentsite.mcp":       MCPURL(origin),
 		},
-		Status:    l.Status,
-		Health:    health,
-		Publisher: Publisher{PeerID: rec.Publisher, Host: l.HostPeerID},
-		Source:    SourceMirror,
-		UpdatedAt: l.UpdatedAt.UTC(),
+	}
+	if !l.UpdatedAt.IsZero() {
+		e.UpdatedAt = l.UpdatedAt.UTC().Format(time.RFC3339)
+	}
+	if len(domains) > 0 {
+		e.Metadata["agentsite.domains"] = strings.Join(domains, " ")
+		e.Metadata["agentsite.domainIdentifier"] = URNIn(domains[0], ns, rec.Name)
 	}
 	for _, s := range rec.Skills {
-		res.Skills = append(res.Skills, Skill{ID: s.ID, Name: s.Name, Description: s.Description})
+		e.Capabilities = append(e.Capabilities, cmpOr(s.Name, s.ID))
 	}
-	if h.Publishers != nil {
-		if ds := h.Publishers.Domains(rec.Publisher); len(ds) > 0 {
-			res.Publisher.Verified, res.Publisher.Domains = true, ds
-			for _, d := range ds {
-				res.Aliases = append(res.Aliases, DomainURN(d, rec))
-			}
-		}
+	return e
+}
+
+func (h *Handler) entry(l store.Listing, origin, t, via string) Entry {
+	e := EntryOf(l, origin, t, h.domains(l.Record.Publisher))
+	e.Metadata["agentsite.via"] = via
+	return e
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
 	}
-	res.Links = []LinkJSON{
-		{Rel: "a2a-card", Href: res.Endpoints.A2ACard, Type: "application/json"},
-		{Rel: "mcp", Href: res.Endpoints.MCP},
-		{Rel: "alternate", Href: res.Endpoints.Page, Type: "text/html"},
-	}
-	res.Score = score(rec, l, health, res.Publisher.Verified, text)
-	return res
+	return b
 }
 
 // score is how well l matches text and whether it answers now, 0 to 100:
-// up to 60 for the match (every query word in the title, in the head of
-// the description, anywhere), 25 for being online (10 stale), 10 for good
+// up to 60 for the match (every word in the title, in the head of the
+// description, anywhere), 25 for being online (10 stale), 10 for good
 // health (4 degraded), 5 for a verified publisher. It says nothing of
 // trust: a verified domain proves who runs a node, not what its agents do.
-func score(rec agent.Record, l store.Listing, health string, verified bool, text string) int {
+func score(l store.Listing, verified bool, text string) int {
+	rec := l.Record
 	words := strings.Fields(strings.ToLower(text))
-	match := 40 // no query: every listing matches alike
+	match := 40 // no text: every listing matches alike
 	if len(words) > 0 {
 		title := strings.ToLower(rec.DisplayName + " " + rec.Name)
 		desc := strings.ToLower(rec.Description)
@@ -95,7 +140,7 @@ func score(rec agent.Record, l store.Listing, health string, verified bool, text
 		switch {
 		case inTitle == n:
 			match = 60
-		case inHead == n || inTitle+inHead >= n:
+		case inHead == n:
 			match = 45
 		default:
 			match = 20 + 25*inAll/n
@@ -108,7 +153,7 @@ func score(rec agent.Record, l store.Listing, health string, verified bool, text
 	case store.StatusStale:
 		s += 10
 	}
-	switch health {
+	switch l.Health.State {
 	case agent.HealthHealthy:
 		s += 10
 	case agent.HealthDegraded:
@@ -121,74 +166,61 @@ func score(rec agent.Record, l store.Listing, health string, verified bool, text
 }
 
 // sortByScore orders a page by score, keeping the index's order between
-// equals (the cursor is the index's: pages do not overlap).
-func sortByScore(rs []Resource) {
-	slices.SortStableFunc(rs, func(a, b Resource) int { return b.Score - a.Score })
+// equals (the page token is the index's: pages do not overlap).
+func sortByScore(rs []Entry) {
+	slices.SortStableFunc(rs, func(a, b Entry) int { return b.Score - a.Score })
 }
 
-// ExploreRequest is the body of POST /explore.
-type ExploreRequest struct {
-	Query   string  `json:"query"`
-	Filters Filters `json:"filters"`
-	// Limit bounds each facet's values (default 20, at most 100).
-	Limit int `json:"limit,omitempty"`
-}
-
-// ExploreResponse is the facets of what a search would find.
-type ExploreResponse struct {
-	Facets     map[string][]FacetValue `json:"facets"`
-	Federation Federation              `json:"federation"`
-}
-
-// FacetValue is a facet's value and how many resources have it.
-type FacetValue struct {
-	Value string `json:"value"`
-	Count int    `json:"count"`
-}
-
-// Explore is POST /explore: the tags (and, for the whole catalogue, the
-// statuses) of what a search finds, from the mirror.
-func (h *Handler) Explore(w http.ResponseWriter, r *http.Request) {
-	var req ExploreRequest
-	if err := decodeBody(r, &req); err != nil {
-		httpkit.WriteJSONError(w, err)
-		return
-	}
-	q, err := h.query(SearchRequest{Query: req.Query, Filters: req.Filters, Limit: req.Limit})
-	if err != nil {
-		h.badQuery(w, err)
-		return
-	}
-	ctx := r.Context()
-	tags, err := h.Catalog.TagFacets(ctx, q, q.Limit)
-	if err != nil {
-		h.fault(w, r, err)
-		return
-	}
-	out := ExploreResponse{Facets: map[string][]FacetValue{"tags": {}, "type": {}}, Federation: Federation{Mode: ModeNone}}
-	for _, t := range tags {
-		out.Facets["tags"] = append(out.Facets["tags"], FacetValue{Value: t.Tag, Count: t.Count})
-	}
-	if out.Federation.Mirror, err = h.mirrorState(ctx); err != nil {
-		h.fault(w, r, err)
-		return
-	}
-	if q.Q == "" && len(q.Tags) == 0 && len(q.Health) == 0 && len(q.Statuses) == 0 {
-		counts, err := h.Catalog.CountByStatus(ctx)
-		if err != nil {
-			h.fault(w, r, err)
+// List is GET /agents?filter&orderBy&pageSize&pageToken: deterministic
+// browsing (ARD §7.4), newest first or by display name, with the filter
+// expression of Appendix A (clauses joined by AND; "field = 'a,b'" is an
+// OR of values): displayName, type, publisherId, tags, status, health,
+// verified, updatedAfter.
+func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	s := search{q: store.SearchQuery{Cursor: v.Get("pageToken"), Limit: 20, Sort: store.SortNewest}}
+	if ps := v.Get("pageSize"); ps != "" {
+		n, err := strconv.Atoi(ps)
+		if err != nil || n < 1 || n > store.MaxLimit {
+			invalid(w, "pageSize must be 1 to %d", store.MaxLimit)
 			return
 		}
-		total := 0
-		for _, st := range []string{store.StatusOnline, store.StatusStale, store.StatusOffline} {
-			if counts[st] > 0 {
-				out.Facets["status"] = append(out.Facets["status"], FacetValue{Value: st, Count: counts[st]})
-				if st != store.StatusOffline {
-					total += counts[st]
-				}
-			}
+		s.q.Limit = n
+	}
+	switch ob := strings.ToLower(strings.Join(strings.Fields(v.Get("orderBy")), " ")); ob {
+	case "", "updatedat desc", "createdat desc":
+	case "displayname", "displayname asc", "name":
+		s.q.Sort = store.SortName
+	default:
+		invalid(w, "orderBy must be displayName or updatedAt DESC")
+		return
+	}
+	filter, after, err := parseExpression(v.Get("filter"))
+	if err != nil {
+		invalid(w, "filter: %v", err)
+		return
+	}
+	if err := h.parseFilter(&s, filter); err != nil {
+		invalid(w, "filter: %v", err)
+		return
+	}
+	if !after.IsZero() {
+		prev := s.keep
+		s.keep = func(l store.Listing) bool { return l.UpdatedAt.After(after) && (prev == nil || prev(l)) }
+	}
+	listings, next, err := h.find(r.Context(), s)
+	if err != nil {
+		h.fault(w, r, err)
+		return
+	}
+	origin := httpkit.Origin(r, h.PublicURL)
+	out := ListResponse{Items: []Entry{}, PageToken: next}
+	for _, l := range listings {
+		for _, t := range s.entryTypes() {
+			e := h.entry(l, origin, t, ViaMirror)
+			e.Score = 0
+			out.Items = append(out.Items, e)
 		}
-		out.Facets["type"] = append(out.Facets["type"], FacetValue{Value: TypeAgent, Count: total})
 	}
 	httpkit.WriteJSON(w, http.StatusOK, out)
 }
