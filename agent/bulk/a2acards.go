@@ -10,22 +10,27 @@ import (
 	"strings"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/cardsig"
 	"github.com/agentsite/agentsite/agent/registry"
 )
 
 // WellKnownCardPath is where an A2A server serves its agent card.
 const WellKnownCardPath = "/.well-known/agent-card.json"
 
-// cardJSON is the part of an A2A agent card this import reads, plus
-// cardUrl: where the card is served, when not at the well-known path of
-// the card's url.
+// cardJSON is the part of an A2A agent card this import reads, in A2A
+// 1.0's shape (supportedInterfaces) or 0.3's (url), plus cardUrl: where
+// the card is served, when not at the well-known path of the card's
+// interface URL.
 type cardJSON struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	Version     string `json:"version"`
-	URL         string `json:"url"`
-	CardURL     string `json:"cardUrl"`
-	Skills      []struct {
+	Name                string `json:"name"`
+	Description         string `json:"description"`
+	Version             string `json:"version"`
+	URL                 string `json:"url"`
+	SupportedInterfaces []struct {
+		URL string `json:"url"`
+	} `json:"supportedInterfaces"`
+	CardURL string `json:"cardUrl"`
+	Skills  []struct {
 		ID          string   `json:"id"`
 		Name        string   `json:"name"`
 		Description string   `json:"description"`
@@ -34,7 +39,8 @@ type cardJSON struct {
 }
 
 // decodeCardItem reads one line of an a2a-cards file: a card URL (bare or
-// as a JSON string), which fetch resolves, or a card's JSON.
+// as a JSON string), which fetch resolves (and whose signature the
+// runtime verifies), or a card's JSON, whose signature is verified here.
 func decodeCardItem(ctx context.Context, raw []byte, fetch CardFetcher) (registry.Input, error) {
 	if raw[0] != '{' {
 		u := string(raw)
@@ -56,23 +62,59 @@ func decodeCardItem(ctx context.Context, raw []byte, fetch CardFetcher) (registr
 	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&c); err != nil {
 		return registry.Input{}, fmt.Errorf("not an A2A agent card: %w", err)
 	}
+	signer, err := verifyCard(raw, c.CardURL != "")
+	if err != nil {
+		return registry.Input{}, err
+	}
 	cardURL := c.CardURL
 	if cardURL == "" {
-		u, err := url.Parse(c.URL)
+		iface := c.URL
+		if len(c.SupportedInterfaces) > 0 && c.SupportedInterfaces[0].URL != "" {
+			iface = c.SupportedInterfaces[0].URL
+		}
+		u, err := url.Parse(iface)
 		if err != nil || u.Host == "" {
-			return registry.Input{}, errors.New(`the card has no "url" to find it by; add "cardUrl": where the card is served`)
+			return registry.Input{}, errors.New(`the card has no "supportedInterfaces" (A2A 1.0) or "url" (0.3) to find it by; add "cardUrl": where the card is served`)
 		}
 		cardURL = u.Scheme + "://" + u.Host + WellKnownCardPath
 	}
-	card := Card{Name: c.Name, Description: c.Description, Version: c.Version}
+	card := Card{Name: c.Name, Description: c.Description, Version: c.Version, Signer: signer}
 	for _, s := range c.Skills {
 		card.Skills = append(card.Skills, agent.Skill{ID: s.ID, Name: s.Name, Description: s.Description, Examples: s.Examples})
 	}
 	return FromCard(card, cardURL), nil
 }
 
+// verifyCard checks a card's signatures (agent/cardsig) and returns the
+// signer's peer id, "" for an unsigned card. cardUrl, this file's own
+// member, is not part of what was signed: it is left out first.
+func verifyCard(raw []byte, hasCardURL bool) (string, error) {
+	if hasCardURL {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return "", fmt.Errorf("not an A2A agent card: %w", err)
+		}
+		delete(m, "cardUrl")
+		b, err := json.Marshal(m)
+		if err != nil {
+			return "", err
+		}
+		raw = b
+	}
+	signer, err := cardsig.Verify(raw)
+	switch {
+	case errors.Is(err, cardsig.ErrUnsigned):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("the card's signature is refused (%w); import the card as its host serves it, or without its signatures", err)
+	}
+	return signer, nil
+}
+
 // FromCard is the registration of an external A2A agent: an a2a-backend
-// agent on its card URL, named after the card, its skills the card's.
+// agent on its card URL, named after the card, its skills the card's, the
+// card's signer pinned (the runtime refuses the card if another key signs
+// it later).
 func FromCard(c Card, cardURL string) registry.Input {
 	skills := c.Skills
 	if len(skills) > agent.MaxSkills {
@@ -97,6 +139,6 @@ func FromCard(c Card, cardURL string) registry.Input {
 		Tags:        []string{"a2a"},
 		Skills:      skills,
 		Version:     version(c.Version),
-		Backend:     agent.Backend{Kind: agent.BackendA2A, URL: cardURL},
+		Backend:     agent.Backend{Kind: agent.BackendA2A, URL: cardURL, CardSigner: c.Signer},
 	}
 }

@@ -42,6 +42,9 @@ type Card struct {
 	Description string
 	Version     string
 	Skills      []agent.Skill
+	// Signer is the peer id of the node that signed the card (verified,
+	// agent/cardsig); "" for an unsigned card.
+	Signer string
 }
 
 // CardFetcher fetches the A2A agent card at url (through the node's guarded

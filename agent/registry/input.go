@@ -73,12 +73,16 @@ func ValidateBackend(b agent.Backend, allowPrivate bool) (agent.Backend, error) 
 	return b, backendErrors(b, allowPrivate)
 }
 
-// KeepKey is b with old's API key when b is an llm backend without one:
-// forms never render a key back, so a blank key means "keep the stored
-// one" (saving an edit, and testing the edit form's backend).
+// KeepKey is b with old's API key when b is an llm or a2a backend without
+// one: forms never render a key back, so a blank key means "keep the
+// stored one" (saving an edit, and testing the edit form's backend). An
+// a2a backend on the same card URL keeps its card's pinned signer too.
 func KeepKey(b, old agent.Backend) agent.Backend {
-	if b.Kind == agent.BackendLLM && b.APIKey == "" {
+	if b.APIKey == "" && (b.Kind == agent.BackendLLM || b.Kind == agent.BackendA2A && old.Kind == agent.BackendA2A) {
 		b.APIKey = old.APIKey
+	}
+	if b.Kind == agent.BackendA2A && old.Kind == agent.BackendA2A && b.URL == old.URL && b.CardSigner == "" {
+		b.CardSigner = old.CardSigner
 	}
 	return b
 }

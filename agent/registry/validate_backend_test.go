@@ -42,4 +42,17 @@ func TestKeepKey(t *testing.T) {
 	if got := registry.KeepKey(agent.Backend{Kind: agent.BackendWebhook}, old).APIKey; got != "" {
 		t.Errorf("webhook: %q, want no key", got)
 	}
+	// An a2a agent keeps its own key and its card's pinned signer, never
+	// an llm agent's key, and not the signer of another card URL.
+	card := "https://agents.example.com/.well-known/agent-card.json"
+	a2aOld := agent.Backend{Kind: agent.BackendA2A, URL: card, APIKey: "sk-a2a", CardSigner: "12D3KooWsigner"}
+	if got := registry.KeepKey(agent.Backend{Kind: agent.BackendA2A, URL: card}, a2aOld); got.APIKey != "sk-a2a" || got.CardSigner != "12D3KooWsigner" {
+		t.Errorf("a2a: %+v, want the stored key and signer", got)
+	}
+	if got := registry.KeepKey(agent.Backend{Kind: agent.BackendA2A, URL: card}, old).APIKey; got != "" {
+		t.Errorf("a2a after llm: %q, want no key", got)
+	}
+	if got := registry.KeepKey(agent.Backend{Kind: agent.BackendA2A, URL: card + "?moved"}, a2aOld).CardSigner; got != "" {
+		t.Errorf("a2a on another card URL: signer %q, want none", got)
+	}
 }

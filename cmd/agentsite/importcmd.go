@@ -162,11 +162,12 @@ func cardFetcher(rt *runtime.Runtime) bulk.CardFetcher {
 	return func(ctx context.Context, url string) (bulk.Card, error) {
 		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
-		card, err := rt.ProbeA2A(ctx, url)
+		info, err := rt.FetchA2ACard(ctx, url)
 		if err != nil {
 			return bulk.Card{}, err
 		}
-		out := bulk.Card{Name: card.Name, Description: card.Description, Version: card.Version}
+		card := info.Card
+		out := bulk.Card{Name: card.Name, Description: card.Description, Version: card.Version, Signer: info.Signer}
 		for _, s := range card.Skills {
 			out.Skills = append(out.Skills, agent.Skill{ID: s.ID, Name: s.Name, Description: s.Description, Examples: s.Examples})
 		}
