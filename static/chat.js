@@ -180,7 +180,10 @@
       case "started":
         if (pending && typeof f.conversation_id === "string" && f.conversation_id) {
           pending.started = true;
-          adoptConversation(f.conversation_id, pending.text);
+          // The server's title (the first message as text, its Markdown
+          // taken out) names the conversation in the side list.
+          if (typeof f.text === "string" && f.text) pending.title = f.text;
+          adoptConversation(f.conversation_id, pending.title || pending.text);
         }
         break;
       case "attached":
@@ -296,8 +299,39 @@
     // sanitized by the server (web/markdown), replaces them once it ends.
     if (typeof f.html === "string" && f.html !== "") showMarkdown(p.agent, f.html);
     if (f.message_id) p.agent.setAttribute("data-message-id", String(f.message_id));
-    if (f.conversation_id) adoptConversation(f.conversation_id, p.text);
+    if (f.conversation_id) adoptConversation(f.conversation_id, p.title || p.text);
+    addReplyActions(p.agent);
     turnEnded();
+  }
+
+  // addReplyActions puts Copy and Regenerate under finished reply li; the
+  // conversation's last reply is the only one Regenerate replaces.
+  function addReplyActions(li) {
+    dropRegenerate();
+    var actions = clone("reply-actions");
+    q("input[name=c]", actions).value = convId;
+    li.appendChild(actions);
+    showCopyButtons(li);
+  }
+
+  function dropRegenerate() {
+    var old = list.querySelectorAll("[data-testid=regenerate-form]");
+    for (var i = 0; i < old.length; i++) old[i].remove();
+  }
+
+  // showCopyButtons shows the Copy of each finished reply within el (the
+  // page renders them hidden: without this script they could not copy).
+  function showCopyButtons(el) {
+    var all = el.querySelectorAll("[data-testid=message-copy]");
+    for (var i = 0; i < all.length; i++) all[i].hidden = false;
+  }
+
+  // copyReply copies the text of the reply whose Copy was pressed, as
+  // it reads (line breaks kept).
+  function copyReply(btn) {
+    var li = btn.closest("[data-testid=message]");
+    var body = li && (q("[data-testid=message-markdown]", li) || q(".msg-text", li));
+    if (body) copyText(btn, body);
   }
 
   // showMarkdown puts html, the server's sanitized rendering of a reply,
@@ -326,20 +360,26 @@
   function copyCode(ev) {
     var btn = ev.currentTarget;
     var pre = btn.parentNode.querySelector("pre");
-    if (!pre) return;
+    if (pre) copyText(btn, pre);
+  }
+
+  // copyText copies el's text (as it reads: innerText keeps the line
+  // breaks of a reply's <br>s and paragraphs) and says so on btn.
+  function copyText(btn, el) {
     var label = btn.getAttribute("data-label") || btn.textContent;
     btn.setAttribute("data-label", label);
     var done = function (said) {
       btn.textContent = said;
       setTimeout(function () { btn.textContent = label; }, 1500);
     };
+    var text = el.tagName === "PRE" ? el.textContent : el.innerText;
     if (navigator.clipboard && navigator.clipboard.writeText) {
-      navigator.clipboard.writeText(pre.textContent).then(
+      navigator.clipboard.writeText(text).then(
         function () { done("Copied"); },
-        function () { selectText(pre); done("Press Ctrl+C"); }
+        function () { selectText(el); done("Press Ctrl+C"); }
       );
     } else {
-      selectText(pre);
+      selectText(el);
       done("Press Ctrl+C");
     }
   }
@@ -491,6 +531,11 @@
   }
 
   list.addEventListener("click", function (ev) {
+    var c = ev.target.closest("[data-testid=message-copy]");
+    if (c) {
+      copyReply(c);
+      return;
+    }
     var b = ev.target.closest("[data-testid=message-edit]");
     if (!b) return;
     if (refusePending()) return;
@@ -503,9 +548,10 @@
     setEditing(false);
     input.value = "";
   });
-  // Try again on a stored failure (a form without JavaScript).
+  // Try again on a stored failure, and Regenerate on the last reply
+  // (forms without JavaScript).
   list.addEventListener("submit", function (ev) {
-    if (!ev.target.matches("[data-testid=retry-form]")) return;
+    if (!ev.target.matches(".retry-form")) return;
     ev.preventDefault();
     retryStored();
   });
@@ -542,9 +588,11 @@
     hideNote();
     var empty = q("[data-testid=messages-empty]");
     if (empty) empty.remove();
-    // A retry is about the latest failure only.
+    // A retry is about the latest failure only; Regenerate about the
+    // latest reply.
     var old = list.querySelectorAll("[data-testid=message-retry]");
     for (var i = 0; i < old.length; i++) (old[i].closest("form") || old[i]).remove();
+    dropRegenerate();
     var user = addMessage("user", text);
     var agentMsg = addMessage("agent", ""); // with the typing indicator, aria-busy
     var textNode = document.createTextNode("");
@@ -555,6 +603,7 @@
       textNode: textNode,
       text: text,
       raw: raw,
+      title: "",
       got: false,
       steps: [],
       started: false
@@ -696,6 +745,62 @@
     refreshEdit();
   }
   addCopyButtons(list);
+  showCopyButtons(list);
+  drawer();
+  fitViewport();
   scrollToEnd();
   connect();
+
+  // ---------- Phone layout ----------
+
+  // drawer makes the side list a drawer on a narrow screen (CSS, under
+  // data-drawer): the header's button opens it; Escape, the scrim or its
+  // close button shuts it, and the focus goes back to the button.
+  function drawer() {
+    var toggle = q("[data-testid=conversations-toggle]");
+    var side = q("[data-testid=chat-side]");
+    var scrim = q("[data-testid=conversations-scrim]");
+    var close = q("[data-testid=conversations-close]");
+    if (!toggle || !side) return;
+    root.setAttribute("data-drawer", "closed");
+    function set(open, focusBack) {
+      root.setAttribute("data-drawer", open ? "open" : "closed");
+      toggle.setAttribute("aria-expanded", open ? "true" : "false");
+      scrim.hidden = !open;
+      if (open) {
+        var first = q("[aria-current=page]", side) || q("a, button", side);
+        if (first) first.focus();
+      } else if (focusBack) {
+        toggle.focus();
+      }
+    }
+    toggle.addEventListener("click", function () { set(root.getAttribute("data-drawer") !== "open", false); });
+    scrim.addEventListener("click", function () { set(false, true); });
+    close.addEventListener("click", function () { set(false, true); });
+    document.addEventListener("keydown", function (ev) {
+      if (ev.key === "Escape" && root.getAttribute("data-drawer") === "open") set(false, true);
+    });
+  }
+
+  // fitViewport keeps the chat, composer included, inside what the
+  // screen shows: on a phone the open keyboard shrinks the visual
+  // viewport, not the layout one, so the chat's height follows
+  // visualViewport (custom properties set from script; the CSP allows no
+  // inline style attribute, but this is the CSSOM).
+  function fitViewport() {
+    var vv = window.visualViewport;
+    function fit() {
+      var top = Math.max(0, root.getBoundingClientRect().top);
+      var height = vv ? vv.height + vv.offsetTop : window.innerHeight;
+      root.style.setProperty("--chat-top", top + "px");
+      root.style.setProperty("--chat-height", Math.max(240, height - top) + "px");
+    }
+    fit();
+    if (vv) {
+      vv.addEventListener("resize", fit);
+      vv.addEventListener("scroll", fit);
+    }
+    window.addEventListener("resize", fit);
+    window.addEventListener("scroll", fit, { passive: true });
+  }
 })();

@@ -17,7 +17,7 @@ import (
 	"strings"
 )
 
-//go:embed htmx.min.js app.css app.js chat.js theme.js
+//go:embed htmx.min.js app.css app.js chat.js chat.css theme.js
 var files embed.FS
 
 // Prefix is the URL path the assets are served under.

@@ -63,7 +63,9 @@ type HostView struct {
 // to call the agent from outside the portal, on this node's public URL.
 type UseView struct {
 	Curl      string // the message API call
-	MCPConfig string // an MCP client config (mcpServers) for this node's /mcp
+	MCPConfig string // an MCP client config (mcpServers, "type": "http") for this node's /mcp
+	MCPTool   string // the MCP tool call that reaches this agent there ("send_message {...}")
+	MCPHelp   string // the /mcp page about this agent
 	CardURL   string // the agent's A2A card
 }
 

@@ -405,9 +405,10 @@ func newConversationID() (string, error) {
 	return "c" + strings.ToLower(convIDEncoding.EncodeToString(b)), nil
 }
 
-// title is the conversation's label in the side list: its first words.
+// title is the conversation's label in the side list: its first words,
+// as text (a first message in Markdown shows without its markup).
 func title(agentName, text string) string {
-	t := strings.Join(strings.Fields(text), " ")
+	t := strings.Join(strings.Fields(plainText(text)), " ")
 	if r := []rune(t); len(r) > maxTitleRunes {
 		t = string(r[:maxTitleRunes-1]) + "…"
 	}

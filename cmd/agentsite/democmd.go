@@ -36,6 +36,8 @@ type demoConfig struct {
 	OperatorToken string
 	StartTimeout  time.Duration
 	SyncTimeout   time.Duration
+	// StepPause is the planner's pause before each step (democmd_planner_serve.go).
+	StepPause time.Duration
 }
 
 // demo runs a local planet of three nodes as child processes.
@@ -68,6 +70,7 @@ func newDemo(args []string, stdout, stderr io.Writer) (*demo, error) {
 	fs.StringVar(&c.OperatorToken, "operator-token", "", "operator token the nodes accept on their API (default: a random one, printed)")
 	fs.DurationVar(&c.StartTimeout, "start-timeout", 60*time.Second, "how long each node may take to answer /readyz")
 	fs.DurationVar(&c.SyncTimeout, "sync-timeout", 30*time.Second, "how long to wait for every portal to list every demo node's agent")
+	fs.DurationVar(&c.StepPause, "step-pause", demoStepPause, "the planner's pause before each step, so the steps arrive one by one in the chat (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/agent/runtime/fakellm"
@@ -33,6 +34,9 @@ type demoPlanner struct {
 	// Hosts names nodes for people in the answer: find_agents' host
 	// ("node 3f9a2c") → the demo's name ("node-b"); may be nil.
 	Hosts map[string]string
+	// Pause is the demo's pause before each step (pausing), said in the
+	// answer so nobody takes it for the planet's speed; 0 says nothing.
+	Pause time.Duration
 }
 
 // demoArithmetic matches a run of arithmetic in a question.
@@ -63,7 +67,7 @@ func (p demoPlanner) Reply(req fakellm.Request) fakellm.Reply {
 	}
 	calc, ok := p.pickCalculator(results[0])
 	if !ok {
-		return fakellm.Reply{Text: "I searched the planet for a calculator on another node and found none, so I cannot work this out. " + demoDisclaimer}
+		return fakellm.Reply{Text: "I searched the planet for a calculator on another node and found none, so I cannot work this out. " + p.disclaimer()}
 	}
 	sum := demoExpression(req.LastUser())
 	if len(results) == 1 {
@@ -74,13 +78,13 @@ func (p demoPlanner) Reply(req fakellm.Request) fakellm.Reply {
 	calcWhere := calc.Name + " on " + p.hostName(calc.Host)
 	result, err := toolReply(results[1])
 	if err != "" {
-		return fakellm.Reply{Text: fmt.Sprintf("I asked the %s to work out %s, but it could not answer: %s %s", calcWhere, sum, err, demoDisclaimer)}
+		return fakellm.Reply{Text: fmt.Sprintf("I asked the %s to work out %s, but it could not answer: %s %s", calcWhere, sum, err, p.disclaimer())}
 	}
 	if p.HaikuID == "" {
-		return fakellm.Reply{Text: fmt.Sprintf("The %s says %s = %s. %s", calcWhere, sum, result, demoDisclaimer)}
+		return fakellm.Reply{Text: fmt.Sprintf("The %s says %s = %s. %s", calcWhere, sum, result, p.disclaimer())}
 	}
 	if len(results) == 2 {
-		// The builtin haiku agent writes about the longest word it is
+		// The builtin haiku agent writes about the whole message it is
 		// sent, so it gets the result alone.
 		return fakellm.Reply{Calls: []fakellm.ToolCall{
 			fakellm.Call("ask-2", runtime.ToolAskAgent, map[string]string{"agent_id": p.HaikuID, "text": result}),
@@ -92,11 +96,20 @@ func (p demoPlanner) Reply(req fakellm.Request) fakellm.Reply {
 	}
 	return fakellm.Reply{Text: fmt.Sprintf("I searched the planet for a calculator and asked the %s: %s = %s.\n\n"+
 		"Then I asked the haiku agent on %s for a poem about %s:\n\n%s\n\n%s",
-		calcWhere, sum, result, p.HaikuWhere, result, haiku, demoDisclaimer)}
+		calcWhere, sum, result, p.HaikuWhere, result, haiku, p.disclaimer())}
 }
 
 // demoDisclaimer ends every answer of the planner.
 const demoDisclaimer = "(I am a scripted demo model, not a real LLM: I plan every question the same way.)"
+
+// disclaimer is demoDisclaimer, with the demo's pause per step when there
+// is one.
+func (p demoPlanner) disclaimer() string {
+	if p.Pause <= 0 {
+		return demoDisclaimer
+	}
+	return strings.TrimSuffix(demoDisclaimer, ".)") + fmt.Sprintf(", and I wait %s before each step so you can watch the steps arrive.)", p.Pause)
+}
 
 // pickCalculator reads a find_agents result: the preferred calculator if
 // listed, else the first one another node hosts.

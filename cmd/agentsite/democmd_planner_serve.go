@@ -20,7 +20,7 @@ func demoPlannerSpec(modelURL string) demoAgentSpec {
 		Description: "Hosted by demo node A. An agent that calls other agents, backed by a scripted demo model, not a real LLM: " +
 			"for any question it searches the planet for a calculator on another node, asks it the arithmetic in your question " +
 			"(6*7 if there is none), asks node C's haiku agent for a poem about the result, and answers with both. " +
-			"Each step shows in the chat as it happens.",
+			"Each step shows in the chat as it happens; the demo pauses a moment before each (agentsite demo --step-pause) so you can watch them arrive.",
 		Tags:    []string{"demo", "planner", "delegation"},
 		Example: "what is 12*(3+4)?",
 		Skill:   "Works a question out with agents on other nodes (scripted demo model).",
@@ -33,7 +33,7 @@ func demoPlannerSpec(modelURL string) demoAgentSpec {
 // at it. stop closes the model's server.
 func (d *demo) startPlanner(ctx context.Context, token string) (stop func(), err error) {
 	a, b, c := d.nodes[0], d.nodes[1], d.nodes[2]
-	script := demoPlanner{HaikuID: c.agentID, HaikuWhere: c.name, Hosts: map[string]string{}}
+	script := demoPlanner{HaikuID: c.agentID, HaikuWhere: c.name, Hosts: map[string]string{}, Pause: d.cfg.StepPause}
 	for _, n := range d.nodes[1:] {
 		script.Hosts[demoHostName(n.peerID)] = n.name
 	}
@@ -51,7 +51,7 @@ func (d *demo) startPlanner(ctx context.Context, token string) (stop func(), err
 		return nil, fmt.Errorf("serve the planner's demo model: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           &fakellm.Server{Model: demoPlannerModel, Script: script.Reply},
+		Handler:           pausing(&fakellm.Server{Model: demoPlannerModel, Script: script.Reply}, d.cfg.StepPause),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	served := make(chan struct{})
@@ -77,6 +77,30 @@ func (d *demo) startPlanner(ctx context.Context, token string) (stop func(), err
 	d.plannerID = id
 	d.progress("%s: %s %q, an agent that calls agents, on the scripted demo model at %s", a.name, verb, spec.Name, modelURL)
 	return stop, nil
+}
+
+// demoStepPause is the demo planner's default pause before each step:
+// without it the three nodes answer within milliseconds and the steps
+// land in the chat all at once.
+const demoStepPause = 700 * time.Millisecond
+
+// pausing is h after a pause of d on each request (the scripted model
+// "thinking" before each step), cut short when the request ends. d 0 is
+// h itself: tests and benchmarks run the script at full speed.
+func pausing(h http.Handler, d time.Duration) http.Handler {
+	if d <= 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-t.C:
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // demoHostName is how find_agents names a node for people (agent/chat's

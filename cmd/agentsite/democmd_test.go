@@ -49,7 +49,7 @@ func TestDemoPlanet(t *testing.T) {
 	var out lockedBuffer
 	d, err := newDemo([]string{
 		"--binary", bin, "--dir", dir, "--base-port", fmt.Sprint(base),
-		"--postgres-url", pgURL, "--start-timeout", "60s",
+		"--postgres-url", pgURL, "--start-timeout", "60s", "--step-pause", "0",
 	}, &out, &out)
 	if err != nil {
 		t.Fatal(err)

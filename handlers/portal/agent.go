@@ -65,17 +65,17 @@ func (p *Pages) base(r *http.Request) string { return httpkit.Origin(r, p.Public
 
 // useView is what people copy to call agent id from outside the portal:
 // the message API with curl, an MCP client config for this node's /mcp
-// (the shape Claude Desktop, Cursor and VS Code read) and the A2A card.
+// (mcphelp.go: the mcpServers file of Claude Code and Cursor, with the
+// tool call that reaches the agent) and the A2A card.
 func useView(base, id string) web.UseView {
 	body, _ := json.Marshal(apiwire.MessageIn{Text: "Hello"})
-	mcp, _ := json.MarshalIndent(map[string]any{
-		"mcpServers": map[string]any{"agentsite": map[string]string{"url": base + "/mcp"}},
-	}, "", "  ")
 	return web.UseView{
 		Curl: "curl -X POST " + base + "/api/v1/agents/" + id + "/messages \\\n" +
 			"  -H 'Content-Type: application/json' \\\n" +
 			"  -d '" + string(body) + "'",
-		MCPConfig: string(mcp),
+		MCPConfig: mcpClientConfig(base + "/mcp"), // mcphelp.go
+		MCPTool:   mcpToolCall(id),
+		MCPHelp:   "/mcp?agent=" + id, // ids are base32: nothing to escape
 		CardURL:   base + "/a2a/" + id + "/agent-card.json",
 	}
 }

@@ -142,6 +142,7 @@ func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, con
 		Draft:     draft.Text,
 		Error:     draft.Error,
 		ScriptURL: static.Path("chat.js"),
+		StyleURL:  static.Path("chat.css"),
 	}
 	if convID != "" {
 		c, err := p.Chat.Conversation(ctx, owner, rec.ID, convID)
@@ -165,7 +166,7 @@ func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, con
 			case agent.RoleStep:
 				cm.Text, cm.Step = "", storedStep(m.Text)
 			case agent.RoleAgent:
-				cm.HTML = markdown.Render(m.Text)
+				cm.HTML, cm.Finished = markdown.Render(m.Text), true
 			case agent.RoleError:
 				if m.Text == chat.ErrStopped.Message {
 					cm.Label = web.StoppedLabel
@@ -179,6 +180,9 @@ func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, con
 			// The last exchange failed or was stopped: offer to send it
 			// again.
 			v.Messages[n-1].Retry = true
+		} else if n > 0 && v.Messages[n-1].Role == agent.RoleAgent && !readOnly {
+			// The last reply may be answered anew.
+			v.Messages[n-1].Regenerate = true
 		}
 	}
 	if len(v.Messages) == 0 && !readOnly {

@@ -111,8 +111,8 @@ func TestChatPage(t *testing.T) {
 func checkChatTemplates(t *testing.T, doc *goquery.Document, agentID string) {
 	t.Helper()
 	root := MustTestid(t, doc, "chat")
-	if n, m := doc.Find(`[data-testid="chat-template"]`).Length(), root.Find(`template[data-testid="chat-template"]`).Length(); n != 16 || m != n {
-		t.Errorf("%d chat templates, %d of them <template>s in the chat root; want 16 (with markdown, code-copy and error-stopped)", n, m)
+	if n, m := doc.Find(`[data-testid="chat-template"]`).Length(), root.Find(`template[data-testid="chat-template"]`).Length(); n != 17 || m != n {
+		t.Errorf("%d chat templates, %d of them <template>s in the chat root; want 17 (with markdown, code-copy, error-stopped and reply-actions)", n, m)
 	}
 	tmpl := func(name string) *goquery.Selection {
 		t.Helper()
@@ -145,6 +145,14 @@ func checkChatTemplates(t *testing.T, doc *goquery.Document, agentID string) {
 		if typing := m.Find(`[data-testid="typing"]`).Length(); typing != 0 != (tt.name == "agent") {
 			t.Errorf("template %q has %d typing indicators", tt.name, typing)
 		}
+	}
+	if m := tmpl("error-stopped"); !m.HasClass("msg-stopped") {
+		t.Error("the stopped template is not the calm msg-stopped note")
+	}
+	if a := tmpl("reply-actions"); a.AttrOr("data-testid", "") != "message-actions" || a.Find(`[data-testid="message-copy"]`).Length() != 1 ||
+		a.Find(`form[data-testid="regenerate-form"] input[name="redo"][value="retry"]`).Length() != 1 {
+		h, _ := goquery.OuterHtml(a)
+		t.Errorf("reply-actions template: %s", h)
 	}
 	if got := tmpl("agent").Find(`[data-testid="typing"]`).AttrOr("aria-label", ""); got != "Echo Bot is typing" {
 		t.Errorf("typing indicator label = %q", got)
