@@ -11,6 +11,12 @@ import (
 // store satisfies it through store.Sink; p2p never imports the store.
 type Cache interface {
 	Sink
+	// PutAll stores a page of verified, admitted records (catalogue sync)
+	// as Put would each, in one store transaction when the store runs
+	// them: envs[i] is recs[i]'s envelope, and changed[i] and errs[i] are
+	// recs[i]'s outcome. One record refused or failing changes nothing of
+	// the others.
+	PutAll(ctx context.Context, recs []*agent.Record, envs [][]byte) (changed []bool, errs []error)
 	// Envelopes pages through the signed envelopes of unexpired listings
 	// (tombstones included) in first-seen order after the position after,
 	// optionally only those tagged tag. next is 0 on the last page.

@@ -135,6 +135,12 @@ func (n *Node) handleRecordMsg(ctx context.Context, msg *pubsub.Message) {
 // that relayed it.
 func (n *Node) deliver(ctx context.Context, path string, from peer.ID, rec *agent.Record, env []byte) bool {
 	changed, err := n.cfg.Cache.Put(ctx, rec, env)
+	return n.delivered(ctx, path, from, rec, changed, err)
+}
+
+// delivered counts what the cache did with rec (Put's changed and err),
+// as deliver; it reports whether rec changed the cache.
+func (n *Node) delivered(ctx context.Context, path string, from peer.ID, rec *agent.Record, changed bool, err error) bool {
 	if errors.Is(err, agent.ErrOverQuota) {
 		n.refuse(path, from, err)
 		return false

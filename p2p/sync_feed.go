@@ -244,27 +244,9 @@ func (c *feedClient) read(req feedRequest) (feedResponse, error) {
 // take verifies, admits and caches a page's records; it reports whether
 // admission refused any.
 func (c *feedClient) take(ctx context.Context, envs [][]byte) (refused bool) {
-	for _, env := range envs {
-		rec, err := verifyRecord(env, "", c.n.now())
-		if err != nil {
-			c.n.reject(pathSync, c.p, err)
-			continue
-		}
-		if err := c.n.seqs.check(rec.ID, rec.Seq); err != nil {
-			c.n.outdated(pathSync, err)
-			continue
-		}
-		if err := c.n.admit(rec, c.p); err != nil {
-			c.n.refuse(pathSync, c.p, err)
-			c.refused++
-			refused = true
-			continue
-		}
-		if c.n.deliver(ctx, pathSync, c.p, rec, env) {
-			c.changed++
-		}
-	}
-	return refused
+	changed, ref := c.n.takePage(ctx, c.p, envs)
+	c.changed, c.refused = c.changed+changed, c.refused+ref
+	return ref > 0
 }
 
 // FeedSync pulls what changed in p's catalogue since the cursors this node

@@ -108,6 +108,45 @@ func TestFeedSyncResumesAfterCut(t *testing.T) {
 	}
 }
 
+// TestSyncHandsTheCacheWholePages: each page of a sync, over 1.1.0 and
+// 1.0.0, reaches the cache in one PutAll call (the store writes it in one
+// transaction), never a record at a time.
+func TestSyncHandsTheCacheWholePages(t *testing.T) {
+	const n = 300
+	for _, proto := range []string{SyncFeedProtocol, SyncProtocol} {
+		t.Run(strings.TrimPrefix(proto, "/agentsite/"), func(t *testing.T) {
+			srcKey, _ := genKey(t)
+			src := &memCache{}
+			fillSource(t, srcKey, n, src)
+			s := startNode(t, srcKey, Config{Cache: src, NoSyncOnConnect: true})
+			if proto == SyncProtocol {
+				s.Host().RemoveStreamHandler(SyncFeedProtocol)
+			}
+			mirror := &memCache{}
+			m := startNode(t, nil, Config{Cache: mirror, SyncInterval: time.Hour})
+			connect(t, m, s)
+			eventually(t, 30*time.Second, "the mirror to fill", func() bool { return mirror.held() == n })
+			mirror.mu.Lock()
+			pages := append([]int(nil), mirror.pages...)
+			mirror.mu.Unlock()
+			src.mu.Lock()
+			served := src.nonEmpty
+			src.mu.Unlock()
+			total := 0
+			for _, size := range pages {
+				if size < 1 || size > syncPageSize {
+					t.Errorf("a PutAll of %d records; want 1..%d", size, syncPageSize)
+				}
+				total += size
+			}
+			if total != n || len(pages) != served {
+				t.Fatalf("the cache got %d records in %d PutAll calls (%v), for %d pages served of %d listings: want each page in one call",
+					total, len(pages), pages, served, n)
+			}
+		})
+	}
+}
+
 // TestJoinerSplitsWork: a joiner connected to three sources of the same
 // catalogue gets each listing about once, and later rounds pull nothing
 // again.

@@ -28,6 +28,10 @@ type memCache struct {
 	// failAt, when positive, makes the page that would pass it fail once.
 	served, failAt int
 	calls          int // SyncChanges calls
+	// pages is the size of each PutAll call; nonEmpty counts the pages
+	// with envelopes served by sync (both protocols).
+	pages    []int
+	nonEmpty int
 }
 
 type memCursor struct {
@@ -52,6 +56,15 @@ func (c *memCache) Put(_ context.Context, rec *agent.Record, env []byte) (bool, 
 	return true, nil
 }
 
+// PutAll notes the size of the page it is given (pages), then puts each
+// record.
+func (c *memCache) PutAll(ctx context.Context, recs []*agent.Record, envs [][]byte) ([]bool, []error) {
+	c.mu.Lock()
+	c.pages = append(c.pages, len(recs))
+	c.mu.Unlock()
+	return putEach(ctx, c.Put, recs, envs)
+}
+
 func (c *memCache) Envelopes(_ context.Context, after int64, _ string, limit int) ([][]byte, int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -66,6 +79,9 @@ func (c *memCache) Envelopes(_ context.Context, after int64, _ string, limit int
 		return nil, 0, fmt.Errorf("the test cut the sync")
 	}
 	c.served += to - from
+	if to > from {
+		c.nonEmpty++
+	}
 	return c.order[from:to], next, nil
 }
 
@@ -103,6 +119,9 @@ func (c *memCache) SyncChanges(_ context.Context, after int64, lo, hi string, li
 		return nil, 0, false, fmt.Errorf("the test cut the sync")
 	}
 	c.served += len(envs)
+	if len(envs) > 0 {
+		c.nonEmpty++
+	}
 	return envs, next, next < int64(len(c.order)), nil
 }
 

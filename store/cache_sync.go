@@ -28,3 +28,29 @@ func (c *Cache) SetSyncCursor(ctx context.Context, peer string, shard int, feed 
 func (c *Cache) PruneSyncCursors(ctx context.Context, before time.Time) (int, error) {
 	return c.next.PruneSyncCursors(ctx, before)
 }
+
+// batcher is c as a Batcher when the Network it wraps runs transactions
+// (the Sink writes a sync page in one): the batch's writes invalidate the
+// cached reads once it has ended, committed or not.
+func (c *Cache) batcher() (Batcher, bool) {
+	b, ok := c.next.(Batcher)
+	if !ok {
+		return nil, false
+	}
+	return cacheBatcher{c: c, next: b}, true
+}
+
+type cacheBatcher struct {
+	c    *Cache
+	next Batcher
+}
+
+func (b cacheBatcher) InBatch(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
+	defer b.c.gen.Add(1)
+	return b.next.InBatch(ctx, fn)
+}
+
+func (b cacheBatcher) InBatchWhole(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
+	defer b.c.gen.Add(1)
+	return b.next.InBatchWhole(ctx, fn)
+}

@@ -130,11 +130,16 @@ type ListingWriter interface {
 // rule and in the transaction. changed is false when w already has this
 // seq or a newer one.
 func PutOwn(ctx context.Context, w ListingWriter, rec *agent.Record, envelope []byte, now time.Time) (changed bool, err error) {
+	return upsert(ctx, w, ownListing(rec, envelope, now))
+}
+
+// ownListing is the listing of a record this node signed and hosts, at now.
+func ownListing(rec *agent.Record, envelope []byte, now time.Time) Listing {
 	status := StatusOnline
 	if !rec.ExpiresAt.After(now) {
 		status = StatusOffline
 	}
-	return upsert(ctx, w, Listing{
+	return Listing{
 		Record:     *rec,
 		Envelope:   envelope,
 		Status:     status,
@@ -142,7 +147,7 @@ func PutOwn(ctx context.Context, w ListingWriter, rec *agent.Record, envelope []
 		HostPeerID: rec.HostPeerID(),
 		Local:      true,
 		UpdatedAt:  now,
-	})
+	}
 }
 
 // upsert writes l; a stale seq is no change, not an error.

@@ -1,0 +1,277 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// PutAll is Put for a page of verified records (a catalogue sync page):
+// each record is judged by Put's rules (its status from its host's
+// heartbeat, its publisher's quota, the seq rule), and the page is
+// written in one store transaction when the Store runs them (a Batcher,
+// or a Cache in front of one) instead of one per record: a commit per
+// record was most of a mirror's fill (BENCHMARKS.md, "Mirror fill CPU").
+// envs[i] is recs[i]'s envelope.
+//
+// Each record's outcome is its own, as if Put had been called for each in
+// turn: changed[i] and errs[i] are recs[i]'s. A record refused (over its
+// publisher's quota) or whose write fails changes nothing of the others:
+// a failed write rolls the first try back, and the page is written again
+// with a savepoint per record, which refuses that record only. If the
+// transaction fails as a whole (its commit), each record goes through Put.
+func (s *Sink) PutAll(ctx context.Context, recs []*agent.Record, envs [][]byte) (changed []bool, errs []error) {
+	changed, errs = make([]bool, len(recs)), make([]error, len(recs))
+	if len(envs) != len(recs) {
+		for i := range errs {
+			errs[i] = fmt.Errorf("store: a page of %d records with %d envelopes", len(recs), len(envs))
+		}
+		return changed, errs
+	}
+	b, ok := s.batcher()
+	if !ok || len(recs) < 2 {
+		for i := range recs {
+			changed[i], errs[i] = s.Put(ctx, recs[i], envs[i])
+		}
+		return changed, errs
+	}
+	t := s.now()
+	ls, write := s.pageListings(ctx, recs, envs, t, errs)
+	errRedo := errors.New("a write of the page failed: again with a savepoint per record")
+	run := func(saved bool) func(ctx context.Context, tx Tx) error {
+		return func(ctx context.Context, tx Tx) error {
+			clear(changed)
+			quota := pageQuota{s: s, pubs: map[string]*pubQuota{}}
+			for i := range ls {
+				if !write[i] {
+					continue
+				}
+				errs[i] = nil
+				rec := &ls[i].Record
+				counted := false
+				if rec.Publisher != s.SelfID {
+					var err error
+					if counted, err = quota.admit(ctx, rec, ls[i].Status); err != nil {
+						errs[i] = err
+						continue
+					}
+				}
+				ch, err := upsert(ctx, tx, ls[i])
+				if err != nil {
+					if !saved {
+						return errRedo
+					}
+					if counted { // not stored: it does not count
+						quota.forget(rec)
+					}
+					errs[i] = err
+					continue
+				}
+				changed[i] = ch
+			}
+			return nil
+		}
+	}
+	err := b.InBatchWhole(ctx, run(false))
+	if errors.Is(err, errRedo) && ctx.Err() == nil {
+		err = b.InBatch(ctx, run(true))
+	}
+	if err != nil {
+		// The transaction failed as a whole: nothing of it was kept. Each
+		// record on its own, so that none is lost for another's sake.
+		clear(changed)
+		for i := range recs {
+			if !write[i] {
+				continue
+			}
+			if ctx.Err() != nil {
+				errs[i] = fmt.Errorf("store the page's records: %w", err)
+				continue
+			}
+			changed[i], errs[i] = s.Put(ctx, recs[i], envs[i])
+		}
+		return changed, errs
+	}
+	s.onlineAfterPage(ctx, ls, changed, errs, t)
+	return changed, errs
+}
+
+// batcher is the Sink's Store as a Batcher, if it runs transactions.
+func (s *Sink) batcher() (Batcher, bool) {
+	switch st := s.Store.(type) {
+	case *Cache:
+		return st.batcher()
+	case Batcher:
+		return st, true
+	}
+	return nil, false
+}
+
+// pageListings makes the listing of each record as Put would, with one
+// look-up of the page's hosts; the quota is judged as the page is written
+// (pageQuota). If the look-up fails, every record gets its error in errs
+// and write[i] false.
+func (s *Sink) pageListings(ctx context.Context, recs []*agent.Record, envs [][]byte, t time.Time, errs []error) (ls []Listing, write []bool) {
+	ls, write = make([]Listing, len(recs)), make([]bool, len(recs))
+	heard, err := s.hostsHeard(ctx, recs, t)
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return ls, write
+	}
+	for i, rec := range recs {
+		host := rec.HostPeerID()
+		write[i] = true
+		if host == s.SelfID && rec.Publisher == s.SelfID {
+			ls[i] = ownListing(rec, envs[i], t)
+			continue
+		}
+		status := StatusOnline
+		if !rec.ExpiresAt.After(t) {
+			status = StatusOffline
+		} else if !heard[host] {
+			status = StatusStale
+		}
+		ls[i] = Listing{
+			Record:     *rec,
+			Envelope:   envs[i],
+			Status:     status,
+			LastSeen:   t,
+			HostPeerID: host,
+			UpdatedAt:  t,
+		}
+	}
+	return ls, write
+}
+
+// hostsHeard is hostHeard for the hosts of recs that have not expired at
+// t, in one look-up.
+func (s *Sink) hostsHeard(ctx context.Context, recs []*agent.Record, t time.Time) (map[string]bool, error) {
+	heard := map[string]bool{}
+	var hosts []string
+	for _, rec := range recs {
+		host := rec.HostPeerID()
+		if _, ok := heard[host]; ok || !rec.ExpiresAt.After(t) {
+			continue
+		}
+		heard[host] = false
+		hosts = append(hosts, host)
+	}
+	if len(hosts) == 0 {
+		return heard, nil
+	}
+	nodes, err := s.Store.GetNodes(ctx, hosts)
+	if err != nil {
+		return nil, fmt.Errorf("look up the hosts of a page: %w", err)
+	}
+	for _, n := range nodes {
+		if _, ok := heard[n.PeerID]; ok {
+			heard[n.PeerID] = n.Status == StatusOnline
+		}
+	}
+	return heard, nil
+}
+
+// pageQuota is checkQuota along a page written in one transaction, whose
+// reads do not see its writes: a publisher's count is read once, and the
+// new ids of the page stored so far are added to it. Whether an id is new
+// is looked up only when the count comes near the limit (an id already
+// held costs nothing against it), so a page far below every limit reads
+// one count per publisher. The records admitted are exactly those Put
+// would have admitted, one after the other.
+type pageQuota struct {
+	s    *Sink
+	pubs map[string]*pubQuota
+}
+
+type pubQuota struct {
+	held   int             // CountPublished when the page began
+	isNew  map[string]bool // ids of the page stored, and whether they are new here
+	unsure []string        // ids stored and counted as new without looking
+}
+
+// count is the publisher's listings that are not offline, with the page's.
+func (q *pubQuota) count() int {
+	n := q.held + len(q.unsure)
+	for _, fresh := range q.isNew {
+		if fresh {
+			n++
+		}
+	}
+	return n
+}
+
+// admit refuses rec, a record to be written, when it is a new id of a
+// publisher at its limit (agent.ErrOverQuota); counted says rec's id was
+// not of the page before (forget it if its write fails).
+func (q *pageQuota) admit(ctx context.Context, rec *agent.Record, status string) (counted bool, err error) {
+	limit := q.s.maxPerPublisher()
+	p := q.pubs[rec.Publisher]
+	if p == nil {
+		held, err := q.s.Store.CountPublished(ctx, rec.Publisher, limit)
+		if err != nil {
+			return false, fmt.Errorf("count listings of publisher %s: %w", rec.Publisher, err)
+		}
+		p = &pubQuota{held: held, isNew: map[string]bool{}}
+		q.pubs[rec.Publisher] = p
+	}
+	if _, ok := p.isNew[rec.ID]; ok || slices.Contains(p.unsure, rec.ID) {
+		return false, nil // stored earlier in the page: this one updates it
+	}
+	if status == StatusOffline {
+		p.isNew[rec.ID] = false // an offline listing is not counted
+		return true, nil
+	}
+	if p.count() < limit {
+		p.unsure = append(p.unsure, rec.ID)
+		return true, nil
+	}
+	// Near the limit: what is new, exactly.
+	for _, id := range append(p.unsure, rec.ID) {
+		known, err := q.s.Store.HasAgent(ctx, id)
+		if err != nil {
+			return false, fmt.Errorf("look up agent %s: %w", id, err)
+		}
+		p.isNew[id] = !known
+	}
+	p.unsure = p.unsure[:0]
+	fresh := p.isNew[rec.ID]
+	delete(p.isNew, rec.ID)
+	if held := p.count(); fresh && held >= limit {
+		return false, fmt.Errorf("%w: publisher %s holds %d listings here, the limit is %d", agent.ErrOverQuota, rec.Publisher, held, limit)
+	}
+	p.isNew[rec.ID] = fresh
+	return true, nil
+}
+
+// forget takes back what admit counted for rec, whose write failed.
+func (q *pageQuota) forget(rec *agent.Record) {
+	p := q.pubs[rec.Publisher]
+	if p == nil {
+		return
+	}
+	delete(p.isNew, rec.ID)
+	p.unsure = slices.DeleteFunc(p.unsure, func(id string) bool { return id == rec.ID })
+}
+
+// onlineAfterPage does what Put does after a listing stored stale whose
+// host's heartbeat turned the host online meanwhile: its listings are
+// turned online, once per host of the page.
+func (s *Sink) onlineAfterPage(ctx context.Context, ls []Listing, changed []bool, errs []error, t time.Time) {
+	done := map[string]bool{}
+	for i := range ls {
+		host := ls[i].HostPeerID
+		if !changed[i] || ls[i].Status != StatusStale || done[host] || !s.heard.online(host) {
+			continue
+		}
+		done[host] = true
+		if _, err := s.Store.SetHostStatus(ctx, host, StatusOnline, t); err != nil {
+			errs[i] = fmt.Errorf("mark listings of %s online: %w", host, err)
+		}
+	}
+}
