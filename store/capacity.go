@@ -65,12 +65,15 @@ func (catalogueFull) CatalogueFull() bool { return true }
 // one probe of the id; at Max it counts exactly and evicts a batch
 // (Headroom), so that eviction is one statement per batch of admissions,
 // never a scan per insert. A refusal is remembered for RetryFull: while
-// nothing may be evicted, further refusals cost nothing.
+// nothing may be evicted, further refusals cost nothing. Between counts
+// the catalogue may pass Max by what the Capacity does not see (this
+// node's own listings, which are never refused; another process's
+// writes); the next count evicts it back.
 type Capacity struct {
 	Store Evictor
 	Max   int // listings held at most; 0 or less: no bound
-	// Headroom is how many listings one eviction frees beyond the one
-	// admitted; 0: 1 % of Max, between 1 and MaxEvictBatch.
+	// Headroom is how many listings one eviction frees, the one admitted
+	// included; 0: 1 % of Max, between 1 and MaxEvictBatch.
 	Headroom int
 	// Recount is how long a count is trusted (0: a minute): writers the
 	// Capacity does not see (another process on the same database) are
@@ -149,7 +152,7 @@ func (c *Capacity) Admit(ctx context.Context, id string) error {
 			return nil
 		}
 	}
-	for want := c.held - c.Max + 1 + c.headroom(); want > 0; {
+	for want := c.held - c.Max + c.headroom(); want > 0; {
 		n := min(want, MaxEvictBatch)
 		got, err := c.Store.EvictListings(ctx, n)
 		if err != nil {
@@ -234,4 +237,22 @@ func (c *Cache) EvictListings(ctx context.Context, n int) (int, error) {
 	got, err := e.EvictListings(ctx, n)
 	c.gen.Add(1)
 	return got, err
+}
+
+// CountListings implements Evictor when the Network does.
+func (c Composed) CountListings(ctx context.Context) (int, error) {
+	e, ok := c.Network.(Evictor)
+	if !ok {
+		return 0, errNoEvictor
+	}
+	return e.CountListings(ctx)
+}
+
+// EvictListings implements Evictor when the Network does.
+func (c Composed) EvictListings(ctx context.Context, n int) (int, error) {
+	e, ok := c.Network.(Evictor)
+	if !ok {
+		return 0, errNoEvictor
+	}
+	return e.EvictListings(ctx, n)
 }

@@ -14,17 +14,18 @@ var _ store.ChangeFeed = (*DB)(nil)
 // of $2, in change number order, at most $3. The two halves of the UNION
 // each use agent_changes_seq (a walk from $1 that stops at $3; the
 // numbers of $2 looked up), so at most $3 + len($2) rows are joined and
-// sorted.
+// sorted. A row whose listing was deleted (evicted: migration 0010) has
+// no agents row and reads as a tombstone.
 const listingChangesSQL = `-- name: listing_changes
-SELECT c.pos, c.change_seq, a.tombstone, a.status, a.health_state, a.owner, a.tags,
-	r.name, r.display_name, r.description, r.skills
+SELECT c.pos, c.change_seq, coalesce(a.tombstone, true), coalesce(a.status, 'offline'), coalesce(a.health_state, ''),
+	coalesce(a.owner, ''), a.tags, coalesce(r.name, ''), coalesce(r.display_name, ''), coalesce(r.description, ''), r.skills
 FROM (
 	(SELECT pos, change_seq FROM agent_changes WHERE change_seq > $1 ORDER BY change_seq LIMIT $3)
 	UNION
 	(SELECT pos, change_seq FROM agent_changes WHERE change_seq = ANY ($2::bigint[]))
 ) AS c
-	JOIN agents a ON a.pos = c.pos
-	JOIN agent_records r ON r.id = a.id
+	LEFT JOIN agents a ON a.pos = c.pos
+	LEFT JOIN agent_records r ON r.id = a.id
 ORDER BY c.change_seq LIMIT $3`
 
 // ListingChanges implements store.ChangeFeed.

@@ -2,6 +2,7 @@ package searchindex
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -493,3 +494,28 @@ func (s *Store) InBatchWhole(ctx context.Context, fn func(ctx context.Context, t
 	defer s.writes.Add(1)
 	return s.Engine.InBatchWhole(ctx, fn)
 }
+
+// CountListings implements store.Evictor when the engine does.
+func (s *Store) CountListings(ctx context.Context) (int, error) {
+	e, ok := s.Engine.(store.Evictor)
+	if !ok {
+		return 0, errNoEvictor
+	}
+	return e.CountListings(ctx)
+}
+
+// EvictListings implements store.Evictor when the engine does, counted
+// as a write: the evicted listings' rows in the change feed read as
+// tombstones (migration 0010), so the next search drops them from the
+// index, and the row cache is emptied.
+func (s *Store) EvictListings(ctx context.Context, n int) (int, error) {
+	e, ok := s.Engine.(store.Evictor)
+	if !ok {
+		return 0, errNoEvictor
+	}
+	defer s.writes.Add(1)
+	return e.EvictListings(ctx, n)
+}
+
+// errNoEvictor: the engine cannot evict listings.
+var errNoEvictor = errors.New("search index: the engine cannot evict listings")

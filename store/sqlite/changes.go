@@ -16,16 +16,18 @@ var _ store.ChangeFeed = (*DB)(nil)
 // by plan_test.go): the two halves of the UNION each search
 // agent_changes_seq (a walk from ?1 that stops at ?3; a probe per number
 // of ?2), so the sort is of at most ?3 + len(?2) rows; each is joined to
-// agents by rowid.
+// agents by rowid. A row whose listing was deleted (evicted: migration
+// 0010) has no agents row and reads as a tombstone.
 const listingChangesSQL = `-- name: listing_changes
-SELECT c.pos, c.change_seq, a.tombstone, a.status, a.health_state, a.owner, a.tags,
-	a.name, a.display_name, a.description, a.skills_text
+SELECT c.pos, c.change_seq, coalesce(a.tombstone, 1), coalesce(a.status, 'offline'), coalesce(a.health_state, ''),
+	coalesce(a.owner, ''), a.tags, coalesce(a.name, ''), coalesce(a.display_name, ''), coalesce(a.description, ''),
+	coalesce(a.skills_text, '')
 FROM (
 	SELECT * FROM (SELECT pos, change_seq FROM agent_changes WHERE change_seq > ?1 ORDER BY change_seq LIMIT ?3)
 	UNION
 	SELECT pos, change_seq FROM agent_changes WHERE change_seq IN (SELECT value FROM json_each(?2))
 ) AS c
-CROSS JOIN agents a ON a.pos = c.pos
+LEFT JOIN agents a ON a.pos = c.pos
 ORDER BY c.change_seq LIMIT ?3`
 
 // ListingChanges implements store.ChangeFeed.
