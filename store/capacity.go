@@ -60,11 +60,11 @@ func (catalogueFull) Error() string       { return "catalogue full" }
 func (catalogueFull) CatalogueFull() bool { return true }
 
 // Capacity bounds the listings held to Max (the Sink asks it before it
-// stores a new id from the network). It counts the catalogue once in a
-// while (Recount) and tracks what it admits in between, so a listing costs
-// one probe of the id; at Max it counts exactly and evicts a batch
-// (Headroom), so that eviction is one statement per batch of admissions,
-// never a scan per insert. A refusal is remembered for RetryFull: while
+// stores a listing from the network, Put and PutAll). It counts the
+// catalogue once in a while (Recount) and tracks what it admits in
+// between, so a listing costs nothing far from Max and one probe of its id
+// near it; at Max it evicts a batch (Headroom), so that eviction is one
+// statement per batch of admissions, never a scan per insert. A refusal is remembered for RetryFull: while
 // nothing may be evicted, further refusals cost nothing. Between counts
 // the catalogue may pass Max by what the Capacity does not see (this
 // node's own listings, which are never refused; another process's
@@ -88,6 +88,7 @@ type Capacity struct {
 	held      int // listings held, as counted and admitted since
 	countedAt time.Time
 	counted   bool
+	unseen    bool // calls counted as new without a look-up since the count
 	fullUntil time.Time
 
 	evicted, refused atomic.Uint64
@@ -107,19 +108,19 @@ func (c *Capacity) headroom() int {
 	return min(max(c.Max/100, 1), MaxEvictBatch)
 }
 
-// Admit makes room for the listing id before it is stored: nil when id is
-// held already (an update is never refused) or there is room, made by
-// eviction if need be; an error wrapping ErrCatalogueFull when nothing may
+// Admit makes room for the listing id before it is stored: nil when there
+// is room, made by eviction if need be, or id is held already (an update
+// is never refused); an error wrapping ErrCatalogueFull when nothing may
 // be evicted. A nil Capacity, or one without Max, admits everything.
+//
+// Far below Max (by more than the headroom) it reads nothing: each call is
+// counted as a new listing, updates too, and the next count corrects it.
+// Nearer, it looks id up and counts only new ones, counting the catalogue
+// again first if calls were counted unseen since the last count. It must
+// not be called inside a store transaction: it may evict, in one of its
+// own.
 func (c *Capacity) Admit(ctx context.Context, id string) error {
 	if c == nil || c.Max <= 0 {
-		return nil
-	}
-	known, err := c.Store.HasAgent(ctx, id)
-	if err != nil {
-		return fmt.Errorf("look up agent %s: %w", id, err)
-	}
-	if known {
 		return nil
 	}
 	c.mu.Lock()
@@ -129,12 +130,27 @@ func (c *Capacity) Admit(ctx context.Context, id string) error {
 	if recount <= 0 {
 		recount = time.Minute
 	}
-	exact := false
 	if !c.counted || now.Sub(c.countedAt) >= recount {
 		if err := c.count(ctx, now); err != nil {
 			return err
 		}
-		exact = true
+	}
+	if c.held+c.headroom() < c.Max {
+		c.held++
+		c.unseen = true
+		return nil
+	}
+	known, err := c.Store.HasAgent(ctx, id)
+	if err != nil {
+		return fmt.Errorf("look up agent %s: %w", id, err)
+	}
+	if known {
+		return nil
+	}
+	if c.unseen { // updates counted as new, writes failed, refused by quota
+		if err := c.count(ctx, now); err != nil {
+			return err
+		}
 	}
 	if c.held < c.Max {
 		c.held++
@@ -142,15 +158,6 @@ func (c *Capacity) Admit(ctx context.Context, id string) error {
 	}
 	if now.Before(c.fullUntil) {
 		return c.refuse()
-	}
-	if !exact { // admissions counted may have failed, or been updates raced
-		if err := c.count(ctx, now); err != nil {
-			return err
-		}
-		if c.held < c.Max {
-			c.held++
-			return nil
-		}
 	}
 	for want := c.held - c.Max + c.headroom(); want > 0; {
 		n := min(want, MaxEvictBatch)
@@ -182,7 +189,7 @@ func (c *Capacity) count(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("count listings: %w", err)
 	}
-	c.held, c.countedAt, c.counted = n, now, true
+	c.held, c.countedAt, c.counted, c.unseen = n, now, true, false
 	return nil
 }
 

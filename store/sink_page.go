@@ -131,6 +131,10 @@ func (s *Sink) pageListings(ctx context.Context, recs []*agent.Record, envs [][]
 			ls[i] = ownListing(rec, envs[i], t)
 			continue
 		}
+		if err := s.Capacity.Admit(ctx, rec.ID); err != nil { // before the transaction: it may evict
+			errs[i], write[i] = err, false
+			continue
+		}
 		status := StatusOnline
 		if !rec.ExpiresAt.After(t) {
 			status = StatusOffline
