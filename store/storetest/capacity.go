@@ -20,6 +20,7 @@ var capacityCases = []testCase{
 	{"CapacityEvictionOrder", testCapacityEvictionOrder},
 	{"CapacityBatch", testCapacityBatch},
 	{"CapacitySyncFeed", testCapacitySyncFeed},
+	{"CapacityPage", testCapacityPage},
 }
 
 func evictor(t *testing.T, s store.Store) store.Evictor {
@@ -283,4 +284,36 @@ func testCapacitySyncFeed(t *testing.T, s store.Store) {
 	if names, _ := walkFeed(t, s, head, "", "", 10, later.Add(time.Second)); !slices.Equal(names, []string{"next-1"}) {
 		t.Errorf("the feed after %d (the evicted listing's number) serves %v, want [next-1]", head, names)
 	}
+}
+
+// testCapacityPage: a sync page (Sink.PutAll) at the capacity makes room
+// as Put does, record by record, and refuses what does not fit alone.
+func testCapacityPage(t *testing.T, s store.Store) {
+	ctx := testContext(t)
+	self, heard, unheard := newPublisher(t), newPublisher(t), newPublisher(t)
+	f := newCapacityFixture(t, s, self, 4, 1)
+	if err := f.sink.NodeSeen(ctx, heartbeat(heard, f.at, 1)); err != nil {
+		t.Fatal(err)
+	}
+	f.mustPut(self, "own-1")
+	f.mustPut(heard, "online-1")
+	f.mustPut(unheard, "unheard-1")
+	f.mustPut(unheard, "unheard-2")
+	var recs []*agent.Record
+	var envs [][]byte
+	for _, name := range []string{"page-1", "page-2", "page-3"} {
+		rec, env := heard.seal(t, f.at, agent.Record{Name: name, Description: "capacity " + name, Tags: []string{"cap"}})
+		f.recs[name], f.envs[name] = rec, env
+		recs, envs = append(recs, rec), append(envs, env)
+	}
+	changed, errs := f.sink.PutAll(ctx, recs, envs)
+	for i, name := range []string{"page-1", "page-2"} {
+		if errs[i] != nil || !changed[i] {
+			t.Errorf("%s: changed %v, err %v; want stored, evicting a never-heard host's", name, changed[i], errs[i])
+		}
+	}
+	if !errors.Is(errs[2], store.ErrCatalogueFull) || changed[2] {
+		t.Errorf("page-3: changed %v, err %v; want ErrCatalogueFull", changed[2], errs[2])
+	}
+	f.wantHeld("after the page", "own-1", "online-1", "page-1", "page-2")
 }
