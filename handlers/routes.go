@@ -48,16 +48,13 @@ func (s *Server) Handler() http.Handler {
 	r.Handle("/metrics", s.metrics.handler(s.Config.MetricsToken))
 	r.Handle("/static/*", s.staticHandler())
 
-	// A2A (0.3, JSON-RPC): the node's card and concierge, and every agent
-	// on the planet at /a2a/{id}. Bodies are capped and turns rate-limited
-	// by the surface itself, which answers in JSON-RPC.
+	// A2A (1.0 over JSON-RPC and HTTP+JSON, 0.3 over JSON-RPC): the node's
+	// card and concierge, and every agent on the planet at /a2a/{id}.
+	// Bodies are capped and turns rate-limited by the surface itself, which
+	// answers in the protocol's terms (handlers/a2a Routes).
 	r.Get("/.well-known/agent-card.json", s.A2A.NodeCard)
-	r.Route("/a2a", func(r chi.Router) {
-		r.Post("/", s.A2A.Concierge)
-		r.Get("/{id}/agent-card.json", s.A2A.AgentCard)
-		r.Post("/{id}", s.A2A.Agent)
-		r.MethodNotAllowed(s.apiMethodNotAllowed)
-	})
+	r.Get("/.well-known/agent.json", s.A2A.LegacyCard)
+	r.Mount("/a2a", s.A2A.Routes())
 
 	// MCP for people's MCP clients (Streamable HTTP). Not under the API's
 	// body limit: it caps bodies itself. The Origin rule stays in front:

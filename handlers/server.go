@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentsite/agentsite/agent/chat"
@@ -71,6 +72,12 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Metrics receives the HTTP and store metrics.
 	Metrics prometheus.Registerer
+	// CardKey, if set, signs the A2A cards the node serves (its libp2p
+	// identity, bound to Node.PeerID); PushClient, if set, makes A2A push
+	// notification calls (the guarded client; nil: one refusing private
+	// addresses).
+	CardKey    crypto.PrivKey
+	PushClient *http.Client
 }
 
 // check says which required dependency is missing.
@@ -228,6 +235,10 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		TurnTimeout: cfg.StreamWriteTimeout - cfg.StreamWriteTimeout/10, // the answer is written before the deadline
 	})
 	s.A2A.Now = now
+	s.A2A.Accounts, s.A2A.CardKey = accounts, deps.CardKey
+	if deps.PushClient != nil {
+		s.A2A.PushClient = deps.PushClient
+	}
 	s.MCPRegistry = &mcpregistry.Handler{Catalog: st, PublicURL: cfg.PublicURL, Fail: s.renderError}
 	m, err := newMetrics(deps.Metrics, st)
 	if err != nil {

@@ -127,6 +127,7 @@ func (m *Main) buildHTTP(metrics prometheus.Registerer) error {
 	srv, err := handlers.New(handlers.Deps{
 		Store: a.full, Node: a.node, Registry: a.registry, Chat: a.chat, Live: a.live,
 		Health: a.health, Tester: a.prober, Lifetime: a.lifetime, Logger: m.Logger, Metrics: metrics,
+		CardKey: a.key, PushClient: runtime.NewGuardedClient(m.Config.AllowPrivateEndpoints, 10*time.Second),
 	}, cfg)
 	if err != nil {
 		return fmt.Errorf("build HTTP handlers: %w", err)

@@ -1,5 +1,6 @@
-// Package a2a is the node's A2A surface (protocol 0.3, JSON-RPC binding;
-// cards carry A2A 1.0's supportedInterfaces too). Every agent on the
+// Package a2a is the node's A2A surface: A2A 1.0 over JSON-RPC and
+// HTTP+JSON (REST), and A2A 0.3 over JSON-RPC for 0.3 clients, chosen by
+// the method names and the A2A-Version header. Every agent on the
 // planet, hosted here or on another node, is an A2A agent at /a2a/{id},
 // and the node itself is a concierge agent at /a2a that finds agents and
 // forwards messages to them.
@@ -8,7 +9,10 @@
 // go through agent/chat, which routes them to this node's runtime or over
 // libp2p to the agent's host, exactly as the other surfaces' turns do.
 // Tasks live in memory, bounded in number and age; the conversation is
-// what lasts. Wire types are the official a2a-go module's.
+// what lasts. A task belongs to the caller that made it when the caller
+// is authenticated (a bearer token); anonymous tasks are reached by their
+// 130-bit id alone. Wire types are the official a2a-go modules' (v0.3 for
+// 0.3, v2's a2a package for 1.0; see wire.go).
 package a2a
 
 import (
@@ -18,7 +22,10 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
+
 	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
@@ -63,6 +70,17 @@ type Server struct {
 	Logger *slog.Logger
 	Now    func() time.Time
 	Config Config
+	// Accounts authenticates bearer tokens (the operator's or an API
+	// token); nil: every caller is anonymous.
+	Accounts *httpkit.Accounts
+	// CardKey signs every card served (JWS over the card's JCS form, bound
+	// to NodeID); nil: cards go unsigned.
+	CardKey crypto.PrivKey
+	// PushClient makes push notification calls: the guarded client, whose
+	// SSRF guard applies to every callback URL. PushBackoff is the first
+	// wait between two tries of one notification.
+	PushClient  *http.Client
+	PushBackoff time.Duration
 
 	lifetime context.Context // ends at shutdown, and with it every turn
 	tasks    *taskStore
@@ -84,6 +102,7 @@ func New(lifetime context.Context, ch *chat.Chat, cat Catalog, rates *httpkit.Ra
 	}
 	return &Server{
 		Chat: ch, Catalog: cat, Rates: rates, Logger: logger, Now: time.Now, Config: cfg,
+		PushClient: runtime.NewGuardedClient(false, 10*time.Second), PushBackoff: time.Second,
 		lifetime: lifetime,
 		tasks:    newTaskStore(cfg.MaxTasks, cfg.MaxRunning, cfg.TaskTTL),
 	}

@@ -1,29 +1,53 @@
 package a2a
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/agentsite/agentsite/agent/cardsig"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
 
 // Protocol versions spoken: the card's protocolVersion (A2A 0.3) and the
-// version in 1.0's supportedInterfaces, which is Major.Minor.
+// versions in 1.0's supportedInterfaces, which are Major.Minor.
 const (
 	ProtocolVersion  = "0.3.0"
 	InterfaceVersion = "0.3"
+	V1Version        = "1.0"
+	// BindingREST is A2A 1.0's HTTP+JSON binding.
+	BindingREST = "HTTP+JSON"
 )
 
-// Card is an A2A 0.3 agent card with A2A 1.0's supportedInterfaces, so
-// clients of either version find the JSON-RPC endpoint: 0.3 clients read
-// url and preferredTransport, 1.0 clients the interface list.
+// Card is an A2A 0.3 agent card with A2A 1.0's members too, so clients of
+// either version read it: 0.3 clients read url and preferredTransport,
+// 1.0 clients supportedInterfaces, whose order is the node's preference
+// (1.0 JSON-RPC, 1.0 HTTP+JSON, then 0.3 JSON-RPC, all at the one url).
+// Where the two versions spell a member differently (capabilities,
+// securitySchemes), the member carries both spellings.
 type Card struct {
 	a2a.AgentCard
 	SupportedInterfaces []Interface `json:"supportedInterfaces"`
+	// Capabilities shadows 0.3's: 1.0 adds extendedAgentCard.
+	Capabilities Capabilities `json:"capabilities"`
+	// SecuritySchemes shadows 0.3's: each scheme in 0.3's OpenAPI shape
+	// ("type") and in 1.0's (httpAuthSecurityScheme).
+	SecuritySchemes map[string]any `json:"securitySchemes,omitempty"`
+}
+
+// Capabilities is what every agent here can do, in 0.3 and 1.0 terms.
+type Capabilities struct {
+	Streaming         bool `json:"streaming"`
+	PushNotifications bool `json:"pushNotifications"`
+	ExtendedAgentCard bool `json:"extendedAgentCard"`
 }
 
 // Interface is one entry of A2A 1.0's supportedInterfaces.
@@ -36,32 +60,68 @@ type Interface struct {
 // textModes: every agent here reads and writes plain text.
 var textModes = []string{"text/plain"}
 
-// card is the part every card shares: the JSON-RPC endpoint at url.
+// bearerScheme says what the node accepts: anonymous callers, or a bearer
+// token (the operator token, or a portal account's API token), which
+// makes the caller's tasks its own and opens the extended card. No
+// scheme is required, so the card lists no security requirement.
+var bearerScheme = map[string]any{
+	"bearer": map[string]any{
+		"type": "http", "scheme": "bearer",
+		"description":            bearerHelp,
+		"httpAuthSecurityScheme": map[string]any{"scheme": "Bearer", "description": bearerHelp},
+	},
+}
+
+const bearerHelp = "Optional. Authorization: Bearer <the node operator's token, or an API token of an account on this node>: " +
+	"your tasks and contexts are then your own (ListTasks lists them; no other caller reads them), and " +
+	"GetExtendedAgentCard answers. Without it, a task id is the capability to read or cancel that task."
+
+// card is the part every card shares: the endpoints at url.
 func card(url string) Card {
 	return Card{
 		AgentCard: a2a.AgentCard{
-			ProtocolVersion:    ProtocolVersion,
-			URL:                url,
-			PreferredTransport: a2a.TransportProtocolJSONRPC,
-			Capabilities:       a2a.AgentCapabilities{Streaming: true},
-			DefaultInputModes:  textModes,
-			DefaultOutputModes: textModes,
+			ProtocolVersion:                   ProtocolVersion,
+			URL:                               url,
+			PreferredTransport:                a2a.TransportProtocolJSONRPC,
+			DefaultInputModes:                 textModes,
+			DefaultOutputModes:                textModes,
+			SupportsAuthenticatedExtendedCard: true,
 		},
-		SupportedInterfaces: []Interface{{URL: url, ProtocolBinding: string(a2a.TransportProtocolJSONRPC), ProtocolVersion: InterfaceVersion}},
+		Capabilities:    Capabilities{Streaming: true, PushNotifications: true, ExtendedAgentCard: true},
+		SecuritySchemes: bearerScheme,
+		SupportedInterfaces: []Interface{
+			{URL: url, ProtocolBinding: string(a2a.TransportProtocolJSONRPC), ProtocolVersion: V1Version},
+			{URL: url, ProtocolBinding: BindingREST, ProtocolVersion: V1Version},
+			{URL: url, ProtocolBinding: string(a2a.TransportProtocolJSONRPC), ProtocolVersion: InterfaceVersion},
+		},
 	}
 }
 
-// AgentCard is GET /a2a/{id}/agent-card.json: the card of any agent on the
-// planet, hosted here or elsewhere; its url is this node's endpoint for it.
+// mySkill is on extended cards only: what an authenticated caller has.
+var mySkill = a2a.AgentSkill{ID: "my_tasks", Name: "Your tasks",
+	Description: "You are authenticated: ListTasks lists the tasks you made here (the last hour's, newest first), " +
+		"and no other caller can read or cancel them.", Tags: []string{"tasks"}}
+
+// AgentCard is GET /a2a/{id}/agent-card.json (and GET on the card's url,
+// /a2a/{id}): the card of any agent on the planet, hosted here or
+// elsewhere; its url is this node's endpoint for it, and this node signs
+// it.
 func (s *Server) AgentCard(w http.ResponseWriter, r *http.Request) {
-	l, err := s.Chat.Agent(r.Context(), chi.URLParam(r, "id"))
+	c, ok := s.agentCardFor(w, r, chi.URLParam(r, "id"))
+	if ok {
+		s.writeCard(w, r, c)
+	}
+}
+
+func (s *Server) agentCardFor(w http.ResponseWriter, r *http.Request, id string) (Card, bool) {
+	l, err := s.Chat.Agent(r.Context(), id)
 	if err != nil {
 		e := httpkit.Classify(err)
 		s.logFailure(r.Context(), "A2A card failed", e, err)
 		httpkit.WriteJSONError(w, e)
-		return
+		return Card{}, false
 	}
-	writeCard(w, agentCard(l, s.base(r)))
+	return agentCard(l, s.base(r)), true
 }
 
 func agentCard(l store.Listing, base string) Card {
@@ -111,9 +171,13 @@ var conciergeSkills = []a2a.AgentSkill{
 	},
 }
 
-// NodeCard is GET /.well-known/agent-card.json: the node as one A2A agent,
-// the concierge at /a2a.
+// NodeCard is GET /.well-known/agent-card.json (and GET /a2a, the card's
+// url): the node as one A2A agent, the concierge at /a2a.
 func (s *Server) NodeCard(w http.ResponseWriter, r *http.Request) {
+	s.writeCard(w, r, s.nodeCard(r))
+}
+
+func (s *Server) nodeCard(r *http.Request) Card {
 	base := s.base(r)
 	c := card(base + "/a2a")
 	c.Name = "AgentSite " + shortID(s.Config.NodeID)
@@ -124,11 +188,90 @@ func (s *Server) NodeCard(w http.ResponseWriter, r *http.Request) {
 	c.DocumentationURL = base + "/agents"
 	c.Provider = &a2a.AgentProvider{Org: "AgentSite node " + shortID(s.Config.NodeID), URL: base}
 	c.Skills = conciergeSkills
-	writeCard(w, c)
+	return c
 }
 
-// writeCard answers a card: a public discovery document any page may read.
-func writeCard(w http.ResponseWriter, c Card) {
+// LegacyCard is GET /.well-known/agent.json, where older clients look: a
+// redirect to the card.
+func (s *Server) LegacyCard(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	httpkit.WriteJSON(w, http.StatusOK, c)
+	http.Redirect(w, r, "/.well-known/agent-card.json", http.StatusMovedPermanently)
+}
+
+// signed is c as JSON, signed by this node when it has a key.
+func (s *Server) signed(c Card) ([]byte, error) {
+	body, err := json.Marshal(c)
+	if err != nil || s.CardKey == nil {
+		return body, err
+	}
+	return cardsig.Sign(body, s.CardKey, s.Config.NodeID)
+}
+
+// cardMaxAge is how long a client may keep a card: a minute, as an
+// agent's record can change; the ETag makes checking again cheap.
+const cardMaxAge = "public, max-age=60"
+
+// writeCard answers a card: a public discovery document any page may
+// read, signed, with an ETag for conditional GETs (304 when unchanged).
+func (s *Server) writeCard(w http.ResponseWriter, r *http.Request, c Card) {
+	body, err := s.signed(c)
+	if err != nil {
+		s.Logger.WarnContext(r.Context(), "A2A card signing failed", "err", err)
+		httpkit.WriteJSONError(w, httpkit.ErrInternal)
+		return
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Cache-Control", cardMaxAge)
+	h.Set("ETag", etag)
+	h.Set("Vary", "Accept-Encoding")
+	if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// etagMatches reads an If-None-Match list (weak comparison).
+func etagMatches(list, etag string) bool {
+	for _, e := range strings.Split(list, ",") {
+		e = strings.TrimPrefix(strings.TrimSpace(e), "W/")
+		if e == etag || e == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// extendedCard is GetExtendedAgentCard (agent/getAuthenticatedExtendedCard):
+// for an authenticated caller, the card with what the caller may do. An
+// anonymous caller gets the public card: the official clients ask for
+// the extended card whenever the card offers one, and should not fail
+// for want of a token.
+func (s *Server) extendedCard(w http.ResponseWriter, r *http.Request, c *call, who caller, scope string) {
+	var cd Card
+	if scope == "" {
+		cd = s.nodeCard(r)
+	} else {
+		l, err := s.Chat.Agent(r.Context(), scope)
+		if err != nil {
+			re, _ := rpcError(err)
+			c.fail(w, re)
+			return
+		}
+		cd = agentCard(l, s.base(r))
+	}
+	if who.principal != nil {
+		cd.Skills = append(slices.Clone(cd.Skills), mySkill)
+	}
+	body, err := s.signed(cd)
+	if err != nil {
+		c.fail(w, &RPCError{Code: CodeInternal, Message: httpkit.ErrInternal.Message})
+		return
+	}
+	c.ok(w, json.RawMessage(body))
 }

@@ -43,7 +43,9 @@ func TestAgentCardFields(t *testing.T) {
 		sk.Examples[0] != "Paris tomorrow?" || strings.Join(sk.Tags, ",") != "weather,demo" {
 		t.Errorf("skill = %+v", sk)
 	}
-	if len(c.SupportedInterfaces) != 1 || c.SupportedInterfaces[0] != (srv.Interface{URL: url, ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"}) {
+	if len(c.SupportedInterfaces) != 3 || c.SupportedInterfaces[0] != (srv.Interface{URL: url, ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"}) ||
+		c.SupportedInterfaces[1] != (srv.Interface{URL: url, ProtocolBinding: "HTTP+JSON", ProtocolVersion: "1.0"}) ||
+		c.SupportedInterfaces[2] != (srv.Interface{URL: url, ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"}) {
 		t.Errorf("supportedInterfaces = %+v", c.SupportedInterfaces)
 	}
 
@@ -60,7 +62,9 @@ func TestAgentCardFields(t *testing.T) {
 func TestCardSpellsSupportedInterfaces(t *testing.T) {
 	e, _ := newEnv(t, nil)
 	body, _ := io.ReadAll(e.Do(http.MethodGet, "/.well-known/agent-card.json", nil).Body)
-	for _, want := range []string{`"supportedInterfaces":[{"url":"` + e.TS.URL + `/a2a","protocolBinding":"JSONRPC","protocolVersion":"0.3"}]`,
+	for _, want := range []string{`"supportedInterfaces":[{"url":"` + e.TS.URL + `/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"},` +
+		`{"url":"` + e.TS.URL + `/a2a","protocolBinding":"HTTP+JSON","protocolVersion":"1.0"},` +
+		`{"url":"` + e.TS.URL + `/a2a","protocolBinding":"JSONRPC","protocolVersion":"0.3"}]`,
 		`"preferredTransport":"JSONRPC"`, `"protocolVersion":"0.3.0"`} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("card lacks %s: %s", want, body)

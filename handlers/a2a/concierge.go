@@ -35,13 +35,14 @@ type FoundAgent struct {
 }
 
 // findAgents answers a concierge message with the agents that match its
-// text, as one agent Message: the list as text for people and as a data
-// part for programs.
-func (s *Server) findAgents(w http.ResponseWriter, r *http.Request, req Request, in *a2a.Message, text string, stream bool) {
+// text, as a completed task whose reply artifact holds the list as text
+// for people and as a data part for programs: generic clients read, list
+// and continue it as any other task.
+func (s *Server) findAgents(w http.ResponseWriter, r *http.Request, c *call, who caller, in *a2a.Message, text string) {
 	q := strings.Join(strings.Fields(text), " ")
 	if q == "" {
-		answer(w, stream, Response{ID: req.ID, Error: invalidParams(`Say what you are looking for, e.g. "weather"; ` +
-			`or set metadata "agent_id" to talk to one agent.`)})
+		c.fail(w, invalidParams(`Say what you are looking for, e.g. "weather"; `+
+			`or set metadata "agent_id" to talk to one agent.`))
 		return
 	}
 	if utf8.RuneCountInString(q) > maxQueryRunes {
@@ -52,7 +53,7 @@ func (s *Server) findAgents(w http.ResponseWriter, r *http.Request, req Request,
 	if err != nil {
 		re, e := rpcError(err)
 		s.logFailure(r.Context(), "A2A agent search failed", e, err)
-		answer(w, stream, Response{ID: req.ID, Error: re})
+		c.fail(w, re)
 		return
 	}
 	base := s.base(r)
@@ -62,14 +63,21 @@ func (s *Server) findAgents(w http.ResponseWriter, r *http.Request, req Request,
 			Status: l.Status, Health: healthState(l.Health), CardURL: base + "/a2a/" + l.Record.ID + "/agent-card.json"})
 	}
 	contextID := in.ContextID
-	if contextID == "" {
+	if contextID == "" || len(contextID) > 128 {
 		contextID = newID()
 	}
-	out := &a2a.Message{ID: newID(), Role: a2a.MessageRoleAgent, ContextID: contextID, Parts: a2a.ContentParts{
-		a2a.TextPart{Text: foundText(q, agents, base)},
-		a2a.DataPart{Data: map[string]any{"agents": agents}},
-	}}
-	answer(w, stream, result(req.ID, out))
+	t := newTask("", who.owner, "", contextID, in, s.now())
+	if err := s.tasks.add(t, s.now()); err != nil {
+		c.failHTTP(w, errBusy)
+		return
+	}
+	t.mu.Lock()
+	t.data = map[string]any{"agents": agents}
+	t.mu.Unlock()
+	t.complete(foundText(q, agents, base), s.now())
+	close(t.done)
+	s.tasks.ended()
+	c.ok(w, t.snapshot(nil))
 }
 
 // search finds up to maxFound agents for q: all its words first (the

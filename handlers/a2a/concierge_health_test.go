@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/a2aproject/a2a-go/a2a"
-
 	"github.com/agentsite/agentsite/agent"
 	. "github.com/agentsite/agentsite/handlers/handlertest"
 )
@@ -25,7 +23,7 @@ func TestConciergePrefersHealthy(t *testing.T) {
 	e.SetHealth(good, agent.Health{State: agent.HealthHealthy, LatencyMS: 80, SuccessRate: 1, LastOKAt: now, CheckedAt: now})
 	e.SetHealth(storm, agent.Health{State: agent.HealthFailing, CheckedAt: now})
 
-	m := resultOf[a2a.Message](t, call(e, "/a2a", "message/send", send(message("weather", ""))))
+	m := answerOf(t, call(e, "/a2a", "message/send", send(message("weather", ""))))
 	got := map[string]string{}
 	for _, a := range found(t, m) {
 		got[a.ID] = a.Health
@@ -38,14 +36,14 @@ func TestConciergePrefersHealthy(t *testing.T) {
 	}
 
 	// A sentence, searched word by word, leaves it out too.
-	for _, a := range found(t, resultOf[a2a.Message](t, call(e, "/a2a", "message/send", send(message("any weather today", ""))))) {
+	for _, a := range found(t, answerOf(t, call(e, "/a2a", "message/send", send(message("any weather today", ""))))) {
 		if a.ID == broken {
 			t.Errorf("sentence found the failing agent")
 		}
 	}
 
 	// Only a failing agent matches: it is still named, with its state.
-	m = resultOf[a2a.Message](t, call(e, "/a2a", "message/send", send(message("storm", ""))))
+	m = answerOf(t, call(e, "/a2a", "message/send", send(message("storm", ""))))
 	if agents := found(t, m); len(agents) != 1 || agents[0].ID != storm || agents[0].Health != agent.HealthFailing {
 		t.Errorf("storm found %+v", agents)
 	}

@@ -11,6 +11,17 @@ import (
 	. "github.com/agentsite/agentsite/handlers/handlertest"
 )
 
+// answerOf reads a concierge answer: a completed task, its reply
+// artifact's parts as one agent message.
+func answerOf(t *testing.T, r srv.Response) a2a.Message {
+	t.Helper()
+	task := resultOf[a2a.Task](t, r)
+	if task.Status.State != a2a.TaskStateCompleted || len(task.Artifacts) != 1 || task.ID == "" {
+		t.Fatalf("concierge answer = %+v", task)
+	}
+	return a2a.Message{Role: a2a.MessageRoleAgent, ContextID: task.ContextID, Parts: task.Artifacts[0].Parts}
+}
+
 // found reads the agents of a concierge answer (its data part).
 func found(t *testing.T, m a2a.Message) []srv.FoundAgent {
 	t.Helper()
@@ -33,7 +44,7 @@ func TestConciergeFindsAgents(t *testing.T) {
 	weather := e.SeedAgent("", SimpleInput("weather-bot", "Weather Bot", "weather")).Record.ID
 	e.SeedAgent("", SimpleInput("haiku-bot", "Haiku Bot", "poetry"))
 
-	m := resultOf[a2a.Message](t, call(e, "/a2a", "message/send", send(message("weather", ""))))
+	m := answerOf(t, call(e, "/a2a", "message/send", send(message("weather", ""))))
 	agents := found(t, m)
 	if m.Role != a2a.MessageRoleAgent || len(agents) != 1 || agents[0].ID != weather || agents[0].Name != "Weather Bot" ||
 		agents[0].Status != "online" || agents[0].CardURL != e.TS.URL+"/a2a/"+weather+"/agent-card.json" {
@@ -44,18 +55,18 @@ func TestConciergeFindsAgents(t *testing.T) {
 	}
 
 	// A sentence finds the agents named in it.
-	agents = found(t, resultOf[a2a.Message](t, call(e, "/a2a", "message/send", send(message("I need some poetry please", "")))))
+	agents = found(t, answerOf(t, call(e, "/a2a", "message/send", send(message("I need some poetry please", "")))))
 	if len(agents) != 1 || agents[0].Name != "Haiku Bot" {
 		t.Errorf("sentence found %+v", agents)
 	}
 	// Nothing matches: an answer that says so.
-	m = resultOf[a2a.Message](t, call(e, "/a2a", "message/send", send(message("zzzqqq", ""))))
+	m = answerOf(t, call(e, "/a2a", "message/send", send(message("zzzqqq", ""))))
 	if len(found(t, m)) != 0 || !strings.Contains(text(m.Parts), "No agent matches") {
 		t.Errorf("no match = %+v", m)
 	}
-	// Streamed: the one message as the one event.
+	// Streamed: the one finished task as the one event.
 	events := streamEvents(e, "/a2a", send(message("weather", "")))
-	if len(events) != 1 || kind(t, events[0]) != "message" {
+	if len(events) != 1 || kind(t, events[0]) != "task" {
 		t.Errorf("stream = %+v", events)
 	}
 }

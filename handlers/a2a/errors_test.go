@@ -33,8 +33,7 @@ func TestJSONRPCErrors(t *testing.T) {
 		"no message":       {`{"jsonrpc":"2.0","method":"message/send","id":7,"params":{}}`, -32602, ""},
 		"wrong types":      {`{"jsonrpc":"2.0","method":"message/send","id":7,"params":{"message":"hi"}}`, -32602, ""},
 		"file only":        {`{"jsonrpc":"2.0","method":"message/send","id":7,"params":` + fileOnly + `}`, -32005, ""},
-		"push config":      {`{"jsonrpc":"2.0","method":"tasks/pushNotificationConfig/set","id":7,"params":{}}`, -32003, ""},
-		"extended card":    {`{"jsonrpc":"2.0","method":"agent/getAuthenticatedExtendedCard","id":7}`, -32007, ""},
+		"push config":      {`{"jsonrpc":"2.0","method":"tasks/pushNotificationConfig/set","id":7,"params":{}}`, -32602, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			resp := e.Do(http.MethodPost, path, tc.body)
@@ -142,7 +141,7 @@ func TestRefusalsBeforeTheSurfaceAreJSON(t *testing.T) {
 		"cross-origin": e.Do(http.MethodPost, "/a2a/"+id, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"x"}}`,
 			"Origin", "https://elsewhere.example", "Sec-Fetch-Site", "cross-site"),
 		"no such path": e.Do(http.MethodGet, "/a2a/"+id+"/nothing-here", nil),
-		"wrong method": e.Do(http.MethodGet, "/a2a/"+id, nil),
+		"wrong method": e.Do(http.MethodDelete, "/a2a/"+id, nil),
 	} {
 		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") || resp.StatusCode < 400 {
 			t.Errorf("%s: status %d, Content-Type %q", name, resp.StatusCode, ct)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/agentsite/agentsite/handlers/httpkit"
@@ -42,6 +43,9 @@ type RPCError struct {
 	Code    int        `json:"code"`
 	Message string     `json:"message"`
 	Data    *ErrorData `json:"data,omitempty"`
+	// status is the HTTP status of the domain error it stands for (0:
+	// a protocol error); the 1.0 and REST answers map it.
+	status int
 }
 
 func (e *RPCError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
@@ -66,6 +70,8 @@ const (
 	CodeUnsupportedOperation = -32004
 	CodeContentTypeNotSupp   = -32005
 	CodeNoExtendedCard       = -32007
+	CodeVersionNotSupported  = -32009
+	CodeUnauthenticated      = -31401 // A2A 1.0 only; 0.3 callers get -32000
 )
 
 // Errors of the protocol.
@@ -75,10 +81,8 @@ var (
 	errTaskNotFound   = &RPCError{Code: CodeTaskNotFound, Message: "No such task here. Tasks are kept for a while only; " +
 		"the conversation goes on: send a new message with the same contextId."}
 	errTaskEnded         = &RPCError{Code: CodeTaskNotCancelable, Message: "The task has already ended."}
-	errPushNotSupported  = &RPCError{Code: CodePushNotSupported, Message: "Push notifications are not supported; use message/stream."}
-	errNoResubscribe     = &RPCError{Code: CodeUnsupportedOperation, Message: "tasks/resubscribe is not supported; poll tasks/get instead."}
+	errNoResubscribe     = &RPCError{Code: CodeUnsupportedOperation, Message: "The task has ended: there is nothing to subscribe to; read it with GetTask (tasks/get)."}
 	errOnlyText          = &RPCError{Code: CodeContentTypeNotSupp, Message: "Only text parts are understood; send the message as text."}
-	errNoExtendedCard    = &RPCError{Code: CodeNoExtendedCard, Message: "There is no extended card: every card here is public."}
 	errTaskFinishedInput = &RPCError{Code: CodeInvalidParams, Message: "Each message here is a task of its own, which takes no " +
 		"further input: to continue the conversation, send a new message without taskId, with the same contextId."}
 )
@@ -88,8 +92,15 @@ func invalidParams(message string) *RPCError {
 }
 
 func methodNotFound(method string) *RPCError {
-	return &RPCError{Code: CodeMethodNotFound, Message: fmt.Sprintf("Unknown method %q: this agent speaks message/send, "+
-		"message/stream, tasks/get and tasks/cancel.", method)}
+	return &RPCError{Code: CodeMethodNotFound, Message: fmt.Sprintf("Unknown method %q: this agent speaks A2A 1.0 "+
+		"(SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask, the "+
+		"TaskPushNotificationConfig methods, GetExtendedAgentCard) and A2A 0.3 (message/send, message/stream, "+
+		"tasks/get, tasks/cancel, tasks/resubscribe, tasks/pushNotificationConfig/*, agent/getAuthenticatedExtendedCard).", method)}
+}
+
+func versionNotSupported(v string) *RPCError {
+	return &RPCError{Code: CodeVersionNotSupported, Message: fmt.Sprintf("A2A version %q is not served here: "+
+		"send A2A-Version: 1.0 (or 0.3, or no header for 0.3).", v)}
 }
 
 // rpcError is the JSON-RPC form of err: protocol errors as they are,
@@ -108,38 +119,67 @@ func rpcError(err error) (*RPCError, *httpkit.Error) {
 	case http.StatusInternalServerError:
 		code = CodeInternal
 	}
-	return &RPCError{Code: code, Message: e.Message, Data: &ErrorData{Code: e.Code, Fields: e.Fields}}, e
+	return &RPCError{Code: code, Message: e.Message, Data: &ErrorData{Code: e.Code, Fields: e.Fields}, status: e.Status}, e
 }
 
 // readRequest reads a JSON-RPC request, answering and returning false when
 // there is none: a body over MaxBodyBytes (413) or too slow (408) fails at
 // the HTTP level, before any id is known; a malformed one is a JSON-RPC
-// error.
+// error (-32700 when it is not JSON, -32600 with the request's id when it
+// is JSON but no request, a non-string method included).
 func readRequest(w http.ResponseWriter, r *http.Request) (Request, bool) {
 	var req Request
+	c := &call{}
+	if r.Header.Get(versionHeader) != "" && !strings.HasPrefix(strings.TrimSpace(r.Header.Get(versionHeader)), "0.") {
+		c.d = dialect10
+	}
 	if r.ContentLength > MaxBodyBytes {
 		writeHTTPError(w, httpkit.ErrTooLarge)
 		return req, false
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	var raw struct {
+		JSONRPC json.RawMessage `json:"jsonrpc"`
+		Method  json.RawMessage `json:"method"`
+		Params  json.RawMessage `json:"params,omitempty"`
+		ID      json.RawMessage `json:"id,omitempty"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&raw); err != nil {
 		var mbe *http.MaxBytesError
 		var he *httpkit.Error // a body that arrived too slowly
 		if errors.As(err, &mbe) || errors.As(err, &he) {
 			writeHTTPError(w, httpkit.Classify(err))
 			return req, false
 		}
-		writeResponse(w, http.StatusOK, Response{Error: errParse})
+		c.fail(w, errParse)
 		return req, false
 	}
 	// Read to the end: the node lifts the body read deadline there, and a
 	// turn may run longer than that deadline.
 	_, _ = io.Copy(io.Discard, r.Body)
-	if req.JSONRPC != "2.0" || req.Method == "" || !validID(req.ID) {
-		writeResponse(w, http.StatusOK, Response{Error: errInvalidRequest})
+	req.Params, req.ID = raw.Params, raw.ID
+	if !validID(req.ID) {
+		req.ID = nil
+	}
+	c.id = req.ID
+	if isV1Method(jsonString(raw.Method)) {
+		c.d = dialect10
+	}
+	req.JSONRPC, req.Method = jsonString(raw.JSONRPC), jsonString(raw.Method)
+	if req.JSONRPC != "2.0" || req.Method == "" || !validID(raw.ID) {
+		c.fail(w, errInvalidRequest)
 		return req, false
 	}
 	return req, true
+}
+
+// jsonString is raw as a JSON string, "" when it is none.
+func jsonString(raw json.RawMessage) string {
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // validID: JSON-RPC ids are strings, numbers or null.
@@ -201,6 +241,17 @@ func startSSE(w http.ResponseWriter) *sse {
 func (s *sse) send(resp Response) error {
 	resp.JSONRPC = "2.0"
 	b, err := json.Marshal(resp)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(s.w, "data: %s\n\n", b); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func (s *sse) sendJSON(v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,11 @@ import (
 	"strings"
 
 	"github.com/a2aproject/a2a-go/a2a"
+	v1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
@@ -28,71 +30,203 @@ func (s *Server) Concierge(w http.ResponseWriter, r *http.Request) {
 	s.serve(w, r, "")
 }
 
+// isV1Method: the method is one of A2A 1.0's JSON-RPC binding.
+func isV1Method(m string) bool {
+	switch m {
+	case mSendMessage, mSendStreamingMessage, mGetTask, mListTasks, mCancelTask, mSubscribeToTask,
+		mCreatePush, mGetPush, mListPush, mDeletePush, mGetExtendedCard:
+		return true
+	}
+	return false
+}
+
+// caller is who makes a request: a bearer token's account or the
+// operator, or anonymous (owner ""). A token that does not verify is
+// refused, never taken as anonymous.
+type caller struct {
+	owner     string // the key tasks are kept under; "" anonymous
+	chatOwner chat.Owner
+	principal *httpkit.Principal
+}
+
+func (s *Server) caller(r *http.Request) (caller, *RPCError) {
+	if r.Header.Get("Authorization") == "" || s.Accounts == nil {
+		return caller{chatOwner: chat.A2AAnonymous}, nil
+	}
+	p, err := s.Accounts.Bearer(r)
+	if err != nil {
+		re, e := rpcError(err)
+		if e != nil {
+			s.logFailure(r.Context(), "A2A caller refused", e, err)
+		}
+		return caller{}, re
+	}
+	o := p.Owner()
+	return caller{owner: string(o), chatOwner: o, principal: &p}, nil
+}
+
 // serve dispatches one JSON-RPC request made to the endpoint scope (an
-// agent id, or "" for the concierge).
+// agent id, or "" for the concierge), in the dialect of its method.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, scope string) {
 	req, ok := readRequest(w, r)
 	if !ok {
 		return
 	}
+	c := &call{d: dialect03, id: req.ID}
+	if isV1Method(req.Method) {
+		c.d = dialect10
+	}
+	c.stream = req.Method == "message/stream" || req.Method == "tasks/resubscribe" ||
+		req.Method == mSendStreamingMessage || req.Method == mSubscribeToTask
+	if v := r.Header.Get(versionHeader); !supportedVersion(v) {
+		c.fail(w, versionNotSupported(v))
+		return
+	}
+	who, rerr := s.caller(r)
+	if rerr != nil {
+		c.fail(w, rerr)
+		return
+	}
 	switch req.Method {
 	case "message/send", "message/stream":
-		s.message(w, r, scope, req)
-	case "tasks/get":
-		s.getTask(w, r, scope, req)
-	case "tasks/cancel":
-		s.cancelTask(w, r, scope, req)
-	case "tasks/resubscribe":
-		answer(w, true, Response{ID: req.ID, Error: errNoResubscribe})
-	case "tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get",
+		var p a2a.MessageSendParams
+		if err := decodeParams(req.Params, &p); err != nil {
+			c.fail(w, err)
+			return
+		}
+		s.message(w, r, c, who, scope, p, nil)
+	case mSendMessage, mSendStreamingMessage:
+		c.wrap = true
+		var p v1.SendMessageRequest
+		if err := decodeParams(req.Params, &p); err != nil {
+			c.fail(w, err)
+			return
+		}
+		mp, push := fromV1Send(p)
+		s.message(w, r, c, who, scope, mp, push)
+	case "tasks/get", mGetTask:
+		var q v1.GetTaskRequest // the same fields in 0.3 and 1.0
+		if err := decodeParams(req.Params, &q); err != nil {
+			c.fail(w, err)
+			return
+		}
+		s.getTask(w, c, who, scope, a2a.TaskID(q.ID), q.HistoryLength)
+	case "tasks/cancel", mCancelTask:
+		var q v1.CancelTaskRequest
+		if err := decodeParams(req.Params, &q); err != nil {
+			c.fail(w, err)
+			return
+		}
+		s.cancelTask(w, r, c, who, scope, a2a.TaskID(q.ID))
+	case "tasks/resubscribe", mSubscribeToTask:
+		var q v1.SubscribeToTaskRequest
+		if err := decodeParams(req.Params, &q); err != nil {
+			c.fail(w, err)
+			return
+		}
+		s.subscribe(w, r, c, who, scope, a2a.TaskID(q.ID))
+	case mListTasks:
+		var q v1.ListTasksRequest
+		if len(req.Params) > 0 && string(req.Params) != "null" {
+			if err := decodeParams(req.Params, &q); err != nil {
+				c.fail(w, err)
+				return
+			}
+		}
+		s.listTasks(w, c, who, scope, q)
+	case mCreatePush, mGetPush, mListPush, mDeletePush,
+		"tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get",
 		"tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete":
-		answer(w, false, Response{ID: req.ID, Error: errPushNotSupported})
-	case "agent/getAuthenticatedExtendedCard":
-		answer(w, false, Response{ID: req.ID, Error: errNoExtendedCard})
+		s.pushRPC(w, c, who, scope, req)
+	case mGetExtendedCard, "agent/getAuthenticatedExtendedCard":
+		s.extendedCard(w, r, c, who, scope)
 	default:
-		answer(w, false, Response{ID: req.ID, Error: methodNotFound(req.Method)})
+		c.fail(w, methodNotFound(req.Method))
 	}
 }
 
-// message serves message/send and message/stream: a turn with an agent as
-// a task, or, on the concierge without an agent_id, a search.
-func (s *Server) message(w http.ResponseWriter, r *http.Request, scope string, req Request) {
-	stream := req.Method == "message/stream"
+// fromV1Send is a 1.0 SendMessageRequest as the 0.3 params turns take,
+// and the push notification config it asks for (nil: none).
+func fromV1Send(p v1.SendMessageRequest) (a2a.MessageSendParams, *v1.PushConfig) {
+	out := a2a.MessageSendParams{Message: v03Message(p.Message), Metadata: p.Metadata}
+	var push *v1.PushConfig
+	if cfg := p.Config; cfg != nil {
+		blocking := !cfg.ReturnImmediately
+		out.Config = &a2a.MessageSendConfig{AcceptedOutputModes: cfg.AcceptedOutputModes, HistoryLength: cfg.HistoryLength, Blocking: &blocking}
+		push = cfg.PushConfig
+	}
+	return out, push
+}
+
+// message serves message/send and message/stream (SendMessage and
+// SendStreamingMessage): a turn with an agent as a task, or, on the
+// concierge without an agent_id, a search answered as a task.
+func (s *Server) message(w http.ResponseWriter, r *http.Request, c *call, who caller, scope string, p a2a.MessageSendParams, push *v1.PushConfig) {
 	if !s.Rates.Allow("ip:"+httpkit.ClientKey(r), s.now()) {
-		writeHTTPError(w, errRateLimited)
+		c.failHTTP(w, errRateLimited)
 		return
 	}
-	var p a2a.MessageSendParams
-	if err := decodeParams(req.Params, &p); err != nil {
-		answer(w, stream, Response{ID: req.ID, Error: err})
-		return
+	if p.Config != nil && p.Config.PushConfig != nil && push == nil { // 0.3's
+		pc := p.Config.PushConfig
+		push = &v1.PushConfig{ID: pc.ID, URL: pc.URL, Token: pc.Token}
+		if pc.Auth != nil && len(pc.Auth.Schemes) > 0 {
+			push.Auth = &v1.PushAuthInfo{Scheme: pc.Auth.Schemes[0], Credentials: pc.Auth.Credentials}
+		}
+	}
+	var pushCfg *pushConfig
+	if push != nil {
+		pc, err := s.checkPush(r.Context(), *push, c.d)
+		if err != nil {
+			c.fail(w, err)
+			return
+		}
+		pushCfg = &pc
 	}
 	text, rerr := messageText(p.Message)
 	if rerr == nil && p.Message.TaskID != "" {
-		rerr = s.followUp(p.Message.TaskID, scope)
+		rerr = s.followUp(p.Message.TaskID, scope, who)
 	}
 	if rerr != nil {
-		answer(w, stream, Response{ID: req.ID, Error: rerr})
+		c.fail(w, rerr)
 		return
 	}
 	agentID := scope
 	if scope == "" {
 		agentID = metadataAgentID(p)
 		if agentID == "" {
-			s.findAgents(w, r, req, p.Message, text, stream)
+			s.findAgents(w, r, c, who, p.Message, text)
 			return
 		}
 	}
 	trace, ok := agent.TraceFrom(p.Message.Metadata)
 	if !ok {
-		answer(w, stream, Response{ID: req.ID, Error: invalidParams("metadata." + agent.TraceMetaKey + " is malformed or over the hop limit")})
+		c.fail(w, invalidParams("metadata."+agent.TraceMetaKey+" is malformed or over the hop limit"))
 		return
 	}
 	if trace.ID == "" {
 		trace = agent.NewTrace()
 	}
 	trace = trace.WithQuota(s.Rates.Quota(s.now, "ip:"+httpkit.ClientKey(r))) // its delegated turns count as the client's
-	s.turn(w, r, req, turnSpec{scope: scope, agentID: agentID, msg: p.Message, text: text, config: p.Config, trace: trace}, stream)
+	s.turn(w, r, c, turnSpec{scope: scope, agentID: agentID, msg: p.Message, text: text, config: p.Config, trace: trace,
+		who: who, push: pushCfg})
+}
+
+// failHTTP answers a failure of the HTTP exchange (too many requests,
+// busy): with its status and a JSON-RPC error body in 0.3, as 0.3 clients
+// expect; as the dialect's error otherwise.
+func (c *call) failHTTP(w http.ResponseWriter, e *httpkit.Error) {
+	if c.d == dialect03 {
+		writeHTTPError(w, e)
+		return
+	}
+	httpkit.SetRetryAfter(w, e)
+	re, _ := rpcError(e)
+	if c.d == dialectREST {
+		c.fail(w, re)
+		return
+	}
+	c.stream = false
+	writeV1(w, e.Status, v1Response{ID: c.id, Error: v1Error(re)})
 }
 
 // decodeParams reads params into v, an invalid-params error otherwise.
@@ -112,7 +246,8 @@ func safeJSONError(err error) string {
 	if errors.As(err, &te) && te.Field != "" {
 		return "field " + te.Field + " has the wrong type"
 	}
-	if strings.Contains(err.Error(), "part kind") || strings.Contains(err.Error(), "file part") {
+	if strings.Contains(err.Error(), "part kind") || strings.Contains(err.Error(), "file part") ||
+		strings.Contains(err.Error(), "part") {
 		return "a message part is malformed"
 	}
 	return "malformed"
@@ -140,8 +275,8 @@ func messageText(m *a2a.Message) (string, *RPCError) {
 
 // followUp answers a message naming a task: every turn here is a task of
 // its own that ends with the reply, so none takes more input.
-func (s *Server) followUp(id a2a.TaskID, scope string) *RPCError {
-	if s.tasks.get(id, scope, s.now()) == nil {
+func (s *Server) followUp(id a2a.TaskID, scope string, who caller) *RPCError {
+	if s.tasks.get(id, scope, who.owner, s.now()) == nil {
 		return errTaskNotFound
 	}
 	return errTaskFinishedInput
@@ -158,19 +293,23 @@ func metadataAgentID(p a2a.MessageSendParams) string {
 	return ""
 }
 
-// getTask is tasks/get.
-func (s *Server) getTask(w http.ResponseWriter, r *http.Request, scope string, req Request) {
-	if t, q := s.requestedTask(w, scope, req); t != nil {
-		answer(w, false, result(req.ID, t.snapshot(q.HistoryLength)))
+// getTask is tasks/get (GetTask).
+func (s *Server) getTask(w http.ResponseWriter, c *call, who caller, scope string, id a2a.TaskID, historyLength *int) {
+	t := s.tasks.get(id, scope, who.owner, s.now())
+	if t == nil {
+		c.fail(w, errTaskNotFound)
+		return
 	}
+	c.ok(w, t.snapshot(historyLength))
 }
 
-// cancelTask is tasks/cancel: it cancels the turn's context, end to end
-// (a remote agent's host sees its stream close), and answers once the
-// turn has stopped.
-func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, scope string, req Request) {
-	t, _ := s.requestedTask(w, scope, req)
+// cancelTask is tasks/cancel (CancelTask): it cancels the turn's context,
+// end to end (a remote agent's host sees its stream close), and answers
+// once the turn has stopped.
+func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, c *call, who caller, scope string, id a2a.TaskID) {
+	t := s.tasks.get(id, scope, who.owner, s.now())
 	if t == nil {
+		c.fail(w, errTaskNotFound)
 		return
 	}
 	t.requestCancel()
@@ -180,24 +319,8 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, scope string
 		return
 	}
 	if t.currentState() != a2a.TaskStateCanceled { // it ended first
-		answer(w, false, Response{ID: req.ID, Error: errTaskEnded})
+		c.fail(w, errTaskEnded)
 		return
 	}
-	answer(w, false, result(req.ID, t.snapshot(nil)))
-}
-
-// requestedTask is the task a tasks/* request names (tasks/cancel's
-// params are a subset of tasks/get's); when there is none it answers and
-// returns nil.
-func (s *Server) requestedTask(w http.ResponseWriter, scope string, req Request) (*task, a2a.TaskQueryParams) {
-	var q a2a.TaskQueryParams
-	if err := decodeParams(req.Params, &q); err != nil {
-		answer(w, false, Response{ID: req.ID, Error: err})
-		return nil, q
-	}
-	t := s.tasks.get(q.ID, scope, s.now())
-	if t == nil {
-		answer(w, false, Response{ID: req.ID, Error: errTaskNotFound})
-	}
-	return t, q
+	c.ok(w, t.snapshot(nil))
 }

@@ -29,6 +29,7 @@ var errCancelRequested = errors.New("a2a: task canceled by the client")
 type task struct {
 	id         a2a.TaskID
 	scope      string // the endpoint it was created on: an agent id, or "" for /a2a
+	owner      string // the authenticated caller that made it; "" anonymous
 	agentID    string
 	contextID  string
 	artifactID a2a.ArtifactID
@@ -42,18 +43,28 @@ type task struct {
 	history  []*a2a.Message
 	streamed strings.Builder // the reply as it streams
 	reply    *string         // the whole reply, once the turn is over
+	data     map[string]any  // a data part of the reply (the concierge's matches)
 	cancel   context.CancelCauseFunc
+	changed  chan struct{} // closed, and replaced, at every change
+	watchers int           // streams following the task (SubscribeToTask)
+	pushes   []pushConfig  // where to tell of its changes
+}
+
+// changedLocked wakes whoever follows the task; t.mu is held.
+func (t *task) changedLocked() {
+	close(t.changed)
+	t.changed = make(chan struct{})
 }
 
 // newID is a random identifier for a task or an artifact: 130 bits, since
 // a task id is what lets anyone read or cancel it.
 func newID() string { return rand.Text() }
 
-func newTask(scope, agentID, contextID string, msg *a2a.Message, now time.Time) *task {
+func newTask(scope, owner, agentID, contextID string, msg *a2a.Message, now time.Time) *task {
 	t := &task{
-		id: a2a.TaskID(newID()), scope: scope, agentID: agentID, contextID: contextID,
+		id: a2a.TaskID(newID()), scope: scope, owner: owner, agentID: agentID, contextID: contextID,
 		artifactID: a2a.ArtifactID(newID()), created: now, done: make(chan struct{}),
-		state: a2a.TaskStateSubmitted, stamp: now,
+		state: a2a.TaskStateSubmitted, stamp: now, changed: make(chan struct{}),
 	}
 	m := *msg
 	m.TaskID, m.ContextID = t.id, contextID
@@ -70,12 +81,33 @@ func newTask(scope, agentID, contextID string, msg *a2a.Message, now time.Time) 
 func (t *task) snapshot(historyLength *int) *a2a.Task {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.snapshotLocked(historyLength)
+}
+
+// mark is where a follower starts: how much of the reply it has, and the
+// state it has seen.
+type mark struct {
+	sent  int
+	state a2a.TaskState
+}
+
+// snapshotMark is the task as it is and the mark of that snapshot, taken
+// together so that a follower starting there misses no change.
+func (t *task) snapshotMark() (*a2a.Task, mark) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.snapshotLocked(nil), mark{sent: len(t.textLocked()), state: t.state}
+}
+
+func (t *task) snapshotLocked(historyLength *int) *a2a.Task {
 	stamp := t.stamp
 	out := &a2a.Task{
 		ID: t.id, ContextID: t.contextID,
-		Status:   a2a.TaskStatus{State: t.state, Message: t.status, Timestamp: &stamp},
-		History:  slices.Clone(t.history),
-		Metadata: map[string]any{"agent_id": t.agentID},
+		Status:  a2a.TaskStatus{State: t.state, Message: t.status, Timestamp: &stamp},
+		History: slices.Clone(t.history),
+	}
+	if t.agentID != "" {
+		out.Metadata = map[string]any{"agent_id": t.agentID}
 	}
 	if historyLength != nil {
 		out.History = out.History[len(out.History)-min(max(*historyLength, 0), len(out.History)):]
@@ -85,17 +117,30 @@ func (t *task) snapshot(historyLength *int) *a2a.Task {
 		text = *t.reply
 	}
 	if text != "" {
-		out.Artifacts = []*a2a.Artifact{{ID: t.artifactID, Name: "reply", Parts: a2a.ContentParts{a2a.TextPart{Text: text}}}}
+		parts := a2a.ContentParts{a2a.TextPart{Text: text}}
+		if t.data != nil {
+			parts = append(parts, a2a.DataPart{Data: t.data})
+		}
+		out.Artifacts = []*a2a.Artifact{{ID: t.artifactID, Name: "reply", Parts: parts}}
 	}
 	return out
 }
 
-// begin marks the task working, cancelable through cancel.
-func (t *task) begin(cancel context.CancelCauseFunc, now time.Time) *a2a.TaskStatusUpdateEvent {
+// text is the reply so far: the whole reply once there is one and nothing
+// streamed, what streamed otherwise. t.mu is held.
+func (t *task) textLocked() string {
+	if t.reply != nil && t.streamed.Len() == 0 {
+		return *t.reply
+	}
+	return t.streamed.String()
+}
+
+// begin marks the task working.
+func (t *task) begin(now time.Time) *a2a.TaskStatusUpdateEvent {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.cancel = cancel
 	t.state, t.stamp = a2a.TaskStateWorking, now
+	t.changedLocked()
 	return t.statusEvent(false)
 }
 
@@ -106,6 +151,7 @@ func (t *task) chunk(text string) *a2a.TaskArtifactUpdateEvent {
 	defer t.mu.Unlock()
 	first := t.streamed.Len() == 0
 	t.streamed.WriteString(text)
+	t.changedLocked()
 	return t.artifactEvent(text, !first)
 }
 
@@ -144,6 +190,7 @@ func (t *task) fail(state a2a.TaskState, why string, now time.Time) *a2a.TaskSta
 
 func (t *task) finish(state a2a.TaskState, status *a2a.Message, now time.Time) {
 	t.state, t.status, t.stamp, t.cancel = state, status, now, nil
+	t.changedLocked()
 }
 
 func (t *task) statusEvent(final bool) *a2a.TaskStatusUpdateEvent {
@@ -216,9 +263,11 @@ func (ts *taskStore) ended() {
 	ts.running--
 }
 
-// get finds task id created on scope; nil when there is none (or it is
-// another endpoint's: tasks of one agent are not reachable through another).
-func (ts *taskStore) get(id a2a.TaskID, scope string, now time.Time) *task {
+// get finds task id created on scope by owner; nil when there is none (or
+// it is another endpoint's: tasks of one agent are not reachable through
+// another; or another caller's: an authenticated caller's tasks are its
+// own, and anonymous tasks are reached by their id alone).
+func (ts *taskStore) get(id a2a.TaskID, scope, owner string, now time.Time) *task {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	t, ok := ts.lru.Get(id)
@@ -228,10 +277,44 @@ func (ts *taskStore) get(id a2a.TaskID, scope string, now time.Time) *task {
 	case ts.expired(t, now):
 		ts.lru.Remove(id)
 		return nil
-	case t.scope != scope:
+	case t.scope != scope, t.owner != owner:
 		return nil
 	}
 	return t
+}
+
+// listQuery selects tasks for ListTasks.
+type listQuery struct {
+	scope, owner, contextID string
+	state                   a2a.TaskState // "": any
+	after                   *time.Time    // status changed after
+}
+
+// list is the tasks q selects, newest first.
+func (ts *taskStore) list(q listQuery, now time.Time) []*task {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	var out []*task
+	for _, t := range ts.lru.Values() {
+		if t.scope != q.scope || t.owner != q.owner || ts.expired(t, now) ||
+			q.contextID != "" && t.contextID != q.contextID {
+			continue
+		}
+		t.mu.Lock()
+		state, stamp := t.state, t.stamp
+		t.mu.Unlock()
+		if q.state != "" && state != q.state || q.after != nil && !stamp.After(*q.after) {
+			continue
+		}
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b *task) int {
+		if c := b.created.Compare(a.created); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.id), string(b.id))
+	})
+	return out
 }
 
 func (ts *taskStore) expired(t *task, now time.Time) bool {

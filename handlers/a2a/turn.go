@@ -22,6 +22,8 @@ type turnSpec struct {
 	text    string
 	config  *a2a.MessageSendConfig
 	trace   agent.Trace // from another agent that passed the message on
+	who     caller      // who sent it: the task and the conversation are its
+	push    *pushConfig // where to tell of the task's changes; nil: nowhere
 }
 
 // turn runs a message as a task. The contextId names the conversation:
@@ -29,30 +31,46 @@ type turnSpec struct {
 // one whose id the task carries. The turn runs detached from the request
 // (a client that goes away can still read the task), on the server's
 // lifetime and within TurnTimeout.
-func (s *Server) turn(w http.ResponseWriter, r *http.Request, req Request, spec turnSpec, stream bool) {
-	conv, err := s.Chat.Open(r.Context(), chat.A2AAnonymous, spec.agentID, spec.msg.ContextID, spec.text)
+func (s *Server) turn(w http.ResponseWriter, r *http.Request, c *call, spec turnSpec) {
+	conv, err := s.Chat.Open(r.Context(), spec.who.chatOwner, spec.agentID, spec.msg.ContextID, spec.text)
 	if err != nil {
 		re, e := rpcError(err)
 		if e != nil {
 			s.logFailure(r.Context(), "A2A message refused", e, err)
 		}
-		answer(w, stream, Response{ID: req.ID, Error: re})
+		c.fail(w, re)
 		return
 	}
-	t := newTask(spec.scope, spec.agentID, conv.ID, spec.msg, s.now())
+	t := newTask(spec.scope, spec.who.owner, spec.agentID, conv.ID, spec.msg, s.now())
+	// Cancelable from the moment it can be found, before the turn starts.
+	cctx, cancel := context.WithCancelCause(s.lifetime)
+	t.cancel = cancel
+	if spec.push != nil {
+		spec.push.taskID = t.id
+		t.pushes = []pushConfig{*spec.push}
+	}
 	if err := s.tasks.add(t, s.now()); err != nil {
+		cancel(nil)
+		var he *httpkit.Error
+		if errors.As(err, &he) {
+			c.failHTTP(w, he)
+			return
+		}
 		re, _ := rpcError(err)
-		answer(w, stream, Response{ID: req.ID, Error: re})
+		c.fail(w, re)
 		return
 	}
 	var events *events
-	if stream {
+	if c.stream {
 		events = newEvents()
 	}
-	first := t.snapshot(nil) // taken before the turn can change it
-	go s.run(t, spec.text, spec.trace, events)
-	if stream {
-		s.pipe(w, r, req.ID, first, events)
+	first, from := t.snapshotMark() // taken before the turn can change it
+	go s.run(t, cctx, cancel, spec.text, spec.trace, spec.who.chatOwner, events)
+	if spec.push != nil {
+		go s.pushChanges(t, *spec.push, from)
+	}
+	if c.stream {
+		s.pipe(w, r, c, first, events)
 		return
 	}
 	blocking := spec.config == nil || spec.config.Blocking == nil || *spec.config.Blocking
@@ -67,23 +85,22 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, req Request, spec 
 	if spec.config != nil {
 		historyLength = spec.config.HistoryLength
 	}
-	answer(w, false, result(req.ID, t.snapshot(historyLength)))
+	c.ok(w, t.snapshot(historyLength))
 }
 
 // run runs the turn of t and records how it went: completed with the
 // reply, canceled (tasks/cancel), or failed with a message for people (a
 // failure of the agent is a failed task, not a JSON-RPC error).
-func (s *Server) run(t *task, text string, trace agent.Trace, ev *events) {
+func (s *Server) run(t *task, cctx context.Context, cancel context.CancelCauseFunc, text string, trace agent.Trace, owner chat.Owner, ev *events) {
 	defer ev.close()
 	defer close(t.done)
 	defer s.tasks.ended()
-	cctx, cancel := context.WithCancelCause(s.lifetime)
 	defer cancel(nil)
 	ctx, stop := context.WithTimeout(cctx, s.Config.TurnTimeout)
 	defer stop()
 
-	ev.send(t.begin(cancel, s.now()))
-	res, err := s.Chat.Turn(ctx, chat.A2AAnonymous, chat.Request{AgentID: t.agentID, ConversationID: t.contextID, Text: text, Trace: trace},
+	ev.send(t.begin(s.now()))
+	res, err := s.Chat.Turn(ctx, owner, chat.Request{AgentID: t.agentID, ConversationID: t.contextID, Text: text, Trace: trace},
 		func(chunk string) error {
 			if chunk != "" {
 				ev.send(t.chunk(chunk))
@@ -109,10 +126,10 @@ func (s *Server) run(t *task, text string, trace agent.Trace, ev *events) {
 // pipe writes a message/stream answer: the task as it was submitted, then
 // each event of the turn as it happens, until the final one. A client that
 // stops reading is left behind; the turn goes on.
-func (s *Server) pipe(w http.ResponseWriter, r *http.Request, id []byte, first *a2a.Task, ev *events) {
+func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *call, first *a2a.Task, ev *events) {
 	defer ev.leave()
 	out := startSSE(w)
-	if out.send(result(id, first)) != nil {
+	if c.event(out, first) != nil {
 		return
 	}
 	tick := time.NewTicker(keepAliveEvery)
@@ -123,7 +140,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, id []byte, first *
 			if !ok {
 				return
 			}
-			if out.send(result(id, e)) != nil {
+			if c.event(out, e) != nil {
 				return
 			}
 			tick.Reset(keepAliveEvery)
