@@ -145,6 +145,14 @@ func (n *Node) delivered(ctx context.Context, path string, from peer.ID, rec *ag
 		n.refuse(path, from, err)
 		return false
 	}
+	var full interface{ CatalogueFull() bool }
+	if errors.As(err, &full) && full.CatalogueFull() {
+		// This node's capacity (store.ErrCatalogueFull, --max-listings):
+		// counted, and no fault of the peer that relayed it.
+		n.metrics.rejected.WithLabelValues(path, "full").Inc()
+		n.logger.Debug("network record refused: the catalogue is full", "path", path, "id", rec.ID, "err", err)
+		return false
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			n.logger.Warn("caching a verified record failed", "path", path, "id", rec.ID, "err", err)

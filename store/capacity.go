@@ -42,6 +42,13 @@ type Evictor interface {
 	EvictListings(ctx context.Context, n int) (int, error)
 }
 
+// DefaultMaxListings is --max-listings: the largest catalogue this
+// node's targets are set for (issue 20's 1M catalogue: search, index load,
+// memory). Peers are adversaries: without a bound by default a node holds
+// whatever the planet sends until its disk is full. An operator with room
+// for more raises it; 0 turns the bound off.
+const DefaultMaxListings = 1_000_000
+
 // MaxEvictBatch bounds one EvictListings call: one transaction, well
 // inside the store deadline.
 const MaxEvictBatch = 1000

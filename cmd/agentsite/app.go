@@ -149,7 +149,8 @@ func (a *app) openStore(ctx context.Context, deps appDeps) error {
 	} else {
 		a.network, a.full = cachedStore(a.searchIndex(st, deps.Metrics))
 	}
-	a.sink = &store.Sink{Store: a.network, SelfID: a.peerID, MaxPerPublisher: a.cfg.MaxPerPublisher}
+	a.sink = &store.Sink{Store: a.network, SelfID: a.peerID, MaxPerPublisher: a.cfg.MaxPerPublisher,
+		Capacity: a.capacity(a.network, deps.Metrics)}
 	return nil
 }
 

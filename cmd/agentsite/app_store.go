@@ -86,3 +86,19 @@ func backendLookup(st store.Backends) func(ctx context.Context, agentID string) 
 		return b, err
 	}
 }
+
+// capacity is the node's capacity in listings (--max-listings), evicting
+// from network (the read cache in front of the engine, so that an
+// eviction invalidates it and the search index drops what went), its
+// metrics in metrics (nil: none). nil when there is no bound.
+func (a *app) capacity(network store.Network, metrics prometheus.Registerer) *store.Capacity {
+	ev, ok := network.(store.Evictor)
+	if !ok || a.cfg.MaxListings <= 0 {
+		return nil
+	}
+	c := &store.Capacity{Store: ev, Max: a.cfg.MaxListings}
+	if metrics != nil {
+		metrics.MustRegister(c.Collectors()...)
+	}
+	return c
+}

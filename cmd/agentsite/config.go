@@ -74,6 +74,8 @@ type Config struct {
 	// Listings of hosts and publishers never heard (store.Sink, store.Sweep).
 	MaxPerPublisher int
 	UnheardExpiry   time.Duration
+	// The node's capacity in listings (store.Capacity); 0: no bound.
+	MaxListings int
 }
 
 // DefaultP2PListen listens on every interface on a free TCP and QUIC port.
@@ -173,6 +175,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.UnheardPerHour, "unheard-per-hour", 1000, "listings of never-heard publishers one relaying peer may place here per hour (its IP group: twice that)")
 	// What listings of hosts and publishers never heard may hold here.
 	fs.IntVar(&c.MaxPerPublisher, "max-listings-per-publisher", store.DefaultMaxPerPublisher, "listings one publisher other than this node may hold here that are not offline; a new one beyond it is refused (0: the default)")
+	fs.IntVar(&c.MaxListings, "max-listings", store.DefaultMaxListings, "listings this node holds at most; at it a new one from the network evicts those of hosts never heard, then offline, then stale ones (never this node's own nor online ones), or is refused (0: no bound)")
 	fs.DurationVar(&c.UnheardExpiry, "unheard-expiry", store.DefaultUnheardAfter, "listings whose host never sent a heartbeat go offline this long after they were last heard of (0: the default)")
 	return fs
 }
@@ -251,6 +254,9 @@ func (c *Config) Validate() error {
 	}
 	if c.OperatorToken != "" && len(c.OperatorToken) < 16 {
 		errs = append(errs, errors.New("--operator-token must be at least 16 characters; generate one with: openssl rand -hex 24"))
+	}
+	if c.MaxListings < 0 {
+		errs = append(errs, errors.New("--max-listings must not be negative (0: no bound; default 1000000)"))
 	}
 	if c.MaxPerPublisher < 0 || c.UnheardExpiry < 0 {
 		errs = append(errs, errors.New("--max-listings-per-publisher and --unheard-expiry must not be negative (0: the defaults, 10000 and 15m)"))
