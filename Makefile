@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # they create and drop their own databases.
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: help run build test a2a-sdk axe test-short bench bench-search bench-p2p bench-chat bench-nat bench-rogue generate lint fuzz demo clean
+.PHONY: help run build test a2a-sdk axe test-short bench bench-search bench-p2p bench-chat bench-nat bench-rogue a2a-tck generate lint fuzz demo clean
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{n[NR]=$$1; d[NR]=$$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= NR; i++) printf "  %-*s  %s\n", w, n[i], d[i]}'
@@ -75,6 +75,9 @@ bench-rogue: ## rogue peers: heap per 10k DHT PUTs, heap under an endless sync r
 	$(GO) test -run '^$$' -bench BenchmarkRogueEndlessReply -benchtime 1x -timeout 30m ./cmd/agentsite/
 	ROGUE_SPAM=10000 ROGUE_IDS=100 $(GO) test -run '^$$' -bench BenchmarkRogueSpamRank -benchtime 1x -timeout 30m ./cmd/agentsite/
 	ROGUE_SPAM=100000 ROGUE_IDS=1000 $(GO) test -run '^$$' -bench BenchmarkRogueSpamRank -benchtime 1x -timeout 60m ./cmd/agentsite/
+
+a2a-tck: build ## the A2A conformance kit (a2a-tck 1.0, vendored in testdata/a2a-tck) at its MUST level against a fresh node; Debian python3 packages, see its run.sh
+	testdata/a2a-tck/agentsite/run.sh $(BIN)
 
 # DEMO_FLAGS passes flags to `agentsite demo`, e.g. DEMO_FLAGS='--base-port 9081'.
 DEMO_FLAGS ?=

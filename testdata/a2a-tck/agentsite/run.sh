@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# make a2a-tck: the A2A conformance kit (a2a-tck, 1.0-dev branch, vendored
+# in testdata/a2a-tck) at its MUST level against a fresh node: SQLite in a
+# temporary directory, the builtin demo agents, JSON-RPC and HTTP+JSON
+# (the bindings the node card declares; gRPC is not served, its modules are
+# left out, see shim/). Debian's python3 packages run it:
+#   apt-get install python3-pytest python3-pytest-asyncio python3-httpx \
+#     python3-jsonschema python3-protobuf python3-yaml
+# Prints the MUST pass count (requirements, as the kit's report counts
+# them) and fails if it falls below A2A_TCK_MIN_PASS (the count measured
+# when this target was written; raise it as the server passes more).
+#
+# Usage: run.sh path/to/agentsite
+set -euo pipefail
+bin=$(realpath "${1:?usage: run.sh path/to/agentsite}")
+here=$(cd "$(dirname "$0")" && pwd)
+kit=$(dirname "$here")
+py=${A2A_TCK_PYTHON:-/usr/bin/python3}
+port=${A2A_TCK_PORT:-18480}
+min=${A2A_TCK_MIN_PASS:-58}
+
+if ! "$py" -c 'import pytest, pytest_asyncio, httpx, jsonschema, google.protobuf' 2>/dev/null; then
+	echo "a2a-tck needs Debian's python3 packages: apt-get install python3-pytest python3-pytest-asyncio python3-httpx python3-jsonschema python3-protobuf python3-yaml" >&2
+	exit 2
+fi
+
+work=$(mktemp -d)
+node_pid=
+cleanup() {
+	if [ -n "$node_pid" ]; then kill "$node_pid" 2>/dev/null || true; wait "$node_pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Many tests, one client IP: the chat rate limit goes out of the way.
+"$bin" serve --data-dir "$work/node" --http-addr "127.0.0.1:$port" \
+	--p2p-listen /ip4/127.0.0.1/tcp/0 --allow-private-endpoints \
+	--chat-rate-limit 1000000 >"$work/node.log" 2>&1 &
+node_pid=$!
+card="http://127.0.0.1:$port/.well-known/agent-card.json"
+for _ in $(seq 1 150); do
+	if curl -sf -o /dev/null "$card"; then break; fi
+	if ! kill -0 "$node_pid" 2>/dev/null; then cat "$work/node.log" >&2; echo "the node did not start" >&2; exit 1; fi
+	sleep 0.2
+done
+curl -sf -o /dev/null "$card" || { cat "$work/node.log" >&2; echo "no card at $card" >&2; exit 1; }
+
+reports=${A2A_TCK_REPORTS:-$kit/../../data/a2a-tck}
+mkdir -p "$reports"
+reports=$(realpath "$reports")
+cd "$kit"
+set +e
+PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$here/shim:$kit" "$py" -m pytest -c "$here/pytest.ini" --rootdir="$kit" -p no:cacheprovider \
+	tests/compatibility -m must --sut-host="http://127.0.0.1:$port" --transport=jsonrpc,http_json \
+	-q --tb=line --compatibility-report="$reports/compatibility" --junitxml="$reports/junit.xml"
+set -e
+PYTHONDONTWRITEBYTECODE=1 "$py" - "$reports/compatibility.json" "$min" <<'PY'
+import json, sys
+report, floor = json.load(open(sys.argv[1])), int(sys.argv[2])
+must = [r for r in report["per_requirement"].values() if r["level"] == "MUST"]
+count = lambda s: sum(1 for r in must if r["status"] == s)
+passed = count("PASS")
+print(f"a2a-tck MUST: {passed} of {len(must)} requirements pass; {count('FAIL')} fail, "
+      f"{count('NOT TESTED')} not reached (their setup failed), {count('SKIPPED')} skipped (gRPC only); "
+      f"report in {sys.argv[1].rsplit('/', 1)[0]}")
+if passed < floor:
+    sys.exit(f"a2a-tck: {passed} MUST requirements pass, fewer than the {floor} this target expects (A2A_TCK_MIN_PASS)")
+PY

@@ -1,0 +1,1 @@
+"""Webhook receiver for push notification delivery testing."""
