@@ -35,6 +35,8 @@ test: a2a-sdk axe ## run every test (race detector on; real SQLite, Postgres, Ch
 a2a-sdk:
 	@if [ ! -d testdata/a2a-js/node_modules ] && command -v npm >/dev/null 2>&1; then \
 		npm ci --prefix testdata/a2a-js --no-audit --no-fund; fi
+	@if [ ! -d testdata/a2a-js-1/node_modules ] && command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix testdata/a2a-js-1 --no-audit --no-fund; fi
 
 # axe-core (pinned in testdata/axe), which the browser suite injects into
 # every portal page to check accessibility; installed once, if npm is here
