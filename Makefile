@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # they create and drop their own databases.
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: help run build test a2a-sdk axe test-short bench bench-search bench-p2p bench-chat bench-nat bench-rogue a2a-tck generate lint fuzz demo clean
+.PHONY: help run build test a2a-sdk axe ard test-short bench bench-search bench-p2p bench-chat bench-nat bench-rogue a2a-tck generate lint fuzz demo clean
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{n[NR]=$$1; d[NR]=$$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= NR; i++) printf "  %-*s  %s\n", w, n[i], d[i]}'
@@ -44,6 +44,9 @@ a2a-sdk:
 axe:
 	@if [ ! -d testdata/axe/node_modules ] && command -v npm >/dev/null 2>&1; then \
 		npm ci --prefix testdata/axe --no-audit --no-fund; fi
+
+ard: ## the ARD conformance tool (vendored in testdata/ard-spec) against a node: its AI Catalog and its registry
+	testdata/ard-spec/run-against-node.sh
 
 test-short: ## the fast tests only
 	$(GO) test -short -count=1 ./...

@@ -2,12 +2,16 @@ package handlers
 
 import (
 	"github.com/go-chi/chi/v5"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
 
 	"github.com/agentsite/agentsite/handlers/ard"
+	"github.com/agentsite/agentsite/handlers/discovery"
 )
 
 // discoveryRoutes mounts the discovery standards (issue 22): the ARD
-// registry under ard.BasePath. Built with the routes, as publicMCP is.
+// registry under ard.BasePath, the AI Catalog and the MCP server cards.
+// Built with the routes, as publicMCP is.
 func (s *Server) discoveryRoutes(r chi.Router) {
 	reg := ard.New(s.Store, s.Node, s.Registry, s.Config.PublicURL, s.renderError)
 	reg.Now = s.Now
@@ -17,4 +21,21 @@ func (s *Server) discoveryRoutes(r chi.Router) {
 		r.Post("/explore", reg.Explore)
 		r.MethodNotAllowed(s.apiMethodNotAllowed)
 	})
+
+	cat := &discovery.Handler{Catalog: s.Store, PeerID: s.Node.PeerID(), Key: s.nodeKey(),
+		PublicURL: s.Config.PublicURL, Version: s.Config.Version, Now: s.Now, Fail: s.renderError}
+	r.Get(discovery.CatalogPath, cat.ServeCatalog)
+	r.Get("/mcp/server-card", cat.NodeServerCard)
+	r.Get(discovery.LegacyServerCardPath, cat.NodeServerCard)
+	r.Get("/mcp/agents/{id}/server-card", cat.AgentServerCard)
+}
+
+// nodeKey is the node's libp2p key (it signs the AI Catalog's Trust
+// Manifest), from the host's peerstore; nil when the node has none.
+func (s *Server) nodeKey() crypto.PrivKey {
+	h, ok := s.Node.(interface{ Host() host.Host })
+	if !ok || h.Host() == nil {
+		return nil
+	}
+	return h.Host().Peerstore().PrivKey(h.Host().ID())
 }
