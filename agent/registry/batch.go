@@ -434,6 +434,13 @@ func (r *Registry) batchPrepare(ctx context.Context, rd batchReader, a Actor, it
 		owner = prev.Record.Owner
 		old, err := rd.GetBackend(ctx, id)
 		switch {
+		case err == nil && old.Kind == agent.BackendBuiltin && (in.Backend.Kind != old.Kind || in.Backend.Builtin != old.Builtin):
+			// A builtin (the demo agents are builtins) is the node's own:
+			// an import of the same name and another backend would be
+			// undone at the next start (issue 22). The same builtin again
+			// (an import run twice) updates it as before.
+			p.res.Err = fieldError("name", msgBuiltinKept)
+			return p, false
 		case err == nil:
 			kept = &old
 			in.Backend = KeepKey(in.Backend, old)
@@ -450,6 +457,9 @@ func (r *Registry) batchPrepare(ctx context.Context, rd batchReader, a Actor, it
 	p.rec, p.in, p.kept, p.outcome = rec, in, kept, outcome
 	return p, false
 }
+
+// msgBuiltinKept refuses an import item named as a builtin agent.
+const msgBuiltinKept = "is one of this node's builtin agents; an import never replaces it: give the item another name"
 
 // errSeenInBatch marks an item whose agent an earlier item of the same
 // batch transaction wrote.
