@@ -286,6 +286,7 @@
   function finishPending(f) {
     var p = pending;
     pending = null;
+    var stick = nearBottom();
     dropPendingSteps(p);
     if (!p.got) {
       var typing = q("[data-testid=typing]", p.agent);
@@ -301,6 +302,9 @@
     if (f.message_id) p.agent.setAttribute("data-message-id", String(f.message_id));
     if (f.conversation_id) adoptConversation(f.conversation_id, p.title || p.text);
     addReplyActions(p.agent);
+    // The rendering and the actions make the reply taller: keep its end
+    // in view.
+    if (stick) scrollToEnd();
     turnEnded();
   }
 
