@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // The node's own capacity (--max-listings, issue 20): the one bound on the
@@ -67,36 +69,33 @@ func (catalogueFull) Error() string       { return "catalogue full" }
 func (catalogueFull) CatalogueFull() bool { return true }
 
 // Capacity bounds the listings held to Max (the Sink asks it before it
-// stores a listing from the network, Put and PutAll). It counts the
-// catalogue once in a while (Recount) and tracks what it admits in
-// between, so a listing costs nothing far from Max and one probe of its id
-// near it; at Max it evicts a batch (Headroom), so that eviction is one
-// statement per batch of admissions, never a scan per insert. A refusal is remembered for RetryFull: while
-// nothing may be evicted, further refusals cost nothing. Between counts
-// the catalogue may pass Max by what the Capacity does not see (this
-// node's own listings, which are never refused; another process's
-// writes); the next count evicts it back.
+// stores listings from the network: Put one, PutAll a page). It counts
+// the catalogue once in a while (Recount) and tracks what it admits in
+// between. Below nine tenths of Max (and the headroom) a listing costs
+// nothing: each is counted as new, updates too, until the next count.
+// Above, it looks each id up and counts only new ones; at Max it evicts
+// what the new ones need, at least a batch (Headroom), so that eviction is
+// one statement per batch of admissions, never a scan per insert. With
+// nothing left to evict, that statement walks two empty indexes (they
+// hold only what may go).
+//
+// The catalogue may pass Max by what the Capacity does not see between
+// counts: this node's own listings (never refused), another process's
+// writes, a page admitted but not written yet when the count ran.
 type Capacity struct {
 	Store Evictor
 	Max   int // listings held at most; 0 or less: no bound
-	// Headroom is how many listings one eviction frees, the one admitted
-	// included; 0: 1 % of Max, between 1 and MaxEvictBatch.
+	// Headroom is how many listings one eviction frees at least (those it
+	// is for included); 0: 1 % of Max, between 1 and MaxEvictBatch.
 	Headroom int
-	// Recount is how long a count is trusted (0: a minute): writers the
-	// Capacity does not see (another process on the same database) are
-	// counted then.
+	// Recount is how long a count is trusted (0: a minute).
 	Recount time.Duration
-	// RetryFull is how long a refusal stands before the catalogue is
-	// looked at again (0: 10 s).
-	RetryFull time.Duration
-	Now       func() time.Time // nil: time.Now
+	Now     func() time.Time // nil: time.Now
 
 	mu        sync.Mutex
 	held      int // listings held, as counted and admitted since
 	countedAt time.Time
 	counted   bool
-	unseen    bool // calls counted as new without a look-up since the count
-	fullUntil time.Time
 
 	evicted, refused atomic.Uint64
 }
@@ -118,17 +117,28 @@ func (c *Capacity) headroom() int {
 // Admit makes room for the listing id before it is stored: nil when there
 // is room, made by eviction if need be, or id is held already (an update
 // is never refused); an error wrapping ErrCatalogueFull when nothing may
-// be evicted. A nil Capacity, or one without Max, admits everything.
-//
-// Far below Max (by more than the headroom) it reads nothing: each call is
-// counted as a new listing, updates too, and the next count corrects it.
-// Nearer, it looks id up and counts only new ones, counting the catalogue
-// again first if calls were counted unseen since the last count. It must
-// not be called inside a store transaction: it may evict, in one of its
-// own.
+// be evicted. A nil Capacity, or one without Max, admits everything. It
+// must not be called inside a store transaction: it may evict, in one of
+// its own.
 func (c *Capacity) Admit(ctx context.Context, id string) error {
-	if c == nil || c.Max <= 0 {
-		return nil
+	return c.AdmitAll(ctx, []string{id})[0]
+}
+
+// AdmitAll is Admit for the ids of a page that is written after it (in
+// one transaction): room is made for the page's new ids at once, so that
+// they compete with what is held, not with each other, and the ids for
+// which none could be made (the last ones) get errors wrapping
+// ErrCatalogueFull. errs[i] is ids[i]'s.
+func (c *Capacity) AdmitAll(ctx context.Context, ids []string) (errs []error) {
+	errs = make([]error, len(ids))
+	if c == nil || c.Max <= 0 || len(ids) == 0 {
+		return errs
+	}
+	fail := func(err error) []error {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -138,72 +148,65 @@ func (c *Capacity) Admit(ctx context.Context, id string) error {
 		recount = time.Minute
 	}
 	if !c.counted || now.Sub(c.countedAt) >= recount {
-		if err := c.count(ctx, now); err != nil {
-			return err
+		if err := c.count(ctx); err != nil {
+			return fail(err)
 		}
+		c.countedAt, c.counted = now, true
 	}
-	if c.held+c.headroom() < c.Max {
-		c.held++
-		c.unseen = true
-		return nil
+	if c.held+len(ids) < c.Max-max(c.headroom(), c.Max/10) {
+		c.held += len(ids)
+		return errs
 	}
-	known, err := c.Store.HasAgent(ctx, id)
-	if err != nil {
-		return fmt.Errorf("look up agent %s: %w", id, err)
-	}
-	if known {
-		return nil
-	}
-	if c.unseen { // updates counted as new, writes failed, refused by quota
-		if err := c.count(ctx, now); err != nil {
-			return err
+	var fresh []int // the new ids, each once
+	seen := make(map[string]bool, len(ids))
+	for i, id := range ids {
+		if seen[id] {
+			continue
 		}
-	}
-	if c.held < c.Max {
-		c.held++
-		return nil
-	}
-	if now.Before(c.fullUntil) {
-		return c.refuse()
-	}
-	for want := c.held - c.Max + c.headroom(); want > 0; {
-		n := min(want, MaxEvictBatch)
-		got, err := c.Store.EvictListings(ctx, n)
+		seen[id] = true
+		known, err := c.Store.HasAgent(ctx, id)
 		if err != nil {
-			return fmt.Errorf("evict listings to make room: %w", err)
+			errs[i] = fmt.Errorf("look up agent %s: %w", id, err)
+			continue
 		}
-		c.evicted.Add(uint64(got))
-		c.held -= got
-		want -= got
-		if got < n {
-			break
+		if !known {
+			fresh = append(fresh, i)
 		}
 	}
-	if c.held < c.Max {
+	if over := c.held + len(fresh) - c.Max; over > 0 {
+		for want := max(over, c.headroom()); want > 0; {
+			n := min(want, MaxEvictBatch)
+			got, err := c.Store.EvictListings(ctx, n)
+			if err != nil {
+				return fail(fmt.Errorf("evict listings to make room: %w", err))
+			}
+			c.evicted.Add(uint64(got))
+			c.held -= got
+			want -= got
+			if got < n {
+				break
+			}
+		}
+	}
+	for _, i := range fresh {
+		if c.held >= c.Max {
+			c.refused.Add(1)
+			errs[i] = fmt.Errorf("%w: %d listings held, the node's capacity (--max-listings) is %d, and none may be evicted (this node's own and online listings are kept)",
+				ErrCatalogueFull, c.held, c.Max)
+			continue
+		}
 		c.held++
-		return nil
 	}
-	retry := c.RetryFull
-	if retry <= 0 {
-		retry = 10 * time.Second
-	}
-	c.fullUntil = now.Add(retry)
-	return c.refuse()
+	return errs
 }
 
-func (c *Capacity) count(ctx context.Context, now time.Time) error {
+func (c *Capacity) count(ctx context.Context) error {
 	n, err := c.Store.CountListings(ctx)
 	if err != nil {
 		return fmt.Errorf("count listings: %w", err)
 	}
-	c.held, c.countedAt, c.counted, c.unseen = n, now, true, false
+	c.held = n
 	return nil
-}
-
-func (c *Capacity) refuse() error {
-	c.refused.Add(1)
-	return fmt.Errorf("%w: %d listings held, the node's capacity (--max-listings) is %d, and none may be evicted (this node's own and online listings are kept)",
-		ErrCatalogueFull, c.held, c.Max)
 }
 
 // Counts is how many listings the Capacity evicted and refused.
@@ -269,4 +272,25 @@ func (c Composed) EvictListings(ctx context.Context, n int) (int, error) {
 		return 0, errNoEvictor
 	}
 	return e.EvictListings(ctx, n)
+}
+
+// admitAll is Capacity.AdmitAll for the records of a page that are not
+// this node's own.
+func (s *Sink) admitAll(ctx context.Context, recs []*agent.Record) []error {
+	errs := make([]error, len(recs))
+	if s.Capacity == nil {
+		return errs
+	}
+	var ids []string
+	var at []int
+	for i, rec := range recs {
+		if rec.HostPeerID() == s.SelfID && rec.Publisher == s.SelfID {
+			continue
+		}
+		ids, at = append(ids, rec.ID), append(at, i)
+	}
+	for j, err := range s.Capacity.AdmitAll(ctx, ids) {
+		errs[at[j]] = err
+	}
+	return errs
 }

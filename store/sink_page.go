@@ -124,6 +124,7 @@ func (s *Sink) pageListings(ctx context.Context, recs []*agent.Record, envs [][]
 		}
 		return ls, write
 	}
+	room := s.admitAll(ctx, recs) // before the transaction: it may evict
 	for i, rec := range recs {
 		host := rec.HostPeerID()
 		write[i] = true
@@ -131,7 +132,7 @@ func (s *Sink) pageListings(ctx context.Context, recs []*agent.Record, envs [][]
 			ls[i] = ownListing(rec, envs[i], t)
 			continue
 		}
-		if err := s.Capacity.Admit(ctx, rec.ID); err != nil { // before the transaction: it may evict
+		if err := room[i]; err != nil {
 			errs[i], write[i] = err, false
 			continue
 		}
