@@ -30,16 +30,35 @@ type Remote struct {
 	} `json:"variables"`
 }
 
-// resolved is r's URL with each {variable} replaced by its default; ok is
-// false when a variable has none.
-func (r Remote) resolved() (string, bool) {
-	u := r.URL
+// resolved is r's URL with each {variable} replaced by its default;
+// placeholder is what is left unfilled ("" when nothing is): a {variable}
+// without a default, or a <PLACEHOLDER> written into the URL (the
+// registry has servers listed with a literal <YOUR_TOKEN>).
+func (r Remote) resolved() (u, placeholder string) {
+	u = r.URL
 	for name, v := range r.Variables {
 		if v.Default != "" {
 			u = strings.ReplaceAll(u, "{"+name+"}", v.Default)
 		}
 	}
-	return u, !strings.ContainsAny(u, "{}")
+	return u, placeholderIn(u)
+}
+
+// placeholderIn is the first unfilled placeholder of u: {…} or <…> (also
+// percent-encoded, as %7B…%7D or %3C…%3E), or "".
+func placeholderIn(u string) string {
+	for _, p := range [][2]string{{"{", "}"}, {"<", ">"}, {"%7B", "%7D"}, {"%3C", "%3E"}, {"%7b", "%7d"}, {"%3c", "%3e"}} {
+		if i := strings.Index(u, p[0]); i >= 0 {
+			if j := strings.Index(u[i:], p[1]); j >= 0 {
+				return u[i : i+j+len(p[1])]
+			}
+			return u[i:]
+		}
+	}
+	if i := strings.IndexAny(u, "}>"); i >= 0 {
+		return u[i:]
+	}
+	return ""
 }
 
 // serverEntry is an item of /v0.1/servers' "servers": {"server": {...},
@@ -118,16 +137,27 @@ func seekServers(dec *json.Decoder) error {
 // agent on its first streamable-http remote (then its first SSE one),
 // calling tool (the registry lists no tools; "": the short name).
 func FromServer(s Server, tool string) (registry.Input, error) {
-	var url string
+	var url, unfilled, unfilledURL string
 	for _, want := range []string{"streamable-http", "sse"} {
 		for _, r := range s.Remotes {
-			if u, ok := r.resolved(); ok && r.Type == want && url == "" {
-				url = u
+			if r.Type != want || url != "" {
+				continue
 			}
+			u, ph := r.resolved()
+			if ph != "" {
+				if unfilled == "" {
+					unfilled, unfilledURL = ph, r.URL
+				}
+				continue
+			}
+			url = u
 		}
 	}
-	if url == "" {
-		return registry.Input{}, errors.New("it has no remote (streamable-http or sse) whose URL variables all have defaults; only remote MCP servers can be listed")
+	switch {
+	case url == "" && unfilled != "":
+		return registry.Input{}, fmt.Errorf("its remote URL %q has an unfilled placeholder %s (a variable without a default, or a value the user must fill in); it cannot be listed as it is: list it with the value filled in", cut(unfilledURL, 200), cut(unfilled, 64))
+	case url == "":
+		return registry.Input{}, errors.New("it has no remote (streamable-http or sse); only remote MCP servers can be listed")
 	}
 	short := s.Name
 	if i := strings.LastIndexByte(short, '/'); i >= 0 {

@@ -1,0 +1,41 @@
+package bulk_test
+
+import (
+	"github.com/agentsite/agentsite/agent/bulk"
+	"strings"
+	"testing"
+)
+
+// Remote URLs with unfilled placeholders are refused with the placeholder
+// named (issue 22: the registry has a server listed with a literal
+// <YOUR_TOKEN>); a variable with a default is filled; an empty
+// description stays empty.
+func TestMCPRegistryPlaceholders(t *testing.T) {
+	items := collect(t, "mcp-registry", `{"servers": [
+		{"server": {"name": "io.github.a/token", "description": "d", "version": "1.0.0",
+			"remotes": [{"type": "streamable-http", "url": "https://api.example.com/mcp?key=<YOUR_TOKEN>"}]}},
+		{"server": {"name": "io.github.a/tenant", "description": "d", "version": "1.0.0",
+			"remotes": [{"type": "streamable-http", "url": "https://{tenant}.example.com/mcp"}]}},
+		{"server": {"name": "io.github.a/encoded", "description": "d", "version": "1.0.0",
+			"remotes": [{"type": "streamable-http", "url": "https://api.example.com/mcp/%3CKEY%3E"}]}},
+		{"server": {"name": "io.github.a/filled", "description": "", "version": "1.0.0",
+			"remotes": [{"type": "streamable-http", "url": "https://{tenant}.example.com/mcp", "variables": {"tenant": {"default": "eu"}}}]}},
+		{"server": {"name": "io.github.a/second", "description": "d", "version": "1.0.0",
+			"remotes": [{"type": "streamable-http", "url": "https://x.example.com/<ID>/mcp"}, {"type": "sse", "url": "https://x.example.com/sse"}]}}
+	]}`, bulk.Options{})
+	if len(items) != 5 {
+		t.Fatalf("%d items", len(items))
+	}
+	for i, ph := range []string{"<YOUR_TOKEN>", "{tenant}", "%3CKEY%3E"} {
+		if err := items[i].Err; err == nil || !strings.Contains(err.Error(), "unfilled placeholder "+ph) {
+			t.Errorf("item %d: %v, want a refusal naming %s", i, err, ph)
+		}
+	}
+	if in := items[3].Input; items[3].Err != nil || in.Backend.URL != "https://eu.example.com/mcp" || in.Description != "" {
+		t.Errorf("filled: %+v %v (the description must stay empty)", in, items[3].Err)
+	}
+	// A remote without placeholders is taken after one with.
+	if in := items[4].Input; items[4].Err != nil || in.Backend.URL != "https://x.example.com/sse" {
+		t.Errorf("second remote: %+v %v", in, items[4].Err)
+	}
+}
