@@ -35,6 +35,20 @@ func wantBubbles(t *testing.T, b *Browser, what string, want ...liveMsg) {
 	}
 }
 
+// wantCalmStop checks that a stop the person chose shows as a note: no
+// red error bubble, no warning sign.
+func wantCalmStop(t *testing.T, b *Browser, what string) {
+	t.Helper()
+	got := Run(b, what+": read the stop line", chromedp.Evaluate[[]string](`(() => {
+  const li = Array.from(document.querySelectorAll('[data-testid="messages"] > [data-role="error"]')).pop();
+  const bubble = li.querySelector('.msg-bubble'), label = li.querySelector('.msg-label');
+  return [String(li.classList.contains('msg-stopped')), getComputedStyle(bubble).backgroundColor, getComputedStyle(label, '::before').content];
+})()`))
+	if got[0] != "true" || got[1] != "rgba(0, 0, 0, 0)" || (got[2] != "none" && got[2] != "normal") {
+		t.Errorf("%s: the stop line is [msg-stopped %s, background %s, label sign %s]; want a calm note (no red bubble, no ⚠)", what, got[0], got[1], got[2])
+	}
+}
+
 // waitCanceled waits for slow's backend to see its context end.
 func waitCanceled(t *testing.T, slow *SlowAnswerer) {
 	t.Helper()
@@ -95,6 +109,7 @@ func TestChatBrowserStopRetryEdit(t *testing.T) {
 	if hidden := Run(b, "stop after the turn", chromedp.Evaluate[bool](`document.querySelector('[data-testid="composer-stop"]').hidden`)); !hidden {
 		t.Error("Stop still offered after the turn ended")
 	}
+	wantCalmStop(t, b, "after stop")
 	b.AssertClean("after stop")
 	chatShot(b, "chat-stopped.png")
 
@@ -108,6 +123,7 @@ func TestChatBrowserStopRetryEdit(t *testing.T) {
 	if label != "Stopped:" {
 		t.Errorf("stored stop's label = %q", label)
 	}
+	wantCalmStop(t, b, "stopped turn after a reload")
 
 	// Try again replaces the stopped exchange.
 	slow.Release()
