@@ -77,7 +77,7 @@ func parseAgentForm(f url.Values) (registry.Input, web.AgentFormView) {
 		SystemPrompt: f.Get("backend_system_prompt"),
 		Tool:         f.Get("backend_tool"),
 		Delegate:     f.Get("backend_delegate") != "",
-		KeyDropped:   f.Get("backend_api_key") != "",
+		KeyDropped:   f.Get("backend_api_key") != "" || f.Get("backend_a2a_key") != "",
 	}
 	b := agent.Backend{Kind: v.Backend.Kind}
 	switch b.Kind {
@@ -92,8 +92,11 @@ func parseAgentForm(f url.Values) (registry.Input, web.AgentFormView) {
 	case agent.BackendMCP:
 		b.URL = v.Backend.URL
 		b.Tool = strings.TrimSpace(v.Backend.Tool)
-	case agent.BackendWebhook, agent.BackendA2A:
+	case agent.BackendWebhook:
 		b.URL = v.Backend.URL
+	case agent.BackendA2A:
+		b.URL = v.Backend.URL
+		b.APIKey = strings.TrimSpace(f.Get("backend_a2a_key"))
 	}
 	in.Backend = b
 	return in, v
