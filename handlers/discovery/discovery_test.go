@@ -174,3 +174,14 @@ func TestServerCards(t *testing.T) {
 	resp = env.Do(http.MethodGet, "/mcp/agents/nope/server-card", nil)
 	handlertest.WantStatus(t, resp, http.StatusNotFound)
 }
+
+// The portal's pages point at the catalog (ARD §6.1's HTML link tag).
+func TestPortalLinksTheCatalog(t *testing.T) {
+	env := handlertest.New(t)
+	for _, path := range []string{"/", "/agents", "/nodes"} {
+		doc := env.Page(path, http.StatusOK)
+		if href, _ := doc.Find(`head link[rel="ai-catalog"]`).Attr("href"); href != discovery.CatalogPath {
+			t.Errorf("%s: link rel=ai-catalog href=%q", path, href)
+		}
+	}
+}
