@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ var capacityCases = []testCase{
 	{"CapacityBatch", testCapacityBatch},
 	{"CapacitySyncFeed", testCapacitySyncFeed},
 	{"CapacityPage", testCapacityPage},
+	{"CapacityWholePage", testCapacityWholePage},
 }
 
 func evictor(t *testing.T, s store.Store) store.Evictor {
@@ -311,4 +313,57 @@ func testCapacityPage(t *testing.T, s store.Store) {
 		t.Errorf("page-3: changed %v, err %v; want ErrCatalogueFull", changed[2], errs[2])
 	}
 	f.wantHeld("after the page", "own-1", "online-1", "page-1", "page-2")
+}
+
+// testCapacityWholePage: a page of 64 new listings with room for 3 stores
+// 3 and refuses 61 (the page's records compete with what is held, not
+// with each other, though a page is written in one transaction after it
+// is judged); the next page's 3 first evict the first page's.
+func testCapacityWholePage(t *testing.T, s store.Store) {
+	ctx := testContext(t)
+	self := newPublisher(t)
+	f := newCapacityFixture(t, s, self, 10, 0)
+	for i := range 7 {
+		f.mustPut(self, fmt.Sprintf("own-%d", i))
+	}
+	var firsts []string
+	for page := range 2 {
+		var recs []*agent.Record
+		var envs [][]byte
+		for i := range 64 {
+			name := fmt.Sprintf("page%d-%02d", page, i)
+			rec, env := newPublisher(t).seal(t, f.at, agent.Record{Name: name, Description: "capacity " + name, Tags: []string{"cap"}})
+			f.recs[name], f.envs[name] = rec, env
+			recs, envs = append(recs, rec), append(envs, env)
+		}
+		changed, errs := f.sink.PutAll(ctx, recs, envs)
+		var stored []string
+		for i, rec := range recs {
+			if !changed[i] && !errors.Is(errs[i], store.ErrCatalogueFull) {
+				t.Errorf("page %d: %s neither stored nor refused for capacity: %v", page, rec.Name, errs[i])
+			}
+			ok, err := s.HasAgent(ctx, rec.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				stored = append(stored, rec.Name)
+			}
+		}
+		// (A store without transactions takes the page record by record:
+		// each then evicts the one before, and 3 are left.)
+		if len(stored) != 3 {
+			t.Fatalf("page %d: %d held (%v), want 3", page, len(stored), stored)
+		}
+		f.wantHeld(fmt.Sprintf("after page %d", page), append([]string{"own-0", "own-1", "own-2", "own-3", "own-4", "own-5", "own-6"}, stored...)...)
+		if _, ok := s.(store.Batcher); !ok {
+			return
+		}
+		if page == 0 {
+			firsts = stored
+		}
+	}
+	if evicted, refused := f.cap.Counts(); evicted != uint64(len(firsts)) || refused != 2*61 {
+		t.Errorf("Counts = %d evicted, %d refused, want 3 and 122", evicted, refused)
+	}
 }
