@@ -102,7 +102,9 @@ func (d Deps) check() error {
 // value is explicit: the flags (cmd/agentsite/config.go) hold the
 // defaults, and a zero time limit means none.
 type Config struct {
-	Version       string
+	Version string
+	// NodeName is this node's name for people (--node-name).
+	NodeName      string
 	OperatorToken string // bearer token with operator rights; empty disables
 	SecureCookies bool   // Secure flag on cookies (off only for plain-HTTP tests)
 	BcryptCost    int    // 0: bcrypt.DefaultCost
@@ -221,12 +223,12 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,
 		Registry: s.Registry, Chat: s.Chat, Live: s.Live, Accounts: accounts, Sessions: s.sessions,
 		ChatLimits: s.chatLimits, Health: deps.Health, Tester: deps.Tester,
-		Logger: logger, Version: cfg.Version, Now: now}
+		Logger: logger, Version: cfg.Version, NodeName: cfg.NodeName, Now: now}
 	if u := s.publicURL(); u != nil {
 		s.pages.PublicURL = browserOrigin(u)
 	}
 	s.API = &api.API{Catalog: st, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
-		ChatRates: s.chatLimits, Replies: s.Live, Version: cfg.Version, Now: now, Fail: s.renderError, Logger: logger}
+		ChatRates: s.chatLimits, Replies: s.Live, Version: cfg.Version, NodeName: cfg.NodeName, Now: now, Fail: s.renderError, Logger: logger}
 	s.ChatSocket = &chatws.Handler{Chat: s.Chat, Live: s.Live, Sessions: s.sessions,
 		Sockets: connlimit.NewCounter(cfg.MaxSocketsPerClient), Rates: s.chatLimits,
 		AllowOrigin: s.originRule().admits, Lifetime: deps.Lifetime, Fail: s.renderError, Logger: logger, Now: now}

@@ -230,6 +230,8 @@ func reachabilityHint(r string) string {
 		return "Other nodes can dial this node directly; it also relays for nodes behind NAT."
 	case "private":
 		return "This node is behind NAT: other nodes reach it through a relay, and hole punching turns those connections into direct ones when the NAT allows."
+	case ReachLocal:
+		return "This node listens only on loopback or private addresses, so only nodes on this machine or network can reach it; AutoNAT has nothing public to test. To join a wider network, listen on a public address or announce one with --announce."
 	default:
 		return "Not known yet: reachability is found once a few peers have tried to dial this node back."
 	}

@@ -68,3 +68,74 @@ func latencyText(ms int) string {
 	}
 	return fmt.Sprintf("~%.1f s", float64(ms)/1000)
 }
+
+// statusLineTone is the colour of a card's status dot: its liveness and
+// its health in one ("ok", "warn", "bad", "off", "unknown").
+func statusLineTone(status, health string) string {
+	switch status {
+	case "offline":
+		return "off"
+	case "stale":
+		return "warn"
+	}
+	switch health {
+	case agent.HealthHealthy:
+		return "ok"
+	case agent.HealthDegraded:
+		return "warn"
+	case agent.HealthFailing:
+		return "bad"
+	}
+	return "unknown"
+}
+
+// statusLineWord is the status help anchor the line links to: the
+// liveness when the agent is not online, else its health.
+func statusLineWord(status, health string) string {
+	if status != "online" || health == "" || health == agent.HealthUnknown {
+		return status
+	}
+	return health
+}
+
+// statusLineText is the line's words: "Online", "Online, slow or
+// failing at times", "Not heard from lately", "Offline".
+func statusLineText(status, health string) string {
+	switch status {
+	case "offline":
+		return "Offline"
+	case "stale":
+		return "Not heard from lately"
+	case "online":
+	default:
+		return statusLabel(status)
+	}
+	switch health {
+	case agent.HealthHealthy:
+		return "Online and answering"
+	case agent.HealthDegraded:
+		return "Online, slow or failing at times"
+	case agent.HealthFailing:
+		return "Online but failing"
+	}
+	return "Online, not checked yet"
+}
+
+// statusLineTitle is the line's tooltip: both signals explained, and
+// when it last answered.
+func statusLineTitle(status string, h HealthView) string {
+	var s string
+	switch status {
+	case "online":
+		s = "Its host's heartbeats arrive."
+	case "stale":
+		s = "Its host has not been heard from for a while; it may not answer."
+	case "offline":
+		s = "Its host is gone or its listing expired."
+	}
+	s += " " + healthTitle(h.State)
+	if h.LastOKAgo != "" {
+		s += " Last answered " + h.LastOKAgo + "."
+	}
+	return s
+}

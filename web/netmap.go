@@ -25,6 +25,21 @@ type NetPeer struct {
 	Connected bool   // a live libp2p connection from this node now
 	Relayed   bool   // connected only through a relay (no direct connection)
 	Agents    int
+	// Label is the node's name as the pages show it ("node-b"); "" draws
+	// NodeName(PeerID).
+	Label string
+}
+
+// netLabel is a drawn node's label, short enough to stay in the picture.
+func netLabel(p NetPeer) string {
+	s := p.Label
+	if s == "" {
+		s = NodeName(p.PeerID)
+	}
+	if r := []rune(s); len(r) > 16 {
+		s = string(r[:15]) + "…"
+	}
+	return s
 }
 
 // NetMap is the laid-out picture.
@@ -114,6 +129,20 @@ func netEdgeClass(n NetMapNode) string {
 	return "net-edge net-edge-heard"
 }
 
+// reachabilityWord is the reachability as one short phrase.
+func reachabilityWord(r string) string {
+	if r == ReachLocal {
+		return "local network only"
+	}
+	return r
+}
+
+// ReachLocal is the reachability the /nodes page says for a node whose
+// AutoNAT verdict is unknown and whose every address is loopback or
+// private: it will stay unknown, and nodes outside its network cannot
+// dial it.
+const ReachLocal = "local"
+
 // NodeName is the short name of a node, as agent cards say it ("node" and
 // the last six characters of its peer id).
 func NodeName(peerID string) string {
@@ -150,7 +179,18 @@ func reachabilityText(r string) string {
 		return "public (other nodes can dial it)"
 	case "private":
 		return "private (behind NAT; reached through relays)"
+	case ReachLocal:
+		return "local network only"
 	default:
 		return "unknown (not determined yet)"
 	}
+}
+
+// selfMapLabel is this node's label in the picture: its name, and that
+// it is this one.
+func selfMapLabel(p NetPeer) string {
+	if p.Label == "" {
+		return "this node"
+	}
+	return netLabel(p) + " (this node)"
 }

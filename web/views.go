@@ -6,6 +6,7 @@ package web
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
@@ -50,13 +51,38 @@ type AgentCard struct {
 	// Host names the node that hosts the agent, so that the same builtin
 	// demo on several nodes can be told apart.
 	Host HostView
+	// Nodes is how many nodes host this listing's group: listings of
+	// several nodes with the same name, description and skills show as
+	// one card ("on 3 nodes"), this node's or the healthiest first. 0 or
+	// 1: only this one.
+	Nodes int
 }
 
-// HostView is the node an agent lives on: a short name ("this node",
-// "node a1b2c3") and the full peer id for the hover title.
+// HostView is the node an agent lives on: its name ("node-b"; "node
+// a1b2c3" when it has none), the end of its peer id when the name is
+// shared or missing, whether it is this node, and the full peer id for
+// the hover title.
 type HostView struct {
 	Name   string
+	Short  string // "" unless the name alone is ambiguous
+	Self   bool
 	PeerID string
+}
+
+// Label is the host as one line of text: "node-b", "node-b (a1b2c3)".
+func (h HostView) Label() string {
+	if h.Short != "" && !strings.HasSuffix(h.Name, h.Short) {
+		return h.Name + " (" + h.Short + ")"
+	}
+	return h.Name
+}
+
+// OtherHost is another node hosting the same agent (AgentView.Others).
+type OtherHost struct {
+	ID     string // its listing
+	Host   HostView
+	Status string
+	Health HealthView
 }
 
 // UseView is the agent page's "Use this agent" panel: ready-to-copy ways
@@ -182,12 +208,16 @@ type AgentView struct {
 	MixedScripts []string
 	Host         HostView
 	Use          UseView
+	// Others are the other nodes hosting the same agent (same name,
+	// description and skills), as the grouped card counts them.
+	Others []OtherHost
 }
 
 // NodesView is this node and the peers it has heard from.
 type NodesView struct {
 	Page         Page
 	PeerID       string
+	Name         string   // this node's --node-name
 	Addrs        []string // full multiaddrs ending in /p2p/<id>
 	Peers        int      // connected peers
 	AgentsHosted int
@@ -209,6 +239,7 @@ type NodesView struct {
 // NodeRow is one known node.
 type NodeRow struct {
 	PeerID           string
+	Host             HostView // its name, as everywhere else
 	Status           string
 	Version          string
 	AgentsHosted     int

@@ -71,8 +71,11 @@ type Chat struct {
 	Search Searcher
 	// Outcomes, if set, hears how each local turn went (agent health).
 	Outcomes Outcomes
-	Logger   *slog.Logger
-	Now      func() time.Time
+	// Hosts names the node hosting a listing for the steps people see
+	// ("node-b", store.NodeLabels); nil: HostName.
+	Hosts  HostLabeler
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // Owner is a conversation owner key: whose conversations these are.

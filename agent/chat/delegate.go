@@ -45,7 +45,7 @@ func (c *Chat) FindAgents(ctx context.Context, query, tag string) ([]runtime.Fou
 			seen[l.Record.ID] = true
 			out = append(out, runtime.FoundAgent{
 				ID: l.Record.ID, Name: l.Record.DisplayName, Description: firstLine(l.Record.Description, 200),
-				Tags: l.Record.Tags, Host: HostName(l), Status: l.Status,
+				Tags: l.Record.Tags, Host: c.hostLabel(ctx, l), Status: l.Status,
 			})
 		}
 		if len(out) == maxFound || (q == query && len(out) > 0) {
@@ -95,7 +95,20 @@ func (c *Chat) Describe(ctx context.Context, agentID string) (name, host string)
 	if err != nil {
 		return "", ""
 	}
-	return l.Record.DisplayName, HostName(l)
+	return l.Record.DisplayName, c.hostLabel(ctx, l)
+}
+
+// HostLabeler names the node hosting a listing for people.
+type HostLabeler interface {
+	HostLabel(ctx context.Context, l store.Listing) string
+}
+
+// hostLabel is the name the steps give the node hosting l.
+func (c *Chat) hostLabel(ctx context.Context, l store.Listing) string {
+	if c.Hosts != nil {
+		return c.Hosts.HostLabel(ctx, l)
+	}
+	return HostName(l)
 }
 
 // HostName is the short name people see for the node hosting l ("this node",

@@ -62,6 +62,7 @@ func startClusterNode(t testing.TB, o nodeOpts) *clusterNode {
 		"--operator-token", testOperator,
 		fmt.Sprintf("--demo-agents=%v", o.demo),
 		"--log-level", "error",
+		"--node-name", "", // nodes shown by peer id, as the tests' steps expect
 	}
 	args = append(args, o.extra...)
 	for _, b := range o.bootstrap {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -52,6 +53,7 @@ type Config struct {
 	TrustedProxies        []string
 	MetricsToken          string
 	PublicURL             string
+	NodeName              string
 	StoreTimeout          time.Duration
 	ProbeInterval         time.Duration
 	ProbeBudget           int
@@ -157,6 +159,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.Var(&stringList{vals: &c.TrustedProxies}, "trusted-proxy", "CIDR of a reverse proxy in front of this node (repeatable): clients are read from its X-Forwarded-For, and it is exempt from --max-conns-per-ip")
 	fs.StringVar(&c.MetricsToken, "metrics-token", "", "bearer token /metrics wants (empty: /metrics is open)")
 	fs.StringVar(&c.PublicURL, "public-url", "", "the node's public address behind a reverse proxy, e.g. https://agents.example.org (its host is accepted on /mcp; A2A card URLs use it; empty: the request's host)")
+	fs.StringVar(&c.NodeName, "node-name", defaultNodeName(), "this node's name for people, sent in its signed heartbeats and shown on every page beside its peer ID's place: 1-32 of a-z, 0-9, '-' and '.' (default: the host name, sanitised; a label, not an identity)")
 	fs.DurationVar(&c.StoreTimeout, "store-timeout", 5*time.Second, "deadline of every database call; past it the call fails and the request gets 503 with Retry-After")
 	fs.DurationVar(&c.ProbeInterval, "probe-interval", time.Minute, "how often this node probes each of its agents' backends (jittered ±10%) for their health")
 	fs.IntVar(&c.ProbeBudget, "probe-budget", 600, "the most backend probes this node makes in any minute; past it each agent is probed less often than --probe-interval, agents people use first")
@@ -309,6 +312,9 @@ func (c *Config) Validate() error {
 	if c.StaleAfter < 0 {
 		errs = append(errs, errors.New("--stale-after must not be negative; 0 means 3 heartbeat intervals"))
 	}
+	if err := agent.CheckNodeName(c.NodeName); err != nil {
+		errs = append(errs, fmt.Errorf("--node-name %q: %w; e.g. --node-name=office-1", c.NodeName, err))
+	}
 	if c.PublicURL != "" {
 		if _, err := handlers.ParsePublicURL(c.PublicURL); err != nil {
 			errs = append(errs, fmt.Errorf("--public-url %q %w; e.g. https://agents.example.org", c.PublicURL, err))
@@ -419,7 +425,19 @@ func (c *Config) httpConfig() handlers.Config {
 		TrustedProxies:      c.TrustedProxies,
 		MetricsToken:        c.MetricsToken,
 		PublicURL:           c.PublicURL,
+		NodeName:            c.NodeName,
 	}
+}
+
+// defaultNodeName is --node-name's default: the host name, sanitised to a
+// short label ("" when it has nothing usable: the node is then shown by
+// its peer ID).
+func defaultNodeName() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return agent.SanitizeNodeName(h)
 }
 
 // p2pConfig is the network settings of the flags; the app adds what it
@@ -433,6 +451,7 @@ func (c *Config) p2pConfig() p2p.Config {
 		NoRelayService:    !c.RelayService,
 		UserAgent:         "agentsite/" + buildVersion(),
 		Version:           buildVersion(),
+		NodeName:          c.NodeName,
 		HeartbeatInterval: c.HeartbeatInterval,
 		HeartbeatBudget:   c.HeartbeatBudget,
 		NoSyncOnConnect:   !c.SyncOnConnect,

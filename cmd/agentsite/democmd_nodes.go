@@ -69,6 +69,10 @@ var demoSpecs = []struct {
 	}},
 }
 
+// demoBuiltinsNode is the demo node that hosts the demo agents (echo and
+// calculator, --demo-agents); the others host only their own.
+const demoBuiltinsNode = "node-b"
+
 // demoNode is one child `agentsite serve` process.
 type demoNode struct {
 	name     string
@@ -129,7 +133,10 @@ func (d *demo) startAndWait(ctx context.Context, bin, token string, n *demoNode,
 		"--data-dir", n.dataDir,
 		"--http-addr", n.httpAddr,
 		"--p2p-listen", "/ip4/127.0.0.1/tcp/0",
-		"--demo-agents=true",
+		"--node-name", n.name,
+		// echo and calculator on one node only (node-b, whose calculator
+		// node-a's planner asks): one card each on the hub, not three.
+		fmt.Sprintf("--demo-agents=%v", n.name == demoBuiltinsNode),
 		"--echo-delay", "50ms", // the echo streams word by word, visibly
 		"--log-level", "info",
 	}

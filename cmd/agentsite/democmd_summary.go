@@ -14,7 +14,11 @@ func (d *demo) printSummary(token string, took time.Duration) {
 	fmt.Fprintf(w, "\nAgentSite local planet is up: three nodes in %.1fs.\n\n", took.Seconds())
 	for _, n := range d.nodes {
 		fmt.Fprintf(w, "  %s  portal %s   (%s, pid %d)\n", n.name, n.baseURL(), n.engine, n.proc.Pid())
-		fmt.Fprintf(w, "          hosts  %s (tags %s) + echo, calculator\n", n.spec.Name, strings.Join(n.spec.Tags, ", "))
+		builtins := ""
+		if n.name == demoBuiltinsNode {
+			builtins = " + echo, calculator"
+		}
+		fmt.Fprintf(w, "          hosts  %s (tags %s)%s\n", n.spec.Name, strings.Join(n.spec.Tags, ", "), builtins)
 		if n == a && d.plannerID != "" {
 			fmt.Fprintf(w, "                 + planner (an agent that calls agents, on a scripted demo model)\n")
 		}

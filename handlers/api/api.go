@@ -66,7 +66,10 @@ type API struct {
 	Replies ReplyBound
 	// Version is the node's, as GET /api/v1/node reports it.
 	Version string
-	Now     func() time.Time
+	// NodeName is the node's name for people (--node-name), as GET
+	// /api/v1/node reports it.
+	NodeName string
+	Now      func() time.Time
 	// Fail answers an error: the node's one error renderer (JSON on
 	// these routes), which logs server faults and never leaks them.
 	Fail func(w http.ResponseWriter, r *http.Request, err error)

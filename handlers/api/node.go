@@ -26,6 +26,7 @@ func (a *API) NodeInfo(w http.ResponseWriter, r *http.Request) {
 		DirectPeers:  direct,
 		RelayedPeers: relayed,
 		PeerID:       a.Node.PeerID(),
+		Name:         a.NodeName,
 		Addrs:        addrs,
 		Version:      a.Version,
 		AgentsHosted: local.N,

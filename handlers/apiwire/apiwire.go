@@ -63,7 +63,10 @@ type AgentInput struct {
 // Node is GET /api/v1/node: who this node is and how to reach it over
 // libp2p (Addrs are full multiaddrs, /p2p/<peer id> included).
 type Node struct {
-	PeerID       string   `json:"peer_id"`
+	PeerID string `json:"peer_id"`
+	// Name is the node's name for people (--node-name): a label, not an
+	// identity (absent when it has none).
+	Name         string   `json:"name,omitempty"`
 	Addrs        []string `json:"addrs"`
 	Version      string   `json:"version"`
 	AgentsHosted int      `json:"agents_hosted"`

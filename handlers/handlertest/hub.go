@@ -46,3 +46,13 @@ func (e *Env) SeedRemote(name, display, owner string) store.Listing {
 	}
 	return l
 }
+
+// NameNode gives peerID a node row named name, as its heartbeat would
+// (store.Sink.NodeSeen writes the same row).
+func (e *Env) NameNode(peerID, name string) {
+	e.T.Helper()
+	n := store.Node{PeerID: peerID, Name: name, Version: "test", LastHeartbeat: time.Now(), Status: store.StatusOnline}
+	if err := e.Store.UpsertNode(context.Background(), n); err != nil {
+		e.T.Fatalf("UpsertNode(%s): %v", peerID, err)
+	}
+}

@@ -64,7 +64,7 @@ func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, status int
 	v := web.AccountView{
 		Page:       p.page(r, u, "Account", "account"),
 		Handle:     u.Handle,
-		Agents:     p.cards(page.Listings),
+		Agents:     p.cards(r.Context(), page.Listings),
 		MoreAgents: page.NextCursor != "",
 		Errors:     map[string]string{},
 	}

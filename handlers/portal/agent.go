@@ -53,7 +53,8 @@ func (p *Pages) PageAgent(w http.ResponseWriter, r *http.Request) {
 		ChatURL:     web.ChatHref(rec.ID, ""),
 
 		MixedScripts: agent.MixedScripts(rec.DisplayName),
-		Host:         hostView(l),
+		Host:         p.listingHost(r.Context(), l),
+		Others:       p.otherHosts(r.Context(), l),
 		Use:          useView(p.base(r), rec.ID),
 	}
 	p.render(w, r, http.StatusOK, web.AgentPage(v))

@@ -135,7 +135,7 @@ func TestNodesPage(t *testing.T) {
 		t.Error("address has no copy button with its text")
 	}
 	MustTestid(t, doc, "nodes-empty")
-	if got := Text(MustTestid(t, doc, "node-reachability")); got != "unknown" {
+	if got := Text(MustTestid(t, doc, "node-reachability")); got != "local network only" {
 		t.Errorf("reachability = %q", got)
 	}
 	if got := Text(MustTestid(t, doc, "node-relayed-peers")); got != "0" {

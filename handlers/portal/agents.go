@@ -134,7 +134,7 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 			p.RenderError(w, r, err)
 			return
 		default:
-			res.Agents = p.cards(page.Listings)
+			res.Agents = p.cards(r.Context(), page.Listings)
 			if !res.Filtered {
 				// The default view (online and stale, any health) is
 				// exactly what Stats counts; a filtered search is not

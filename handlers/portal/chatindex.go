@@ -30,7 +30,7 @@ func (p *Pages) PageChatIndex(w http.ResponseWriter, r *http.Request) {
 		p.RenderError(w, r, err)
 		return
 	}
-	v.Agents = p.cards(recent)
+	v.Agents = p.cards(r.Context(), recent)
 	v.Page = p.page(r, p.viewer(r), "AgentChat", "chat")
 	p.render(w, r, http.StatusOK, web.ChatIndexPage(v))
 }

@@ -35,9 +35,9 @@ func TestBrowserHealthBadge(t *testing.T) {
 	followBadge(t, b, Tid("health-badge"), Tid("agent-detail"), "healthy")
 
 	card := `[data-testid="agent-card"][data-agent-id="` + id + `"] `
-	b.Do("open the search page", chromedp.Navigate(e.TS.URL+"/agents"), chromedp.WaitVisible(chromedp.CSS(card+`[data-testid="health-badge"]`)))
+	b.Do("open the search page", chromedp.Navigate(e.TS.URL+"/agents"), chromedp.WaitVisible(chromedp.CSS(card+`[data-testid="agent-status"]`)))
 	b.AssertClean("search page")
-	followBadge(t, b, chromedp.CSS(card+`[data-testid="agent-status"]`), Tid("search-form"), "online")
+	followBadge(t, b, chromedp.CSS(card+`[data-testid="agent-status"]`), Tid("search-form"), "healthy")
 }
 
 // followBadge clicks a badge and checks that the browser lands on the

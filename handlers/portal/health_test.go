@@ -43,9 +43,11 @@ func healthOf(t *testing.T, s *goquery.Selection) (state, href, label, latency, 
 		Text(s.Find(`[data-testid="health-latency"]`)), Text(s.Find(`[data-testid="health-last-ok"]`))
 }
 
-// TestHealthBadges: every card and the agent page show the health word,
-// linked to its explanation, with the latency and when it last answered;
-// the status badge links to its own explanation. Unknown reads quietly.
+// TestHealthBadges: the agent page shows the health word, linked to its
+// explanation, with the latency and when it last answered, and the status
+// badge links to its own explanation. A card has one status line instead:
+// a dot whose tone joins status and health, in words, linked to the
+// health's explanation, with the latency said with its meaning.
 func TestHealthBadges(t *testing.T) {
 	e := New(t)
 	ids := seedHealth(e)
@@ -55,19 +57,37 @@ func TestHealthBadges(t *testing.T) {
 		agent.HealthFailing:  {"Failing", "", ""},
 		agent.HealthUnknown:  {"Not checked yet", "", ""},
 	}
+	wantCard := map[string][4]string{ // words, anchor, tone, latency
+		agent.HealthHealthy:  {"Online and answering", "healthy", "sl-ok", "replies in ~120 ms"},
+		agent.HealthDegraded: {"Online, slow or failing at times", "degraded", "sl-warn", "replies in ~6.4 s"},
+		agent.HealthFailing:  {"Online but failing", "failing", "sl-bad", ""},
+		agent.HealthUnknown:  {"Online, not checked yet", "online", "sl-unknown", ""},
+	}
 	doc := e.Page("/agents?tag=health", 200)
 	for st, id := range ids {
+		page := e.Page("/agents/"+id, 200).Selection
+		state, href, label, latency, lastOK := healthOf(t, page)
+		w := want[st]
+		if state != st || href != "/help/status#"+st || label != w[0] || latency != w[1] || lastOK != w[2] {
+			t.Errorf("page of %s: state %q href %q label %q latency %q last ok %q, want %s %v", st, state, href, label, latency, lastOK, st, w)
+		}
+		status := page.Find(`[data-testid="agent-status"]`)
+		if got := status.AttrOr("href", ""); got != "/help/status#online" || status.AttrOr("data-status", "") != "online" {
+			t.Errorf("page of %s: status badge links to %q", st, got)
+		}
+
 		card := doc.Find(`[data-testid="agent-card"][data-agent-id="` + id + `"]`)
-		for where, s := range map[string]*goquery.Selection{"card": card, "page": e.Page("/agents/"+id, 200).Selection} {
-			state, href, label, latency, lastOK := healthOf(t, s)
-			w := want[st]
-			if state != st || href != "/help/status#"+st || label != w[0] || latency != w[1] || lastOK != w[2] {
-				t.Errorf("%s of %s: state %q href %q label %q latency %q last ok %q, want %s %v", where, st, state, href, label, latency, lastOK, st, w)
-			}
-			status := s.Find(`[data-testid="agent-status"]`)
-			if got := status.AttrOr("href", ""); got != "/help/status#online" || status.AttrOr("data-status", "") != "online" {
-				t.Errorf("%s of %s: status badge links to %q", where, st, got)
-			}
+		if n := card.Find(`[data-testid="health-badge"], [data-testid="health-last-ok"]`).Length(); n != 0 {
+			t.Errorf("card of %s: %d extra status signals, want one line", st, n)
+		}
+		line := card.Find(`[data-testid="agent-status"]`)
+		wc := wantCard[st]
+		if line.Length() != 1 || Text(line) != wc[0] || line.AttrOr("href", "") != "/help/status#"+wc[1] || !line.HasClass(wc[2]) ||
+			line.AttrOr("data-state", "") != st || line.AttrOr("data-status", "") != "online" || line.AttrOr("title", "") == "" {
+			t.Errorf("card of %s: status line %q href %q class %q title %q, want %v", st, Text(line), line.AttrOr("href", ""), line.AttrOr("class", ""), line.AttrOr("title", ""), wc)
+		}
+		if got := Text(card.Find(`[data-testid="health-latency"]`)); got != wc[3] {
+			t.Errorf("card of %s: latency %q, want %q", st, got, wc[3])
 		}
 	}
 	// The badge is a link above the card's stretched link: no inline style

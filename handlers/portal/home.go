@@ -43,7 +43,7 @@ func (p *Pages) PageHome(w http.ResponseWriter, r *http.Request) {
 		Online:  stats.OnlineAgents,
 		Tags:    stats.Tags,
 		Nodes:   known.total,
-		Recent:  p.cards(recent),
+		Recent:  p.cards(r.Context(), recent),
 		TopTags: tagCounts(tags),
 	}
 	p.render(w, r, http.StatusOK, web.HomePage(v))

@@ -3,6 +3,7 @@ package portal_test
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,48 +68,114 @@ func checkUsePanel(t *testing.T, e *Env, id, base string) {
 }
 
 // TestHostNaming: cards and the agent page name the node an agent lives
-// on ("this node", or "node " and the end of a remote peer id, which the
-// title shows in full) and its owner, so identical demos on several nodes
-// can be told apart.
+// on by the name its heartbeat carries ("node-b"; this node by its
+// --node-name), with the full peer id on hover; a node without a name is
+// "node " and the end of its peer id; a name two nodes use gets the end
+// of the peer id beside it (a label, not an identity).
 func TestHostNaming(t *testing.T) {
-	e := New(t)
+	e := NewConfig(t, OpenSQLite(t), func(c *handlers.Config) { c.NodeName = "node-a" })
 	local := e.SeedEcho("echo", "Echo")
-	remote := e.SeedRemote("echo", "Echo", "bob")
-	rid := remote.HostPeerID
-	short := "node " + rid[len(rid)-6:]
+	calc := e.SeedRemote("calculator", "Calculator", "bob")
+	e.NameNode(calc.HostPeerID, "node-b")
+	anon := e.SeedRemote("quiet", "Quiet", "")
+	twin1, twin2 := e.SeedRemote("twin-one", "Twin One", ""), e.SeedRemote("twin-two", "Twin Two", "")
+	e.NameNode(twin1.HostPeerID, "twin")
+	e.NameNode(twin2.HostPeerID, "twin")
+	short := func(id string) string { return id[len(id)-6:] }
 
+	type host struct{ name, short, title, self string }
+	read := func(s *goquery.Selection) host {
+		h := s.Find(`[data-testid="host-name"]`).First()
+		return host{Text(h), Text(s.Find(`[data-testid="host-short"]`).First()), h.AttrOr("title", ""), h.AttrOr("data-self", "")}
+	}
 	doc := e.Page("/agents", http.StatusOK)
-	hosts := map[string]string{} // agent id -> host name
-	titles := map[string]string{}
-	doc.Find(`[data-testid="agent-card"]`).Each(func(_ int, c *goquery.Selection) {
-		h := c.Find(`[data-testid="host-name"]`)
-		hosts[c.AttrOr("data-agent-id", "")] = Text(h)
-		titles[c.AttrOr("data-agent-id", "")] = h.AttrOr("title", "")
-	})
-	if hosts[local] != "this node" || titles[local] != e.Node.PeerID() {
-		t.Errorf("local card host = %q (title %q), want \"this node\"", hosts[local], titles[local])
+	cards := map[string]host{}
+	doc.Find(`[data-testid="agent-card"]`).Each(func(_ int, c *goquery.Selection) { cards[c.AttrOr("data-agent-id", "")] = read(c) })
+	for id, want := range map[string]host{
+		local:           {"node-a", "", e.Node.PeerID(), "true"},
+		calc.Record.ID:  {"node-b", "", calc.HostPeerID, "false"},
+		anon.Record.ID:  {"node " + short(anon.HostPeerID), "", anon.HostPeerID, "false"},
+		twin1.Record.ID: {"twin", short(twin1.HostPeerID), twin1.HostPeerID, "false"},
+		twin2.Record.ID: {"twin", short(twin2.HostPeerID), twin2.HostPeerID, "false"},
+	} {
+		if got := cards[id]; got != want {
+			t.Errorf("card %s: host %+v, want %+v", id, got, want)
+		}
 	}
-	if hosts[remote.Record.ID] != short || titles[remote.Record.ID] != rid {
-		t.Errorf("remote card host = %q (title %q), want %q (%q)", hosts[remote.Record.ID], titles[remote.Record.ID], short, rid)
-	}
-	card := doc.Find(`[data-agent-id="` + remote.Record.ID + `"]`)
+	card := doc.Find(`[data-agent-id="` + calc.Record.ID + `"]`)
 	if got := Text(card.Find(`[data-testid="host-owner"]`)); got != "by bob" {
 		t.Errorf("remote card owner = %q", got)
 	}
-	if got := strings.Join(strings.Fields(Text(card.Find("h3"))), " "); got != "Echo · "+short {
-		t.Errorf("remote card title = %q, want %q", got, "Echo · "+short)
+	if got := strings.Join(strings.Fields(Text(card.Find(".agent-card-sub"))), " "); got != "calculator · on node-b" {
+		t.Errorf("remote card subtitle = %q", got)
 	}
 
-	page := e.Page("/agents/"+remote.Record.ID, http.StatusOK)
+	page := e.Page("/agents/"+calc.Record.ID, http.StatusOK)
 	line := MustTestid(t, page, "agent-host-line")
-	if h := line.Find(`[data-testid="host-name"]`); Text(h) != short || h.AttrOr("title", "") != rid {
-		t.Errorf("agent page host = %q (title %q)", Text(h), h.AttrOr("title", ""))
+	if got := read(line); got != (host{"node-b", "", calc.HostPeerID, "false"}) {
+		t.Errorf("agent page host = %+v", got)
 	}
 	if got := Text(line.Find(`[data-testid="host-owner"]`)); got != "by bob" {
 		t.Errorf("agent page owner = %q", got)
 	}
-	if got := Text(MustTestid(t, e.Page("/agents/"+local, http.StatusOK), "host-name")); got != "this node" {
-		t.Errorf("local agent page host = %q", got)
+	if got := read(MustTestid(t, e.Page("/agents/"+local, http.StatusOK), "agent-host-line")); got.name != "node-a" || got.self != "true" {
+		t.Errorf("local agent page host = %+v", got)
+	}
+
+	// /nodes names the nodes too, and says this node's name.
+	nodes := e.Page("/nodes", http.StatusOK)
+	if got := Text(MustTestid(t, nodes, "node-self-name")); got != "node-a" {
+		t.Errorf("/nodes says this node is %q", got)
+	}
+	row := nodes.Find(`[data-testid="node-row"][data-peer-id="` + calc.HostPeerID + `"]`)
+	if got := read(row); got.name != "node-b" || got.title != calc.HostPeerID {
+		t.Errorf("/nodes row of node-b: %+v", got)
+	}
+	if got := read(nodes.Find(`[data-testid="node-row"][data-peer-id="` + twin2.HostPeerID + `"]`)); got.short != short(twin2.HostPeerID) {
+		t.Errorf("/nodes row of a twin: %+v, want its short id beside the name", got)
+	}
+	if got := Text(nodes.Find(`[data-testid="net-self"] text`)); got != "node-a (this node)" {
+		t.Errorf("map label of this node = %q", got)
+	}
+}
+
+// TestGroupedCards: listings of several nodes with the same name,
+// description and skills are one card, "and N more nodes", this node's
+// copy in front; the agent page lists the other hosts. A different
+// description is another card.
+func TestGroupedCards(t *testing.T) {
+	e := NewConfig(t, OpenSQLite(t), func(c *handlers.Config) { c.NodeName = "node-a" })
+	in := SimpleInput("echo", "Echo", "demo")
+	in.Description = "A remote echo" // as SeedRemote describes its copies
+	local := e.SeedAgent("", in).Record.ID
+	b, c := e.SeedRemote("echo", "Echo", ""), e.SeedRemote("echo", "Echo", "")
+	e.NameNode(b.HostPeerID, "node-b")
+	e.NameNode(c.HostPeerID, "node-c")
+	other := e.SeedEcho("echo-two", "Echo Two")
+
+	for _, path := range []string{"/agents", "/agents?q=echo", "/"} {
+		doc := e.Page(path, http.StatusOK)
+		ids := cardIDs(doc.Selection)
+		if !slices.Contains(ids, local) || slices.Contains(ids, b.Record.ID) || slices.Contains(ids, c.Record.ID) {
+			t.Errorf("%s: cards %v, want one echo card (this node's, %s)", path, ids, local)
+			continue
+		}
+		card := doc.Find(`[data-testid="agent-card"][data-agent-id="` + local + `"]`)
+		if got := card.Find(`[data-testid="card-nodes"]`); got.AttrOr("data-nodes", "") != "3" || Text(got) != "and 2 more nodes" {
+			t.Errorf("%s: grouped card says %q (%s nodes)", path, Text(got), got.AttrOr("data-nodes", ""))
+		}
+		if n := doc.Find(`[data-testid="agent-card"][data-agent-id="` + other + `"] [data-testid="card-nodes"]`).Length(); n != 0 {
+			t.Errorf("%s: a one-node card shows a node count", path)
+		}
+	}
+	page := e.Page("/agents/"+local, http.StatusOK)
+	var others []string
+	MustTestid(t, page, "other-hosts").Find(`[data-testid="other-host"]`).Each(func(_ int, s *goquery.Selection) {
+		others = append(others, Text(s))
+	})
+	slices.Sort(others)
+	if strings.Join(others, ",") != "node-b,node-c" {
+		t.Errorf("agent page lists other hosts %v, want node-b and node-c", others)
 	}
 }
 

@@ -3,6 +3,7 @@ package portal
 import (
 	"context"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -147,10 +148,20 @@ func (p *Pages) PageNodes(w http.ResponseWriter, r *http.Request) {
 	}
 	self := p.Node.PeerID()
 	now := p.now()
+	all := append(known.connected, page.Nodes...)
+	ids := make([]string, 0, len(all)+1)
+	for _, n := range all {
+		ids = append(ids, n.PeerID)
+	}
+	if pl, ok := p.Node.(peerLister); ok {
+		ids = append(ids, pl.ConnectedPeers()...)
+	}
+	labels := p.labelsOf(ctx, append(ids, self))
 	rows := make([]web.NodeRow, 0, len(page.Nodes))
 	for _, n := range page.Nodes {
 		rows = append(rows, web.NodeRow{
 			PeerID:           n.PeerID,
+			Host:             hostViewOf(labels[n.PeerID]),
 			Status:           n.Status,
 			Version:          n.Version,
 			AgentsHosted:     n.AgentsHosted,
@@ -159,10 +170,16 @@ func (p *Pages) PageNodes(w http.ResponseWriter, r *http.Request) {
 			Self:             n.PeerID == self,
 		})
 	}
-	peers := netPeers(p.Node, self, append(known.connected, page.Nodes...))
+	peers := netPeers(p.Node, self, all)
+	for i := range peers {
+		if l := labels[peers[i].PeerID]; l.Name != "" {
+			peers[i].Label = hostViewOf(l).Label()
+		}
+	}
 	v := web.NodesView{
 		Page:         p.page(r, p.viewer(r), "Network", "nodes"),
 		PeerID:       self,
+		Name:         p.NodeName,
 		Addrs:        p.Node.Addrs(),
 		Peers:        p.Node.PeerCount(),
 		AgentsHosted: local.N,
@@ -170,7 +187,7 @@ func (p *Pages) PageNodes(w http.ResponseWriter, r *http.Request) {
 		Nodes:        rows,
 		NodesKnown:   known.total,
 		NodesHeard:   known.heard,
-		Map:          web.NewNetMap(web.NetPeer{PeerID: self, Status: store.StatusOnline, Connected: true, Agents: local.N}, peers),
+		Map:          web.NewNetMap(web.NetPeer{PeerID: self, Status: store.StatusOnline, Connected: true, Agents: local.N, Label: p.NodeName}, peers),
 	}
 	if page.Prev != "" {
 		v.PrevHref = "/nodes?" + url.Values{"before": {page.Prev}}.Encode()
@@ -178,7 +195,35 @@ func (p *Pages) PageNodes(w http.ResponseWriter, r *http.Request) {
 	if page.Next != "" {
 		v.NextHref = "/nodes?" + url.Values{"after": {page.Next}}.Encode()
 	}
-	v.NAT = web.NodeNAT{Reachability: p.Node.Reachability(), RelayAddrs: p.Node.RelayAddrs()}
+	v.NAT = web.NodeNAT{Reachability: reachability(p.Node.Reachability(), v.Addrs), RelayAddrs: p.Node.RelayAddrs()}
 	v.NAT.DirectPeers, v.NAT.RelayedPeers = p.Node.PeerKinds()
 	p.render(w, r, http.StatusOK, web.NodesPage(v))
+}
+
+// reachability is what the page says of how others reach this node:
+// AutoNAT's verdict, but "local network only" (web.ReachLocal) when the
+// verdict is unknown and every address is loopback or private, as on a
+// planet of one machine: there AutoNAT never decides, and "unknown"
+// would stay forever.
+func reachability(verdict string, addrs []string) string {
+	if verdict != "unknown" && verdict != "" || len(addrs) == 0 {
+		return verdict
+	}
+	for _, a := range addrs {
+		ip, ok := multiaddrIP(a)
+		if !ok || !(ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast()) {
+			return verdict
+		}
+	}
+	return web.ReachLocal
+}
+
+// multiaddrIP is the IP of a multiaddr that starts /ip4/ or /ip6/.
+func multiaddrIP(a string) (netip.Addr, bool) {
+	parts := strings.Split(a, "/")
+	if len(parts) < 3 || parts[1] != "ip4" && parts[1] != "ip6" {
+		return netip.Addr{}, false
+	}
+	ip, err := netip.ParseAddr(parts[2])
+	return ip, err == nil
 }

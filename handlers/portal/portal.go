@@ -35,6 +35,9 @@ type Catalog interface {
 	ListNodes(ctx context.Context, q store.NodeQuery) (store.NodePage, error)
 	GetNodes(ctx context.Context, peerIDs []string) ([]store.Node, error)
 	CountNodes(ctx context.Context) (map[string]int, error)
+	// SharedNodeNames says which node names more than one node uses (the
+	// pages then show the short peer id beside them).
+	SharedNodeNames(ctx context.Context, names []string) (map[string]bool, error)
 	// GetBackend prefills the edit form (all but the API key, which the
 	// form only says is stored).
 	GetBackend(ctx context.Context, agentID string) (agent.Backend, error)
@@ -94,7 +97,10 @@ type Pages struct {
 	ChatLimits *httpkit.Rates
 	Logger     *slog.Logger
 	Version    string // shown on the network page
-	Now        func() time.Time
+	// NodeName is this node's name for people (--node-name); "": it is
+	// shown by its peer id.
+	NodeName string
+	Now      func() time.Time
 	// Health shows owners their local agents' health, and Tester runs the
 	// forms' Test backend button and probes an agent once it is saved.
 	// Without them (nil) those parts are not shown.
