@@ -23,3 +23,12 @@ func TestTitlePlainText(t *testing.T) {
 		}
 	}
 }
+
+// A stored title shows as text too, and one that is all markup as it is.
+func TestTitleText(t *testing.T) {
+	for in, want := range map[string]string{"**x** y": "x y", "plain": "plain", "***": "***", "<b>first</b>": "<b>first</b>"} {
+		if got := TitleText(in); got != want {
+			t.Errorf("TitleText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

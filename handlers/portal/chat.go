@@ -317,7 +317,7 @@ func (p *Pages) chatSideList(ctx context.Context, owner chat.Owner, current stor
 			ID:        c.ID,
 			AgentID:   c.AgentID,
 			AgentName: name,
-			Title:     c.Title,
+			Title:     chat.TitleText(c.Title),
 			UpdatedAt: c.UpdatedAt,
 			Ago:       web.Ago(c.UpdatedAt, now),
 			Current:   c.ID == currentID,

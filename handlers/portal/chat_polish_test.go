@@ -32,8 +32,12 @@ func TestChatPagePolish(t *testing.T) {
 	at := time.Now().Add(-time.Hour).UTC()
 	seed := func(id string, msgs ...[2]string) {
 		t.Helper()
+		title := id
+		if id == "cdone" {
+			title = "**the** `sea`" // stored before titles were made plain
+		}
 		if _, err := e.Store.CreateConversation(ctx, store.Conversation{ID: id, AgentID: echo, OwnerKey: owner,
-			AgentOwner: l.Record.Owner, AgentPublisher: l.Record.Publisher, Title: id, CreatedAt: at, UpdatedAt: at}); err != nil {
+			AgentOwner: l.Record.Owner, AgentPublisher: l.Record.Publisher, Title: title, CreatedAt: at, UpdatedAt: at}); err != nil {
 			t.Fatal(err)
 		}
 		for i, m := range msgs {
@@ -74,6 +78,10 @@ func TestChatPagePolish(t *testing.T) {
 	}
 	if Text(MustTestid(t, doc, "chat-agent-status")) != "Online" {
 		t.Errorf("header status word = %q", Text(MustTestid(t, doc, "chat-agent-status")))
+	}
+
+	if got := Text(doc.Find(`[data-testid="conversation"][data-conversation-id="cdone"] .conv-title`)); got != "the sea" {
+		t.Errorf("side list title = %q, want the text without its Markdown", got)
 	}
 
 	// Regenerate without JavaScript: the last message answered again.
