@@ -57,6 +57,10 @@ func (a *v1Agent) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.
 		}
 		switch text {
 		case "slow":
+			say := a2a1.NewMessageForTask(a2a1.MessageRoleAgent, ec, a2a1.NewTextPart("thinking"))
+			if !yield(a2a1.NewStatusUpdateEvent(ec, a2a1.TaskStateWorking, say), nil) {
+				return
+			}
 			select {
 			case <-ctx.Done():
 			case <-a.stop:
@@ -322,24 +326,20 @@ func TestA2A10CancelsOnTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := startV1Server(t, tc.o)
-			timeout := 800 * time.Millisecond
+			timeout := 1500 * time.Millisecond // ample for the first events, even on a loaded machine
 			if tc.cancel {
 				timeout = time.Minute
 			}
 			rt := newTestRuntime(t, srv.backend(), RuntimeOptions{Timeout: timeout})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			emit := func(string) error { return nil }
-			if tc.cancel {
-				go func() {
-					// Cancel once the remote task is running.
-					for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-						if srv.agent.turnsSeen() > 0 {
-							cancel()
-							return
-						}
-					}
-				}()
+			// The caller goes away once the remote task is running and has
+			// said so (its "thinking" status).
+			emit := func(string) error {
+				if tc.cancel {
+					cancel()
+				}
+				return nil
 			}
 			_, err := rt.Answer(ctx, a2aTestTurn("c1", "slow"), emit)
 			if tc.cancel && !errors.Is(err, context.Canceled) || !tc.cancel && !errors.Is(err, agent.ErrBackendTimeout) {
@@ -356,16 +356,6 @@ func TestA2A10CancelsOnTimeout(t *testing.T) {
 			}
 		})
 	}
-}
-
-func (a *v1Agent) turnsSeen() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	n := 0
-	for _, v := range a.turns {
-		n += v
-	}
-	return n
 }
 
 func slicesContainsSuffix(calls []string, suffixes ...string) bool {
