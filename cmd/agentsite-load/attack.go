@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,9 +65,40 @@ func loopbackTransport(idle, hosts int) *http.Transport {
 func targetURLs(baseURLs []string, cfg *config) []string {
 	urls := make([]string, len(cfg.Queries))
 	for i, q := range cfg.Queries {
+		if cfg.Body != "" {
+			urls[i] = baseURLs[i%len(baseURLs)] + cfg.Path
+			continue
+		}
 		urls[i] = baseURLs[i%len(baseURLs)] + fmt.Sprintf(cfg.Path, url.QueryEscape(q))
 	}
 	return urls
+}
+
+// targetBodies is the POST body of each query (--body), nil for GETs.
+func targetBodies(cfg *config) [][]byte {
+	if cfg.Body == "" {
+		return nil
+	}
+	bodies := make([][]byte, len(cfg.Queries))
+	for i, q := range cfg.Queries {
+		esc, _ := json.Marshal(q)
+		bodies[i] = []byte(strings.Replace(cfg.Body, "%s", string(esc[1:len(esc)-1]), 1))
+	}
+	return bodies
+}
+
+// rotatingPostTargeter is rotatingTargeter for POSTs of bodies[i] to
+// urls[i].
+func rotatingPostTargeter(urls []string, bodies [][]byte, n *atomic.Uint64) vegeta.Targeter {
+	header := http.Header{"Content-Type": []string{"application/json"}}
+	return func(t *vegeta.Target) error {
+		i := (n.Add(1) - 1) % uint64(len(urls))
+		t.Method = http.MethodPost
+		t.URL = urls[i]
+		t.Header = header
+		t.Body = bodies[i]
+		return nil
+	}
 }
 
 // rotatingTargeter hands out GET requests cycling through urls; n counts
@@ -101,6 +133,22 @@ func preflight(ctx context.Context, baseURL string, cfg *config, progress func(s
 	defer client.CloseIdleConnections()
 	var parts []string
 	urls := targetURLs([]string{baseURL}, cfg)
+	if bodies := targetBodies(cfg); bodies != nil {
+		// POSTs (ARD search): each query must answer 200.
+		for i, u := range urls[:min(len(urls), 20)] {
+			resp, err := client.Post(u, "application/json", bytes.NewReader(bodies[i]))
+			if err != nil {
+				return fmt.Errorf("preflight POST %s: %w", u, err)
+			}
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("preflight POST %s %s: %s: %.300s", u, bodies[i], resp.Status, body)
+			}
+		}
+		progress("POST %s answers 200 for the first %d queries", cfg.Path, min(len(urls), 20))
+		return nil
+	}
 	if cfg.Mix == "distinct" {
 		// A sample from the end of the list, which the run reaches last
 		// if at all, so the preflight does not warm the cache for it.
@@ -163,6 +211,9 @@ func attackLevel(ctx context.Context, urls []string, hosts, c int, cfg *config, 
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	targeter := rotatingTargeter(urls, sent)
+	if bodies := targetBodies(cfg); bodies != nil {
+		targeter = rotatingPostTargeter(urls, bodies, sent)
+	}
 	r := row{Concurrency: c}
 
 	if cfg.Warmup > 0 {

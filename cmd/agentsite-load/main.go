@@ -45,6 +45,9 @@ type config struct {
 	Bin         string
 	Queries     []string
 	Path        string
+	// Body, when set, makes every request a POST of it as JSON, %s
+	// replaced by the term as a JSON string's inside (ARD's POST /search).
+	Body        string
 	PostgresURL string
 	Out         string
 	Settle      bool
@@ -93,6 +96,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.Bin, "bin", "", "path to the agentsite binary (default: go build ./cmd/agentsite into a temp dir)")
 	queries := fs.String("queries", strings.Join(defaultQueries, ","), "comma-separated search terms to rotate through")
 	fs.StringVar(&c.Path, "path", "/api/v1/agents?q=%s&limit=20", "request path; %s is replaced by the query-escaped term")
+	fs.StringVar(&c.Body, "body", "", "POST this JSON body instead of a GET (%s: the term, JSON-escaped), e.g. --path /ard/search --body '{\"query\":{\"text\":\"%s\"},\"pageSize\":20}'")
 	fs.StringVar(&c.PostgresURL, "postgres-url", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "admin URL used to create and drop the temporary database")
 	fs.BoolVar(&c.Settle, "settle", true, "after seeding, VACUUM ANALYZE the Postgres database as autovacuum would on a live node")
 	fs.StringVar(&c.Out, "out", "", "markdown file to append the results to (optional)")
@@ -149,7 +153,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	} else if c.Replicas > 1 && c.Store != "postgres" {
 		errs = append(errs, fmt.Errorf("--replicas %d needs --store postgres: replicas share one Postgres database, and a SQLite store belongs to one process", c.Replicas))
 	}
-	if strings.Count(c.Path, "%s") != 1 || !strings.HasPrefix(c.Path, "/") {
+	if c.Body != "" {
+		if strings.Count(c.Body, "%s") != 1 || !strings.HasPrefix(c.Path, "/") {
+			errs = append(errs, errors.New("--body must contain %s exactly once, and --path start with /"))
+		}
+		if c.Ceiling {
+			errs = append(errs, errors.New("--ceiling measures GETs only; leave it out with --body"))
+		}
+	} else if strings.Count(c.Path, "%s") != 1 || !strings.HasPrefix(c.Path, "/") {
 		errs = append(errs, errors.New("--path must start with / and contain %s exactly once"))
 	}
 	return c, errors.Join(errs...)
@@ -240,6 +251,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Settled:  cfg.Settle || cfg.Store == "sqlite",
 		Busy:     busy,
 		Path:     cfg.Path,
+		Body:     cfg.Body,
 		Duration: cfg.Duration,
 		CPUs:     runtime.NumCPU(),
 		Rows:     rows,

@@ -28,6 +28,7 @@ type report struct {
 	Settled  bool    // statistics and indexes settled after seeding
 	Busy     float64 // CPU busy fraction sampled when the tool started, -1 if unknown
 	Path     string
+	Body     string // POSTed (--body); "": GETs
 	Duration time.Duration
 	CPUs     int
 	Rows     []row
@@ -57,7 +58,12 @@ func (r *report) write(w io.Writer) error {
 	if r.Replicas > 1 {
 		replicas = fmt.Sprintf(", %d replicas", r.Replicas)
 	}
-	fmt.Fprintf(&b, "\n### %s, %d listings%s: GET %s\n\n", r.Store, r.Listings, replicas, r.Path)
+	method := "GET"
+	if r.Body != "" {
+		method = "POST"
+		r.Path += " " + r.Body
+	}
+	fmt.Fprintf(&b, "\n### %s, %d listings%s: %s %s\n\n", r.Store, r.Listings, replicas, method, r.Path)
 	fmt.Fprintf(&b, "%s · %d CPUs (%s busy before the run) · %s/%s · %s · closed loop, keep-alive, %s per level after a warm-up; load generator on the same machine\n\n",
 		r.Date.Format("2006-01-02 15:04 MST"), r.CPUs, busyText(r.Busy), runtime.GOOS, runtime.GOARCH, runtime.Version(), r.Duration)
 	fmt.Fprintf(&b, "Served by %s.\n\n", r.servedBy())
