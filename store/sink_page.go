@@ -46,6 +46,9 @@ func (s *Sink) PutAll(ctx context.Context, recs []*agent.Record, envs [][]byte) 
 		return func(ctx context.Context, tx Tx) error {
 			clear(changed)
 			quota := pageQuota{s: s, pubs: map[string]*pubQuota{}}
+			if pw, ok := tx.(PageWriter); ok && !saved && distinct(ls, write) {
+				return s.writePage(ctx, pw, &quota, ls, write, changed, errs, errRedo)
+			}
 			for i := range ls {
 				if !write[i] {
 					continue
@@ -98,6 +101,62 @@ func (s *Sink) PutAll(ctx context.Context, recs []*agent.Record, envs [][]byte) 
 	}
 	s.onlineAfterPage(ctx, ls, changed, errs, t)
 	return changed, errs
+}
+
+// PageWriter is a Tx that writes many listings at once (SQLite: in one
+// statement, which its full-text index needs to write a page's terms
+// once). changed[i] says whether ls[i] was written (a stale seq is not);
+// the ids of ls are distinct. An error leaves the transaction's state
+// unknown: the caller rolls it back.
+type PageWriter interface {
+	UpsertRecords(ctx context.Context, ls []Listing) (changed []bool, err error)
+}
+
+// writePage is a page's first try written by a PageWriter: every record
+// judged in turn, those admitted written at once. If the write fails, it
+// returns errRedo (the page is tried again record by record).
+func (s *Sink) writePage(ctx context.Context, pw PageWriter, quota *pageQuota, ls []Listing, write, changed []bool, errs []error, errRedo error) error {
+	at := make([]int, 0, len(ls))
+	page := make([]Listing, 0, len(ls))
+	for i := range ls {
+		if !write[i] {
+			continue
+		}
+		errs[i] = nil
+		if rec := &ls[i].Record; rec.Publisher != s.SelfID {
+			if _, err := quota.admit(ctx, rec, ls[i].Status); err != nil {
+				errs[i] = err
+				continue
+			}
+		}
+		at, page = append(at, i), append(page, ls[i])
+	}
+	if len(page) == 0 {
+		return nil
+	}
+	chs, err := pw.UpsertRecords(ctx, page)
+	if err != nil || len(chs) != len(page) {
+		return errRedo
+	}
+	for k, i := range at {
+		changed[i] = chs[k]
+	}
+	return nil
+}
+
+// distinct reports whether the listings to write have distinct ids.
+func distinct(ls []Listing, write []bool) bool {
+	seen := make(map[string]bool, len(ls))
+	for i := range ls {
+		if !write[i] {
+			continue
+		}
+		if seen[ls[i].Record.ID] {
+			return false
+		}
+		seen[ls[i].Record.ID] = true
+	}
+	return true
 }
 
 // batcher is the Sink's Store as a Batcher, if it runs transactions.

@@ -20,6 +20,7 @@ import (
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/store/searchindex"
 	"github.com/agentsite/agentsite/store/sqlite"
 )
 
@@ -30,7 +31,9 @@ import (
 // the mirror holds every listing, and the sync bytes the mirror received
 // (as the pages go on the wire), per listing and against the catalogue's
 // size (the sum of its envelopes), and the CPU the process (sources and
-// mirror, in one process) spent meanwhile, setup included.
+// mirror, in one process) spent meanwhile, setup included. The mirror's
+// store is a node's: SQLite, the search index and the read cache.
+// AGENTSITE_BENCH_MIRROR_PROTO=1.1.0 (or 1.0.0) runs that protocol only.
 //
 //	AGENTSITE_BENCH_MIRROR_N=100000 go test -run '^$' -bench MirrorFill -benchtime 1x ./cmd/agentsite
 func BenchmarkMirrorFill(b *testing.B) {
@@ -41,9 +44,13 @@ func BenchmarkMirrorFill(b *testing.B) {
 			b.Fatalf("AGENTSITE_BENCH_MIRROR_N=%q: want a positive number", v)
 		}
 	}
+	protos := []string{p2p.SyncProtocol, p2p.SyncFeedProtocol}
+	if v := os.Getenv("AGENTSITE_BENCH_MIRROR_PROTO"); v != "" { // "1.0.0" or "1.1.0": that one only
+		protos = []string{"/agentsite/sync/" + v}
+	}
 	dir := b.TempDir()
 	seed, catalogue := seedMirrorCatalogue(b, filepath.Join(dir, "seed.db"), n)
-	for _, proto := range []string{p2p.SyncProtocol, p2p.SyncFeedProtocol} {
+	for _, proto := range protos {
 		for _, sources := range []int{1, 3} {
 			b.Run(fmt.Sprintf("proto=%s/sources=%d", filepath.Base(proto), sources), func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
@@ -60,8 +67,8 @@ func BenchmarkMirrorFill(b *testing.B) {
 }
 
 // seedMirrorCatalogue writes n listings of 100 publishers into a fresh
-// SQLite file and returns its path and the catalogue's size in envelope
-// bytes.
+// SQLite file (500 a transaction) and returns its path and the
+// catalogue's size in envelope bytes.
 func seedMirrorCatalogue(b *testing.B, path string, n int) (string, int64) {
 	b.Helper()
 	ctx := context.Background()
@@ -70,7 +77,6 @@ func seedMirrorCatalogue(b *testing.B, path string, n int) (string, int64) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	sink := &store.Sink{Store: db, SelfID: "<seed>", MaxPerPublisher: n}
 	var keys []crypto.PrivKey
 	for i := 0; i < 100; i++ {
 		k, _, err := crypto.GenerateEd25519Key(rand.Reader)
@@ -81,6 +87,21 @@ func seedMirrorCatalogue(b *testing.B, path string, n int) (string, int64) {
 	}
 	now := time.Now().UTC()
 	var size int64
+	var chunk []store.Listing
+	flush := func() {
+		err := db.InBatchWhole(ctx, func(ctx context.Context, tx store.Tx) error {
+			for _, l := range chunk {
+				if err := tx.UpsertRecord(ctx, l); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		chunk = chunk[:0]
+	}
 	for i := 0; i < n; i++ {
 		key := keys[i%len(keys)]
 		pid, _ := peer.IDFromPrivateKey(key)
@@ -100,11 +121,14 @@ func seedMirrorCatalogue(b *testing.B, path string, n int) (string, int64) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := sink.Put(ctx, verified, env); err != nil {
-			b.Fatal(err)
+		chunk = append(chunk, store.Listing{Record: *verified, Envelope: env, Status: store.StatusStale,
+			LastSeen: now, HostPeerID: verified.HostPeerID(), UpdatedAt: now})
+		if len(chunk) == 500 {
+			flush()
 		}
 		size += int64(len(env))
 	}
+	flush()
 	return path, size
 }
 
@@ -167,8 +191,15 @@ func fillMirror(b *testing.B, seed string, n, sources int, legacy bool) (time.Du
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = db.Close() })
+	// The mirror's store stack is a node's (app.go): the search index,
+	// which catches up every second, and the read cache in front of it.
+	idx := searchindex.New(db, logger)
+	ictx, stop := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() { defer close(ran); _ = idx.Run(ictx) }()
+	b.Cleanup(func() { stop(); <-ran })
 	mirror := startBenchNode(b, p2p.Config{
-		Cache:     &store.Sink{Store: db, SelfID: "<mirror>", MaxPerPublisher: n},
+		Cache:     &store.Sink{Store: store.NewCache(idx, time.Second, 10_000), SelfID: "<mirror>", MaxPerPublisher: n},
 		Admission: p2p.Admission{UnheardPerHour: 10 * n, UnheardPublishersPerHour: 1000},
 	}, logger)
 	b.StartTimer()

@@ -74,35 +74,13 @@ func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
 // (w.atomic).
 func (db *DB) upsertRecord(ctx context.Context, w writer, l store.Listing) error {
 	r := &l.Record
-	if r.ID == "" {
-		return errors.New("sqlite: upsert agent: empty id")
-	}
-	if r.Seq > math.MaxInt64 {
-		return fmt.Errorf("sqlite: upsert agent %s: seq %d is out of range (max %d)", r.ID, r.Seq, int64(math.MaxInt64))
-	}
-	tags, err := jsonOrNull(r.Tags)
+	args, tags, err := upsertArgs(l)
 	if err != nil {
-		return fmt.Errorf("sqlite: upsert agent %s: encode tags: %w", r.ID, err)
-	}
-	skills, err := jsonOrNull(r.Skills)
-	if err != nil {
-		return fmt.Errorf("sqlite: upsert agent %s: encode skills: %w", r.ID, err)
-	}
-	endpoints, err := jsonOrNull(r.Endpoints)
-	if err != nil {
-		return fmt.Errorf("sqlite: upsert agent %s: encode endpoints: %w", r.ID, err)
-	}
-	public, err := store.PublicRecordJSON(r)
-	if err != nil {
-		return fmt.Errorf("sqlite: upsert agent %s: %w", r.ID, err)
+		return err
 	}
 	return w.atomic(ctx, func(ctx context.Context, tx execer) error {
 		var pos int64
-		err := tx.QueryRowContext(ctx, upsertAgentSQL,
-			r.ID, r.Name, r.DisplayName, r.Description, tags, skills, store.SkillsText(r.Skills), endpoints,
-			r.Version, r.Publisher, r.Owner, int64(r.Seq), nanos(r.IssuedAt), nanos(r.ExpiresAt), boolInt(r.Tombstone),
-			l.Envelope, l.Status, nanos(l.LastSeen), l.HostPeerID, boolInt(l.Local), nanos(l.UpdatedAt), public,
-		).Scan(&pos)
+		err := tx.QueryRowContext(ctx, upsertAgentSQL, args...).Scan(&pos)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: upsert agent %s seq %d: %w", r.ID, r.Seq, store.ErrStale)
 		}
@@ -118,6 +96,39 @@ func (db *DB) upsertRecord(ctx context.Context, w writer, l store.Listing) error
 		_, err = tx.ExecContext(ctx, insertTagsSQL, pos, tags)
 		return dbErr("rewrite tags of agent "+r.ID, err)
 	}, upsertAgentSQL, deleteTagsSQL, insertTagsSQL)
+}
+
+// upsertArgs is l as the arguments of upsertAgentSQL, and its tags as
+// JSON (nil without tags).
+func upsertArgs(l store.Listing) (args []any, tags any, err error) {
+	r := &l.Record
+	if r.ID == "" {
+		return nil, nil, errors.New("sqlite: upsert agent: empty id")
+	}
+	if r.Seq > math.MaxInt64 {
+		return nil, nil, fmt.Errorf("sqlite: upsert agent %s: seq %d is out of range (max %d)", r.ID, r.Seq, int64(math.MaxInt64))
+	}
+	tags, err = jsonOrNull(r.Tags)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite: upsert agent %s: encode tags: %w", r.ID, err)
+	}
+	skills, err := jsonOrNull(r.Skills)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite: upsert agent %s: encode skills: %w", r.ID, err)
+	}
+	endpoints, err := jsonOrNull(r.Endpoints)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite: upsert agent %s: encode endpoints: %w", r.ID, err)
+	}
+	public, err := store.PublicRecordJSON(r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite: upsert agent %s: %w", r.ID, err)
+	}
+	return []any{
+		r.ID, r.Name, r.DisplayName, r.Description, tags, skills, store.SkillsText(r.Skills), endpoints,
+		r.Version, r.Publisher, r.Owner, int64(r.Seq), nanos(r.IssuedAt), nanos(r.ExpiresAt), boolInt(r.Tombstone),
+		l.Envelope, l.Status, nanos(l.LastSeen), l.HostPeerID, boolInt(l.Local), nanos(l.UpdatedAt), public,
+	}, tags, nil
 }
 
 // jsonOrNull encodes a slice as JSON, or NULL when it is nil, so nil and

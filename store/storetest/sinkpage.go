@@ -149,21 +149,43 @@ func testSinkPutAllOneTransaction(t *testing.T, s store.Store) {
 		t.Errorf("the page with a failing record took %d whole transactions, %d with savepoints and %d writes of their own; want 1, 1, 0", w, b, one)
 	}
 
-	// A clean page: one transaction.
+	// A clean page: one transaction. With tags, an update that changes
+	// them, and a record held already.
 	recs, envs = recs[:0], envs[:0]
 	other := newPublisher(t)
-	for i := range 10 {
-		add(other, fmt.Sprintf("other-%02d", i), 1)
+	addTagged := func(p *publisher, name string, seq uint64, tags ...string) {
+		rec, env := p.seal(t, t0, agent.Record{Name: name, Seq: seq, ExpiresAt: exp, Tags: tags})
+		recs, envs = append(recs, rec), append(envs, env)
 	}
+	for i := range 8 {
+		addTagged(other, fmt.Sprintf("other-%02d", i), 1, "page-tag")
+	}
+	addTagged(other, "other-untagged", 1)
+	addTagged(heard, "heard-00", 2, "page-tag", "updated")
+	recs, envs = append(recs, same), append(envs, sameEnv)
 	c.reset()
 	changed, errs = sink.PutAll(ctx, recs, envs)
 	for i := range recs {
-		if errs[i] != nil || !changed[i] {
-			t.Errorf("%s: changed %v, err %v; want stored", recs[i].Name, changed[i], errs[i])
+		if want := recs[i].Name != "heard-same"; errs[i] != nil || changed[i] != want {
+			t.Errorf("%s: changed %v, err %v; want changed %v", recs[i].Name, changed[i], errs[i], want)
 		}
 	}
 	if w, b, one := c.whole.Load(), c.batches.Load(), c.single.Load(); w != 1 || b != 0 || one != 0 {
 		t.Errorf("a clean page took %d whole transactions, %d with savepoints and %d writes of their own; want 1, 0, 0", w, b, one)
+	}
+	if got := mustGet(t, s, recs[9].ID); got.Record.Seq != 2 || len(got.Record.Tags) != 2 || got.Status != store.StatusOnline {
+		t.Errorf("heard-00 updated in a page: seq %d, tags %v, %s; want seq 2, 2 tags, online", got.Record.Seq, got.Record.Tags, got.Status)
+	}
+	tags, err := s.ListTags(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, tc := range tags {
+		counts[tc.Tag] = tc.Count
+	}
+	if counts["page-tag"] != 9 || counts["updated"] != 1 {
+		t.Errorf("tags after the page: %v; want page-tag 9, updated 1", tags)
 	}
 	// capped holds its limit, not one more.
 	n, err := s.CountPublished(ctx, capped.peer, 100)
