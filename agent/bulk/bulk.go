@@ -31,7 +31,7 @@ const (
 )
 
 // Formats is every format, for usage texts.
-var Formats = []string{FormatJSONL, FormatMCPRegistry, FormatA2ACards}
+var Formats = []string{FormatJSONL, FormatMCPRegistry, FormatA2ACards, FormatAICatalog}
 
 // MaxItemBytes bounds one item (a line, a server, a card).
 const MaxItemBytes = 256 << 10
@@ -61,6 +61,9 @@ type Options struct {
 	// FetchCard fetches a card given by URL (a2a-cards); nil refuses such
 	// items.
 	FetchCard CardFetcher
+	// FetchDoc fetches a nested catalog or an MCP server card given by URL
+	// (ai-catalog); nil refuses such entries.
+	FetchDoc DocFetcher
 }
 
 // Items streams r's items as registry batch items, numbered from 0. A
@@ -73,6 +76,8 @@ func Items(ctx context.Context, r io.Reader, opts Options) (iter.Seq[registry.Ba
 		return jsonLines(r, decodeRegistration), nil
 	case FormatMCPRegistry:
 		return mcpServers(r, opts.MCPTool), nil
+	case FormatAICatalog:
+		return catalogItems(ctx, r, opts), nil
 	case FormatA2ACards:
 		return jsonLines(r, func(raw []byte) (registry.Input, error) { return decodeCardItem(ctx, raw, opts.FetchCard) }), nil
 	}
