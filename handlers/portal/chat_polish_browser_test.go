@@ -3,6 +3,7 @@ package portal_test
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/agent/runtime"
+	"github.com/agentsite/agentsite/agent/runtime/fakellm"
 	. "github.com/agentsite/agentsite/handlers/handlertest"
 )
 
@@ -247,4 +250,55 @@ func TestChatBrowserPolish(t *testing.T) {
 	}
 	shot("mobile-keyboard")
 	clean("mobile keyboard open")
+}
+
+// TestChatBrowserPlannerKeepsLines: an agent that calls agents (a
+// scripted model) finds the haiku agent ("1 agent found", a real plural)
+// and asks it; its answer quotes the haiku, whose three lines stay three
+// in the rendered answer too.
+func TestChatBrowserPlannerKeepsLines(t *testing.T) {
+	path := ChromiumPath(t)
+	e := NewChat(t)
+	e.Server.Registry.AllowPrivate = true // the fake model is on 127.0.0.1
+	e.SeedAgent("", registry.Input{Name: "poet", DisplayName: "Poet", Description: "Writes a haiku.",
+		Tags: []string{"poetry"}, Backend: agent.Backend{Kind: agent.BackendBuiltin, Builtin: "haiku"}})
+	model := &fakellm.Server{Model: "demo", Script: func(r fakellm.Request) fakellm.Reply {
+		results := r.ToolResults()
+		switch len(results) {
+		case 0:
+			return fakellm.Reply{Calls: []fakellm.ToolCall{fakellm.Call("find-1", runtime.ToolFindAgents, map[string]string{"query": "haiku"})}}
+		case 1:
+			var found struct {
+				Agents []runtime.FoundAgent `json:"agents"`
+			}
+			if json.Unmarshal([]byte(results[0]), &found) != nil || len(found.Agents) == 0 {
+				return fakellm.Reply{Text: "no poet found"}
+			}
+			return fakellm.Reply{Calls: []fakellm.ToolCall{fakellm.Call("ask-1", runtime.ToolAskAgent, map[string]string{"agent_id": found.Agents[0].ID, "text": "the sea"})}}
+		}
+		var res struct{ Reply string }
+		_ = json.Unmarshal([]byte(results[1]), &res)
+		return fakellm.Reply{Text: "I asked the poet for a haiku about the sea:\n\n" + res.Reply + "\n\n(a scripted model)"}
+	}}
+	llm := httptest.NewServer(model)
+	t.Cleanup(llm.Close)
+	planner := e.SeedAgent("", registry.Input{Name: "planner", DisplayName: "Planner", Description: "Asks others.",
+		Backend: agent.Backend{Kind: agent.BackendLLM, URL: llm.URL + "/v1", Model: "demo", Delegate: true}}).Record.ID
+
+	b := NewBrowser(t, path, 60*time.Second)
+	b.Do("open the planner's chat", chromedp.Navigate(e.TS.URL+"/chat/"+planner),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="chat-connection"][data-state="open"]`)))
+	b.Do("ask", chromedp.SendKeys(Tid("composer-input"), "a poem please\r"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="messages"] > [data-role="agent"][data-message-id] [data-testid="message-markdown"]`)))
+	got := Run(b, "read the answer", chromedp.Evaluate[[]string](`(() => {
+  const md = document.querySelector('[data-testid="messages"] > [data-role="agent"] [data-testid="message-markdown"]');
+  const find = document.querySelector('[data-testid="step"][data-tool="find_agents"] .step-result');
+  return [find ? find.textContent : '', String(md.querySelectorAll('br').length)].concat(md.innerText.split('\n').map(s => s.trim()).filter(Boolean));
+})()`))
+	want := []string{"1 agent found", "2", "I asked the poet for a haiku about the sea:", "the sea in the dusk —", "a quiet answer settles", "like snow on the pond", "(a scripted model)"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("the planner's answer reads %q\nwant %q", got, want)
+	}
+	b.AssertClean("the planner's answer")
+	chatShot(b, "chat-planner-haiku.png")
 }
