@@ -69,7 +69,9 @@ func seed(ctx context.Context, db *database, n int, logger *slog.Logger, progres
 	if err != nil {
 		return err
 	}
-	sink := &store.Sink{Store: st, SelfID: "<none>"}
+	// The simulated publishers may hold the whole catalogue between them
+	// (1M listings is 20,000 each, past the Sink's default quota).
+	sink := &store.Sink{Store: st, SelfID: "<none>", MaxPerPublisher: max(n, store.DefaultMaxPerPublisher)}
 	now := time.Now().UTC()
 
 	var next, done atomic.Int64
@@ -94,17 +96,18 @@ func seed(ctx context.Context, db *database, n int, logger *slog.Logger, progres
 	for range seedWorkers {
 		g.Go(func() error {
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
+				from := int(next.Add(seedPage) - seedPage)
+				if from >= n {
 					return nil
 				}
 				if err := gctx.Err(); err != nil {
 					return err
 				}
-				if err := seedOne(gctx, sink, pubs[i%len(pubs)], i, now); err != nil {
-					return fmt.Errorf("seed listing %d: %w", i, err)
+				to := min(from+seedPage, n)
+				if err := seedPageOf(gctx, sink, pubs, from, to, now); err != nil {
+					return err
 				}
-				done.Add(1)
+				done.Add(int64(to - from))
 			}
 		})
 	}
@@ -135,8 +138,36 @@ func seed(ctx context.Context, db *database, n int, logger *slog.Logger, progres
 	return nil
 }
 
-// seedOne builds, seals, verifies and delivers listing i.
-func seedOne(ctx context.Context, sink *store.Sink, pub publisher, i int, now time.Time) error {
+// seedPage is how many listings a seed worker delivers at once, as a sync
+// page delivers them (Sink.PutAll: one transaction).
+const seedPage = 64
+
+// seedPageOf builds, seals and verifies listings from..to-1 and delivers
+// them as one page.
+func seedPageOf(ctx context.Context, sink *store.Sink, pubs []publisher, from, to int, now time.Time) error {
+	recs := make([]*agent.Record, 0, to-from)
+	envs := make([][]byte, 0, to-from)
+	for i := from; i < to; i++ {
+		rec, env, err := sealOne(pubs[i%len(pubs)], i, now)
+		if err != nil {
+			return fmt.Errorf("seed listing %d: %w", i, err)
+		}
+		recs, envs = append(recs, rec), append(envs, env)
+	}
+	changed, errs := sink.PutAll(ctx, recs, envs)
+	for k, err := range errs {
+		if err == nil && !changed[k] {
+			err = fmt.Errorf("listing %s was already stored: seeding is not on a fresh store", recs[k].ID)
+		}
+		if err != nil {
+			return fmt.Errorf("seed listing %d: %w", from+k, err)
+		}
+	}
+	return nil
+}
+
+// sealOne builds, seals and verifies listing i.
+func sealOne(pub publisher, i int, now time.Time) (*agent.Record, []byte, error) {
 	r := rand.New(rand.NewPCG(dataSeed, uint64(i)))
 	rec := newRecord(r, i, now)
 	rec.Endpoints = []agent.Endpoint{{Kind: agent.EndpointLibp2pMCP, PeerID: pub.id, Protocol: agent.MCPProtocol}}
@@ -148,15 +179,11 @@ func seedOne(ctx context.Context, sink *store.Sink, pub publisher, i int, now ti
 	}
 	env, err := agent.Seal(rec, pub.key, now)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	verified, err := agent.Open(env, now)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	changed, err := sink.Put(ctx, verified, env)
-	if err == nil && !changed {
-		err = fmt.Errorf("listing %s was already stored: seeding is not on a fresh store", verified.ID)
-	}
-	return err
+	return verified, env, nil
 }
