@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
+	v1 "github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 // BenchmarkA2ASend is issue 8's A2A budget: concurrent A2A clients (5, 10
@@ -28,7 +29,8 @@ import (
 // reply, and sends the conversation's last 40 messages to the agent (over
 // libp2p, for the remote one). "remote-fresh" starts a new conversation
 // every turn instead (no history to read or send), to show what the
-// history costs.
+// history costs. "remote-v1" is "remote" in A2A 1.0 (SendMessage with
+// A2A-Version: 1.0, the task converted to 1.0's shape on the way out).
 //
 //	go test -run '^$' -bench BenchmarkA2ASend -benchtime 1x ./cmd/agentsite/
 func BenchmarkA2ASend(b *testing.B) {
@@ -46,7 +48,8 @@ func BenchmarkA2ASend(b *testing.B) {
 		name    string
 		agentID string
 		fresh   bool
-	}{{"remote", onB.ID, false}, {"remote-fresh", onB.ID, true}, {"local", onA.ID, false}} {
+		v1      bool
+	}{{"remote", onB.ID, false, false}, {"remote-v1", onB.ID, false, true}, {"remote-fresh", onB.ID, true, false}, {"local", onA.ID, false, false}} {
 		for _, c := range []int{1, 5, 10, 20} {
 			b.Run(fmt.Sprintf("%s/c=%d", where.name, c), func(b *testing.B) {
 				// One keep-alive connection per client, closed after the
@@ -56,6 +59,9 @@ func BenchmarkA2ASend(b *testing.B) {
 				client := &http.Client{Transport: tr}
 				for b.Loop() {
 					lat, took := closedLoop(c, perRun, func() func(string) {
+						if where.v1 {
+							return a2aSenderV1(b, client, a.m.HTTPURL()+"/a2a/"+where.agentID)
+						}
 						return a2aSender(b, client, a.m.HTTPURL()+"/a2a/"+where.agentID, where.fresh)
 					})
 					reportTurns(b, lat, took)
@@ -141,5 +147,45 @@ func a2aSender(tb testing.TB, client *http.Client, url string, fresh bool) func(
 		if !fresh {
 			contextID = out.Result.ContextID
 		}
+	}
+}
+
+// a2aSenderV1 is a2aSender in A2A 1.0: a blocking SendMessage, the
+// answer a SendMessageResponse holding the task.
+func a2aSenderV1(tb testing.TB, client *http.Client, url string) func(string) {
+	contextID := ""
+	id := 0
+	return func(text string) {
+		id++
+		msg := v1.NewMessage(v1.MessageRoleUser, v1.NewTextPart(text))
+		msg.ContextID = contextID
+		params, err := json.Marshal(v1.SendMessageRequest{Message: msg})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"SendMessage","params":%s}`, id, params)
+		req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(body)))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("A2A-Version", "1.0")
+		resp, err := client.Do(req)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		var out struct {
+			Result v1.StreamResponse `json:"result"`
+		}
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &out) != nil {
+			tb.Fatalf("SendMessage: %d %s", resp.StatusCode, raw)
+		}
+		task, ok := out.Result.Event.(*v1.Task)
+		if !ok || task.Status.State != v1.TaskStateCompleted || len(task.Artifacts) != 1 || task.Artifacts[0].Parts[0].Text() != text {
+			tb.Fatalf("SendMessage: %s", raw)
+		}
+		contextID = task.ContextID
 	}
 }
