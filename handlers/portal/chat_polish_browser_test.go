@@ -241,6 +241,15 @@ func TestChatBrowserPolish(t *testing.T) {
 		t.Errorf("after Escape: focus on %q, expanded %s; want the focus back on the drawer button", ph.Focus, ph.Expanded)
 	}
 
+	// Rename or delete: a menu from the small button, on the screen.
+	b.Do("open the actions menu", chromedp.Click(Tid("conversation-actions-open")), chromedp.WaitVisible(Tid("rename-form")))
+	if r := Run(b, "measure the menu", chromedp.Evaluate[[]int](`(() => { const r = document.querySelector('.conv-actions-body').getBoundingClientRect(); return [Math.round(r.left), Math.round(r.right), window.innerWidth]; })()`)); r[0] < 0 || r[1] > r[2] {
+		t.Errorf("the actions menu spans %d–%d px of a %d px screen", r[0], r[1], r[2])
+	}
+	shot("mobile-actions")
+	clean("mobile actions menu")
+	b.Do("close the actions menu", chromedp.Click(Tid("conversation-actions-open")), chatWaitJS(`!document.querySelector('[data-testid="conversation-actions"]').open`))
+
 	// The keyboard open: the visual viewport is half the screen.
 	viewport(390, 420)
 	b.Do("the chat fits the smaller screen", chatWaitJS(`document.querySelector('[data-testid="composer-input"]').getBoundingClientRect().bottom <= window.innerHeight`))
