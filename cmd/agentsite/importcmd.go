@@ -35,6 +35,11 @@ type importConfig struct {
 	MaxReasons    int
 	CPUProfile    string
 	File          string
+	// Crawl is a file of domains whose /.well-known/ai-catalog.json to
+	// import (--crawl), at most CrawlMax of them, within CrawlTimeout.
+	Crawl        string
+	CrawlMax     int
+	CrawlTimeout time.Duration
 	// Serve is the node an offline import builds (buildApp, Offline):
 	// serve's defaults and the flags import shares with it (data dir,
 	// database, the registry's limits), with their environment twins.
@@ -67,6 +72,9 @@ func parseImport(args []string, getenv func(string) string, out io.Writer) (impo
 	fs.IntVar(&c.BatchSize, "batch-size", 500, "items per API request (with --node; at most 1000)")
 	fs.IntVar(&c.MaxReasons, "max-reasons", 100, "refused items listed one by one in the summary (the rest are counted)")
 	fs.StringVar(&c.CPUProfile, "cpu-profile", "", "write a CPU profile of the import to this file (go tool pprof)")
+	fs.StringVar(&c.Crawl, "crawl", "", "import the AI Catalogs of the domains listed in this file (one a line), from https://<domain>/.well-known/ai-catalog.json; no FILE then")
+	fs.IntVar(&c.CrawlMax, "crawl-max", 1000, "--crawl: at most this many domains")
+	fs.DurationVar(&c.CrawlTimeout, "crawl-timeout", 10*time.Minute, "--crawl: the whole crawl's time limit (each domain: 15s)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -79,11 +87,23 @@ func parseImport(args []string, getenv func(string) string, out io.Writer) (impo
 			}
 		}
 	}
-	if fs.NArg() != 1 {
+	switch {
+	case c.Crawl != "" && fs.NArg() != 0:
+		return c, errors.New("--crawl reads its domains from its file: give no FILE with it")
+	case c.Crawl != "":
+		if given["format"] && c.Format != bulk.FormatAICatalog {
+			return c, errors.New("--crawl imports AI Catalogs: leave --format out or give ai-catalog")
+		}
+		c.Format = bulk.FormatAICatalog
+		if c.CrawlMax < 1 || c.CrawlTimeout <= 0 {
+			return c, errors.New("--crawl-max must be at least 1 and --crawl-timeout positive")
+		}
+	case fs.NArg() != 1:
 		fs.Usage()
 		return c, errors.New("give exactly one FILE to import")
+	default:
+		c.File = fs.Arg(0)
 	}
-	c.File = fs.Arg(0)
 	switch {
 	case c.Node != "" && c.OperatorToken == "":
 		return c, errors.New("--node needs --operator-token (or AGENTSITE_OPERATOR_TOKEN)")
@@ -116,22 +136,16 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		defer pprof.StopCPUProfile()
 	}
-	in := stdin
-	if c.File != "-" {
-		f, err := os.Open(c.File)
-		if err != nil {
-			return fmt.Errorf("open %s: %w", c.File, err)
-		}
-		defer f.Close()
-		in = f
-	}
 	rt := runtime.NewRuntime(nil, runtime.RuntimeOptions{AllowPrivate: c.Serve.AllowPrivateEndpoints, UserAgent: "AgentSite/" + buildVersion(),
 		Logger: slog.New(slog.DiscardHandler)})
 	defer rt.Close()
-	items, err := bulk.Items(ctx, in, bulk.Options{Format: c.Format, MCPTool: c.MCPTool, FetchCard: cardFetcher(rt)})
+	opts := bulk.Options{Format: c.Format, MCPTool: c.MCPTool, FetchCard: cardFetcher(rt),
+		FetchDoc: docFetcher(runtime.NewGuardedClient(c.Serve.AllowPrivateEndpoints, docTimeout))}
+	items, closeIn, err := importItems(ctx, c, stdin, stderr, opts)
 	if err != nil {
 		return err
 	}
+	defer closeIn()
 	sum := newImportSummary(stderr, c.MaxReasons)
 	if c.Node != "" {
 		err = importThroughNode(ctx, c, items, sum)
