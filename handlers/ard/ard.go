@@ -472,6 +472,29 @@ func (h *Handler) Search(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("AgentSite-Mirror", mirror.Header())
 	origin := httpkit.Origin(r, h.PublicURL)
+	if m, ok := h.Catalog.(Memo); ok && !req.Federate && mode != ModeReferrals && s.keep == nil && len(s.ids) == 0 && h.Publishers == nil {
+		// A search from the mirror alone is the same bytes until the
+		// catalogue changes: kept by the read cache, as /api/v1/agents.
+		key := "ard/search\x00" + origin + "\x00" + strings.Join(s.entryTypes(), ",") + "\x00" + store.SearchKey(s.q)
+		v, err := m.Memo(ctx, key, func(ctx context.Context, n store.Network) (any, error) {
+			page, err := n.SearchAgents(ctx, s.q)
+			if err != nil {
+				return nil, err
+			}
+			out := SearchResponse{Results: []Entry{}, PageToken: page.NextCursor}
+			h.appendResults(&out, page.Listings, nil, nil, time.Time{}, origin, s)
+			return json.Marshal(out)
+		})
+		if err != nil {
+			h.fault(w, r, err)
+			return
+		}
+		w.Header().Set("AgentSite-Federation", federationHeader(mode, nil, ""))
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write(v.([]byte))
+		return
+	}
 	first, next, err := h.find(ctx, s)
 	if err != nil {
 		h.fault(w, r, err)
@@ -502,6 +525,21 @@ func (h *Handler) Search(w http.ResponseWriter, r *http.Request) {
 	case req.Federate:
 		note = "only a first page is federated; later pages come from the mirror"
 	}
+	h.appendResults(&out, listings, first, run, fedAt, origin, s)
+	out.PageToken = next
+	w.Header().Set("AgentSite-Federation", federationHeader(mode, run, note))
+	httpkit.WriteJSON(w, http.StatusOK, out)
+}
+
+// Memo is the read cache's memo (store.Cache.Memo).
+type Memo interface {
+	Memo(ctx context.Context, key string, load func(ctx context.Context, n store.Network) (any, error)) (any, error)
+}
+
+// appendResults adds the entries of listings to out, scored and sorted;
+// with a federation run, those not among first that changed since fedAt
+// are the DHT's.
+func (h *Handler) appendResults(out *SearchResponse, listings, first []store.Listing, run *DHTRun, fedAt time.Time, origin string, s search) {
 	seen := make(map[string]bool, len(first))
 	for _, l := range first {
 		seen[l.Record.ID] = true
@@ -520,9 +558,6 @@ func (h *Handler) Search(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sortByScore(out.Results)
-	out.PageToken = next
-	w.Header().Set("AgentSite-Federation", federationHeader(mode, run, note))
-	httpkit.WriteJSON(w, http.StatusOK, out)
 }
 
 // entryTypes is the representations a search asked for (without a type
