@@ -153,28 +153,36 @@ func TestChatBrowserPolish(t *testing.T) {
 
 	// The /mcp page: each snippet one box with its Copy button.
 	type snippetView struct {
-		Boxes, Copies, Staircase, Overflow int
+		Boxes, Copies, Staircase, Overflow, Hidden int
 	}
 	readSnippets := `(() => {
   const pres = Array.from(document.querySelectorAll('main pre'));
   const main = document.querySelector('main').getBoundingClientRect();
   return {Boxes: pres.length, Copies: Array.from(document.querySelectorAll('main [data-testid="copy"]')).filter(b => b.offsetParent !== null).length,
     Staircase: pres.filter(p => { const c = p.querySelector('code'); return c && getComputedStyle(c).backgroundColor !== 'rgba(0, 0, 0, 0)'; }).length,
-    Overflow: pres.filter(p => { const r = p.closest('.panel, section, main').getBoundingClientRect(); return p.getBoundingClientRect().right > r.right + 1 || p.getBoundingClientRect().right > main.right + 1; }).length};
+    Overflow: pres.filter(p => { const r = p.closest('.panel, section, main').getBoundingClientRect(); return p.getBoundingClientRect().right > r.right + 1 || p.getBoundingClientRect().right > main.right + 1; }).length,
+    Hidden: pres.filter(p => p.classList.contains('use-code') && p.scrollWidth > p.clientWidth + 1).length};
 })()`
 	b.Do("open /mcp", chromedp.Navigate(base+"/mcp?agent="+echo), chromedp.WaitVisible(Tid("mcp-tool-call")))
-	if s := Run(b, "read /mcp", chromedp.Evaluate[snippetView](readSnippets)); s.Boxes < 4 || s.Copies != s.Boxes || s.Staircase != 0 || s.Overflow != 0 {
-		t.Errorf("/mcp snippets = %+v, want each a box with a shown Copy, no per-line boxes, none past its panel", s)
+	if s := Run(b, "read /mcp", chromedp.Evaluate[snippetView](readSnippets)); s.Boxes < 4 || s.Copies != s.Boxes || s.Staircase != 0 || s.Overflow != 0 || s.Hidden != 0 {
+		t.Errorf("/mcp snippets = %+v, want each a box with a shown Copy, no per-line boxes, none past its panel or partly out of sight", s)
 	}
 	shot("desktop-mcp")
 	clean("desktop /mcp")
+
+	// The agent page's narrow column: the curl command and the URLs whole.
+	b.Do("open the agent page", chromedp.Navigate(base+"/agents/"+echo), chromedp.WaitVisible(Tid("use-curl")))
+	if s := Run(b, "read the agent page's snippets", chromedp.Evaluate[snippetView](readSnippets)); s.Staircase != 0 || s.Overflow != 0 || s.Hidden != 0 {
+		t.Errorf("agent page snippets = %+v, want none boxed per line, past its column or partly out of sight", s)
+	}
+	shot("desktop-agent-page")
 
 	// ---------- Phone ----------
 	viewport(390, 844)
 	for name, p := range map[string]string{"mobile-agent-page": "/agents/" + echo, "mobile-mcp": "/mcp?agent=" + echo} {
 		b.Do("open "+p, chromedp.Navigate(base+p), chromedp.WaitReady("body"))
-		if s := Run(b, "read the snippets of "+p, chromedp.Evaluate[snippetView](readSnippets)); s.Staircase != 0 || s.Overflow != 0 {
-			t.Errorf("%s at 390 px: snippets = %+v, want none boxed per line or cut off past its column", p, s)
+		if s := Run(b, "read the snippets of "+p, chromedp.Evaluate[snippetView](readSnippets)); s.Staircase != 0 || s.Overflow != 0 || s.Hidden != 0 {
+			t.Errorf("%s at 390 px: snippets = %+v, want none boxed per line, past its column or partly out of sight", p, s)
 		}
 		shot(name)
 	}
