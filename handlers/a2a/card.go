@@ -198,13 +198,41 @@ func (s *Server) LegacyCard(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/.well-known/agent-card.json", http.StatusMovedPermanently)
 }
 
-// signed is c as JSON, signed by this node when it has a key.
-func (s *Server) signed(c Card) ([]byte, error) {
+// signed is c as JSON, signed by this node when it has a key; only1 drops
+// the 0.3 members, for a caller that said it speaks 1.0 (1.0's schema
+// allows no others).
+func (s *Server) signed(c Card, only1 bool) ([]byte, error) {
 	body, err := json.Marshal(c)
+	if err == nil && only1 {
+		body, err = v1Only(body)
+	}
 	if err != nil || s.CardKey == nil {
 		return body, err
 	}
 	return cardsig.Sign(body, s.CardKey, s.Config.NodeID)
+}
+
+// v1Only is a card without its 0.3 members, securitySchemes in 1.0's
+// shape alone.
+func v1Only(body []byte) ([]byte, error) {
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"url", "preferredTransport", "protocolVersion", "supportsAuthenticatedExtendedCard", "additionalInterfaces"} {
+		delete(m, k)
+	}
+	if m["securitySchemes"] != nil {
+		m["securitySchemes"] = map[string]any{"bearer": map[string]any{
+			"httpAuthSecurityScheme": map[string]any{"scheme": "Bearer", "description": bearerHelp}}}
+	}
+	return json.Marshal(m)
+}
+
+// wants1 says the caller speaks A2A 1.0 (its A2A-Version header).
+func wants1(r *http.Request) bool {
+	v := strings.TrimSpace(r.Header.Get(versionHeader))
+	return v == "1" || strings.HasPrefix(v, "1.")
 }
 
 // cardMaxAge is how long a client may keep a card: a minute, as an
@@ -214,7 +242,7 @@ const cardMaxAge = "public, max-age=60"
 // writeCard answers a card: a public discovery document any page may
 // read, signed, with an ETag for conditional GETs (304 when unchanged).
 func (s *Server) writeCard(w http.ResponseWriter, r *http.Request, c Card) {
-	body, err := s.signed(c)
+	body, err := s.signed(c, wants1(r))
 	if err != nil {
 		s.Logger.WarnContext(r.Context(), "A2A card signing failed", "err", err)
 		httpkit.WriteJSONError(w, httpkit.ErrInternal)
@@ -226,7 +254,7 @@ func (s *Server) writeCard(w http.ResponseWriter, r *http.Request, c Card) {
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("Cache-Control", cardMaxAge)
 	h.Set("ETag", etag)
-	h.Set("Vary", "Accept-Encoding")
+	h.Set("Vary", "Accept-Encoding, A2A-Version")
 	if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
@@ -268,7 +296,7 @@ func (s *Server) extendedCard(w http.ResponseWriter, r *http.Request, c *call, w
 	if who.principal != nil {
 		cd.Skills = append(slices.Clone(cd.Skills), mySkill)
 	}
-	body, err := s.signed(cd)
+	body, err := s.signed(cd, c.d != dialect03)
 	if err != nil {
 		c.fail(w, &RPCError{Code: CodeInternal, Message: httpkit.ErrInternal.Message})
 		return

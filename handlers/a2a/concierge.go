@@ -31,7 +31,7 @@ type FoundAgent struct {
 	// (agent.Health* states); failing ones come only when nothing else
 	// matches.
 	Health  string `json:"health"`
-	CardURL string `json:"card_url"`
+	CardURL string `json:"cardUrl"`
 }
 
 // findAgents answers a concierge message with the agents that match its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -137,6 +138,10 @@ func readRequest(w http.ResponseWriter, r *http.Request) (Request, bool) {
 		writeHTTPError(w, httpkit.ErrTooLarge)
 		return req, false
 	}
+	if !jsonContent(r) {
+		c.fail(w, errNotJSON)
+		return req, false
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	var raw struct {
 		JSONRPC json.RawMessage `json:"jsonrpc"`
@@ -172,6 +177,19 @@ func readRequest(w http.ResponseWriter, r *http.Request) (Request, bool) {
 	}
 	return req, true
 }
+
+// jsonContent: the body is said to be JSON, or its type is not said.
+func jsonContent(r *http.Request) bool {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
+var errNotJSON = &RPCError{Code: CodeContentTypeNotSupp, status: http.StatusUnsupportedMediaType,
+	Message: "The body must be JSON: send Content-Type: application/json."}
 
 // jsonString is raw as a JSON string, "" when it is none.
 func jsonString(raw json.RawMessage) string {

@@ -151,11 +151,8 @@ func (s *Server) pushRPC(w http.ResponseWriter, c *call, who caller, scope strin
 			out.Configs = append(out.Configs, pc.v1())
 		}
 		c.ok(w, out)
-	default: // delete
-		if !t.deletePush(cfgID) {
-			c.fail(w, errNoPushConfig)
-			return
-		}
+	default: // delete: idempotent, as the specification wants
+		t.deletePush(cfgID)
 		if c.d == dialect03 {
 			c.ok(w, nil)
 			return

@@ -182,9 +182,15 @@ func readREST(w http.ResponseWriter, r *http.Request, c *call, v any) bool {
 		c.fail(w, &RPCError{Code: CodeInvalidRequest, status: http.StatusRequestEntityTooLarge, Message: httpkit.ErrTooLarge.Message})
 		return false
 	}
+	if !jsonContent(r) {
+		c.fail(w, errNotJSON)
+		return false
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	err := json.NewDecoder(r.Body).Decode(v)
-	_, _ = io.Copy(io.Discard, r.Body) // lifts the body read deadline
+	body, err := io.ReadAll(r.Body) // to the end: that lifts the body read deadline
+	if err == nil {
+		err = json.Unmarshal(camelKeys(body), v)
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		var he *httpkit.Error

@@ -87,6 +87,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, scope string) {
 		c.fail(w, rerr)
 		return
 	}
+	if c.d == dialect10 {
+		req.Params = camelKeys(req.Params)
+	}
 	switch req.Method {
 	case "message/send", "message/stream":
 		var p a2a.MessageSendParams

@@ -59,14 +59,18 @@ func TestV1Errors(t *testing.T) {
 	wantV1Error(t, rpc1(e, path, `{"jsonrpc":"2.0","id":7,"method":42}`), -32600, "INVALID_REQUEST", "7")
 	wantV1Error(t, rpc1(e, path, `{"id":"x","method":"SendMessage"}`), -32600, "INVALID_REQUEST", `"x"`)
 	wantV1Error(t, rpc1(e, path, `{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"nope"}}`), -32001, "TASK_NOT_FOUND", "7")
-	// A stream's error is the one event of an event stream.
+	// A 1.0 stream that cannot start: a JSON error with the HTTP status.
 	sub := e.Do(http.MethodPost, path, `{"jsonrpc":"2.0","id":7,"method":"SubscribeToTask","params":{"id":"nope"}}`, "A2A-Version", "1.0")
-	if b, _ := io.ReadAll(sub.Body); !strings.HasPrefix(string(b), "data: ") || !strings.Contains(string(b), `"code":-32001`) {
-		t.Errorf("SubscribeToTask of an unknown task = %s", b)
-	}
+	WantStatus(t, sub, http.StatusNotFound)
+	wantV1Error(t, Decode[v1Resp](t, sub), -32001, "TASK_NOT_FOUND", "7")
+	// Not JSON: ContentTypeNotSupported; snake_case members are read as ProtoJSON allows.
+	nj := e.Do(http.MethodPost, path, `{}`, "Content-Type", "text/plain", "A2A-Version", "1.0")
+	wantV1Error(t, Decode[v1Resp](t, nj), -32005, "CONTENT_TYPE_NOT_SUPPORTED", "null")
+	wantV1Error(t, rpc1(e, path, `{"jsonrpc":"2.0","id":9,"method":"ListTasks","params":{"page_size":500}}`), -32602, "INVALID_PARAMS", "9")
 	r := rpc1(e, path, `{"jsonrpc":"2.0","id":8,"method":"GetTask","params":{"id":"x"}}`, "A2A-Version", "2.0")
 	wantV1Error(t, r, -32009, "VERSION_NOT_SUPPORTED", "8")
-	// 0.3's method names still answer in 0.3, -32001 included.
+	// 0.3's method names still answer in 0.3, -32001 included (and a
+	// stream's error is the one event of an event stream).
 	wantError(t, call(e, path, "tasks/get", map[string]string{"id": "nope"}), -32001, "")
 	sub = post(e, path, "tasks/resubscribe", map[string]string{"id": "nope"})
 	if b, _ := io.ReadAll(sub.Body); !strings.Contains(string(b), `"code":-32001`) {
@@ -182,6 +186,11 @@ func TestCardCaching(t *testing.T) {
 		t.Errorf("/.well-known/agent.json redirects to %q", loc)
 	}
 	WantStatus(t, e.Do(http.MethodGet, "/a2a", nil), http.StatusOK)
+	// A 1.0 caller gets the card without 0.3's members.
+	c1 := Decode[map[string]any](t, e.Do(http.MethodGet, "/a2a/"+id, nil, "A2A-Version", "1.0"))
+	if c1["url"] != nil || c1["protocolVersion"] != nil || c1["supportedInterfaces"] == nil {
+		t.Errorf("1.0 card = %v", c1)
+	}
 }
 
 // logLines keeps log messages, for a test to wait for one.

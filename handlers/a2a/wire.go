@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -93,8 +94,18 @@ func (c *call) body(v any) any {
 // fail answers e: over JSON-RPC, as the one event of a stream when a
 // stream was asked for (clients of a stream read event-stream even for an
 // error); over REST always with its HTTP status.
+//
+// A 1.0 stream that fails before it starts is a plain JSON-RPC error with
+// the HTTP status REST would give: the official clients and the
+// conformance kit read a JSON body as the error, and a2a-go's client,
+// which reads any 200 as a stream, sees the status.
 func (c *call) fail(w http.ResponseWriter, e *RPCError) {
-	if c.stream && c.d != dialectREST {
+	if c.stream && c.d == dialect10 {
+		status, _ := restError(e)
+		writeV1(w, status, v1Response{ID: c.id, Error: v1Error(e)})
+		return
+	}
+	if c.stream && c.d == dialect03 {
 		_ = startSSE(w).sendErr(c, e)
 		return
 	}
@@ -227,7 +238,7 @@ func restError(e *RPCError) (int, map[string]any) {
 		status, grpc = e.status, "UNAVAILABLE"
 	case http.StatusNotFound:
 		status, grpc = e.status, "NOT_FOUND"
-	case http.StatusRequestEntityTooLarge:
+	case http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
 		status, grpc = e.status, "INVALID_ARGUMENT"
 	}
 	return status, map[string]any{"error": map[string]any{
@@ -353,4 +364,56 @@ func v03Message(m *v1.Message) *a2a.Message {
 		}
 	}
 	return out
+}
+
+// camelKeys rewrites the snake_case member names of a 1.0 request to
+// camelCase, as ProtoJSON parsers accept both ("task_id" for "taskId"),
+// leaving what metadata and data parts hold as it is.
+func camelKeys(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, []byte("_")) {
+		return raw
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return raw // the decoder says what is wrong
+	}
+	out, err := json.Marshal(camelValue(v))
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+func camelValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			if k != "metadata" && k != "data" {
+				val = camelValue(val)
+			}
+			if strings.Contains(k, "_") {
+				k = camelName(k)
+			}
+			out[k] = val
+		}
+		return out
+	case []any:
+		for i := range x {
+			x[i] = camelValue(x[i])
+		}
+	}
+	return v
+}
+
+func camelName(k string) string {
+	parts := strings.Split(k, "_")
+	var b strings.Builder
+	b.WriteString(parts[0])
+	for _, p := range parts[1:] {
+		if p != "" {
+			b.WriteString(strings.ToUpper(p[:1]) + p[1:])
+		}
+	}
+	return b.String()
 }
