@@ -50,3 +50,4 @@ func TestEvictionPlans(t *testing.T) {
 		}
 	}
 }
+

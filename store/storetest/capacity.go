@@ -367,3 +367,58 @@ func testCapacityWholePage(t *testing.T, s store.Store) {
 		t.Errorf("Counts = %d evicted, %d refused, want 3 and 122", evicted, refused)
 	}
 }
+
+// BenchmarkEviction measures EvictListings(1000) on a catalogue of 100k
+// realistic listings (benchListings: 80 % online, 10 % stale, 10 %
+// offline, 64 publishers, half of them heard: their stale listings are
+// class 3, the others' class 1), and the same call once nothing may be
+// evicted (what a refused listing costs at the capacity):
+//
+//	go test -run XXX -bench Eviction -benchtime 10x ./store/sqlite/
+func BenchmarkEviction(b *testing.B, open func(b *testing.B) store.Store) {
+	s := open(b)
+	ctx := b.Context()
+	ls := benchListings(b, 100_000)
+	seedStore(b, s, ls)
+	hosts := map[string]bool{}
+	for _, l := range ls {
+		if len(hosts) < 32 {
+			hosts[l.HostPeerID] = true
+		}
+	}
+	for h := range hosts {
+		if err := s.UpsertNode(ctx, store.Node{PeerID: h, LastHeartbeat: now(), Status: store.StatusOnline}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ev := s.(store.Evictor)
+	b.Run("1000", func(b *testing.B) {
+		evicted := 0
+		for b.Loop() {
+			n, err := ev.EvictListings(ctx, 1000)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n != 1000 {
+				b.Fatalf("evicted %d of 1000 after %d: run fewer iterations (-benchtime 10x)", n, evicted)
+			}
+			evicted += n
+		}
+	})
+	for {
+		n, err := ev.EvictListings(ctx, store.MaxEvictBatch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	b.Run("nothing", func(b *testing.B) {
+		for b.Loop() {
+			if n, err := ev.EvictListings(ctx, 1000); err != nil || n != 0 {
+				b.Fatalf("EvictListings = %d, %v", n, err)
+			}
+		}
+	})
+}
