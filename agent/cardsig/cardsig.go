@@ -54,6 +54,22 @@ var b64 = base64.RawURLEncoding
 // by key, whose peer id must be peerID. Signatures by other signers stay;
 // one by the same peer id is replaced.
 func Sign(card []byte, key crypto.PrivKey, peerID string) ([]byte, error) {
+	return sign(card, key, peerID, Canonical)
+}
+
+// SignDocument is Sign for a JSON object that is not an agent card (a
+// trust manifest): the signature covers the whole object's JCS form
+// without its top-level `signatures`, every member.
+func SignDocument(doc []byte, key crypto.PrivKey, peerID string) ([]byte, error) {
+	return sign(doc, key, peerID, CanonicalDocument)
+}
+
+// VerifyDocument is Verify for what SignDocument signed.
+func VerifyDocument(doc []byte) (signerPeerID string, err error) {
+	return verify(doc, CanonicalDocument)
+}
+
+func sign(card []byte, key crypto.PrivKey, peerID string, canon func([]byte) ([]byte, error)) ([]byte, error) {
 	if key == nil || key.Type() != crypto.Ed25519 {
 		return nil, errors.New("agent card: sign: the key must be an Ed25519 libp2p key")
 	}
@@ -64,7 +80,7 @@ func Sign(card []byte, key crypto.PrivKey, peerID string) ([]byte, error) {
 	if pid.String() != peerID {
 		return nil, fmt.Errorf("agent card: sign: key belongs to %s, not %s", pid, peerID)
 	}
-	members, payload, err := split(card)
+	members, payload, err := split(card, canon)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +121,11 @@ func Sign(card []byte, key crypto.PrivKey, peerID string) ([]byte, error) {
 // (another error) if any of its signatures fails, so what it says is what
 // each of its signers signed.
 func Verify(card []byte) (signerPeerID string, err error) {
-	members, payload, err := split(card)
+	return verify(card, Canonical)
+}
+
+func verify(card []byte, canon func([]byte) ([]byte, error)) (signerPeerID string, err error) {
+	members, payload, err := split(card, canon)
 	if err != nil {
 		return "", err
 	}
@@ -213,7 +233,7 @@ type parsed struct {
 
 // split parses card (strictly: JCS refuses duplicate names and invalid
 // JSON), takes out its signatures and returns the canonical payload.
-func split(card []byte) (parsed, []byte, error) {
+func split(card []byte, canon func([]byte) ([]byte, error)) (parsed, []byte, error) {
 	var p parsed
 	if len(card) > MaxCardBytes {
 		return p, nil, fmt.Errorf("%w: %d bytes; the limit is %d", ErrTooLarge, len(card), MaxCardBytes)
@@ -233,15 +253,18 @@ func split(card []byte) (parsed, []byte, error) {
 		}
 		delete(p.obj, "signatures")
 	}
-	payload, err := Canonical(card)
+	payload, err := canon(card)
 	if err != nil {
 		return p, nil, err
 	}
 	return p, payload, nil
 }
 
-// Canonical is the signed form of card: its top-level `signatures` left
-// out, members with null, "", [] or {} values dropped, then JCS.
+// Canonical is the signed form of card, as the official SDKs compute it
+// (@a2a-js/sdk 1.3.0's canonicalizeAgentCard): the members A2A 1.0's
+// AgentCard defines (schema.go; `signatures` is not among them), then
+// every null, "", [] and {} dropped at every depth (array elements too,
+// and what is empty once they are gone), then JCS.
 func Canonical(card []byte) ([]byte, error) {
 	if len(card) > MaxCardBytes {
 		return nil, fmt.Errorf("%w: %d bytes; the limit is %d", ErrTooLarge, len(card), MaxCardBytes)
@@ -256,8 +279,7 @@ func Canonical(card []byte) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: a card is a JSON object", ErrMalformed)
 	}
-	delete(obj, "signatures")
-	b, err := marshal(prune(obj))
+	b, err := marshal(orEmpty(prune(normalize(obj, agentCard))))
 	if err != nil {
 		return nil, err
 	}
@@ -268,40 +290,70 @@ func Canonical(card []byte) ([]byte, error) {
 	return out, nil
 }
 
-// prune drops object members whose value is empty, at every depth.
+// CanonicalDocument is the signed form of a document SignDocument signs:
+// the object without its top-level `signatures`, in JCS.
+func CanonicalDocument(doc []byte) ([]byte, error) {
+	if len(doc) > MaxCardBytes {
+		return nil, fmt.Errorf("%w: %d bytes; the limit is %d", ErrTooLarge, len(doc), MaxCardBytes)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("%w: a document is a JSON object", ErrMalformed)
+	}
+	delete(obj, "signatures")
+	b, err := marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	out, err := jcs.Transform(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return out, nil
+}
+
+// prune drops empty values (null, "", and what is [] or {} once its own
+// empty values are gone) from objects and arrays, at every depth; it
+// returns nil for a value that is empty itself.
 func prune(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, m := range t {
-			m = prune(m)
-			if empty(m) {
+			if m = prune(m); m == nil {
 				delete(t, k)
 				continue
 			}
 			t[k] = m
 		}
-		return t
-	case []any:
-		for i := range t {
-			t[i] = prune(t[i])
+		if len(t) == 0 {
+			return nil
 		}
 		return t
+	case []any:
+		out := t[:0]
+		for _, m := range t {
+			if m = prune(m); m != nil {
+				out = append(out, m)
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case string:
+		if t == "" {
+			return nil
+		}
 	}
 	return v
 }
 
-func empty(v any) bool {
-	switch t := v.(type) {
-	case nil:
-		return true
-	case string:
-		return t == ""
-	case []any:
-		return len(t) == 0
-	case map[string]any:
-		return len(t) == 0
+// orEmpty is v, or an empty object for a card with nothing left.
+func orEmpty(v any) any {
+	if v == nil {
+		return map[string]any{}
 	}
-	return false
+	return v
 }
 
 // marshal encodes without HTML escaping, so the output reads like the input.

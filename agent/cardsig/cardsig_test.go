@@ -251,7 +251,8 @@ func TestEd25519KeyFromStdlib(t *testing.T) {
 }
 
 // TestCanonicalRFC8785 runs the examples of RFC 8785 (sections 3.2.2 and
-// 3.2.3, and number serializations of Appendix B) through Canonical.
+// 3.2.3, and number serializations of Appendix B) through the JCS step of
+// Canonical.
 func TestCanonicalRFC8785(t *testing.T) {
 	for name, tc := range map[string]struct{ in, want string }{
 		// RFC 8785 3.2.2 (members with empty values would be pruned; this one has none).
@@ -269,12 +270,8 @@ func TestCanonicalRFC8785(t *testing.T) {
 			`{"a":[0, -0, 5e-324, 1.7976931348623157e308, 9007199254740992, 9007199254740994, 295147905179352830000, 9.999999999999997e22, 1e23, 1.0000000000000001e23, 0.000001, 0.0000001, 1e21, 999999999999999900000]}`,
 			`{"a":[0,0,5e-324,1.7976931348623157e+308,9007199254740992,9007199254740994,295147905179352830000,9.999999999999997e+22,1e+23,1.0000000000000001e+23,0.000001,1e-7,1e+21,999999999999999900000]}`,
 		},
-		"signatures and empties dropped": {
-			`{"b":{"x":"","y":[],"z":{},"n":null,"k":false,"z0":0},"signatures":[{"protected":"e30"}],"a":[{},"",null]}`,
-			`{"a":[{},"",null],"b":{"k":false,"z0":0}}`,
-		},
 	} {
-		got, err := cardsig.Canonical([]byte(tc.in))
+		got, err := cardsig.JCS([]byte(tc.in))
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -282,5 +279,54 @@ func TestCanonicalRFC8785(t *testing.T) {
 		if string(got) != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", name, got, tc.want)
 		}
+	}
+}
+
+// TestCanonicalCardSchema: the signed form keeps the members of A2A 1.0's
+// AgentCard (snake_case names read as camelCase), drops what the schema
+// does not define (0.3's url, preferredTransport; a 0.3 security scheme's
+// type), a non-optional false, and every empty value, in objects and
+// arrays, as @a2a-js/sdk 1.3.0 does.
+func TestCanonicalCardSchema(t *testing.T) {
+	in := `{"name":"x","url":"https://old.example/rpc","preferredTransport":"JSONRPC","protocolVersion":"0.3.0",
+		"default_input_modes":["text/plain"],"signatures":[{"protected":"e30","signature":"AA"}],
+		"capabilities":{"streaming":false,"extensions":[{"uri":"urn:x","required":false,"params":{"a":"","b":[1,{}]}},{"uri":""}]},
+		"securitySchemes":{"bearer":{"type":"http","scheme":"bearer","httpAuthSecurityScheme":{"scheme":"Bearer"}},"none":{}},
+		"skills":[{"id":"a","tags":["","t"],"examples":[],"extra":"dropped"}],"iconUrl":""}`
+	want := `{"capabilities":{"extensions":[{"params":{"b":[1]},"uri":"urn:x"}],"streaming":false},"defaultInputModes":["text/plain"],` +
+		`"name":"x","securitySchemes":{"bearer":{"httpAuthSecurityScheme":{"scheme":"Bearer"}}},"skills":[{"id":"a","tags":["t"]}]}`
+	got, err := cardsig.Canonical([]byte(in))
+	if err != nil || string(got) != want {
+		t.Fatalf("Canonical:\n got %s %v\nwant %s", got, err, want)
+	}
+	// So a 0.3 member is not covered by a signature: a reader of a signed
+	// card uses the 1.0 members only.
+	key, pid := newKey(t)
+	unsigned := strings.Replace(in, `"signatures":[{"protected":"e30","signature":"AA"}],`, "", 1)
+	signed, err := cardsig.Sign([]byte(unsigned), key, pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := strings.Replace(string(signed), "https://old.example/rpc", "https://elsewhere.example/rpc", 1)
+	if got, err := cardsig.Verify([]byte(moved)); err != nil || got != pid {
+		t.Fatalf("a changed 0.3 url: %v; want the signature to stand (it does not cover it)", err)
+	}
+}
+
+// TestSignDocument: a document that is not a card (a trust manifest) is
+// signed whole: any member changed is tampering.
+func TestSignDocument(t *testing.T) {
+	key, pid := newKey(t)
+	doc := `{"identity":"did:key:z6Mk","identityType":"did","attestations":[{"type":"domain","uri":"https://a.example"}]}`
+	signed, err := cardsig.SignDocument([]byte(doc), key, pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cardsig.VerifyDocument(signed); err != nil || got != pid {
+		t.Fatalf("VerifyDocument: %v %s", err, got)
+	}
+	changed := strings.Replace(string(signed), "https://a.example", "https://b.example", 1)
+	if _, err := cardsig.VerifyDocument([]byte(changed)); !errors.Is(err, cardsig.ErrTampered) {
+		t.Fatalf("changed document: %v, want ErrTampered", err)
 	}
 }

@@ -29,8 +29,12 @@
 //	default:                                  // "signed by node <signer>"
 //	}
 //
-// Canonical form. Before JCS, members whose value is null, "", [] or {}
-// are dropped at every depth of an object (not array elements): the
-// official SDKs omit empty fields when they serialize a card (proto3 JSON,
-// omitempty), so the same card signs the same whichever SDK re-encoded it.
+// Canonical form, as the official SDKs compute it (@a2a-js/sdk 1.3.0's
+// canonicalizeAgentCard; TestA2AJSInterop checks both directions): only
+// the members A2A 1.0's AgentCard message defines (schema.go), then every
+// null, "", [] and {} dropped at every depth, then JCS. So the 0.3 members
+// a card may carry beside the 1.0 ones (url, preferredTransport, a 0.3
+// security scheme's type) are not signed: a reader of a signed card uses
+// the 1.0 members only. A JSON object that is not a card (a trust
+// manifest) is signed whole with SignDocument and VerifyDocument.
 package cardsig

@@ -225,7 +225,12 @@ func (r *Runtime) readA2ACard(raw []byte, cardURL string) (A2ACardInfo, a2aCard,
 		return A2ACardInfo{}, a2aCard{}, &BackendError{Kind: agent.ErrBackendRejected, Backend: agent.BackendA2A,
 			Public: "the agent card's signature is refused: " + strings.TrimPrefix(err.Error(), "agent card: "), Err: err}
 	}
-	c := a2aCard{streaming: w.Capabilities.Streaming, signer: signer, keyHeader: apiKeyHeader(w.SecuritySchemes)}
+	if signer != "" {
+		// A signature covers the 1.0 members only (cardsig): what 0.3
+		// says beside them is not trusted.
+		w.URL, w.PreferredTransport, w.AdditionalInterfaces = "", "", nil
+	}
+	c := a2aCard{streaming: w.Capabilities.Streaming, signer: signer, keyHeader: apiKeyHeader(w.SecuritySchemes, signer != "")}
 	if err := r.pickA2AInterface(&c, &w, cardURL); err != nil {
 		return A2ACardInfo{}, a2aCard{}, err
 	}
@@ -301,9 +306,9 @@ func (r *Runtime) pickA2AInterface(c *a2aCard, w *cardWire, cardURL string) erro
 
 // apiKeyHeader is the header an apiKey security scheme of the card names
 // (0.3: {"type":"apiKey","in":"header","name":…}; 1.0:
-// {"apiKeySecurityScheme":{"location":"header","name":…}}); "" when the
-// card has none, for a bearer token.
-func apiKeyHeader(schemes map[string]json.RawMessage) string {
+// {"apiKeySecurityScheme":{"location":"header","name":…}}, the only form
+// read from a signed card); "" when the card has none, for a bearer token.
+func apiKeyHeader(schemes map[string]json.RawMessage, v1Only bool) string {
 	for _, raw := range schemes {
 		var s struct {
 			Type string `json:"type"`
@@ -317,8 +322,11 @@ func apiKeyHeader(schemes map[string]json.RawMessage) string {
 		if json.Unmarshal(raw, &s) != nil {
 			continue
 		}
-		if s.V1 != nil {
+		switch {
+		case s.V1 != nil:
 			s.Type, s.In, s.Name = "apiKey", s.V1.Location, s.V1.Name
+		case v1Only:
+			continue
 		}
 		if strings.EqualFold(s.Type, "apiKey") && strings.EqualFold(s.In, "header") && validHeaderName(s.Name) {
 			return http.CanonicalHeaderKey(s.Name)

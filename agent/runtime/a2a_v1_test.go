@@ -480,6 +480,21 @@ func TestA2A10SignedCards(t *testing.T) {
 		t.Fatalf("calls %v to an agent whose card is refused", calls)
 	}
 
+	// A signed card whose only interface is 0.3's url: the url is not
+	// covered by the signature, so it is not used.
+	legacy, _ := json.Marshal(map[string]any{"name": "Old", "description": "0.3 only", "version": "1",
+		"url": srv.URL + "/rpc", "preferredTransport": "JSONRPC", "protocolVersion": "0.3.0", "capabilities": map[string]any{}})
+	legacySigned, err := cardsig.Sign(legacy, key, pid.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(legacySigned) }))
+	defer old.Close()
+	if _, err := rt.FetchA2ACard(context.Background(), old.URL+"/card.json"); !errors.Is(err, agent.ErrBackendRejected) ||
+		!strings.Contains(PublicMessage(err), "no JSON-RPC or HTTP+JSON interface") {
+		t.Fatalf("signed card with only a 0.3 url: %v (%q)", err, PublicMessage(err))
+	}
+
 	other, _, _ := crypto.GenerateEd25519Key(rand.Reader)
 	resigned := startV1Server(t, v1Opts{streaming: true, signKey: other})
 	b = resigned.backend()

@@ -59,7 +59,7 @@ func SignManifest(m TrustManifest, key crypto.PrivKey, peerID string) (TrustMani
 	if err != nil {
 		return m, err
 	}
-	signed, err := cardsig.Sign(raw, key, peerID)
+	signed, err := cardsig.SignDocument(raw, key, peerID)
 	if err != nil {
 		return m, fmt.Errorf("sign the trust manifest: %w", err)
 	}
@@ -93,5 +93,5 @@ func VerifyManifest(m TrustManifest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return cardsig.Verify(card)
+	return cardsig.VerifyDocument(card)
 }
