@@ -18,7 +18,7 @@ const (
 	maxPageSize     = 100 // ListTasks' largest page, as the specification says
 )
 
-var errTooManyWatchers = &RPCError{Code: CodeServerError, status: http.StatusTooManyRequests, Data: &ErrorData{Code: "a2a_busy"},
+var errTooManyWatchers = &RPCError{Code: CodeServerError, status: http.StatusTooManyRequests, Data: &ErrorData{Code: errBusy.Code},
 	Message: "This task has as many subscribers as it takes; read it with GetTask (tasks/get) instead."}
 
 // follow calls emit with every change of t from now on: the reply's new

@@ -13,6 +13,7 @@ import (
 	v1 "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
@@ -66,7 +67,7 @@ func (s *Server) endpoint(w http.ResponseWriter, r *http.Request, scope, path st
 
 func notAllowed(w http.ResponseWriter, allow string) {
 	w.Header().Set("Allow", allow)
-	httpkit.WriteJSONError(w, &httpkit.Error{Status: http.StatusMethodNotAllowed, Code: "method_not_allowed",
+	httpkit.WriteJSONError(w, &httpkit.Error{Status: http.StatusMethodNotAllowed, Code: string(agent.CodeMethodNotAllowed),
 		Message: "This URL answers " + allow + " only: POST JSON-RPC to the agent's url, GET it for the card."})
 }
 
