@@ -65,10 +65,14 @@ func TestARDFederatesThroughTheDHT(t *testing.T) {
 
 	var fed ard.SearchResponse
 	var how string
+	var took time.Duration
 	eventually(t, 30*time.Second, "a federated search to find the tides agent", func() bool {
+		began := time.Now()
 		fed, how = ardSearch(tides, true)
+		took = time.Since(began)
 		return len(fed.Results) == 1
 	})
+	t.Logf("federated search: %s in %s (the whole request)", how, took.Round(time.Millisecond))
 	r := fed.Results[0]
 	if r.Identifier != ard.URN(agent.Record{Publisher: a.peerID(), Name: "tide-bot"}) || r.Metadata["agentsite.host"] != a.peerID() {
 		t.Errorf("federated result = %+v", r)
