@@ -154,6 +154,16 @@ func TestV1TasksBelongToTheirCaller(t *testing.T) {
 	if l := list(); len(l.Tasks) != 0 {
 		t.Errorf("anonymous lists %+v", l)
 	}
+	// So is the context: another caller naming it starts a conversation of its own.
+	other := `{"jsonrpc":"2.0","id":4,"method":"SendMessage","params":{"message":{"messageId":"m2","role":"ROLE_USER",` +
+		`"contextId":"` + task.ContextID + `","parts":[{"text":"theirs"}]}}}`
+	var osr v1.StreamResponse
+	if err := json.Unmarshal(rpc1(e, path, other).Result, &osr); err != nil {
+		t.Fatal(err)
+	}
+	if ot := osr.Event.(*v1.Task); ot.ContextID == task.ContextID || ot.ContextID == "" {
+		t.Errorf("another caller continued the owner's context %s", ot.ContextID)
+	}
 	// A token that does not verify is refused, not taken as anonymous.
 	r := rpc1(e, path, get, "Authorization", "Bearer wrong")
 	if r.Error == nil || r.Error.Code != -31401 {
