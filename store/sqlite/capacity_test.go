@@ -50,4 +50,3 @@ func TestEvictionPlans(t *testing.T) {
 		}
 	}
 }
-
