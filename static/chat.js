@@ -767,8 +767,11 @@
     var close = q("[data-testid=conversations-close]");
     if (!toggle || !side) return;
     root.setAttribute("data-drawer", "closed");
+    var behind = q(".chat-main");
     function set(open, focusBack) {
       root.setAttribute("data-drawer", open ? "open" : "closed");
+      // While open, the drawer is all there is: Tab stays in it.
+      if (behind) behind.inert = open;
       toggle.setAttribute("aria-expanded", open ? "true" : "false");
       scrim.hidden = !open;
       if (open) {

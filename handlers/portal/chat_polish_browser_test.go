@@ -242,6 +242,9 @@ func TestChatBrowserPolish(t *testing.T) {
 	if n := Run(b, "count conversations", chromedp.Evaluate[int](`Array.from(document.querySelectorAll('[data-testid="chat-side"] [data-testid="conversation"]')).filter(c => c.getBoundingClientRect().width > 0).length`)); n != 2 {
 		t.Errorf("%d conversations in the drawer, want 2", n)
 	}
+	if inert := Run(b, "is the chat behind inert", chromedp.Evaluate[bool](`document.querySelector('.chat-main').inert`)); !inert {
+		t.Error("with the drawer open, Tab can reach the chat behind it")
+	}
 	shot("mobile-drawer")
 	clean("mobile drawer open")
 	b.Do("shut it with Escape", chromedp.KeyEvent("\x1b"), settled(false))
