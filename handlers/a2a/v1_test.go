@@ -1,6 +1,7 @@
 package a2a_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2aproject/a2a-go/a2a"
 	v1 "github.com/a2aproject/a2a-go/v2/a2a"
 
+	srv "github.com/agentsite/agentsite/handlers/a2a"
 	. "github.com/agentsite/agentsite/handlers/handlertest"
 )
 
@@ -275,4 +278,61 @@ func TestPushURLIsGuarded(t *testing.T) {
 		t.Error("a loopback receiver was called through the guarded client")
 	default:
 	}
+}
+
+// 0.3's tasks/resubscribe follows a running task as SubscribeToTask does:
+// the task, then its changes, the last a final status-update.
+func TestResubscribe03(t *testing.T) {
+	e, f := newEnv(t, nil)
+	id := e.SeedEcho("resub-bot", "Resub Bot")
+	no := false
+	params := a2a.MessageSendParams{Message: message("block", ""), Config: &a2a.MessageSendConfig{Blocking: &no}}
+	task := resultOf[a2a.Task](t, call(e, "/a2a/"+id, "message/send", params))
+	<-f.blocked
+	resp := post(e, "/a2a/"+id, "tasks/resubscribe", a2a.TaskIDParams{ID: task.ID})
+	WantStatus(t, resp, http.StatusOK)
+	sc := bufio.NewScanner(resp.Body)
+	var kinds []string
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var r srv.Response
+		if err := json.Unmarshal([]byte(data), &r); err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, kind(t, r))
+		if len(kinds) == 1 { // the task as it is: now cancel it
+			if c := resultOf[a2a.Task](t, call(e, "/a2a/"+id, "tasks/cancel", a2a.TaskIDParams{ID: task.ID})); c.Status.State != a2a.TaskStateCanceled {
+				t.Errorf("tasks/cancel = %+v", c.Status)
+			}
+		}
+		if kinds[len(kinds)-1] == "status-update" {
+			if last := resultOf[a2a.TaskStatusUpdateEvent](t, r); !last.Final || last.Status.State != a2a.TaskStateCanceled {
+				t.Errorf("last event = %+v", last)
+			}
+		}
+	}
+	<-f.ended
+	if len(kinds) < 2 || kinds[0] != "task" || kinds[len(kinds)-1] != "status-update" {
+		t.Errorf("resubscribe events = %v", kinds)
+	}
+	// A task that has ended has nothing to follow.
+	wantError(t, resultOfStream(t, post(e, "/a2a/"+id, "tasks/resubscribe", a2a.TaskIDParams{ID: task.ID})), -32004, "")
+}
+
+// resultOfStream reads the one event of a stream that failed.
+func resultOfStream(t *testing.T, resp *http.Response) srv.Response {
+	t.Helper()
+	b, _ := io.ReadAll(resp.Body)
+	data, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "data: ")
+	if !ok {
+		t.Fatalf("stream = %s", b)
+	}
+	var r srv.Response
+	if err := json.Unmarshal([]byte(data), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
