@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # they create and drop their own databases.
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: help run build test a2a-sdk axe ard test-short bench bench-search bench-million bench-p2p bench-chat bench-nat bench-rogue a2a-tck generate lint fuzz demo clean
+.PHONY: help run build test a2a-sdk axe ard test-short bench bench-search bench-million bench-p2p bench-planet bench-chat bench-nat bench-rogue a2a-tck generate lint fuzz demo clean
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{n[NR]=$$1; d[NR]=$$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= NR; i++) printf "  %-*s  %s\n", w, n[i], d[i]}'
@@ -27,7 +27,7 @@ run: build ## start a node + portal on embedded SQLite at http://127.0.0.1:8080 
 test: a2a-sdk axe ## run every test (race detector on; real SQLite, Postgres, Chromium and the A2A JS SDK)
 	$(GO) vet ./...
 	$(GO) test $(TEST_FLAGS) ./...
-	$(GO) test $(TEST_FLAGS) -tags agentsite_testnet -run TestTreatAsPublic ./p2p/
+	$(GO) test $(TEST_FLAGS) -tags agentsite_testnet -run 'TestTreatAsPublic|TestPlanetOverSlowLinks' ./p2p/
 
 # The official A2A client (@a2a-js/sdk, pinned in testdata/a2a-js) that the
 # A2A tests drive; installed once, if npm is here (the test skips loudly
@@ -80,6 +80,9 @@ bench-chat: ## chat turns to echo, local and cross-node, API, WebSocket and A2A,
 
 bench-p2p: ## propagation and DHT look-up latency on planets of 5, 10, 20 and 50 nodes
 	$(GO) test -run '^$$' -bench BenchmarkPropagation -benchtime 20x -timeout 30m ./cmd/agentsite/
+
+bench-planet: ## whole nodes at 50 ms RTT (a delaying dialer, -tags agentsite_testnet): idle bytes/s and CPU per node, propagation p50/p99, repair by sync, at 10 and 50 nodes (AGENTSITE_PLANET_SIZES)
+	$(GO) test -tags agentsite_testnet -run '^$$' -bench BenchmarkPlanet -benchtime 1x -timeout 90m ./cmd/agentsite/
 
 bench-nat: ## behind NAT (root; network namespaces): chat turns over the relay vs direct, time to reservation and to hole punch, relay cost with 50 reservations
 	$(GO) test -run '^$$' -bench 'BenchmarkNAT' -benchtime 1x -timeout 30m ./cmd/agentsite/

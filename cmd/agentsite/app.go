@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -80,6 +81,8 @@ type appDeps struct {
 	// HealthSource, when set, is where heartbeats take this node's agent
 	// health from in place of its own probes (tests).
 	HealthSource p2p.HealthSource
+	// LinkDelay is p2p.Config.LinkDelay (benchmarks and tests).
+	LinkDelay time.Duration
 }
 
 // buildApp builds a node's services from cfg: open the store, start p2p,
@@ -166,6 +169,7 @@ func (a *app) startP2P(ctx context.Context, deps appDeps) error {
 	}
 	pc := a.cfg.p2pConfig()
 	pc.Cache, pc.Registerer, pc.HealthSource = a.sink, deps.Metrics, deps.HealthSource
+	pc.LinkDelay = deps.LinkDelay
 	if pc.HealthSource == nil { // a test's own source wins
 		pc.HealthSource = a.health.Summaries
 	}

@@ -39,6 +39,7 @@ type nodeOpts struct {
 	ttl       time.Duration    // record TTL; 0: testTTL
 	heartbeat time.Duration    // heartbeat interval; 0: testHeartbeat
 	health    p2p.HealthSource // Main.HealthSource; nil: the node's own
+	link      time.Duration    // Main.LinkDelay (-tags agentsite_testnet)
 }
 
 // startClusterNode starts a whole node on 127.0.0.1 the way the binary does.
@@ -76,6 +77,7 @@ func startClusterNode(t testing.TB, o nodeOpts) *clusterNode {
 	n.m = NewMain()
 	n.m.LogOutput = io.Discard
 	n.m.HealthSource = o.health
+	n.m.LinkDelay = o.link
 	if err := n.m.ParseFlags(args, func(string) string { return "" }, io.Discard); err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,10 @@ type Main struct {
 	// health of this node's agents from, in place of the node's own
 	// probes: tests set it to report a health of their choosing.
 	HealthSource p2p.HealthSource
+	// LinkDelay, when set before Run, is the round-trip time of every
+	// libp2p connection (p2p.Config.LinkDelay: benchmarks and tests built
+	// with -tags agentsite_testnet only).
+	LinkDelay time.Duration
 
 	// The node's services, set by Run from the app it builds (for tests
 	// and tools): Store is the database engine, Server the HTTP surfaces.
@@ -92,7 +96,7 @@ func (m *Main) Run(ctx context.Context) error {
 	ctx, m.cancel = context.WithCancel(ctx)
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	a, err := buildApp(ctx, m.Config, appDeps{Logger: m.Logger, Metrics: metrics, HealthSource: m.HealthSource})
+	a, err := buildApp(ctx, m.Config, appDeps{Logger: m.Logger, Metrics: metrics, HealthSource: m.HealthSource, LinkDelay: m.LinkDelay})
 	if err != nil {
 		return err
 	}
