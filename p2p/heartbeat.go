@@ -240,29 +240,28 @@ func (n *Node) handleStatusMsg(ctx context.Context, msg *pubsub.Message) {
 		return // a newer node's copy for older nodes: its status/2 round is the one read
 	}
 	n.metrics.heartbeats.Inc()
-	if err := n.cfg.Cache.NodeSeen(ctx, *hb); err != nil && ctx.Err() == nil {
-		n.logger.Warn("recording heartbeat failed", "peer", hb.PeerID, "err", err)
-	}
-	if len(hb.Health) == 0 {
-		return
-	}
-	// A refresh slice this node stored as it is costs nothing; the
-	// changed entries always differ from what the last rounds said.
-	var sum uint64
-	if hb.Slice != nil {
-		if sum = sliceHash(hb); n.hb.sliceKnown(hb.PeerID, hb.Slice, sum) {
-			return
+	h := heard{beat: *hb}
+	if len(hb.Health) > 0 {
+		// A refresh slice this node stored as it is costs nothing; the
+		// changed entries always differ from what the last rounds said.
+		// A slice counts as stored once queued (the same one again
+		// meanwhile is not written twice), and is forgotten if its write
+		// fails.
+		h.health = healthByID(hb.Health)
+		if hb.Slice != nil {
+			if h.sum = sliceHash(hb); n.hb.sliceKnown(hb.PeerID, hb.Slice, h.sum) {
+				h.health = nil
+			} else {
+				h.slice = hb.Slice
+				n.hb.sliceStored(hb.PeerID, hb.Slice, h.sum)
+			}
 		}
 	}
-	if err := n.cfg.Cache.SetHealth(ctx, hb.PeerID, healthByID(hb.Health)); err != nil {
-		if ctx.Err() == nil {
-			n.logger.Warn("recording agent health failed", "peer", hb.PeerID, "err", err)
-		}
+	if n.heardq == nil { // no heard loop (a node without a network, tests): at once
+		n.recordHeard(ctx, []heard{h})
 		return
 	}
-	if hb.Slice != nil {
-		n.hb.sliceStored(hb.PeerID, hb.Slice, sum)
-	}
+	n.queueHeard(ctx, h)
 }
 
 // checkHeartbeat2 checks the fields of agentsite/status/2: an interval

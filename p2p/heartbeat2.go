@@ -325,6 +325,19 @@ func (s *heartbeatState) sliceStored(author string, sl *agent.HealthSlice, h uin
 	m[sl.Index] = h
 }
 
+// sliceForget forgets a refresh slice whose write failed: it is written
+// when it comes again.
+func (s *heartbeatState) sliceForget(author string, sl *agent.HealthSlice) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m := s.slices[author]; m != nil {
+		if _, ok := m[sl.Index]; ok {
+			delete(m, sl.Index)
+			s.nslices--
+		}
+	}
+}
+
 // sliceHash is the content of a refresh slice, with its place.
 func sliceHash(hb *agent.Heartbeat) uint64 {
 	h := uint64(hb.Slice.Count)<<32 ^ uint64(hb.Slice.Index)

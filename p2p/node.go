@@ -77,9 +77,11 @@ type Config struct {
 	// NoSyncOnConnect turns off pulling each new peer's catalogue; the
 	// cache then fills from gossip and on-demand look-ups only.
 	NoSyncOnConnect bool
-	// SyncInterval is how often a connected peer's change feed is pulled
-	// again (jittered ±25 %), so that a record lost in gossip is repaired
-	// (default 30 s).
+	// SyncInterval is how often a node pulls a connected peer's change
+	// feed again (jittered ±25 %), so that a record lost in gossip is
+	// repaired (default 30 s): with more than syncFanout peers, each peer
+	// is pulled every SyncInterval times peers/syncFanout, so that the node
+	// still pulls about syncFanout feeds per SyncInterval (idle.go).
 	SyncInterval time.Duration
 	// HealthSource gives the health of the hosted agents for the
 	// heartbeats (nil: none).
@@ -102,6 +104,11 @@ type Config struct {
 	// DHTStore bounds the DHT values held for other peers (zero: the
 	// defaults).
 	DHTStore DHTStoreLimits
+	// LinkDelay, for benchmarks and tests only (builds with -tags
+	// agentsite_testnet; refused otherwise), is the round-trip time every
+	// connection is given: a wide-area planet on one machine
+	// (linkdelay.go). Zero: none.
+	LinkDelay time.Duration
 }
 
 func (c *Config) defaults() {
@@ -136,6 +143,7 @@ type Node struct {
 	adm     *admission
 	beats   *beats
 	hb      heartbeatState // agentsite/status/2: its topic, rounds and what was sent (heartbeat2.go)
+	heardq  chan heard     // accepted heartbeats on their way to the store (heardbatch.go)
 	traffic *lpmetrics.BandwidthCounter
 	strikes *strikes
 	syncs   *syncTracker
@@ -145,6 +153,9 @@ type Node struct {
 	nat     natState
 	now     func() time.Time
 	started time.Time
+	// withhold, set only by tests (WithholdGossip, -tags
+	// agentsite_testnet), drops records by id from gossip on receipt.
+	withhold atomic.Pointer[func(id string) bool]
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -200,11 +211,18 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("resource manager: %w", err)
 	}
+	transports := libp2p.DefaultTransports
+	if link, err := linkOptions(cfg.LinkDelay); err != nil {
+		n.cancel()
+		return nil, err
+	} else if link != nil {
+		transports = libp2p.ChainOptions(link...)
+	}
 	opts := []libp2p.Option{
 		libp2p.Identity(key),
 		libp2p.ListenAddrStrings(cfg.ListenAddrs...),
 		libp2p.DefaultSecurity, // Noise and TLS
-		libp2p.DefaultTransports,
+		transports,
 		libp2p.ConnectionManager(cm),
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionGater(n.gater),
@@ -263,6 +281,8 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 		close(n.ready)
 		return n, nil
 	}
+	n.heardq = make(chan heard, heardQueue) // before the read loops that fill it
+	n.goLoop(n.heardLoop)
 	if err := n.startPubSub(); err != nil {
 		_ = n.Close()
 		return nil, err

@@ -460,7 +460,7 @@ func (n *Node) syncLoop(ctx context.Context, p peer.ID) {
 		err := n.syncOnce(ctx, p, func(ctx context.Context) (int, error) {
 			return n.FeedSync(ctx, p, attempt >= maxQuotaRetries)
 		})
-		wait := jitter(n.cfg.SyncInterval)
+		wait := jitter(n.syncSpacing())
 		if errors.Is(err, agent.ErrOverQuota) && attempt < maxQuotaRetries {
 			attempt++
 			wait = time.Duration(attempt) * quotaRetryIntervals * n.cfg.HeartbeatInterval

@@ -217,31 +217,9 @@ func (s *Sink) NodeSeen(ctx context.Context, hb agent.Heartbeat) error {
 	if s.heard.fresh(&hb, t) {
 		return nil
 	}
-	addrs := hb.Addrs
-	if addrs == nil {
-		if addrs = s.heard.addrs(hb.PeerID); addrs == nil {
-			stored, err := s.Store.GetNodes(ctx, []string{hb.PeerID})
-			if err != nil {
-				return fmt.Errorf("look up node %s: %w", hb.PeerID, err)
-			}
-			if len(stored) == 1 {
-				addrs = stored[0].Addrs
-			}
-		}
-	}
-	hosted, err := s.Store.CountHosted(ctx, hb.PeerID, hb.AgentsHosted)
+	n, err := s.nodeRow(ctx, &hb, t)
 	if err != nil {
-		return fmt.Errorf("count listings of %s: %w", hb.PeerID, err)
-	}
-	n := Node{
-		PeerID:        hb.PeerID,
-		Name:          hb.Name,
-		Addrs:         addrs,
-		Version:       hb.Version,
-		AgentsHosted:  hosted,
-		Load:          hb.Load,
-		LastHeartbeat: t,
-		Status:        StatusOnline,
+		return err
 	}
 	if err := s.Store.UpsertNode(ctx, n); err != nil {
 		return fmt.Errorf("upsert node: %w", err)

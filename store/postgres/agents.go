@@ -221,8 +221,13 @@ func (db *DB) countBy(ctx context.Context, op, query string) (map[string]int, er
 
 // SetHostStatus implements store.Catalogue.
 func (db *DB) SetHostStatus(ctx context.Context, hostPeerID, status string, lastSeen time.Time) (int, error) {
+	return setHostStatus(ctx, db.q, hostPeerID, status, lastSeen)
+}
+
+// setHostStatus is SetHostStatus on q (the pool, or a batch: HeardAll).
+func setHostStatus(ctx context.Context, q querier, hostPeerID, status string, lastSeen time.Time) (int, error) {
 	var n int
-	err := db.q.QueryRow(ctx, `-- name: set_host_status
+	err := q.QueryRow(ctx, `-- name: set_host_status
 WITH changed AS (
 	UPDATE agents SET status = $2,
 		last_seen = CASE WHEN $2 = 'online' THEN $3 ELSE last_seen END

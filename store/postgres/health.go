@@ -14,6 +14,11 @@ import (
 // the join, so a claim about another host's agent (or an unknown id)
 // matches no row; a row whose health is unchanged is not written.
 func (db *DB) SetHealth(ctx context.Context, hostPeerID string, health map[string]agent.Health) (int, error) {
+	return setHealth(ctx, db.q, hostPeerID, health)
+}
+
+// setHealth is SetHealth on q (the pool, or a batch: HeardAll).
+func setHealth(ctx context.Context, q querier, hostPeerID string, health map[string]agent.Health) (int, error) {
 	if len(health) == 0 || unmatchable(hostPeerID) {
 		return 0, nil
 	}
@@ -32,7 +37,7 @@ func (db *DB) SetHealth(ctx context.Context, hostPeerID string, health map[strin
 		rates = append(rates, h.SuccessRate)
 		lastOKs, checks = append(lastOKs, nullTime(h.LastOKAt)), append(checks, nullTime(h.CheckedAt))
 	}
-	tag, err := db.q.Exec(ctx, `-- name: set_health
+	tag, err := q.Exec(ctx, `-- name: set_health
 UPDATE agents a SET health_state = h.state, health_latency_ms = h.latency,
 	health_success_rate = h.rate, health_last_ok_at = h.last_ok, health_checked_at = h.checked
 FROM unnest($2::text[], $3::text[], $4::int[], $5::float8[], $6::timestamptz[], $7::timestamptz[])

@@ -12,7 +12,12 @@ import (
 
 // UpsertNode implements store.Nodes.
 func (db *DB) UpsertNode(ctx context.Context, n store.Node) error {
-	_, err := db.q.Exec(ctx, `-- name: upsert_node
+	return upsertNode(ctx, db.q, n)
+}
+
+// upsertNode is UpsertNode on q (the pool, or a batch: HeardAll).
+func upsertNode(ctx context.Context, q querier, n store.Node) error {
+	_, err := q.Exec(ctx, `-- name: upsert_node
 INSERT INTO nodes (peer_id, addrs, version, agents_hosted, load, last_heartbeat, status, name)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (peer_id) DO UPDATE SET

@@ -17,6 +17,11 @@ import (
 // agents_host, which it otherwise picks: a walk of all the host's agents,
 // each scanning every entry.
 func (db *DB) SetHealth(ctx context.Context, hostPeerID string, health map[string]agent.Health) (int, error) {
+	return setHealth(ctx, db.w, hostPeerID, health)
+}
+
+// setHealth is SetHealth on w (the pool, or a batch: HeardAll).
+func setHealth(ctx context.Context, w execer, hostPeerID string, health map[string]agent.Health) (int, error) {
 	if len(health) == 0 {
 		return 0, nil
 	}
@@ -28,7 +33,7 @@ func (db *DB) SetHealth(ctx context.Context, hostPeerID string, health map[strin
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: set health of agents of %s: %w", hostPeerID, err)
 	}
-	res, err := db.w.ExecContext(ctx, setHealthSQL, hostPeerID, string(entries))
+	res, err := w.ExecContext(ctx, setHealthSQL, hostPeerID, string(entries))
 	if err != nil {
 		return 0, dbErr("set health of agents of "+hostPeerID, err)
 	}

@@ -9,7 +9,12 @@ import (
 // SetHostStatus implements store.Catalogue. The count is of the listings
 // matched (every non-offline listing of the host), as in store/postgres.
 func (db *DB) SetHostStatus(ctx context.Context, hostPeerID, status string, lastSeen time.Time) (int, error) {
-	res, err := db.w.ExecContext(ctx, `-- name: set_host_status
+	return setHostStatus(ctx, db.w, hostPeerID, status, lastSeen)
+}
+
+// setHostStatus is SetHostStatus on w (the pool, or a batch: HeardAll).
+func setHostStatus(ctx context.Context, w execer, hostPeerID, status string, lastSeen time.Time) (int, error) {
+	res, err := w.ExecContext(ctx, `-- name: set_host_status
 UPDATE agents SET status = ?1,
 	last_seen = CASE WHEN ?1 = 'online' THEN ?2 ELSE last_seen END
 WHERE host_peer_id = ?3 AND status <> 'offline'`, status, nanos(lastSeen), hostPeerID)

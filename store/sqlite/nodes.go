@@ -13,11 +13,16 @@ import (
 
 // UpsertNode implements store.Nodes.
 func (db *DB) UpsertNode(ctx context.Context, n store.Node) error {
+	return upsertNode(ctx, db.w, n)
+}
+
+// upsertNode is UpsertNode on w (the pool, or a batch: HeardAll).
+func upsertNode(ctx context.Context, w execer, n store.Node) error {
 	addrs, err := jsonOrNull(n.Addrs)
 	if err != nil {
 		return dbErr("upsert node "+n.PeerID, err)
 	}
-	_, err = db.w.ExecContext(ctx, `-- name: upsert_node
+	_, err = w.ExecContext(ctx, `-- name: upsert_node
 INSERT INTO nodes (peer_id, addrs, version, agents_hosted, load, last_heartbeat, status)
 VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (peer_id) DO UPDATE SET
@@ -31,10 +36,10 @@ ON CONFLICT (peer_id) DO UPDATE SET
 	// The name has a table of its own (migration 0011): a row only for a
 	// named node, written only when the name changes.
 	if n.Name == "" {
-		_, err = db.w.ExecContext(ctx, `-- name: unname_node
+		_, err = w.ExecContext(ctx, `-- name: unname_node
 DELETE FROM node_names WHERE peer_id = ?`, n.PeerID)
 	} else {
-		_, err = db.w.ExecContext(ctx, `-- name: name_node
+		_, err = w.ExecContext(ctx, `-- name: name_node
 INSERT INTO node_names (peer_id, name) VALUES (?, ?)
 ON CONFLICT (peer_id) DO UPDATE SET name = excluded.name WHERE node_names.name IS NOT excluded.name`, n.PeerID, n.Name)
 	}
