@@ -15,22 +15,22 @@ ALTER TABLE agent_changes DROP CONSTRAINT IF EXISTS agent_changes_pos_fkey;
 ALTER TABLE agent_changes ADD COLUMN IF NOT EXISTS gone_at timestamptz;
 CREATE INDEX IF NOT EXISTS agent_changes_gone ON agent_changes (gone_at) WHERE gone_at IS NOT NULL;
 
--- agents_gone numbers the rows of the listings a statement deleted, one
--- UPDATE for the statement.
+-- agents_gone numbers the row of the listing OLD, deleted: one probe of
+-- agent_changes' primary key (a statement-level trigger joined the
+-- deleted rows' transition table to all of agent_changes).
 CREATE OR REPLACE FUNCTION agents_gone() RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    UPDATE agent_changes c SET change_seq = nextval('agent_change_seq'), gone_at = now()
-    FROM gone WHERE c.pos = gone.pos;
+    UPDATE agent_changes SET change_seq = nextval('agent_change_seq'), gone_at = now()
+    WHERE pos = OLD.pos;
     RETURN NULL;
 END
 $$;
 
 DROP TRIGGER IF EXISTS agents_change_delete ON agents;
 CREATE TRIGGER agents_change_delete AFTER DELETE ON agents
-REFERENCING OLD TABLE AS gone
-FOR EACH STATEMENT EXECUTE FUNCTION agents_gone();
+FOR EACH ROW EXECUTE FUNCTION agents_gone();
 
 -- The eviction's candidates that are offline or tombstones, in first-seen
 -- order, with the host to look up in nodes (the stale ones: agents_unheard,
