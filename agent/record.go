@@ -94,7 +94,32 @@ type Record struct {
 	IssuedAt    time.Time  `json:"issued_at"`
 	ExpiresAt   time.Time  `json:"expires_at"`
 	Tombstone   bool       `json:"tombstone,omitempty"`
+	// Origin, for a listing imported from another catalogue, is where it
+	// came from and its identity there (issue 22: exports keep it). Older
+	// nodes ignore it.
+	Origin *Origin `json:"origin,omitempty"`
 }
+
+// Origin is an imported listing's identity in the catalogue it came from.
+type Origin struct {
+	// Registry names the catalogue: OriginMCPRegistry, or the URL of an
+	// AI Catalog.
+	Registry string `json:"registry"`
+	// Name and Version are the upstream's own (an MCP server name such as
+	// io.github.user/weather, and its version string as given).
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+// OriginMCPRegistry is Origin.Registry of MCP Registry imports.
+const OriginMCPRegistry = "io.modelcontextprotocol.registry"
+
+// Limits of an Origin.
+const (
+	MaxOriginRegistryLen = 256
+	MaxOriginNameLen     = 200
+	MaxOriginVersionLen  = 64
+)
 
 var _ record.Record = (*Record)(nil)
 

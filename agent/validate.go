@@ -105,6 +105,14 @@ func (r *Record) validateFields(now time.Time, checkExpiry bool) error {
 	}
 	checkVisibleName(&ve, "display_name", r.DisplayName)
 	checkText(&ve, "description", r.Description, MaxDescriptionBytes, false)
+	if o := r.Origin; o != nil {
+		checkText(&ve, "origin.registry", o.Registry, MaxOriginRegistryLen, true)
+		checkText(&ve, "origin.name", o.Name, MaxOriginNameLen, true)
+		checkText(&ve, "origin.version", o.Version, MaxOriginVersionLen, true)
+		if strings.TrimSpace(o.Registry) == "" || strings.TrimSpace(o.Name) == "" {
+			ve.add("origin", "needs a registry and a name")
+		}
+	}
 	if len(r.Tags) > MaxTags {
 		ve.add("tags", "at most %d tags, got %d", MaxTags, len(r.Tags))
 	}

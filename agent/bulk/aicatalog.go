@@ -9,6 +9,7 @@ import (
 	"iter"
 	"strings"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
 )
 
@@ -162,7 +163,9 @@ func (w *catalogWalk) entry(e catalogEntry, label string, depth int) {
 				w.emit(registry.Input{}, fmt.Errorf("%s: fetch card %s: %w", label, e.URL, err))
 				return
 			}
-			w.emit(FromCard(c, e.URL), nil)
+			in := FromCard(c, e.URL)
+			in.Origin = catalogOrigin(e, c.Version)
+			w.emit(in, nil)
 			return
 		}
 		in, err := decodeCardItem(w.ctx, e.Data, w.opts.FetchCard)
@@ -198,10 +201,20 @@ func (w *catalogWalk) entry(e catalogEntry, label string, depth int) {
 		if err != nil {
 			err = fmt.Errorf("%s: %w", label, err)
 		}
+		in.Origin = catalogOrigin(e, s.Version)
 		w.emit(in, err)
 	default:
 		w.emit(registry.Input{}, fmt.Errorf("%s: a %s entry is not an agent this node can list (A2A cards, MCP server cards and nested catalogs are)", label, cmpOr(typ, "typeless")))
 	}
+}
+
+// catalogOrigin is the origin of an entry: its identifier in an AI
+// Catalog (nil without one).
+func catalogOrigin(e catalogEntry, version string) *agent.Origin {
+	if e.Identifier == "" {
+		return nil
+	}
+	return &agent.Origin{Registry: "ai-catalog", Name: cut(e.Identifier, agent.MaxOriginNameLen), Version: cut(version, agent.MaxOriginVersionLen)}
 }
 
 func (w *catalogWalk) fetch(url string) ([]byte, error) {

@@ -177,5 +177,6 @@ func FromServer(s Server, tool string) (registry.Input, error) {
 		Tags:        []string{"mcp"},
 		Version:     version(s.Version),
 		Backend:     agent.Backend{Kind: agent.BackendMCP, URL: url, Tool: tool},
+		Origin:      &agent.Origin{Registry: agent.OriginMCPRegistry, Name: cut(s.Name, agent.MaxOriginNameLen), Version: cut(s.Version, agent.MaxOriginVersionLen)},
 	}, nil
 }

@@ -1,6 +1,7 @@
 package bulk_test
 
 import (
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/bulk"
 	"strings"
 	"testing"
@@ -30,6 +31,9 @@ func TestMCPRegistryPlaceholders(t *testing.T) {
 		if err := items[i].Err; err == nil || !strings.Contains(err.Error(), "unfilled placeholder "+ph) {
 			t.Errorf("item %d: %v, want a refusal naming %s", i, err, ph)
 		}
+	}
+	if o := items[3].Input.Origin; o == nil || o.Registry != agent.OriginMCPRegistry || o.Name != "io.github.a/filled" || o.Version != "1.0.0" {
+		t.Errorf("origin = %+v, want the upstream name and version", o)
 	}
 	if in := items[3].Input; items[3].Err != nil || in.Backend.URL != "https://eu.example.com/mcp" || in.Description != "" {
 		t.Errorf("filled: %+v %v (the description must stay empty)", in, items[3].Err)

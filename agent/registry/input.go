@@ -20,6 +20,8 @@ type Input struct {
 	Skills      []agent.Skill `json:"skills"`
 	Version     string        `json:"version"`
 	Backend     agent.Backend `json:"backend"`
+	// Origin is an import's upstream identity (agent.Record.Origin).
+	Origin *agent.Origin `json:"origin,omitempty"`
 }
 
 // normalize trims what people type by accident; it never changes meaning.

@@ -234,6 +234,7 @@ func (r *Registry) newRecord(id, owner string, prevSeq uint64, in Input) (*agent
 		Tags:        in.Tags,
 		Skills:      in.Skills,
 		Version:     in.Version,
+		Origin:      in.Origin,
 		Publisher:   r.PeerID,
 		Owner:       owner,
 		Endpoints:   []agent.Endpoint{{Kind: agent.EndpointLibp2pMCP, PeerID: r.PeerID, Protocol: agent.MCPProtocol}},

@@ -58,6 +58,7 @@ type AgentInput struct {
 	Skills      []agent.Skill `json:"skills"`
 	Version     string        `json:"version"`
 	Backend     agent.Backend `json:"backend"`
+	Origin      *agent.Origin `json:"origin,omitempty"`
 }
 
 // Node is GET /api/v1/node: who this node is and how to reach it over

@@ -9,10 +9,12 @@
 package mcpregistry
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -215,11 +217,32 @@ func (h *Handler) Server(w http.ResponseWriter, r *http.Request) {
 
 var errNoServer = errors.New("no such server")
 
+// lookupUpstream finds an imported listing by its upstream name: a search
+// for the name's last part, the first listing (hosts this node hears
+// first) whose origin is that name.
+func (h *Handler) lookupUpstream(ctx context.Context, name, short string) (store.Listing, error) {
+	words := strings.Join(strings.FieldsFunc(short, func(r rune) bool { return r == '-' || r == '_' || r == '.' }), " ")
+	page, err := h.Catalog.SearchAgents(ctx, store.SearchQuery{Q: words, Limit: MaxLimit})
+	if err != nil {
+		return store.Listing{}, err
+	}
+	for _, l := range page.Listings {
+		l = withOrigin(l)
+		if up, ok := upstream(l.Record); ok && up.Name == name && hasMCP(l.Record) {
+			return l, nil
+		}
+	}
+	return store.Listing{}, errNoServer
+}
+
 // lookup finds the listing a server name stands for.
 func (h *Handler) lookup(ctx context.Context, name string) (store.Listing, error) {
 	ns, short, ok := strings.Cut(name, "/")
 	id, isOurs := strings.CutPrefix(ns, Namespace)
-	if !ok || !isOurs || !agent.ValidID(id) {
+	if ok && !isOurs {
+		return h.lookupUpstream(ctx, name, short)
+	}
+	if !ok || !agent.ValidID(id) {
 		return store.Listing{}, errNoServer
 	}
 	l, err := h.Catalog.GetAgent(ctx, id)
@@ -232,6 +255,33 @@ func (h *Handler) lookup(ctx context.Context, name string) (store.Listing, error
 		return l, errNoServer
 	}
 	return l, nil
+}
+
+// serverNameRe is the registry's pattern of a server name.
+var serverNameRe = regexp.MustCompile(`^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$`)
+
+// upstream is rec's identity in the MCP Registry it was imported from,
+// when it has one the registry's pattern admits.
+func upstream(rec agent.Record) (*agent.Origin, bool) {
+	o := rec.Origin
+	if o == nil || o.Registry != agent.OriginMCPRegistry || len(o.Name) < 3 || !serverNameRe.MatchString(o.Name) ||
+		strings.HasPrefix(o.Name, Namespace) {
+		return nil, false
+	}
+	return o, true
+}
+
+// withOrigin is l with its record's origin read from its signed envelope
+// when the store's columns did not carry it (the engines keep a
+// listing's fields in columns, and the origin only in the envelope).
+func withOrigin(l store.Listing) store.Listing {
+	if l.Record.Origin != nil || len(l.Envelope) == 0 || !bytes.Contains(l.Envelope, []byte(`"origin"`)) {
+		return l
+	}
+	if rec, err := agent.OpenIgnoringExpiry(l.Envelope, time.Now()); err == nil && rec.ID == l.Record.ID {
+		l.Record.Origin = rec.Origin
+	}
+	return l
 }
 
 // ServerName is the registry name of agent rec.
@@ -250,12 +300,21 @@ func hasMCP(rec agent.Record) bool {
 
 // FromListing is l as a registry server, reached through origin's /mcp.
 func FromListing(l store.Listing, origin string) ServerResponse {
-	rec := l.Record
+	rec := withOrigin(l).Record
 	desc := firstChars(strings.Join(strings.Fields(rec.Description), " "), maxDescription)
 	if desc == "" {
 		desc = firstChars(cmpOr(rec.DisplayName, rec.Name), maxDescription)
 	}
 	version := cmpOr(rec.Version, defaultVersion)
+	name := ServerName(rec)
+	if up, ok := upstream(rec); ok {
+		// An import keeps its identity in the registry it came from
+		// (issue 22); the AgentSite name stays in _meta.
+		name = up.Name
+		if up.Version != "" {
+			version = up.Version
+		}
+	}
 	remotes := []Remote{{Type: "streamable-http", URL: origin + "/mcp"}}
 	for _, e := range rec.Endpoints {
 		if e.Kind == agent.EndpointHTTPMCP && e.URL != "" {
@@ -268,21 +327,23 @@ func FromListing(l store.Listing, origin string) ServerResponse {
 	}
 	return ServerResponse{
 		Server: ServerDetail{
-			Name:        ServerName(rec),
+			Name:        name,
 			Title:       firstChars(rec.DisplayName, maxDescription),
 			Description: desc,
 			Version:     version,
 			WebsiteURL:  origin + "/agents/" + rec.ID,
 			Remotes:     remotes,
 			Meta: map[string]any{AgentMeta: map[string]any{
-				"id":         rec.ID,
-				"status":     l.Status,
-				"health":     health,
-				"host":       l.HostPeerID,
-				"tags":       rec.Tags,
-				"mcp_tool":   "send_message",
-				"a2a_card":   origin + "/a2a/" + rec.ID + "/agent-card.json",
-				"how_to_use": "call send_message with this agent_id on the remote, or use the A2A card",
+				"id":             rec.ID,
+				"status":         l.Status,
+				"health":         health,
+				"host":           l.HostPeerID,
+				"tags":           rec.Tags,
+				"mcp_tool":       "send_message",
+				"a2a_card":       origin + "/a2a/" + rec.ID + "/agent-card.json",
+				"how_to_use":     "call send_message with this agent_id on the remote, or use the A2A card",
+				"agentsite_name": ServerName(rec),
+				"origin":         rec.Origin,
 			}},
 		},
 		Meta: map[string]any{Official: map[string]any{
