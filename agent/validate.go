@@ -93,7 +93,9 @@ func (r *Record) Validate(now time.Time) error {
 
 func (r *Record) validateFields(now time.Time, checkExpiry bool) error {
 	var ve ValidationError
-	if !IsSlug(r.Name, MinNameLen, MaxNameLen) {
+	if r.Name == "" {
+		ve.add("name", "is required")
+	} else if !IsSlug(r.Name, MinNameLen, MaxNameLen) {
 		ve.add("name", "must be %d–%d characters of a–z, 0–9 and inner single hyphens", MinNameLen, MaxNameLen)
 	}
 	if !ValidID(r.ID) {

@@ -124,6 +124,8 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/account/tokens", s.pages.PageAccount)
 			r.Post("/account/tokens", s.pages.SubmitCreateToken)
 			r.Post("/account/tokens/{tokenID}/delete", s.pages.SubmitDeleteToken)
+			r.With(authLimit).Post("/account/password", s.pages.SubmitChangePassword)
+			r.With(authLimit).Post("/account/delete", s.pages.SubmitDeleteAccount)
 			r.Get("/account/agents/{id}/edit", s.pages.PageEditAgent)
 			r.Post("/account/agents/{id}/delete", s.pages.SubmitDeleteAgent)
 			r.Group(func(r chi.Router) {

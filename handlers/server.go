@@ -218,6 +218,18 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	s.Accounts = accounts
 	s.sessions = httpkit.NewSessions(st, cfg.SecureCookies)
 	s.sessions.RenderError = s.renderError
+	// A password change or an account deletion ends the account's other
+	// sessions (httpkit.PasswordStamp).
+	s.sessions.Stamp = func(ctx context.Context, id int64) (string, error) {
+		u, err := st.GetUserByID(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		return httpkit.PasswordStamp(u.PasswordHash), nil
+	}
 	s.chatLimits = httpkit.NewRates(cfg.ChatRateLimit)
 	s.operatorWrites = httpkit.NewRates(OperatorWritesPerMinute)
 	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,

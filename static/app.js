@@ -68,9 +68,18 @@
     }
   }, true);
 
+  // <details data-wide-open> (the search filters) start open on a wide
+  // screen; on a phone they stay folded under their summary.
+  if (window.matchMedia && window.matchMedia("(min-width: 641px)").matches) {
+    document.querySelectorAll("details[data-wide-open]").forEach(function (d) { d.open = true; });
+  }
+
   // After a form comes back with errors, put the cursor in the first bad
   // field (the server marks its wrapper .has-error).
   function focusFirstError() {
+    // The server named the field to start at (autofocus): keep it.
+    var named = document.querySelector("form [autofocus]");
+    if (named && document.querySelector(".has-error")) { named.focus(); return; }
     var el = document.querySelector(".has-error input:not([type=hidden]), .has-error textarea, .has-error select");
     if (el) el.focus();
   }

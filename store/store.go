@@ -383,6 +383,14 @@ type Accounts interface {
 	GetUserByHandle(ctx context.Context, handle string) (User, error)
 	// GetUserByID looks a user up by id.
 	GetUserByID(ctx context.Context, id int64) (User, error)
+	// SetPassword replaces a user's password hash (ErrNotFound if there
+	// is no such user).
+	SetPassword(ctx context.Context, userID int64, passwordHash string) error
+	// DeleteUser deletes a user, its API tokens and the conversations it
+	// owns (ownerKey, chat.UserOwner) with their messages (ErrNotFound if
+	// there is no such user). Its agents are the registry's to delete
+	// first: their deletion is announced to the network.
+	DeleteUser(ctx context.Context, userID int64, ownerKey string) error
 
 	// CreateAPIToken stores a token's hash for userID: ErrNotFound if the
 	// user does not exist, ErrConflict if the hash is already stored.

@@ -250,11 +250,15 @@ type NodeRow struct {
 
 // AuthView is the sign-up or login form. Passwords are never rendered back.
 type AuthView struct {
-	Page      Page
-	Handle    string
-	Next      string            // safe local path to go to afterwards
-	Errors    map[string]string // "handle", "password", "password_confirm"
-	FormError string            // not tied to a field (wrong password)
+	Page   Page
+	Handle string
+	Next   string            // safe local path to go to afterwards
+	Errors map[string]string // "handle", "password", "password_confirm"
+	// Focus is the field to type in first after an error ("" on a fresh
+	// form: the handle): a mismatch of the two passwords, which are never
+	// rendered back, starts again at the first.
+	Focus     string
+	FormError string // not tied to a field (wrong password)
 	// Reason says why a visitor sent to log in must do so ("Log in to
 	// register an agent."); empty on a plain visit.
 	Reason string
@@ -320,7 +324,13 @@ type AccountView struct {
 	NewToken     string // a token just created, shown this once
 	NewTokenName string
 	TokenName    string            // typed token name, kept after an error
-	Errors       map[string]string // "token_name"
+	Errors       map[string]string // "token_name", "current_password", "password", "password_confirm", "confirm_handle", "delete_password"
+	// Focus is the field that gets the focus after an error: the first
+	// wrong one of the form that was sent.
+	Focus string
+	// ConfirmHandle is the handle typed to confirm a deletion, kept after
+	// an error.
+	ConfirmHandle string
 	// Health is the health of the local agents among Agents, by id; nil
 	// hides it.
 	Health map[string]OwnerHealth

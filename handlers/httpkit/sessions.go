@@ -54,6 +54,7 @@ func (s sessionStore) Delete(token string) error {
 // Session keys.
 const (
 	sessUserID  = "user_id"
+	sessStamp   = "password_stamp"
 	sessAnonKey = "anon_chat_key"
 	sessFlash   = "flash"
 )
@@ -65,6 +66,12 @@ const (
 type Sessions struct {
 	*scs.SessionManager
 	RenderError func(w http.ResponseWriter, r *http.Request, err error)
+	// Stamp, when set, is the current PasswordStamp of an account ("":
+	// the account is gone). LogIn keeps it in the session, and a session
+	// whose stamp is no longer its account's is signed out when it is
+	// loaded: changing the password, or deleting the account, ends every
+	// other session of it.
+	Stamp func(ctx context.Context, userID int64) (string, error)
 }
 
 // NewSessions keeps sessions in st; secure marks the cookie Secure.
@@ -104,6 +111,10 @@ func (s *Sessions) Middleware(next http.Handler) http.Handler {
 		ctx, err := s.Load(r.Context(), token)
 		if err != nil {
 			s.renderSessionError(w, r, fmt.Errorf("load session: %w", err))
+			return
+		}
+		if err := s.checkStamp(ctx); err != nil {
+			s.renderSessionError(w, r, fmt.Errorf("load session user: %w", err))
 			return
 		}
 		ctx = context.WithValue(ctx, sessionLoadedKey{}, true)
@@ -201,6 +212,31 @@ func (s *Sessions) LogIn(ctx context.Context, userID int64) error {
 		return fmt.Errorf("renew session: %w", err)
 	}
 	s.Put(ctx, sessUserID, userID)
+	if s.Stamp != nil {
+		stamp, err := s.Stamp(ctx, userID)
+		if err != nil {
+			return fmt.Errorf("session stamp: %w", err)
+		}
+		s.Put(ctx, sessStamp, stamp)
+	}
+	return nil
+}
+
+// checkStamp signs the session out when its account's password changed
+// or the account is gone (Stamp).
+func (s *Sessions) checkStamp(ctx context.Context) error {
+	id := s.GetInt64(ctx, sessUserID)
+	if id == 0 || s.Stamp == nil {
+		return nil
+	}
+	stamp, err := s.Stamp(ctx, id)
+	if err != nil {
+		return err
+	}
+	if stamp == "" || stamp != s.GetString(ctx, sessStamp) {
+		s.Remove(ctx, sessUserID)
+		s.Remove(ctx, sessStamp)
+	}
 	return nil
 }
 

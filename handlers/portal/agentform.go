@@ -2,6 +2,7 @@ package portal
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/agentsite/agentsite/agent"
@@ -172,4 +173,25 @@ func lines(s string) []string {
 		}
 	}
 	return out
+}
+
+// asTyped puts the tags of the tag errors back as the person typed them:
+// the registry lower-cases and trims tags before it checks them, so
+// "Web Search" is refused as "web search"; the form shows what was typed.
+// typed is the form's comma-separated tags; the errors' indexes count its
+// non-empty tags, as the registry's do.
+func asTyped(errs map[string]string, typed string) map[string]string {
+	var tags []string
+	for _, t := range strings.Split(typed, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			tags = append(tags, t)
+		}
+	}
+	for i, t := range tags {
+		k := "tags[" + strconv.Itoa(i) + "]"
+		if msg, ok := errs[k]; ok {
+			errs[k] = strings.Replace(msg, strconv.Quote(strings.ToLower(t)), strconv.Quote(t), 1)
+		}
+	}
+	return errs
 }

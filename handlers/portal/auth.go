@@ -56,7 +56,7 @@ func (p *Pages) SubmitSignup(w http.ResponseWriter, r *http.Request) {
 		if errors.As(httpkit.ValidateSignup(strings.ToLower(strings.TrimSpace(handle)), password), &other) {
 			ve.Fields = other.Fields
 		}
-		ve.Fields["password_confirm"] = "does not match the password"
+		ve.Fields["password_confirm"] = "does not match the password: type both again"
 		err = ve
 	} else {
 		u, err = p.Accounts.CreateUser(r.Context(), handle, password)
@@ -65,6 +65,15 @@ func (p *Pages) SubmitSignup(w http.ResponseWriter, r *http.Request) {
 	if errors.As(err, &ve) {
 		v := p.authView(r, "Sign up", "signup", handle, next)
 		v.Errors = ve.Fields
+		// The first field to fix: the handle, else the password (both
+		// password fields come back empty, so a mismatch starts again at
+		// the first of them).
+		switch {
+		case ve.Fields["handle"] != "":
+			v.Focus = "handle"
+		case ve.Fields["password"] != "" || ve.Fields["password_confirm"] != "":
+			v.Focus = "password"
+		}
 		p.render(w, r, http.StatusUnprocessableEntity, web.SignupPage(v))
 		return
 	}

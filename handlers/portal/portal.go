@@ -49,6 +49,10 @@ type Users interface {
 	CreateAPIToken(ctx context.Context, userID int64, name string, hash []byte) (store.APIToken, error)
 	ListAPITokens(ctx context.Context, userID int64) ([]store.APIToken, error)
 	DeleteAPIToken(ctx context.Context, userID, tokenID int64) error
+	// SetPassword and DeleteUser change and delete the account (the
+	// account page).
+	SetPassword(ctx context.Context, userID int64, passwordHash string) error
+	DeleteUser(ctx context.Context, userID int64, ownerKey string) error
 }
 
 // Conversations is what AgentChat reads back: the side list and the

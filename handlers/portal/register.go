@@ -42,7 +42,7 @@ func (p *Pages) SubmitRegister(w http.ResponseWriter, r *http.Request) {
 	l, err := p.Registry.Create(r.Context(), httpkit.Principal{User: u}.Actor(), in)
 	var ve *agent.ValidationError
 	if errors.As(err, &ve) {
-		v.Errors = ve.Fields
+		v.Errors = asTyped(ve.Fields, v.Tags)
 		v.Page = p.page(r, u, "Register an agent", "register")
 		p.renderAgentForm(w, r, http.StatusUnprocessableEntity, v)
 		return
@@ -148,7 +148,7 @@ func (p *Pages) SubmitEditAgent(w http.ResponseWriter, r *http.Request) {
 	var ve *agent.ValidationError
 	if errors.As(err, &ve) {
 		if _, ok := again(); ok {
-			v.Errors = ve.Fields
+			v.Errors = asTyped(ve.Fields, v.Tags)
 			p.renderAgentForm(w, r, http.StatusUnprocessableEntity, v)
 		}
 		return

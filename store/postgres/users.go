@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -56,4 +57,34 @@ SELECT `+userColumns+` FROM users u WHERE u.id = $1`, id))
 		return store.User{}, dbErr("get user "+strconv.FormatInt(id, 10), err)
 	}
 	return u, nil
+}
+
+// SetPassword implements store.Accounts.
+func (db *DB) SetPassword(ctx context.Context, userID int64, passwordHash string) error {
+	op := "set password of user " + strconv.FormatInt(userID, 10)
+	tag, err := db.q.Exec(ctx, `-- name: set_password
+UPDATE users SET password_hash = $1 WHERE id = $2`, passwordHash, userID)
+	if err != nil {
+		return dbErr(op, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: %s: %w", op, store.ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteUser implements store.Accounts: the user and its conversations in
+// one statement (API tokens and messages go by ON DELETE CASCADE).
+func (db *DB) DeleteUser(ctx context.Context, userID int64, ownerKey string) error {
+	op := "delete user " + strconv.FormatInt(userID, 10)
+	tag, err := db.q.Exec(ctx, `-- name: delete_user
+WITH c AS (DELETE FROM conversations WHERE owner_key = $2)
+DELETE FROM users WHERE id = $1`, userID, ownerKey)
+	if err != nil {
+		return dbErr(op, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: %s: %w", op, store.ErrNotFound)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -57,4 +58,44 @@ func (db *DB) GetUserByID(ctx context.Context, id int64) (store.User, error) {
 		return store.User{}, dbErr("get user "+strconv.FormatInt(id, 10), err)
 	}
 	return u, nil
+}
+
+// SetPassword implements store.Accounts.
+func (db *DB) SetPassword(ctx context.Context, userID int64, passwordHash string) error {
+	op := "set password of user " + strconv.FormatInt(userID, 10)
+	res, err := db.w.ExecContext(ctx, `-- name: set_password
+UPDATE users SET password_hash = ? WHERE id = ?`, passwordHash, userID)
+	if err != nil {
+		return dbErr(op, err)
+	}
+	return oneRow(res, op)
+}
+
+// DeleteUser implements store.Accounts: the conversations, then the user
+// (its API tokens go by ON DELETE CASCADE, as do the messages). Two
+// statements: a failure between them leaves the account, which a retry
+// deletes.
+func (db *DB) DeleteUser(ctx context.Context, userID int64, ownerKey string) error {
+	op := "delete user " + strconv.FormatInt(userID, 10)
+	if _, err := db.w.ExecContext(ctx, `-- name: delete_user_conversations
+DELETE FROM conversations WHERE owner_key = ?`, ownerKey); err != nil {
+		return dbErr(op, err)
+	}
+	res, err := db.w.ExecContext(ctx, `-- name: delete_user
+DELETE FROM users WHERE id = ?`, userID)
+	if err != nil {
+		return dbErr(op, err)
+	}
+	return oneRow(res, op)
+}
+
+func oneRow(res sql.Result, op string) error {
+	n, err := rowsAffected(res, op)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("sqlite: %s: %w", op, store.ErrNotFound)
+	}
+	return nil
 }
