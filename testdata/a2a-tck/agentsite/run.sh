@@ -38,12 +38,13 @@ trap cleanup EXIT
 	--chat-rate-limit 1000000 >"$work/node.log" 2>&1 &
 node_pid=$!
 card="http://127.0.0.1:$port/.well-known/agent-card.json"
+up() { "$py" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' "$card" 2>/dev/null; }
 for _ in $(seq 1 150); do
-	if curl -sf -o /dev/null "$card"; then break; fi
+	if up; then break; fi
 	if ! kill -0 "$node_pid" 2>/dev/null; then cat "$work/node.log" >&2; echo "the node did not start" >&2; exit 1; fi
 	sleep 0.2
 done
-curl -sf -o /dev/null "$card" || { cat "$work/node.log" >&2; echo "no card at $card" >&2; exit 1; }
+up || { cat "$work/node.log" >&2; echo "no card at $card" >&2; exit 1; }
 
 reports=${A2A_TCK_REPORTS:-$kit/../../data/a2a-tck}
 mkdir -p "$reports"
