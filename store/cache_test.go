@@ -33,8 +33,9 @@ func TestCacheIsNetworkOnly(t *testing.T) {
 		t.Error("the cache passes conversations through")
 	}
 	got := names(reflect.TypeFor[*store.Cache]())
-	// Memo caches values derived from Network reads; Len reports the size.
-	want := append(names(reflect.TypeFor[store.Network]()), "Len", "Memo")
+	// Memo caches values derived from Network reads; Len reports the size;
+	// the Evictor's two (capacity.go) invalidate like Network's writes.
+	want := append(names(reflect.TypeFor[store.Network]()), "Len", "Memo", "CountListings", "EvictListings")
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("*store.Cache has methods %v, want Network's and Len, Memo: %v", got, want)
