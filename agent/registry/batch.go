@@ -384,6 +384,10 @@ func (r *Registry) batchPrepare(ctx context.Context, rd batchReader, a Actor, it
 		return p, false
 	}
 	in := it.Input
+	if err := checkOrigin(a, in); err != nil {
+		p.res.Err = err
+		return p, false
+	}
 	id, err := r.Publisher.AgentID(in.Name)
 	if err != nil {
 		p.res.Err = &agent.ValidationError{Fields: map[string]string{"name": err.Error()}}

@@ -3,11 +3,13 @@ package registry_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/agent/registry/registrytest"
 	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/store/sqlite/sqlitetest"
 )
 
 // An import never replaces a builtin (the demo agents are builtins): an
@@ -42,4 +44,26 @@ func TestBatchKeepsBuiltins(t *testing.T) {
 			t.Errorf("backend = %+v, %v", b, err)
 		}
 	})
+}
+
+// Only the operator's registrations carry an upstream origin (an export
+// names the listing by it).
+func TestOriginIsTheOperators(t *testing.T) {
+	env := registrytest.New(t, sqlitetest.Open(t))
+	in := registrytest.Input("weather")
+	in.Origin = &agent.Origin{Registry: agent.OriginMCPRegistry, Name: "io.github.someone/weather"}
+	if _, err := env.Registry.Create(t.Context(), registry.Actor{Owner: "mallory"}, in); err == nil {
+		t.Fatal("an account's registration took an upstream origin")
+	} else {
+		wantField(t, err, "origin", "operator")
+	}
+	l, err := env.Registry.Create(t.Context(), registry.Operator, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The origin travels in the signed envelope.
+	rec, err := agent.OpenIgnoringExpiry(l.Envelope, time.Now())
+	if err != nil || rec.Origin == nil || rec.Origin.Name != "io.github.someone/weather" {
+		t.Fatalf("operator: %+v, %v", rec, err)
+	}
 }

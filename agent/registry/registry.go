@@ -65,6 +65,16 @@ type Actor struct {
 	Operator bool
 }
 
+// checkOrigin refuses an origin (an upstream identity, which exports
+// use as the listing's name) from anyone but the operator: imports are the
+// operator's, and an account could otherwise take another project's name.
+func checkOrigin(a Actor, in Input) error {
+	if in.Origin != nil && !a.Operator {
+		return fieldError("origin", "only the node's operator imports listings with an upstream origin")
+	}
+	return nil
+}
+
 // Operator is the node's operator.
 var Operator = Actor{Operator: true}
 
@@ -136,6 +146,9 @@ func fieldError(field, msg string) error {
 // old agent's conversations), is refused as a field error.
 func (r *Registry) Create(ctx context.Context, a Actor, in Input) (store.Listing, error) {
 	in.normalize()
+	if err := checkOrigin(a, in); err != nil {
+		return store.Listing{}, err
+	}
 	id, err := r.Publisher.AgentID(in.Name)
 	if err != nil {
 		return store.Listing{}, fmt.Errorf("derive agent id: %w", err)
@@ -161,6 +174,9 @@ func (r *Registry) Create(ctx context.Context, a Actor, in Input) (store.Listing
 // never render a key back.
 func (r *Registry) Update(ctx context.Context, a Actor, id string, in Input) (store.Listing, error) {
 	in.normalize()
+	if err := checkOrigin(a, in); err != nil {
+		return store.Listing{}, err
+	}
 	prev, err := r.getLive(ctx, id)
 	if err != nil {
 		return store.Listing{}, err

@@ -228,7 +228,7 @@ func (h *Handler) lookupUpstream(ctx context.Context, name, short string) (store
 	}
 	for _, l := range page.Listings {
 		l = withOrigin(l)
-		if up, ok := upstream(l.Record); ok && up.Name == name && hasMCP(l.Record) {
+		if up, ok := upstream(l.Record); ok && l.Local && up.Name == name && hasMCP(l.Record) {
 			return l, nil
 		}
 	}
@@ -261,7 +261,10 @@ func (h *Handler) lookup(ctx context.Context, name string) (store.Listing, error
 var serverNameRe = regexp.MustCompile(`^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$`)
 
 // upstream is rec's identity in the MCP Registry it was imported from,
-// when it has one the registry's pattern admits.
+// when it has one the registry's pattern admits. Only this node's own
+// imports are served under it: another node's origin is its operator's
+// word, and would let any node take a registry name here (it stays in
+// _meta).
 func upstream(rec agent.Record) (*agent.Origin, bool) {
 	o := rec.Origin
 	if o == nil || o.Registry != agent.OriginMCPRegistry || len(o.Name) < 3 || !serverNameRe.MatchString(o.Name) ||
@@ -307,7 +310,7 @@ func FromListing(l store.Listing, origin string) ServerResponse {
 	}
 	version := cmpOr(rec.Version, defaultVersion)
 	name := ServerName(rec)
-	if up, ok := upstream(rec); ok {
+	if up, ok := upstream(rec); ok && l.Local {
 		// An import keeps its identity in the registry it came from
 		// (issue 22); the AgentSite name stays in _meta.
 		name = up.Name
