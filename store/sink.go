@@ -36,6 +36,7 @@ type Sink struct {
 	Capacity *Capacity
 
 	heard heardTable // the nodes heard, in memory (NodeSeen, Sweep)
+	quota quotaMemo  // publishers' counts as the last pages left them (PutAll)
 }
 
 // DefaultMaxPerPublisher is Sink.MaxPerPublisher when unset: far above what

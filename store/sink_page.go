@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
@@ -42,12 +43,13 @@ func (s *Sink) PutAll(ctx context.Context, recs []*agent.Record, envs [][]byte) 
 	t := s.now()
 	ls, write := s.pageListings(ctx, recs, envs, t, errs)
 	errRedo := errors.New("a write of the page failed: again with a savepoint per record")
-	run := func(saved bool) func(ctx context.Context, tx Tx) error {
+	run := func(saved bool, last **pageQuota) func(ctx context.Context, tx Tx) error {
 		return func(ctx context.Context, tx Tx) error {
 			clear(changed)
-			quota := pageQuota{s: s, pubs: map[string]*pubQuota{}}
+			quota := &pageQuota{s: s, pubs: map[string]*pubQuota{}}
+			*last = quota
 			if pw, ok := tx.(PageWriter); ok && !saved && distinct(ls, write) {
-				return s.writePage(ctx, pw, &quota, ls, write, changed, errs, errRedo)
+				return s.writePage(ctx, pw, quota, ls, write, changed, errs, errRedo)
 			}
 			for i := range ls {
 				if !write[i] {
@@ -79,9 +81,10 @@ func (s *Sink) PutAll(ctx context.Context, recs []*agent.Record, envs [][]byte) 
 			return nil
 		}
 	}
-	err := b.InBatchWhole(ctx, run(false))
+	var quota *pageQuota // the last try's
+	err := b.InBatchWhole(ctx, run(false, &quota))
 	if errors.Is(err, errRedo) && ctx.Err() == nil {
-		err = b.InBatch(ctx, run(true))
+		err = b.InBatch(ctx, run(true, &quota))
 	}
 	if err != nil {
 		// The transaction failed as a whole: nothing of it was kept. Each
@@ -99,6 +102,7 @@ func (s *Sink) PutAll(ctx context.Context, recs []*agent.Record, envs [][]byte) 
 		}
 		return changed, errs
 	}
+	quota.remember()
 	s.onlineAfterPage(ctx, ls, changed, errs, t)
 	return changed, errs
 }
@@ -246,15 +250,24 @@ func (s *Sink) hostsHeard(ctx context.Context, recs []*agent.Record, t time.Time
 // new ids of the page stored so far are added to it. Whether an id is new
 // is looked up only when the count comes near the limit (an id already
 // held costs nothing against it), so a page far below every limit reads
-// one count per publisher. The records admitted are exactly those Put
-// would have admitted, one after the other.
+// at most one count per publisher. Near the limit the count is read again
+// and what is new looked up, so a record is refused exactly when Put,
+// called for each in turn, would refuse it.
+//
+// A count read for one page serves the next pages for quotaMemoTTL (the
+// Sink's quotaMemo, with what those pages added): counting a publisher's
+// listings was an eighth of a 100k mirror's fill. Far from the limit, a
+// publisher may so pass it by what other writers (gossip) added within
+// that time, as two Puts racing at the limit may.
 type pageQuota struct {
 	s    *Sink
 	pubs map[string]*pubQuota
 }
 
 type pubQuota struct {
-	held   int             // CountPublished when the page began
+	held   int             // the publisher's count when the page began
+	at     time.Time       // when held was read from the store
+	memo   bool            // held came from the Sink's memo, not the store
 	isNew  map[string]bool // ids of the page stored, and whether they are new here
 	unsure []string        // ids stored and counted as new without looking
 }
@@ -277,11 +290,12 @@ func (q *pageQuota) admit(ctx context.Context, rec *agent.Record, status string)
 	limit := q.s.maxPerPublisher()
 	p := q.pubs[rec.Publisher]
 	if p == nil {
-		held, err := q.s.Store.CountPublished(ctx, rec.Publisher, limit)
-		if err != nil {
-			return false, fmt.Errorf("count listings of publisher %s: %w", rec.Publisher, err)
+		p = &pubQuota{isNew: map[string]bool{}}
+		if n, at, ok := q.s.quota.get(rec.Publisher, q.s.now()); ok {
+			p.held, p.at, p.memo = n, at, true
+		} else if err := p.read(ctx, q.s, rec.Publisher, limit); err != nil {
+			return false, err
 		}
-		p = &pubQuota{held: held, isNew: map[string]bool{}}
 		q.pubs[rec.Publisher] = p
 	}
 	if _, ok := p.isNew[rec.ID]; ok || slices.Contains(p.unsure, rec.ID) {
@@ -295,7 +309,12 @@ func (q *pageQuota) admit(ctx context.Context, rec *agent.Record, status string)
 		p.unsure = append(p.unsure, rec.ID)
 		return true, nil
 	}
-	// Near the limit: what is new, exactly.
+	// Near the limit: the count as the store has it, and what is new.
+	if p.memo {
+		if err := p.read(ctx, q.s, rec.Publisher, limit); err != nil {
+			return false, err
+		}
+	}
 	for _, id := range append(p.unsure, rec.ID) {
 		known, err := q.s.Store.HasAgent(ctx, id)
 		if err != nil {
@@ -311,6 +330,65 @@ func (q *pageQuota) admit(ctx context.Context, rec *agent.Record, status string)
 	}
 	p.isNew[rec.ID] = fresh
 	return true, nil
+}
+
+// read reads the publisher's count from the store.
+func (p *pubQuota) read(ctx context.Context, s *Sink, publisher string, limit int) error {
+	at := s.now()
+	held, err := s.Store.CountPublished(ctx, publisher, limit)
+	if err != nil {
+		return fmt.Errorf("count listings of publisher %s: %w", publisher, err)
+	}
+	p.held, p.at, p.memo = held, at, false
+	return nil
+}
+
+// remember keeps the page's counts, with what it stored, for the next
+// pages (until quotaMemoTTL after they were read from the store).
+func (q *pageQuota) remember() {
+	if q == nil {
+		return
+	}
+	for pub, p := range q.pubs {
+		q.s.quota.put(pub, p.count(), p.at)
+	}
+}
+
+// quotaMemoTTL is how long a publisher's count read from the store serves
+// the pages after it.
+const quotaMemoTTL = 10 * time.Second
+
+// maxQuotaMemo bounds the publishers remembered.
+const maxQuotaMemo = 10_000
+
+// quotaMemo is the publishers' counts as the Sink's last pages left them.
+type quotaMemo struct {
+	mu sync.Mutex
+	m  map[string]memoCount
+}
+
+type memoCount struct {
+	n  int
+	at time.Time // when the count was read from the store
+}
+
+func (m *quotaMemo) get(publisher string, now time.Time) (int, time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.m[publisher]
+	if !ok || now.Sub(c.at) >= quotaMemoTTL || now.Before(c.at) {
+		return 0, time.Time{}, false
+	}
+	return c.n, c.at, true
+}
+
+func (m *quotaMemo) put(publisher string, n int, at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil || len(m.m) >= maxQuotaMemo {
+		m.m = map[string]memoCount{}
+	}
+	m.m[publisher] = memoCount{n: n, at: at}
 }
 
 // forget takes back what admit counted for rec, whose write failed.

@@ -187,6 +187,23 @@ func testSinkPutAllOneTransaction(t *testing.T, s store.Store) {
 	if counts["page-tag"] != 9 || counts["updated"] != 1 {
 		t.Errorf("tags after the page: %v; want page-tag 9, updated 1", tags)
 	}
+	// A later page of capped (its count remembered from the first, 20):
+	// its updates pass, a new id does not.
+	recs, envs = recs[:0], envs[:0]
+	for i := range 5 {
+		add(capped, fmt.Sprintf("capped-%02d", i), 3)
+	}
+	add(capped, "capped-21", 1)
+	changed, errs = sink.PutAll(ctx, recs, envs)
+	for i, rec := range recs {
+		if rec.Name == "capped-21" {
+			if !errors.Is(errs[i], agent.ErrOverQuota) || changed[i] {
+				t.Errorf("%s in a later page: changed %v, err %v; want agent.ErrOverQuota", rec.Name, changed[i], errs[i])
+			}
+		} else if errs[i] != nil || !changed[i] {
+			t.Errorf("%s (an update) in a later page: changed %v, err %v; want stored", rec.Name, changed[i], errs[i])
+		}
+	}
 	// capped holds its limit, not one more.
 	n, err := s.CountPublished(ctx, capped.peer, 100)
 	if err != nil || n != 20 {
