@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/a2aproject/a2a-go/a2a"
-	"github.com/go-chi/chi/v5"
 
 	"github.com/agentsite/agentsite/agent/cardsig"
 	"github.com/agentsite/agentsite/handlers/httpkit"
@@ -102,17 +101,10 @@ var mySkill = a2a.AgentSkill{ID: "my_tasks", Name: "Your tasks",
 	Description: "You are authenticated: ListTasks lists the tasks you made here (the last hour's, newest first), " +
 		"and no other caller can read or cancel them.", Tags: []string{"tasks"}}
 
-// AgentCard is GET /a2a/{id}/agent-card.json (and GET on the card's url,
-// /a2a/{id}): the card of any agent on the planet, hosted here or
-// elsewhere; its url is this node's endpoint for it, and this node signs
-// it.
-func (s *Server) AgentCard(w http.ResponseWriter, r *http.Request) {
-	c, ok := s.agentCardFor(w, r, chi.URLParam(r, "id"))
-	if ok {
-		s.writeCard(w, r, c)
-	}
-}
-
+// agentCardFor is the card of any agent on the planet, hosted here or
+// elsewhere (GET /a2a/{id}/agent-card.json, or GET on the card's url
+// /a2a/{id}); its url is this node's endpoint for it, and this node signs
+// it. When there is none it answers and returns false.
 func (s *Server) agentCardFor(w http.ResponseWriter, r *http.Request, id string) (Card, bool) {
 	l, err := s.Chat.Agent(r.Context(), id)
 	if err != nil {

@@ -285,14 +285,3 @@ func (s *sse) keepAlive() error {
 	}
 	return s.rc.Flush()
 }
-
-// answer writes one response: a JSON body, or for message/stream an SSE
-// stream of that one event (clients of a stream expect event-stream even
-// for an error).
-func answer(w http.ResponseWriter, stream bool, resp Response) {
-	if stream {
-		_ = startSSE(w).send(resp)
-		return
-	}
-	writeResponse(w, http.StatusOK, resp)
-}

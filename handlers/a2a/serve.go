@@ -8,7 +8,6 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 	v1 "github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/go-chi/chi/v5"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
@@ -18,17 +17,6 @@ import (
 // errRateLimited refuses a message over the client's chat budget.
 var errRateLimited = &httpkit.Error{Status: http.StatusTooManyRequests, Code: string(agent.CodeRateLimited),
 	Message: "Too many messages; wait a minute and try again.", RetryAfter: 60}
-
-// Agent is POST /a2a/{id}: the JSON-RPC endpoint of any agent on the planet.
-func (s *Server) Agent(w http.ResponseWriter, r *http.Request) {
-	s.serve(w, r, chi.URLParam(r, "id"))
-}
-
-// Concierge is POST /a2a: the node's own agent, which finds agents or
-// forwards a message to the one named in its metadata.
-func (s *Server) Concierge(w http.ResponseWriter, r *http.Request) {
-	s.serve(w, r, "")
-}
 
 // isV1Method: the method is one of A2A 1.0's JSON-RPC binding.
 func isV1Method(m string) bool {
@@ -65,8 +53,10 @@ func (s *Server) caller(r *http.Request) (caller, *RPCError) {
 	return caller{owner: string(o), chatOwner: o, principal: &p}, nil
 }
 
-// serve dispatches one JSON-RPC request made to the endpoint scope (an
-// agent id, or "" for the concierge), in the dialect of its method.
+// serve dispatches one JSON-RPC request (POST /a2a/{id}, or POST /a2a for
+// the node's concierge, which finds agents or forwards a message to the
+// one named in its metadata) made to the endpoint scope (an agent id, or
+// "" for the concierge), in the dialect of its method.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, scope string) {
 	req, ok := readRequest(w, r)
 	if !ok {
