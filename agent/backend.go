@@ -16,6 +16,11 @@ const (
 	BackendWebhook = "webhook"
 	// BackendA2A is a remote A2A agent, registered by its agent card's URL.
 	BackendA2A = "a2a"
+	// BackendCatalogue is a listing only: a server its users run
+	// themselves (an MCP Registry server with packages and no remote). The
+	// node never answers for it; its record's origin says how to install
+	// it (issue 22).
+	BackendCatalogue = "catalogue"
 )
 
 // Builtins are the dependency-free agents every node can host.
@@ -66,6 +71,10 @@ func (b Backend) Validate() error {
 		}
 		if !ok {
 			ve.add("backend.builtin", "must be one of %s", strings.Join(Builtins, ", "))
+		}
+	case BackendCatalogue:
+		if b.URL != "" || b.APIKey != "" {
+			ve.add("backend.kind", "a catalogue listing has no URL or key: nothing is hosted")
 		}
 	case BackendLLM:
 		if err := CheckHTTPURL(b.URL); err != nil {

@@ -109,6 +109,9 @@ type Origin struct {
 	// io.github.user/weather, and its version string as given).
 	Name    string `json:"name"`
 	Version string `json:"version,omitempty"`
+	// Install is how to run a catalogue-only listing (BackendCatalogue)
+	// yourself, e.g. "npx -y @scope/server@1.0.0".
+	Install string `json:"install,omitempty"`
 }
 
 // OriginMCPRegistry is Origin.Registry of MCP Registry imports.
@@ -119,6 +122,7 @@ const (
 	MaxOriginRegistryLen = 256
 	MaxOriginNameLen     = 200
 	MaxOriginVersionLen  = 64
+	MaxOriginInstallLen  = 512
 )
 
 var _ record.Record = (*Record)(nil)

@@ -111,6 +111,7 @@ func (r *Record) validateFields(now time.Time, checkExpiry bool) error {
 		checkText(&ve, "origin.registry", o.Registry, MaxOriginRegistryLen, true)
 		checkText(&ve, "origin.name", o.Name, MaxOriginNameLen, true)
 		checkText(&ve, "origin.version", o.Version, MaxOriginVersionLen, true)
+		checkText(&ve, "origin.install", o.Install, MaxOriginInstallLen, true)
 		if strings.TrimSpace(o.Registry) == "" || strings.TrimSpace(o.Name) == "" {
 			ve.add("origin", "needs a registry and a name")
 		}

@@ -14,11 +14,53 @@ import (
 
 // Server is the part of an MCP Registry server.json this import reads.
 type Server struct {
-	Name        string   `json:"name"`
-	Title       string   `json:"title"`
-	Description string   `json:"description"`
-	Version     string   `json:"version"`
-	Remotes     []Remote `json:"remotes"`
+	Name        string    `json:"name"`
+	Title       string    `json:"title"`
+	Description string    `json:"description"`
+	Version     string    `json:"version"`
+	Remotes     []Remote  `json:"remotes"`
+	Packages    []Package `json:"packages"`
+}
+
+// Package is one of a server's packages (what its users install and run
+// themselves, over stdio).
+type Package struct {
+	RegistryType string `json:"registryType"`
+	Identifier   string `json:"identifier"`
+	Version      string `json:"version"`
+	RuntimeHint  string `json:"runtimeHint"`
+}
+
+// installLine is how to run p: npx, uvx, docker, or the registry's name.
+func (p Package) installLine() string {
+	id := strings.TrimSpace(p.Identifier)
+	if id == "" || strings.ContainsAny(id, " \t\n;&|$`") {
+		return ""
+	}
+	v := strings.TrimSpace(p.Version)
+	switch p.RegistryType {
+	case "npm":
+		if v != "" {
+			id += "@" + v
+		}
+		return "npx -y " + id
+	case "pypi":
+		if v != "" {
+			id += "==" + v
+		}
+		return "uvx " + id
+	case "oci":
+		if v != "" && !strings.Contains(id, ":") {
+			id += ":" + v
+		}
+		return "docker run -i --rm " + id
+	case "nuget":
+		if v != "" {
+			id += "@" + v
+		}
+		return "dnx " + id
+	}
+	return strings.TrimSpace(p.RegistryType + " " + id + " " + v)
 }
 
 // Remote is one of a server's remote transports.
@@ -133,6 +175,35 @@ func seekServers(dec *json.Decoder) error {
 	return errors.New(`not an MCP Registry server list: no "servers" key`)
 }
 
+// catalogueOnly is the registration of a server with packages and no
+// remote: a catalogue listing (BackendCatalogue) with its install line,
+// which the hub shows and search finds, and no node answers for.
+func catalogueOnly(s Server) (registry.Input, error) {
+	install := ""
+	for _, p := range s.Packages {
+		if install = p.installLine(); install != "" {
+			break
+		}
+	}
+	if install == "" {
+		return registry.Input{}, errors.New("it has no remote (streamable-http or sse) and no package to install; there is nothing to list")
+	}
+	short := s.Name
+	if i := strings.LastIndexByte(short, '/'); i >= 0 {
+		short = short[i+1:]
+	}
+	return registry.Input{
+		Name:        Slug(s.Name),
+		DisplayName: cut(cmpOr(strings.TrimSpace(s.Title), short), agent.MaxDisplayNameLen),
+		Description: cut(s.Description, agent.MaxDescriptionBytes),
+		Tags:        []string{"mcp", "not-hosted"},
+		Version:     version(s.Version),
+		Backend:     agent.Backend{Kind: agent.BackendCatalogue},
+		Origin: &agent.Origin{Registry: agent.OriginMCPRegistry, Name: cut(s.Name, agent.MaxOriginNameLen),
+			Version: cut(s.Version, agent.MaxOriginVersionLen), Install: cut(install, agent.MaxOriginInstallLen)},
+	}, nil
+}
+
 // FromServer is the registration of an MCP Registry server: an mcp-backend
 // agent on its first streamable-http remote (then its first SSE one),
 // calling tool (the registry lists no tools; "": the short name).
@@ -157,7 +228,7 @@ func FromServer(s Server, tool string) (registry.Input, error) {
 	case url == "" && unfilled != "":
 		return registry.Input{}, fmt.Errorf("its remote URL %q has an unfilled placeholder %s (a variable without a default, or a value the user must fill in); it cannot be listed as it is: list it with the value filled in", cut(unfilledURL, 200), cut(unfilled, 64))
 	case url == "":
-		return registry.Input{}, errors.New("it has no remote (streamable-http or sse); only remote MCP servers can be listed")
+		return catalogueOnly(s)
 	}
 	short := s.Name
 	if i := strings.LastIndexByte(short, '/'); i >= 0 {

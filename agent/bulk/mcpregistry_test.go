@@ -3,6 +3,7 @@ package bulk_test
 import (
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/bulk"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,5 +42,36 @@ func TestMCPRegistryPlaceholders(t *testing.T) {
 	// A remote without placeholders is taken after one with.
 	if in := items[4].Input; items[4].Err != nil || in.Backend.URL != "https://x.example.com/sse" {
 		t.Errorf("second remote: %+v %v", in, items[4].Err)
+	}
+}
+
+// A server with packages and no remote becomes a catalogue listing with
+// its install line (issue 22: 464 of the registry's 471 seed servers were
+// refused, so nobody searching the hub learnt they exist).
+func TestMCPRegistryPackageOnly(t *testing.T) {
+	items := collect(t, "mcp-registry", `{"servers": [
+		{"server": {"name": "io.github.a/files", "description": "Files over stdio.", "version": "0.3.1",
+			"packages": [{"registryType": "npm", "identifier": "@a/files-mcp", "version": "0.3.1", "transport": {"type": "stdio"}}]}},
+		{"server": {"name": "io.github.a/py", "description": "d", "version": "1.0.0",
+			"packages": [{"registryType": "pypi", "identifier": "a-py-mcp", "version": "1.0.0"}]}},
+		{"server": {"name": "io.github.a/evil", "description": "d", "version": "1.0.0",
+			"packages": [{"registryType": "npm", "identifier": "x; rm -rf /", "version": "1"}]}}
+	]}`, bulk.Options{})
+	if len(items) != 3 {
+		t.Fatalf("%d items", len(items))
+	}
+	in := items[0].Input
+	if items[0].Err != nil || in.Backend.Kind != agent.BackendCatalogue || in.Origin == nil ||
+		in.Origin.Install != "npx -y @a/files-mcp@0.3.1" || !slices.Contains(in.Tags, "not-hosted") {
+		t.Errorf("npm package: %+v %+v %v", in, in.Origin, items[0].Err)
+	}
+	if err := in.Backend.Validate(); err != nil {
+		t.Errorf("catalogue backend: %v", err)
+	}
+	if o := items[1].Input.Origin; items[1].Err != nil || o == nil || o.Install != "uvx a-py-mcp==1.0.0" {
+		t.Errorf("pypi package: %+v %v", o, items[1].Err)
+	}
+	if items[2].Err == nil {
+		t.Errorf("a package identifier with shell characters was listed: %+v", items[2].Input.Origin)
 	}
 }

@@ -67,3 +67,14 @@ func TestOriginIsTheOperators(t *testing.T) {
 		t.Fatalf("operator: %+v, %v", rec, err)
 	}
 }
+
+// A catalogue listing registers (nothing hosted: no URL, no probe).
+func TestCatalogueListingRegisters(t *testing.T) {
+	env := registrytest.New(t, sqlitetest.Open(t))
+	in := registrytest.Input("files")
+	in.Backend = agent.Backend{Kind: agent.BackendCatalogue}
+	in.Origin = &agent.Origin{Registry: agent.OriginMCPRegistry, Name: "io.github.a/files", Install: "npx -y @a/files-mcp"}
+	if _, err := env.Registry.Create(t.Context(), registry.Operator, in); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -238,13 +238,18 @@ func (p *Prober) take(now time.Time) []dueProbe {
 	pick := &topProbes{k: allow}
 	probed := 0 // agents that need a probe (not builtins)
 	for id, e := range p.sched {
-		if e.kind != agent.BackendBuiltin {
+		if e.kind != agent.BackendBuiltin && e.kind != agent.BackendCatalogue {
 			probed++
 		}
 		if e.due.After(now) {
 			continue
 		}
 		d := dueProbe{id: id, kind: e.kind, due: e.due, used: used[id]}
+		if e.kind == agent.BackendCatalogue {
+			// Nothing hosted, nothing to probe: its health stays unknown.
+			e.due = now.Add(p.jitter(max(builtinEvery, p.interval())))
+			continue
+		}
 		if e.kind == agent.BackendBuiltin {
 			e.due = now.Add(p.jitter(max(builtinEvery, p.interval())))
 			builtins = append(builtins, d)

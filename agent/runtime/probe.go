@@ -94,6 +94,8 @@ func (r *Runtime) Probe(ctx context.Context, b agent.Backend) ProbeResult {
 		err = r.probeWebhook(pctx, b)
 	case agent.BackendA2A:
 		_, _, err = r.loadA2ACard(pctx, b.URL)
+	case agent.BackendCatalogue:
+		err = kindError(agent.ErrUnknownAgent, b.Kind, "not hosted: a catalogue listing has nothing to probe")
 	default:
 		err = kindError(agent.ErrUnknownAgent, b.Kind, fmt.Sprintf("this node has no %q backend", b.Kind))
 	}

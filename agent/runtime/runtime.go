@@ -130,6 +130,8 @@ func (r *Runtime) Answer(ctx context.Context, t agent.Turn, emit func(chunk stri
 		reply, err = r.answerWebhook(tctx, b, t, out)
 	case agent.BackendA2A:
 		reply, err = r.answerA2A(tctx, b, t, out)
+	case agent.BackendCatalogue:
+		return "", fmt.Errorf("%w: not hosted: this is a catalogue listing of a server you run yourself (its page gives the install line); no node answers for it", agent.ErrUnknownAgent)
 	default:
 		err = fmt.Errorf("%w: backend kind %q is not supported", agent.ErrUnknownAgent, b.Kind)
 	}
