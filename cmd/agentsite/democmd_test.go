@@ -82,6 +82,7 @@ func TestDemoPlanet(t *testing.T) {
 		return strings.Contains(out.String(), "Press Ctrl-C")
 	})
 	checkDemoPlanner(t, base)
+	checkDemoNames(t, base)
 
 	cancel()
 	select {

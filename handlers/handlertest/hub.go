@@ -56,3 +56,39 @@ func (e *Env) NameNode(peerID, name string) {
 		e.T.Fatalf("UpsertNode(%s): %v", peerID, err)
 	}
 }
+
+// SeedRemoteCopy stores, as another node's, a listing with the same name,
+// display name, description, tags and skills as l (the same agent on
+// another node: the hub groups them), that node named nodeName.
+func (e *Env) SeedRemoteCopy(l store.Listing, nodeName string) store.Listing {
+	e.T.Helper()
+	key, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		e.T.Fatalf("generate key: %v", err)
+	}
+	pid, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		e.T.Fatalf("peer id: %v", err)
+	}
+	now := time.Now()
+	r := agent.Record{
+		Name: l.Record.Name, DisplayName: l.Record.DisplayName, Description: l.Record.Description, Tags: l.Record.Tags,
+		Skills: l.Record.Skills, Version: l.Record.Version, Seq: 1, IssuedAt: now.Add(-time.Minute),
+		Endpoints: []agent.Endpoint{{Kind: agent.EndpointLibp2pMCP, PeerID: pid.String(), Protocol: agent.MCPProtocol}},
+	}
+	r.ExpiresAt = r.IssuedAt.Add(agent.DefaultTTL)
+	env, err := agent.Seal(&r, key, now)
+	if err != nil {
+		e.T.Fatalf("seal %s: %v", r.Name, err)
+	}
+	rec, err := agent.Open(env, now)
+	if err != nil {
+		e.T.Fatalf("open %s: %v", r.Name, err)
+	}
+	c := store.Listing{Record: *rec, Envelope: env, Status: store.StatusOnline, LastSeen: now, HostPeerID: rec.HostPeerID(), UpdatedAt: now}
+	if err := e.Store.UpsertRecord(context.Background(), c); err != nil {
+		e.T.Fatalf("UpsertRecord(%s): %v", r.Name, err)
+	}
+	e.NameNode(c.HostPeerID, nodeName)
+	return c
+}

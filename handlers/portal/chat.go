@@ -138,7 +138,7 @@ func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, con
 			Status:      l.Status,
 			Local:       l.Local,
 			HostPeerID:  l.HostPeerID,
-			HostName:    chat.HostName(l),
+			HostName:    p.listingHost(ctx, l).Label(),
 		},
 		Draft:     draft.Text,
 		Error:     draft.Error,

@@ -122,6 +122,11 @@ func TestHostNaming(t *testing.T) {
 		t.Errorf("local agent page host = %+v", got)
 	}
 
+	// The chat header too.
+	if got := Text(MustTestid(t, e.Page("/chat/"+calc.Record.ID, http.StatusOK), "chat-agent-host")); !strings.Contains(got, "node-b") {
+		t.Errorf("chat header of node-b's agent says %q", got)
+	}
+
 	// /nodes names the nodes too, and says this node's name.
 	nodes := e.Page("/nodes", http.StatusOK)
 	if got := Text(MustTestid(t, nodes, "node-self-name")); got != "node-a" {

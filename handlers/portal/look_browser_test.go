@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/agentsite/agentsite/handlers"
 	. "github.com/agentsite/agentsite/handlers/handlertest"
 )
 
@@ -91,14 +93,23 @@ func TestBrowserLookEveryPage(t *testing.T) {
 	axeSrc := loadAxe(t)
 	started := time.Now()
 	shots := screenshotsDir(t)
-	e := NewChat(t)
+	e := NewConfig(t, OpenSQLite(t), func(c *handlers.Config) { c.NodeName = "node-a" })
+	UseRuntime(e)
 	b := NewBrowser(t, path, 8*time.Minute)
 	base := e.TS.URL
 
 	// An agent to show, search and chat with; a second one so that the
 	// filtered list and the tag chips have something to choose from.
-	id := e.SeedAgent("", SimpleInput("echo-bot", "Echo Bot", "demo", "echo")).Record.ID
+	echo := e.SeedAgent("", SimpleInput("echo-bot", "Echo Bot", "demo", "echo"))
+	id := echo.Record.ID
 	e.SeedAgent("", SimpleInput("weather-bot", "Weather Bot with a rather long display name for the card", "weather", "demo"))
+	// The same echo on two other nodes (one card for the three), and a
+	// remote agent on node-d, so that cards, the agent page and /nodes
+	// show node names.
+	e.SeedRemoteCopy(echo, "node-b")
+	e.SeedRemoteCopy(echo, "node-c")
+	calc := e.SeedRemote("calculator-bot", "Calculator Bot", "")
+	e.NameNode(calc.HostPeerID, "node-d")
 
 	// Every document gets the CSP watch and axe-core before its own
 	// scripts run (DevTools injects them; the page's CSP does not apply).
@@ -228,6 +239,34 @@ func TestBrowserLookEveryPage(t *testing.T) {
 		for _, p := range pagesFor(anonConv) {
 			check("signed-out", vp, p)
 		}
+	}
+
+	// Node names and the grouped card, as the pages show them.
+	setViewport(viewports[0])
+	names := func(path, sel string) []string {
+		b.Do("open "+path, chromedp.Navigate(base+path), chromedp.WaitReady("body"))
+		return Run(b, "read the names on "+path, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll(`+jsString(sel)+`)).map(e => e.textContent.trim())`))
+	}
+	echoCards := Run(b, "count the echo cards", chromedp.Evaluate[[]string](`(async () => { const r = await fetch('/agents?q=echo'); const d = new DOMParser().parseFromString(await r.text(), 'text/html');
+		return Array.from(d.querySelectorAll('[data-testid="agent-card"]')).map(c => c.dataset.agentId + ' ' + (c.querySelector('[data-testid="card-nodes"]') || {dataset: {}}).dataset.nodes + ' ' + c.querySelector('[data-testid="host-name"]').textContent)})()`, chromedp.EvalAwaitPromise))
+	if len(echoCards) != 1 || echoCards[0] != id+" 3 node-a" {
+		t.Errorf("search for echo: cards %q, want one card, this node's echo on 3 nodes", echoCards)
+	}
+	if got := strings.Join(names("/agents", `[data-testid="agent-card"] [data-testid="host-name"]`), ","); !strings.Contains(got, "node-a") || !strings.Contains(got, "node-d") || strings.Contains(got, "node ") {
+		t.Errorf("card hosts %q, want node names", got)
+	}
+	hosts := names("/agents/"+id, `[data-testid="agent-host-line"] [data-testid="host-name"], [data-testid="other-host"]`)
+	if len(hosts) > 1 {
+		slices.Sort(hosts[1:]) // the other hosts, equally good, in any order
+	}
+	if got := strings.Join(hosts, ","); got != "node-a,node-b,node-c" {
+		t.Errorf("agent page: host and other hosts %q, want node-a,node-b,node-c", got)
+	}
+	if got := strings.Join(names("/chat/"+calc.Record.ID, `[data-testid="chat-agent-host"]`), ","); !strings.Contains(got, "node-d") {
+		t.Errorf("chat header of node-d's agent: %q", got)
+	}
+	if got := strings.Join(names("/nodes", `[data-testid="node-row"] [data-testid="host-name"], [data-testid="node-self-name"]`), ","); !strings.Contains(got, "node-a") || !strings.Contains(got, "node-b") || !strings.Contains(got, "node-c") || !strings.Contains(got, "node-d") {
+		t.Errorf("/nodes names %q, want node-a to node-d", got)
 	}
 
 	// Sign up through the form; then signed in.
