@@ -114,6 +114,20 @@ type Origin struct {
 	Install string `json:"install,omitempty"`
 }
 
+// OriginOf is the origin of the record in env (a stored, once verified
+// envelope), or nil: stores keep a listing's fields in columns and the
+// origin only in its envelope.
+func OriginOf(env []byte, now time.Time) *Origin {
+	if len(env) == 0 || !bytes.Contains(env, []byte(`"origin"`)) {
+		return nil
+	}
+	rec, err := OpenIgnoringExpiry(env, now)
+	if err != nil {
+		return nil
+	}
+	return rec.Origin
+}
+
 // OriginMCPRegistry is Origin.Registry of MCP Registry imports.
 const OriginMCPRegistry = "io.modelcontextprotocol.registry"
 

@@ -204,6 +204,9 @@ type AgentView struct {
 	Local       bool
 	CanManage   bool   // the viewer may edit and delete it
 	ChatURL     string // "" hides the chat button
+	// Install is a catalogue listing's install line: nothing is hosted,
+	// its users run it themselves (no chat).
+	Install string
 	// MixedScripts as on AgentCard.
 	MixedScripts []string
 	Host         HostView

@@ -57,6 +57,9 @@ func (p *Pages) PageAgent(w http.ResponseWriter, r *http.Request) {
 		Others:       p.otherHosts(r.Context(), l),
 		Use:          useView(p.base(r), rec.ID),
 	}
+	if o := agent.OriginOf(l.Envelope, p.now()); o != nil && o.Install != "" {
+		v.Install, v.ChatURL = o.Install, "" // a catalogue listing: never chattable
+	}
 	p.render(w, r, http.StatusOK, web.AgentPage(v))
 }
 
