@@ -33,24 +33,34 @@ const (
 // is visible or will never be (settled): a number is taken when a row is
 // written and becomes visible when its transaction commits, so numbers
 // appear out of order. h is the sequence's last value read first; then
-// the snapshot: every transaction that took a number up to h had an xid
-// before it, so once the snapshot's running transactions have ended, h is
-// settled. settled is false when they did not end within settleWait.
+// the transactions that write agent_sync: each took its lock on the table
+// (RowExclusiveLock, held to its end) before it took a number, so every
+// transaction that holds a number up to h is among those holding the lock
+// when it is read after h. Once they have ended, h is settled; settled is
+// false when they did not end within settleWait. Only this database's
+// writers of this table count: a long transaction elsewhere on the
+// cluster (another database, a report, a stalled client) does not hold
+// the feed back, as the cluster-wide snapshot did.
 func (db *DB) horizon(ctx context.Context) (h int64, settled bool, err error) {
 	if err := db.q.QueryRow(ctx, `-- name: sync_sequence
 SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM agent_sync_seq`).Scan(&h); err != nil {
 		return 0, false, dbErr("sync horizon", err)
 	}
-	var snap string
-	var running bool
-	if err := db.q.QueryRow(ctx, `-- name: sync_snapshot
-SELECT s::text, pg_snapshot_xmin(s) <> pg_snapshot_xmax(s) FROM pg_current_snapshot() AS s`).Scan(&snap, &running); err != nil {
+	var writers []string
+	if err := db.q.QueryRow(ctx, `-- name: sync_writers
+SELECT coalesce(array_agg(virtualtransaction), '{}') FROM pg_locks
+WHERE locktype = 'relation' AND mode = 'RowExclusiveLock' AND granted
+	AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+	AND relation = 'agent_sync'::regclass`).Scan(&writers); err != nil {
 		return 0, false, dbErr("sync horizon", err)
 	}
 	deadline := time.Now().Add(settleWait)
-	for running {
+	for running := len(writers) > 0; running; {
 		if err := db.q.QueryRow(ctx, `-- name: sync_settled
-SELECT coalesce(bool_or(pg_xact_status(x) = 'in progress'), false) FROM pg_snapshot_xip($1::pg_snapshot) AS x`, snap).Scan(&running); err != nil {
+SELECT EXISTS (SELECT 1 FROM pg_locks
+WHERE locktype = 'relation' AND mode = 'RowExclusiveLock' AND virtualtransaction = ANY($1)
+	AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+	AND relation = 'agent_sync'::regclass)`, writers).Scan(&running); err != nil {
 			return 0, false, dbErr("sync horizon", err)
 		}
 		if !running {

@@ -98,3 +98,43 @@ func TestSyncChangesWaitsForInFlightNumbers(t *testing.T) {
 		t.Fatalf("after the commit: %d envelopes, next %d (head %d); want both listings", len(envs), next, head)
 	}
 }
+
+// TestSyncChangesIgnoresOtherDatabases: a transaction left open in
+// another database on the same server (another node's, a report, a
+// stalled client) holds no number of this feed, so the feed serves past
+// it. The cluster-wide snapshot served nothing while it stayed open.
+func TestSyncChangesIgnoresOtherDatabases(t *testing.T) {
+	db := pgtest.Open(t)
+	ctx := context.Background()
+	other, err := pgx.Connect(ctx, pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // the test's end
+	// A write gives the other transaction an id: it stays in every
+	// snapshot of the cluster until it ends.
+	if _, err := tx.Exec(ctx, `CREATE TEMP TABLE held (n int); INSERT INTO held VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+
+	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().UTC()
+	if err := db.UpsertRecord(ctx, syncListing(t, key, "served-bot", 1, at)); err != nil {
+		t.Fatal(err)
+	}
+	envs, next, more, err := db.SyncChanges(ctx, 0, "", "", 10, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(envs) != 1 || next == 0 || more {
+		t.Fatalf("with another database's transaction open: %d envelopes, next %d, more %v; want the listing", len(envs), next, more)
+	}
+}
