@@ -57,6 +57,33 @@ func (o originRule) admitAnyMethod(w http.ResponseWriter, r *http.Request) bool 
 	return false
 }
 
+// fromOwnPages is stricter than the rule: it admits only a request that
+// says it comes from this node's own pages, by its Origin (the request's
+// host, or the public URL's origin) or, without one, by Sec-Fetch-Site
+// same-origin. A request that says neither (a script, or an old browser)
+// is not. The A2A surface takes a session cookie as the caller only then.
+func (s *Server) fromOwnPages() func(*http.Request) bool {
+	public := ""
+	if u := s.publicURL(); u != nil {
+		public = browserOrigin(u)
+	}
+	return func(r *http.Request) bool {
+		site := r.Header.Get("Sec-Fetch-Site")
+		if site != "" && site != "same-origin" {
+			return false
+		}
+		origin := r.Header.Get("Origin")
+		if origin == "" {
+			return site == "same-origin"
+		}
+		if public != "" && origin == public {
+			return true
+		}
+		u, err := url.Parse(origin)
+		return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
+	}
+}
+
 func (s *Server) crossOriginDenied(w http.ResponseWriter, r *http.Request) {
 	s.renderErrorWithSession(w, r, httpkit.Errorf(http.StatusForbidden, "cross_origin",
 		"Cross-origin requests are refused: use this site's own pages, or a client that is not a browser."))

@@ -250,6 +250,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	})
 	s.A2A.Now = now
 	s.A2A.Accounts, s.A2A.CardKey = accounts, deps.CardKey
+	s.A2A.Sessions, s.A2A.SameOrigin = s.sessions, s.fromOwnPages()
 	if deps.PushClient != nil {
 		s.A2A.PushClient = deps.PushClient
 	}

@@ -10,8 +10,9 @@
 // libp2p to the agent's host, exactly as the other surfaces' turns do.
 // Tasks live in memory, bounded in number and age; the conversation is
 // what lasts. A task belongs to the caller that made it when the caller
-// is authenticated (a bearer token); anonymous tasks are reached by their
-// 130-bit id alone. Wire types are the official a2a-go modules' (v0.3 for
+// is authenticated (a bearer token, or a portal session from this node's
+// own pages); anonymous tasks are reached by their 130-bit id alone.
+// Wire types are the official a2a-go modules' (v0.3 for
 // 0.3, v2's a2a package for 1.0; see wire.go).
 package a2a
 
@@ -73,6 +74,12 @@ type Server struct {
 	// Accounts authenticates bearer tokens (the operator's or an API
 	// token); nil: every caller is anonymous.
 	Accounts *httpkit.Accounts
+	// Sessions, when set, makes an account signed in on the portal the
+	// caller of a request with its session cookie, when SameOrigin says
+	// the request comes from this node's own pages (else it is
+	// anonymous: the cookie rides on other sites' requests too).
+	Sessions   *httpkit.Sessions
+	SameOrigin func(*http.Request) bool
 	// CardKey signs every card served (JWS over the card's JCS form, bound
 	// to NodeID); nil: cards go unsigned.
 	CardKey crypto.PrivKey

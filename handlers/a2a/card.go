@@ -285,7 +285,7 @@ func (s *Server) extendedCard(w http.ResponseWriter, r *http.Request, c *call, w
 		}
 		cd = agentCard(l, s.base(r))
 	}
-	if who.principal != nil {
+	if who.authed {
 		cd.Skills = append(slices.Clone(cd.Skills), mySkill)
 	}
 	body, err := s.signed(cd, c.d != dialect03)

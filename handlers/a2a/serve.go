@@ -29,17 +29,21 @@ func isV1Method(m string) bool {
 }
 
 // caller is who makes a request: a bearer token's account or the
-// operator, or anonymous (owner ""). A token that does not verify is
-// refused, never taken as anonymous.
+// operator, an account signed in on the portal (its session cookie, from
+// this node's own pages), or anonymous (owner ""). A token that does not
+// verify is refused, never taken as anonymous.
 type caller struct {
 	owner     string // the key tasks are kept under; "" anonymous
 	chatOwner chat.Owner
-	principal *httpkit.Principal
+	authed    bool // a token or a session: the extended card's extras
 }
 
 func (s *Server) caller(r *http.Request) (caller, *RPCError) {
-	if r.Header.Get("Authorization") == "" || s.Accounts == nil {
+	if s.Accounts == nil {
 		return caller{chatOwner: chat.A2AAnonymous}, nil
+	}
+	if r.Header.Get("Authorization") == "" {
+		return s.sessionCaller(r)
 	}
 	p, err := s.Accounts.Bearer(r)
 	if err != nil {
@@ -50,7 +54,32 @@ func (s *Server) caller(r *http.Request) (caller, *RPCError) {
 		return caller{}, re
 	}
 	o := p.Owner()
-	return caller{owner: string(o), chatOwner: o, principal: &p}, nil
+	return caller{owner: string(o), chatOwner: o, authed: true}, nil
+}
+
+// sessionCaller is the account signed in on the request's session, when
+// the request comes from this node's own pages (SameOrigin); anonymous
+// otherwise. A browser sends the cookie on requests other sites' pages
+// make too, so without the origin those would act as the account (CSRF):
+// such a request is served, as anyone's, but not as the account's.
+func (s *Server) sessionCaller(r *http.Request) (caller, *RPCError) {
+	anon := caller{chatOwner: chat.A2AAnonymous}
+	if s.Sessions == nil || s.SameOrigin == nil || !s.SameOrigin(r) {
+		return anon, nil
+	}
+	id, err := s.Sessions.SignedIn(r)
+	if err != nil {
+		re, e := rpcError(err)
+		if e != nil {
+			s.logFailure(r.Context(), "A2A session not loaded", e, err)
+		}
+		return caller{}, re
+	}
+	if id == 0 {
+		return anon, nil
+	}
+	o := chat.UserOwner(id)
+	return caller{owner: string(o), chatOwner: o, authed: true}, nil
 }
 
 // serve dispatches one JSON-RPC request (POST /a2a/{id}, or POST /a2a for

@@ -240,6 +240,25 @@ func (s *Sessions) checkStamp(ctx context.Context) error {
 	return nil
 }
 
+// SignedIn is the account signed in on the session whose cookie r
+// carries, or 0, for a surface outside Middleware (A2A): the session is
+// loaded read-only (never saved, so never renewed) and its password stamp
+// checked, as Middleware does.
+func (s *Sessions) SignedIn(r *http.Request) (int64, error) {
+	c, err := r.Cookie(s.Cookie.Name)
+	if err != nil || c.Value == "" {
+		return 0, nil
+	}
+	ctx, err := s.Load(r.Context(), c.Value)
+	if err != nil {
+		return 0, fmt.Errorf("load session: %w", err)
+	}
+	if err := s.checkStamp(ctx); err != nil {
+		return 0, fmt.Errorf("load session user: %w", err)
+	}
+	return s.GetInt64(ctx, sessUserID), nil
+}
+
 // LogOut ends the session.
 func (s *Sessions) LogOut(ctx context.Context) error {
 	if err := s.Destroy(ctx); err != nil {
