@@ -239,6 +239,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	if u := s.publicURL(); u != nil {
 		s.pages.PublicURL = browserOrigin(u)
 	}
+	s.pages.SignsCards = deps.CardKey != nil
 	s.API = &api.API{Catalog: st, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
 		ChatRates: s.chatLimits, Replies: s.Live, Version: cfg.Version, NodeName: cfg.NodeName, Now: now, Fail: s.renderError, Logger: logger}
 	s.ChatSocket = &chatws.Handler{Chat: s.Chat, Live: s.Live, Sessions: s.sessions,

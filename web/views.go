@@ -214,6 +214,25 @@ type AgentView struct {
 	// Others are the other nodes hosting the same agent (same name,
 	// description and skills), as the grouped card counts them.
 	Others []OtherHost
+	// CardSigner is the node that signs the A2A card at Use.CardURL
+	// (this node); zero when cards go unsigned. UpstreamSigner is, for an
+	// a2a backend, the node whose signature the external agent's own card
+	// carried when it was registered (agent.Backend.CardSigner); zero:
+	// unsigned, or not an a2a backend.
+	CardSigner     HostView
+	UpstreamSigner HostView
+}
+
+// SignedBy is "Card signed by node node-b", "... by node a1b2c3d4", or
+// "... by this node"; "" for the zero HostView.
+func (h HostView) SignedBy() string {
+	switch {
+	case h.PeerID == "":
+		return ""
+	case h.Name == "this node" || strings.HasPrefix(h.Name, "node "):
+		return "Card signed by " + h.Label()
+	}
+	return "Card signed by node " + h.Label()
 }
 
 // NodesView is this node and the peers it has heard from.

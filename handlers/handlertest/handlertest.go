@@ -56,6 +56,15 @@ type Env struct {
 	// again with health).
 	deps handlers.Deps
 	cfg  handlers.Config
+	key  crypto.PrivKey // the node's
+}
+
+// SignCards rebuilds the server signing its A2A cards with the node's
+// key, as a node does (cmd/agentsite).
+func (e *Env) SignCards() {
+	e.T.Helper()
+	e.deps.CardKey = e.key
+	e.build()
 }
 
 // New starts a portal on a fresh embedded SQLite store.
@@ -124,7 +133,7 @@ func NewConfig(t testing.TB, st store.Store, edit func(*handlers.Config)) *Env {
 	if edit != nil {
 		edit(&cfg)
 	}
-	e := &Env{T: t, Store: st, Node: node, deps: deps, cfg: cfg}
+	e := &Env{T: t, Store: st, Node: node, deps: deps, cfg: cfg, key: key}
 	e.build()
 	jar, _ := cookiejar.New(nil)
 	e.Client = &http.Client{

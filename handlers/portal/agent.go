@@ -1,7 +1,9 @@
 package portal
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -57,10 +59,48 @@ func (p *Pages) PageAgent(w http.ResponseWriter, r *http.Request) {
 		Others:       p.otherHosts(r.Context(), l),
 		Use:          useView(p.base(r), rec.ID),
 	}
+	v.CardSigner, v.UpstreamSigner = p.cardSigners(r.Context(), l)
 	if o := agent.OriginOf(l.Envelope, p.now()); o != nil && o.Install != "" {
 		v.Install, v.ChatURL = o.Install, "" // a catalogue listing: never chattable
 	}
 	p.render(w, r, http.StatusOK, web.AgentPage(v))
+}
+
+// cardSigners are who signs l's A2A card here (this node, when it signs
+// cards) and, for a local a2a backend, who signed the external agent's
+// own card when it was registered.
+func (p *Pages) cardSigners(ctx context.Context, l store.Listing) (here, upstream web.HostView) {
+	self := p.Node.PeerID()
+	ids := []string{self}
+	var signer string
+	if l.Local {
+		if b, err := p.Catalog.GetBackend(ctx, l.Record.ID); err == nil && b.Kind == agent.BackendA2A {
+			signer = b.CardSigner
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+			p.Logger.WarnContext(ctx, "reading the backend's card signer failed", "agent", l.Record.ID, "err", err)
+		}
+	}
+	if signer != "" {
+		ids = append(ids, signer)
+	}
+	if !p.SignsCards && signer == "" {
+		return here, upstream
+	}
+	labels := p.labelsOf(ctx, ids)
+	view := func(id string) web.HostView {
+		lbl, ok := labels[id]
+		if !ok {
+			lbl = store.NodeLabel{PeerID: id, Short: store.ShortPeerID(id), Self: id == self}
+		}
+		return hostViewOf(lbl)
+	}
+	if p.SignsCards {
+		here = view(self)
+	}
+	if signer != "" {
+		upstream = view(signer)
+	}
+	return here, upstream
 }
 
 // base is the origin the "Use this agent" panel's URLs start with: the

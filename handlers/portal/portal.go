@@ -113,6 +113,9 @@ type Pages struct {
 	// PublicURL is the origin (scheme://host) of --public-url, which the
 	// "Use this agent" panel's URLs start with; "": the request's own.
 	PublicURL string
+	// SignsCards: the node signs the A2A cards it serves (the agent page
+	// says so).
+	SignsCards bool
 }
 
 func (p *Pages) now() time.Time { return p.Now().UTC() }
