@@ -37,4 +37,8 @@
 // security scheme's type) are not signed: a reader of a signed card uses
 // the 1.0 members only. A JSON object that is not a card (a trust
 // manifest) is signed whole with SignDocument and VerifyDocument.
+//
+// The card a node serves for an agent hosted on another node carries the
+// host's signed listing record (HostRecordExtension, hostrecord.go), and
+// VerifyHostRecord checks the host's claims with it.
 package cardsig

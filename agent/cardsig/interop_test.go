@@ -18,12 +18,14 @@ import (
 
 // card03and10 is a card as a node serves it to both protocol versions: the
 // 1.0 members, and 0.3's url, preferredTransport, protocolVersion and a
-// 0.3-shaped security scheme beside the 1.0 one.
+// 0.3-shaped security scheme beside the 1.0 one, and the host-record
+// extension a card of an agent hosted elsewhere carries (params signed).
 const card03and10 = `{"name":"AgentSite node","description":"The concierge.","version":"1.0.0",
  "supportedInterfaces":[{"url":"https://node.example/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"},
   {"url":"https://node.example/a2a","protocolBinding":"HTTP+JSON","protocolVersion":"1.0"}],
  "url":"https://node.example/a2a","preferredTransport":"JSONRPC","protocolVersion":"0.3.0",
- "capabilities":{"streaming":true,"pushNotifications":true},
+ "capabilities":{"streaming":true,"pushNotifications":true,"extensions":[{"uri":"https://agentsite.dev/ext/host-record/v1",
+  "description":"The host's signed record.","params":{"host":"12D3KooWExample","record":"CAESIGx+/w=="}}]},
  "securitySchemes":{"bearer":{"type":"http","scheme":"bearer","httpAuthSecurityScheme":{"scheme":"Bearer"}}},
  "defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],
  "skills":[{"id":"find","name":"Find agents","description":"Finds agents.","tags":["search"],"examples":["weather"]}]}`

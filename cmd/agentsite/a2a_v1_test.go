@@ -153,6 +153,10 @@ func TestA2A1ClientsAcrossTwoNodes(t *testing.T) {
 	if signer, err := cardsig.Verify(raw); err != nil || signer != a.m.Node.PeerID() {
 		t.Errorf("card signed by %q (%v), want A %s", signer, err, a.m.Node.PeerID())
 	}
+	// And it carries B's own signed record of the agent.
+	if rec, err := cardsig.VerifyHostRecord(raw, time.Now()); err != nil || rec.Publisher != b.m.Node.PeerID() || rec.ID != created.ID {
+		t.Errorf("host record %+v (%v), want B's %s", rec, err, b.m.Node.PeerID())
+	}
 
 	t.Run("js", func(t *testing.T) { a2aJS1(t, cardURL, hook, pushes, started, canceled) })
 	for _, tr := range []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON} {

@@ -47,6 +47,9 @@ type Capabilities struct {
 	Streaming         bool `json:"streaming"`
 	PushNotifications bool `json:"pushNotifications"`
 	ExtendedAgentCard bool `json:"extendedAgentCard"`
+	// Extensions: on the card of an agent hosted on another node, its
+	// host's signed record (cardsig.HostRecordExtension).
+	Extensions []map[string]any `json:"extensions,omitempty"`
 }
 
 // Interface is one entry of A2A 1.0's supportedInterfaces.
@@ -104,7 +107,8 @@ var mySkill = a2a.AgentSkill{ID: "my_tasks", Name: "Your tasks",
 // agentCardFor is the card of any agent on the planet, hosted here or
 // elsewhere (GET /a2a/{id}/agent-card.json, or GET on the card's url
 // /a2a/{id}); its url is this node's endpoint for it, and this node signs
-// it. When there is none it answers and returns false.
+// it (an agent hosted elsewhere carries its host's signed record too).
+// When there is none it answers and returns false.
 func (s *Server) agentCardFor(w http.ResponseWriter, r *http.Request, id string) (Card, bool) {
 	l, err := s.Chat.Agent(r.Context(), id)
 	if err != nil {
@@ -140,6 +144,12 @@ func agentCard(l store.Listing, base string) Card {
 	}
 	if len(c.Skills) == 0 { // the agent as its own one skill
 		c.Skills = []a2a.AgentSkill{{ID: rec.Name, Name: rec.DisplayName, Description: rec.Description, Tags: tags}}
+	}
+	if !l.Local && len(l.Envelope) > 0 {
+		// This node's signature binds its own url; the host's signature
+		// over its url cannot be carried, but its signed record can: a
+		// client checks the host's own claims with it.
+		c.Capabilities.Extensions = []map[string]any{cardsig.HostRecordExtension(rec.Publisher, l.Envelope)}
 	}
 	return c
 }
