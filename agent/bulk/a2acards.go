@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/cardsig"
@@ -100,6 +101,9 @@ func verifyCard(raw []byte, hasCardURL bool) (string, error) {
 			return "", err
 		}
 		raw = b
+	}
+	if _, err := cardsig.VerifyHostRecord(raw, time.Now()); err != nil && !errors.Is(err, cardsig.ErrNoHostRecord) {
+		return "", fmt.Errorf("the card's host record is refused (%w); import the card as a node serves it", err)
 	}
 	signer, err := cardsig.Verify(raw)
 	switch {

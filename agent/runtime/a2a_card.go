@@ -225,6 +225,12 @@ func (r *Runtime) readA2ACard(raw []byte, cardURL string) (A2ACardInfo, a2aCard,
 		return A2ACardInfo{}, a2aCard{}, &BackendError{Kind: agent.ErrBackendRejected, Backend: agent.BackendA2A,
 			Public: "the agent card's signature is refused: " + strings.TrimPrefix(err.Error(), "agent card: "), Err: err}
 	}
+	if _, err := cardsig.VerifyHostRecord(raw, r.a2a.now()); err != nil && !errors.Is(err, cardsig.ErrNoHostRecord) {
+		// An AgentSite card of an agent hosted on another node: its
+		// host's signed record must say what the card says.
+		return A2ACardInfo{}, a2aCard{}, &BackendError{Kind: agent.ErrBackendRejected, Backend: agent.BackendA2A,
+			Public: "the agent card's host record is refused: " + strings.TrimPrefix(err.Error(), "agent card: "), Err: err}
+	}
 	if signer != "" {
 		// A signature covers the 1.0 members only (cardsig): what 0.3
 		// says beside them is not trusted.
