@@ -149,7 +149,7 @@ func TestNAT(t *testing.T) {
 		}
 		// /nodes shows the same.
 		code, body, err := pl.h1.Do("GET", "/nodes", nil)
-		if err != nil || code != http.StatusOK || !strings.Contains(string(body), `data-testid="node-reachability">private<`) || !strings.Contains(string(body), "/p2p-circuit/p2p/") {
+		if err != nil || code != http.StatusOK || !strings.Contains(string(body), `data-testid="node-reachability" data-reachability="private">private<`) || !strings.Contains(string(body), "/p2p-circuit/p2p/") {
 			t.Errorf("H1 /nodes: %d %v; reachability or relay address missing", code, err)
 		}
 		if v, _ := pl.h1.Metric("agentsite_p2p_reachability", `reachability="private"`); v != 1 {
