@@ -130,6 +130,21 @@ func (n *clusterNode) rejectedTotal() float64 {
 	return n.metric("agentsite_p2p_records_rejected_total") - n.metric("agentsite_p2p_records_rejected_total", "reason", "replay")
 }
 
+// rejectedSeries is every non-zero series of the rejected counter, by path
+// and reason, for a failure message to say why.
+func (n *clusterNode) rejectedSeries() []string {
+	n.t.Helper()
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(n.scrape().body))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if line := sc.Text(); strings.HasPrefix(line, "agentsite_p2p_records_rejected_total{") && !strings.HasSuffix(line, " 0") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
 // knownLeaks are goroutines that outlive a node for reasons outside the
 // network code; each names where it starts and why it is tolerated.
 var knownLeaks = []string{

@@ -140,7 +140,7 @@ func TestPartitionAndHeal(t *testing.T) {
 			return true
 		})
 		if r := n.rejectedTotal(); r != 0 {
-			t.Errorf("%s rejected %v records from honest peers", n.peerID(), r)
+			t.Errorf("%s rejected %v records from honest peers: %v", n.peerID(), r, n.rejectedSeries())
 		}
 		// The other side's older versions of the updated agents are not
 		// offences: a peer that missed an update is behind, not lying.

@@ -83,7 +83,7 @@ func TestTwentyNodesAndALateJoiner(t *testing.T) {
 	// been rejected, nobody blocked.
 	for i, n := range nodes {
 		if r := n.rejectedTotal(); r != 0 {
-			t.Errorf("node %d rejected %v records from honest peers", i, r)
+			t.Errorf("node %d rejected %v records from honest peers: %v", i, r, n.rejectedSeries())
 		}
 		if b := n.metric("agentsite_p2p_peers_blocked_total"); b != 0 {
 			t.Errorf("node %d blocked %v honest peers", i, b)
@@ -110,6 +110,6 @@ func TestTwentyNodesAndALateJoiner(t *testing.T) {
 		t.Errorf("late joiner accepted %v records by sync and %v by gossip, want all %d by sync", bySync, byGossip, len(want))
 	}
 	if r := late.rejectedTotal(); r != 0 {
-		t.Errorf("late joiner rejected %v records from honest peers", r)
+		t.Errorf("late joiner rejected %v records from honest peers: %v", r, late.rejectedSeries())
 	}
 }
