@@ -17,6 +17,9 @@ const (
 	// MaxHealthLatencyMS bounds a reported median latency: 10 minutes,
 	// far above any turn timeout, so only a nonsense value is refused.
 	MaxHealthLatencyMS = 600_000
+	// MaxUses7d bounds a reported count of a week's conversations
+	// (Health.Uses7d): ten million, far above what one host holds.
+	MaxUses7d = 10_000_000
 )
 
 // HostedHealth is one entry of a heartbeat's health: an agent the sender
@@ -72,10 +75,14 @@ func (hb *Heartbeat) Interval() time.Duration {
 type HealthDigest uint64
 
 // EntryHash is one entry's share of a HealthDigest: its id and its
-// normalised health, as the heartbeat carries them.
+// normalised health, as the heartbeat carries them. Uses7d counts only
+// when it is set, so an entry without it hashes as it did before the field.
 func EntryHash(e HostedHealth) uint64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%.3f\x00%d\x00%d", e.ID, e.State, e.LatencyMS, e.SuccessRate, e.LastOKAt.Unix(), e.CheckedAt.Unix())
+	if e.Uses7d != 0 {
+		fmt.Fprintf(h, "\x00%d", e.Uses7d)
+	}
 	return h.Sum64()
 }
 

@@ -292,4 +292,9 @@ type Health struct {
 	SuccessRate float64   `json:"success_rate"`
 	LastOKAt    time.Time `json:"last_ok_at,omitzero"`
 	CheckedAt   time.Time `json:"checked_at,omitzero"`
+	// Uses7d is how many conversations with at least one turn the host
+	// held with the agent over the last 7 days (0: none, or a host that
+	// does not count them), 0..MaxUses7d. A usage signal for people
+	// choosing an agent ("Most used"), the host's word like the rest.
+	Uses7d int `json:"uses_7d,omitempty"`
 }

@@ -34,6 +34,7 @@ func normalizeHealth(h agent.Health) (agent.Health, bool) {
 		h.SuccessRate = 0
 	}
 	h.SuccessRate = math.Round(min(max(h.SuccessRate, 0), 1)*1000) / 1000
+	h.Uses7d = min(max(h.Uses7d, 0), agent.MaxUses7d)
 	h.LastOKAt = wholeSecond(h.LastOKAt)
 	h.CheckedAt = wholeSecond(h.CheckedAt)
 	return h, true
@@ -100,6 +101,8 @@ func checkHealthValues(h agent.Health, now time.Time) error {
 		return fmt.Errorf("unknown state %q", h.State)
 	case h.LatencyMS < 0 || h.LatencyMS > agent.MaxHealthLatencyMS:
 		return fmt.Errorf("latency_ms %d out of 0..%d", h.LatencyMS, agent.MaxHealthLatencyMS)
+	case h.Uses7d < 0 || h.Uses7d > agent.MaxUses7d:
+		return fmt.Errorf("uses_7d %d out of 0..%d", h.Uses7d, agent.MaxUses7d)
 	case !(h.SuccessRate >= 0 && h.SuccessRate <= 1):
 		return fmt.Errorf("success_rate %v out of 0..1", h.SuccessRate)
 	case h.LastOKAt.After(latest) || h.CheckedAt.After(latest):

@@ -40,7 +40,7 @@ func worstHealth(now time.Time) agent.Health {
 	zone := time.FixedZone("far", -11*3600-30*60)
 	return agent.Health{
 		State: agent.HealthDegraded, LatencyMS: agent.MaxHealthLatencyMS + 5, SuccessRate: 0.123456789,
-		LastOKAt: now.Add(-time.Hour + 123456789).In(zone), CheckedAt: now.Add(-123456789).In(zone),
+		LastOKAt: now.Add(-time.Hour + 123456789).In(zone), CheckedAt: now.Add(-123456789).In(zone), Uses7d: agent.MaxUses7d + 5,
 	}
 }
 

@@ -21,6 +21,7 @@ type Cursor struct {
 	Rank    float64 `json:"r,omitempty"`
 	Pos     int64   `json:"p"`
 	Name    string  `json:"n,omitempty"`
+	Uses    int64   `json:"u,omitempty"` // the sort key of SortUsed
 	Failing bool    `json:"f,omitempty"`
 	Stale   bool    `json:"s,omitempty"`
 }

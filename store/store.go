@@ -77,8 +77,9 @@ type SearchQuery struct {
 	// Sort orders the results: SortRelevance ("" too) or SortNewest order
 	// a text search (without text the order is newest first); SortName
 	// orders by display name (lower-cased; the engine's own byte order),
-	// then first-seen, with or without text. Failing agents come last in
-	// every order.
+	// then first-seen, with or without text; SortUsed by the week's
+	// conversations (agent.Health.Uses7d), most first, then newest first,
+	// with or without text. Failing agents come last in every order.
 	Sort string
 	// PublicOnly says the caller sends the listings as JSON and reads only
 	// PublicJSON and the node's own fields (Status, LastSeen, HostPeerID,
@@ -93,6 +94,7 @@ const (
 	SortRelevance = "relevance"
 	SortNewest    = "newest"
 	SortName      = "name"
+	SortUsed      = "used"
 )
 
 // Page limits.

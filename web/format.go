@@ -169,6 +169,9 @@ func elemIndex(k, key string) int {
 	return n
 }
 
+// usesText is a card's usage signal: "12 conversations this week".
+func usesText(n int) string { return plural(n, "conversation", "conversations") + " this week" }
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one

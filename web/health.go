@@ -11,7 +11,7 @@ import (
 // HealthOf is the badge of h as seen at now; a host that said nothing
 // yet reads as unknown.
 func HealthOf(h agent.Health, now time.Time) HealthView {
-	v := HealthView{State: h.State, LatencyMS: h.LatencyMS, LastOK: h.LastOKAt}
+	v := HealthView{State: h.State, LatencyMS: h.LatencyMS, LastOK: h.LastOKAt, Uses7d: h.Uses7d}
 	if !agent.IsHealthState(v.State) {
 		v.State = agent.HealthUnknown
 	}

@@ -102,6 +102,7 @@ type HealthView struct {
 	LatencyMS int    // median answer time; 0 hides it
 	LastOK    time.Time
 	LastOKAgo string // "3 min ago"; "" when it never answered
+	Uses7d    int    // conversations its host held with it this week; 0 hides it
 }
 
 // TagCount is a tag and how many visible listings carry it.

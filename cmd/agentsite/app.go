@@ -65,7 +65,8 @@ type app struct {
 	// sweep, probes), ended by close.
 	loops     context.Context
 	stopLoops context.CancelFunc
-	looping   bool // some background work was started
+	looping   bool  // some background work was started
+	usage     *uses // counts the week's conversations for the heartbeats; nil with a test's health source
 	wg        sync.WaitGroup
 }
 
@@ -172,6 +173,10 @@ func (a *app) startP2P(ctx context.Context, deps appDeps) error {
 	pc.LinkDelay = deps.LinkDelay
 	if pc.HealthSource == nil { // a test's own source wins
 		pc.HealthSource = a.health.Summaries
+		if c, ok := a.engine.(conversationCounter); ok { // the week's conversations ride along
+			a.usage = &uses{counter: c, now: time.Now, logger: a.logger}
+			pc.HealthSource = a.usage.source(pc.HealthSource)
+		}
 	}
 	node, err := p2p.New(ctx, a.key, pc, a.logger)
 	if err != nil {
@@ -238,6 +243,9 @@ func (a *app) startBackground() error {
 	a.goLoop(a.registry.RunRefresh)
 	a.goLoop(a.sweepLoop)
 	a.goLoop(a.prober.Run)
+	if a.usage != nil {
+		a.goLoop(a.usage.Run)
+	}
 	return nil
 }
 

@@ -41,9 +41,9 @@ func ParseSearchQuery(v url.Values) (store.SearchQuery, error) {
 		q.Limit = n
 	}
 	switch q.Sort = v.Get("sort"); q.Sort {
-	case "", store.SortRelevance, store.SortNewest, store.SortName:
+	case "", store.SortRelevance, store.SortNewest, store.SortName, store.SortUsed:
 	default:
-		fields["sort"] = "must be relevance, newest or name"
+		fields["sort"] = "must be relevance, newest, name or used"
 	}
 	if _, _, err := store.DecodeCursor(q.Cursor); err != nil {
 		fields["cursor"] = "is invalid; start again without one"

@@ -47,6 +47,7 @@ var sortChoices = []web.Option{
 	{Value: "", Label: "Best match"},
 	{Value: store.SortNewest, Label: "Newest"},
 	{Value: store.SortName, Label: "Name (A–Z)"},
+	{Value: store.SortUsed, Label: "Most used"},
 }
 
 // searchState is the search as the visitor typed it, for the form and for

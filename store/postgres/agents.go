@@ -17,7 +17,8 @@ import (
 const listingColumns = `a.id, r.name, r.display_name, r.description, a.tags, r.skills, r.endpoints,
 	r.version, r.publisher, a.owner, a.seq, r.issued_at, a.expires_at, a.tombstone,
 	r.envelope, a.status, a.last_seen, a.host_peer_id, a.local, a.updated_at, a.pos,
-	a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at`
+	a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at,
+	a.health_uses_7d`
 
 // publicColumns is listingColumns for a store.SearchQuery.PublicOnly search:
 // the columns that r.public_json holds are read only for a row written
@@ -28,13 +29,15 @@ const publicColumns = `a.id, r.name, r.display_name,
 	CASE WHEN r.public_json IS NULL THEN r.endpoints END,
 	r.version, r.publisher, a.owner, a.seq, r.issued_at, a.expires_at, a.tombstone,
 	NULL::bytea, a.status, a.last_seen, a.host_peer_id, a.local, a.updated_at, a.pos,
-	a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at`
+	a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at,
+	a.health_uses_7d`
 
 // agentColumns are the columns of agents that listingColumns reads, for a
 // subquery standing in for agents a.
 const agentColumns = `a.id, a.pos, a.tags, a.owner, a.seq, a.expires_at, a.tombstone,
 	a.status, a.last_seen, a.host_peer_id, a.local, a.updated_at,
-	a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at`
+	a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at,
+	a.health_uses_7d`
 
 // listingFrom joins the two halves of a listing (see the migration).
 const listingFrom = `agents a JOIN agent_records r ON r.id = a.id`
@@ -290,7 +293,7 @@ func scanListing(row pgx.Row, extra ...any) (store.Listing, int64, error) {
 	dest := []any{&r.ID, &r.Name, &r.DisplayName, &r.Description, &r.Tags, &skills, &endpoints,
 		&r.Version, &r.Publisher, &r.Owner, &seq, &issued, &expires, &r.Tombstone,
 		&l.Envelope, &l.Status, &lastSeen, &l.HostPeerID, &l.Local, &updatedAt, &pos,
-		&h.State, &h.LatencyMS, &h.SuccessRate, &lastOK, &checked}
+		&h.State, &h.LatencyMS, &h.SuccessRate, &lastOK, &checked, &h.Uses7d}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return store.Listing{}, 0, err
 	}

@@ -24,7 +24,7 @@ func setHealth(ctx context.Context, q querier, hostPeerID string, health map[str
 	}
 	var (
 		ids, states     []string
-		latencies       []int32
+		latencies, uses []int32
 		rates           []float64
 		lastOKs, checks []*time.Time
 	)
@@ -35,17 +35,19 @@ func setHealth(ctx context.Context, q querier, hostPeerID string, health map[str
 		ids, states = append(ids, id), append(states, h.State)
 		latencies = append(latencies, int32(min(max(h.LatencyMS, 0), 1<<31-1)))
 		rates = append(rates, h.SuccessRate)
+		uses = append(uses, int32(min(max(h.Uses7d, 0), 1<<31-1)))
 		lastOKs, checks = append(lastOKs, nullTime(h.LastOKAt)), append(checks, nullTime(h.CheckedAt))
 	}
 	tag, err := q.Exec(ctx, `-- name: set_health
 UPDATE agents a SET health_state = h.state, health_latency_ms = h.latency,
-	health_success_rate = h.rate, health_last_ok_at = h.last_ok, health_checked_at = h.checked
-FROM unnest($2::text[], $3::text[], $4::int[], $5::float8[], $6::timestamptz[], $7::timestamptz[])
-	AS h (id, state, latency, rate, last_ok, checked)
+	health_success_rate = h.rate, health_last_ok_at = h.last_ok, health_checked_at = h.checked,
+	health_uses_7d = h.uses
+FROM unnest($2::text[], $3::text[], $4::int[], $5::float8[], $6::timestamptz[], $7::timestamptz[], $8::int[])
+	AS h (id, state, latency, rate, last_ok, checked, uses)
 WHERE a.id = h.id AND a.host_peer_id = $1
-	AND (a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at)
-		IS DISTINCT FROM (h.state, h.latency, h.rate, h.last_ok, h.checked)`,
-		hostPeerID, ids, states, latencies, rates, lastOKs, checks)
+	AND (a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at, a.health_uses_7d)
+		IS DISTINCT FROM (h.state, h.latency, h.rate, h.last_ok, h.checked, h.uses)`,
+		hostPeerID, ids, states, latencies, rates, lastOKs, checks, uses)
 	if err != nil {
 		return 0, dbErr("set health of agents of "+hostPeerID, err)
 	}

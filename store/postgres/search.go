@@ -51,13 +51,13 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	}
 	limit := store.NormalizeLimit(q.Limit)
 	terms := store.SearchTerms(q.Q)
-	if q.Sort == store.SortName {
+	if q.Sort == store.SortName || q.Sort == store.SortUsed {
 		var b sqlBuilder
 		where, ok := b.filters(q)
 		if !ok {
 			return store.SearchPage{Listings: []store.Listing{}}, nil
 		}
-		return db.searchByName(ctx, &b, where, terms, cur, hasCursor, limit)
+		return db.searchByName(ctx, &b, where, terms, cur, hasCursor, limit, q.Sort == store.SortUsed)
 	}
 	var hits []searchHit
 	for i, failing := range store.HealthPasses(q.Health) {
@@ -360,25 +360,36 @@ const nameKey = `(lower(r.display_name) COLLATE "C")`
 
 // searchByName is SearchAgents with store.SortName: not failing first, then
 // by nameKey and pos, the text (if any) one more filter. where holds the
-// other filters, their arguments in b.
-func (db *DB) searchByName(ctx context.Context, b *sqlBuilder, where []string, terms []string, cur store.Cursor, hasCursor bool, limit int) (store.SearchPage, error) {
+// other filters, their arguments in b. byUses makes it store.SortUsed:
+// the week's uses, most first, then newest first (a.pos descending).
+func (db *DB) searchByName(ctx context.Context, b *sqlBuilder, where []string, terms []string, cur store.Cursor, hasCursor bool, limit int, byUses bool) (store.SearchPage, error) {
 	if len(terms) > 0 {
 		where = append(where, "a.search @@ to_tsquery('simple', "+b.arg(tsQuery(terms))+")")
 	}
+	key, order, name := nameKey, nameKey+", a.pos", "search_agents_by_name"
+	if byUses {
+		key, order, name = "a.health_uses_7d::text", "a.health_uses_7d DESC, a.pos DESC", "search_agents_by_uses"
+	}
 	if hasCursor {
-		k, p := b.arg(cur.Name)+"::text", b.arg(cur.Pos)+"::bigint"
-		after := "(" + nameKey + " > " + k + " OR (" + nameKey + " = " + k + " AND a.pos > " + p + "))"
+		var after string
+		if byUses {
+			k, p := b.arg(cur.Uses)+"::int", b.arg(cur.Pos)+"::bigint"
+			after = "(a.health_uses_7d < " + k + " OR (a.health_uses_7d = " + k + " AND a.pos < " + p + "))"
+		} else {
+			k, p := b.arg(cur.Name)+"::text", b.arg(cur.Pos)+"::bigint"
+			after = "(" + nameKey + " > " + k + " OR (" + nameKey + " = " + k + " AND a.pos > " + p + "))"
+		}
 		if cur.Failing {
 			where = append(where, "NOT "+notFailing, after)
 		} else {
 			where = append(where, "(NOT "+notFailing+" OR "+after+")")
 		}
 	}
-	sql := `-- name: search_agents_by_name
-SELECT ` + listingColumns + `, ` + nameKey + `, r.public_json
+	sql := `-- name: ` + name + `
+SELECT ` + listingColumns + `, ` + key + `, r.public_json
 FROM ` + listingFrom + `
 WHERE ` + strings.Join(where, " AND ") + `
-ORDER BY ` + notFailing + ` DESC, ` + nameKey + `, a.pos
+ORDER BY ` + notFailing + ` DESC, ` + order + `
 LIMIT ` + b.arg(limit+1)
 	rows, err := db.q.Query(ctx, sql, db.searchArgs(ctx, b.args)...)
 	if err != nil {
@@ -405,6 +416,9 @@ LIMIT ` + b.arg(limit+1)
 		}
 		page.Listings = append(page.Listings, l)
 		next = store.Cursor{Pos: pos, Name: key, Failing: l.Health.State == agent.HealthFailing}
+		if byUses {
+			next.Name, next.Uses = "", int64(l.Health.Uses7d)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return store.SearchPage{}, dbErr("search agents", err)

@@ -25,7 +25,7 @@ type Engine interface {
 }
 
 // Store is an Engine whose text searches the index answers once it has
-// loaded (Run); until then, and for what it does not answer (store.SortName),
+// loaded (Run); until then, and for what it does not answer (store.SortName, store.SortUsed),
 // the engine does. Every other call goes to the engine.
 type Store struct {
 	Engine
@@ -308,7 +308,7 @@ func (s *Store) applyLocked(docs []store.IndexDoc, trackGaps bool) {
 // SearchAgents implements store.Catalogue from the index when it can.
 func (s *Store) SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error) {
 	cur, hasCursor, err := store.DecodeCursor(q.Cursor)
-	if err != nil || q.Sort == store.SortName || !s.ready.Load() || s.retrying.Load() {
+	if err != nil || q.Sort == store.SortName || q.Sort == store.SortUsed || !s.ready.Load() || s.retrying.Load() {
 		s.passed.Add(1)
 		return s.Engine.SearchAgents(ctx, q)
 	}

@@ -16,7 +16,12 @@ import (
 const listingColumns = `a.id, a.name, a.display_name, a.description, a.tags, a.skills, a.endpoints,
 	a.version, a.publisher, a.owner, a.seq, a.issued_at, a.expires_at, a.tombstone,
 	a.envelope, a.status, a.last_seen, a.host_peer_id, a.local, a.updated_at, a.pos,
-	a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at`
+	a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at,
+	` + usesColumn
+
+// usesColumn is an agent's uses over the week (agent_uses, migration
+// 0014): a probe of its primary key, 0 without a row.
+const usesColumn = `coalesce((SELECT u.uses_7d FROM agent_uses u WHERE u.agent_pos = a.pos), 0)`
 
 // publicColumns is listingColumns for a store.SearchQuery.PublicOnly
 // search, followed by public_json: the columns that public_json holds are
@@ -29,7 +34,7 @@ const publicColumns = `a.id, a.name, a.display_name,
 	a.version, a.publisher, a.owner, a.seq, a.issued_at, a.expires_at, a.tombstone,
 	NULL, a.status, a.last_seen, a.host_peer_id, a.local, a.updated_at, a.pos,
 	a.health_state, a.health_latency_ms, a.health_success_rate, a.health_last_ok_at, a.health_checked_at,
-	a.public_json`
+	` + usesColumn + `, a.public_json`
 
 // upsertAgentSQL inserts a listing or replaces it when the incoming seq is
 // newer. The WHERE of DO UPDATE makes the seq rule atomic: a stale record

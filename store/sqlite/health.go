@@ -26,19 +26,57 @@ func setHealth(ctx context.Context, w execer, hostPeerID string, health map[stri
 		return 0, nil
 	}
 	rows := make([][]any, 0, len(health))
+	used := false
 	for id, h := range health {
-		rows = append(rows, []any{id, h.State, h.LatencyMS, h.SuccessRate, nanos(h.LastOKAt), nanos(h.CheckedAt)})
+		rows = append(rows, []any{id, h.State, h.LatencyMS, h.SuccessRate, nanos(h.LastOKAt), nanos(h.CheckedAt), max(h.Uses7d, 0)})
+		used = used || h.Uses7d > 0
 	}
 	entries, err := json.Marshal(rows)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: set health of agents of %s: %w", hostPeerID, err)
 	}
-	res, err := w.ExecContext(ctx, setHealthSQL, hostPeerID, string(entries))
-	if err != nil {
-		return 0, dbErr("set health of agents of "+hostPeerID, err)
+	// The week's uses (agent_uses, migration 0014) are written beside the
+	// health: a row only for a used agent, so a host that counts none
+	// writes none. The count is of the agents whose health or uses changed.
+	stmts := []string{setHealthSQL, dropUsesSQL}
+	if used {
+		stmts = append(stmts, setUsesSQL)
 	}
-	return rowsAffected(res, "set health of agents of "+hostPeerID)
+	changed := map[int64]bool{}
+	for _, q := range stmts {
+		if err := func() error {
+			rows, err := w.QueryContext(ctx, q, hostPeerID, string(entries))
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var pos int64
+				if err := rows.Scan(&pos); err != nil {
+					return err
+				}
+				changed[pos] = true
+			}
+			return rows.Err()
+		}(); err != nil {
+			return 0, dbErr("set health of agents of "+hostPeerID, err)
+		}
+	}
+	return len(changed), nil
 }
+
+const setUsesSQL = `-- name: set_uses
+INSERT INTO agent_uses (agent_pos, uses_7d)
+SELECT a.pos, h.value ->> 6 FROM json_each(?2) AS h JOIN agents a ON a.id = h.value ->> 0
+WHERE +a.host_peer_id = ?1 AND h.value ->> 6 > 0
+ON CONFLICT (agent_pos) DO UPDATE SET uses_7d = excluded.uses_7d WHERE uses_7d <> excluded.uses_7d
+RETURNING agent_pos`
+
+const dropUsesSQL = `-- name: drop_uses
+DELETE FROM agent_uses WHERE agent_pos IN (
+	SELECT a.pos FROM json_each(?2) AS h JOIN agents a ON a.id = h.value ->> 0
+	WHERE +a.host_peer_id = ?1 AND h.value ->> 6 = 0)
+RETURNING agent_pos`
 
 const setHealthSQL = `-- name: set_health
 UPDATE agents SET health_state = h.state, health_latency_ms = h.latency,
@@ -49,7 +87,8 @@ FROM (SELECT value ->> 0 AS id, value ->> 1 AS state, value ->> 2 AS latency, va
 WHERE agents.id = h.id AND +agents.host_peer_id = ?1
 	AND (agents.health_state, agents.health_latency_ms, agents.health_success_rate,
 		agents.health_last_ok_at, agents.health_checked_at)
-		IS NOT (h.state, h.latency, h.rate, h.last_ok, h.checked)`
+		IS NOT (h.state, h.latency, h.rate, h.last_ok, h.checked)
+RETURNING agents.pos`
 
 // LocalNames implements store.Network: a probe of the unique index on id
 // per id, the names only.

@@ -52,7 +52,7 @@ func scanListing(row scanner, extra ...any) (store.Listing, int64, error) {
 	dest := []any{&r.ID, &r.Name, &r.DisplayName, &r.Description, &tags, &skills, &endpoints,
 		&r.Version, &r.Publisher, &r.Owner, &seq, &issued, &expires, &tombstone,
 		&l.Envelope, &l.Status, &lastSeen, &l.HostPeerID, &local, &updatedAt, &pos,
-		&h.State, &h.LatencyMS, &h.SuccessRate, &lastOK, &checked}
+		&h.State, &h.LatencyMS, &h.SuccessRate, &lastOK, &checked, &h.Uses7d}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return store.Listing{}, 0, err
 	}

@@ -94,6 +94,8 @@ func (db *DB) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Sear
 	var plan []passQuery
 	if q.Sort == store.SortName {
 		plan = nameQueries(q, columns, store.SearchTerms(q.Q), cur, hasCursor)
+	} else if q.Sort == store.SortUsed {
+		plan = usedQueries(q, columns, store.SearchTerms(q.Q), cur, hasCursor)
 	} else if terms := store.SearchTerms(q.Q); len(terms) > 0 {
 		order := tiers
 		if q.Sort == store.SortNewest {
@@ -161,6 +163,9 @@ type passQuery struct {
 	// byName: the query orders by nameKey and selects it after
 	// listingColumns (store.SortName).
 	byName bool
+	// byUses: the query orders by the week's uses (store.SortUsed); the
+	// cursor keeps them.
+	byUses bool
 }
 
 // nameKey is the sort key of store.SortName: SQLite's lower() folds ASCII
@@ -192,6 +197,50 @@ SELECT ` + columns + `, ` + nameKey + ` FROM agents a
 WHERE ` + strings.Join(where, " AND ") + `
 ORDER BY ` + nameKey + `, a.pos LIMIT ` + b.arg(0)
 		plan = append(plan, passQuery{failing: failing, query: query, args: b.args, byName: true})
+	}
+	return plan
+}
+
+// usedQueries is the plan of a search by uses (store.SortUsed): each
+// health pass in two, the used agents by agent_uses_order backwards (most
+// uses, then newest first), then the others newest first, from the cursor
+// on (its Uses > 0: in the first); a text query is one more filter.
+func usedQueries(q store.SearchQuery, columns string, terms []string, cur store.Cursor, hasCursor bool) []passQuery {
+	tags := dedupe(q.Tags)
+	var plan []passQuery
+	for _, failing := range store.HealthPasses(q.Health) {
+		if hasCursor && cur.Failing && !failing {
+			continue
+		}
+		at := hasCursor && cur.Failing == failing
+		for _, used := range []bool{true, false} {
+			if at && used && cur.Uses == 0 {
+				continue
+			}
+			var b sqlBuilder
+			where := b.filters(q, tags, false, failing)
+			if len(terms) > 0 {
+				where = append(where, "a.pos IN (SELECT rowid FROM agents_fts WHERE agents_fts MATCH "+b.arg(ftsQuery(terms))+")")
+			}
+			from, order := "agent_uses u CROSS JOIN agents a ON a.pos = u.agent_pos", "u.uses_7d DESC, u.agent_pos DESC"
+			if used {
+				if at {
+					k, p := b.arg(cur.Uses), b.arg(cur.Pos)
+					where = append(where, "(u.uses_7d < "+k+" OR (u.uses_7d = "+k+" AND u.agent_pos < "+p+"))")
+				}
+			} else {
+				from, order = "agents a", "a.pos DESC"
+				where = append(where, "NOT EXISTS (SELECT 1 FROM agent_uses u WHERE u.agent_pos = a.pos)")
+				if at && cur.Uses == 0 {
+					where = append(where, "a.pos < "+b.arg(cur.Pos))
+				}
+			}
+			query := `-- name: search_agents_by_uses
+SELECT ` + columns + ` FROM ` + from + `
+WHERE ` + strings.Join(where, " AND ") + `
+ORDER BY ` + order + ` LIMIT ` + b.arg(0)
+			plan = append(plan, passQuery{failing: failing, query: query, args: b.args, byUses: true})
+		}
 	}
 	return plan
 }
@@ -307,6 +356,9 @@ func (pb *pageBuilder) collect(ctx context.Context, q execer, p passQuery) error
 		}
 		pb.page.Listings = append(pb.page.Listings, l)
 		pb.last = store.Cursor{Rank: p.rank, Pos: pos, Name: key, Failing: p.failing, Stale: p.stale}
+		if p.byUses {
+			pb.last.Uses = int64(l.Health.Uses7d)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return dbErr("search agents", err)
