@@ -174,7 +174,7 @@ func (a *app) startP2P(ctx context.Context, deps appDeps) error {
 	if pc.HealthSource == nil { // a test's own source wins
 		pc.HealthSource = a.health.Summaries
 		if c, ok := a.engine.(conversationCounter); ok { // the week's conversations ride along
-			a.usage = &uses{counter: c, now: time.Now, logger: a.logger}
+			a.usage = &uses{counter: c, every: a.cfg.UsesInterval, now: time.Now, logger: a.logger}
 			pc.HealthSource = a.usage.source(pc.HealthSource)
 		}
 	}

@@ -56,6 +56,7 @@ type Config struct {
 	NodeName              string
 	StoreTimeout          time.Duration
 	ProbeInterval         time.Duration
+	UsesInterval          time.Duration
 	ProbeBudget           int
 	LogLevel              string
 	LogFormat             string
@@ -162,6 +163,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.NodeName, "node-name", defaultNodeName(), "this node's name for people, sent in its signed heartbeats and shown on every page beside its peer ID's place: 1-32 of a-z, 0-9, '-' and '.' (default: the host name, sanitised; a label, not an identity)")
 	fs.DurationVar(&c.StoreTimeout, "store-timeout", 5*time.Second, "deadline of every database call; past it the call fails and the request gets 503 with Retry-After")
 	fs.DurationVar(&c.ProbeInterval, "probe-interval", time.Minute, "how often this node probes each of its agents' backends (jittered ±10%) for their health")
+	fs.DurationVar(&c.UsesInterval, "uses-interval", 5*time.Minute, "how often this node counts the week's conversations of each of its agents, which its heartbeats carry (one grouped read of the conversations)")
 	fs.IntVar(&c.ProbeBudget, "probe-budget", 600, "the most backend probes this node makes in any minute; past it each agent is probed less often than --probe-interval, agents people use first")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
@@ -302,6 +304,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ProbeInterval < time.Second || c.ProbeInterval > time.Hour {
 		errs = append(errs, errors.New("--probe-interval must be between 1s and 1h (default 1m)"))
+	}
+	if c.UsesInterval < time.Second || c.UsesInterval > 24*time.Hour {
+		errs = append(errs, errors.New("--uses-interval must be between 1s and 24h (default 5m)"))
 	}
 	if c.ProbeBudget < 1 || c.ProbeBudget > 100000 {
 		errs = append(errs, errors.New("--probe-budget must be between 1 and 100000 probes a minute (default 600)"))

@@ -11,12 +11,8 @@ import (
 	"github.com/agentsite/agentsite/p2p"
 )
 
-// usageWindow is the window of agent.Health.Uses7d; usageEvery how often
-// the host counts it again (one grouped read, not one per heartbeat).
-const (
-	usageWindow = 7 * 24 * time.Hour
-	usageEvery  = 5 * time.Minute
-)
+// usageWindow is the window of agent.Health.Uses7d.
+const usageWindow = 7 * 24 * time.Hour
 
 // conversationCounter is an engine that counts, per hosted agent, the
 // conversations with a message since a time (both engines do).
@@ -25,9 +21,11 @@ type conversationCounter interface {
 }
 
 // uses keeps the week's conversations per hosted agent, counted every
-// usageEvery by Run, and adds them to the health the heartbeats carry.
+// --uses-interval by Run (one grouped read, not one per heartbeat), and
+// adds them to the health the heartbeats carry.
 type uses struct {
 	counter conversationCounter
+	every   time.Duration
 	now     func() time.Time
 	logger  *slog.Logger
 
@@ -35,9 +33,9 @@ type uses struct {
 	counts map[string]int
 }
 
-// Run counts now and then every usageEvery until ctx ends.
+// Run counts now and then every u.every until ctx ends.
 func (u *uses) Run(ctx context.Context) {
-	t := time.NewTicker(usageEvery)
+	t := time.NewTicker(u.every)
 	defer t.Stop()
 	for {
 		u.refresh(ctx)
