@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	v1 "github.com/a2aproject/a2a-go/v2/a2a"
@@ -105,26 +104,7 @@ func (s *Server) subscribe(w http.ResponseWriter, r *http.Request, c *call, who 
 			}
 		})
 	}()
-	tick := time.NewTicker(keepAliveEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case e, ok := <-events:
-			if !ok {
-				return
-			}
-			if c.event(out, e) != nil {
-				return
-			}
-			tick.Reset(keepAliveEvery)
-		case <-tick.C:
-			if out.keepAlive() != nil {
-				return
-			}
-		case <-ctx.Done():
-			return
-		}
-	}
+	c.relay(ctx, out, events)
 }
 
 // listTasks is ListTasks: the caller's own tasks on this endpoint, newest

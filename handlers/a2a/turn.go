@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 
@@ -132,26 +131,7 @@ func (s *Server) pipe(w http.ResponseWriter, r *http.Request, c *call, first *a2
 	if c.event(out, first) != nil {
 		return
 	}
-	tick := time.NewTicker(keepAliveEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case e, ok := <-ev.ch:
-			if !ok {
-				return
-			}
-			if c.event(out, e) != nil {
-				return
-			}
-			tick.Reset(keepAliveEvery)
-		case <-tick.C:
-			if out.keepAlive() != nil {
-				return
-			}
-		case <-r.Context().Done():
-			return
-		}
-	}
+	c.relay(r.Context(), out, ev.ch)
 }
 
 // events carries a turn's events to the stream that started it. Sending

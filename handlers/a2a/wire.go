@@ -2,9 +2,11 @@ package a2a
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	v1 "github.com/a2aproject/a2a-go/v2/a2a"
@@ -117,6 +119,33 @@ func (c *call) fail(w http.ResponseWriter, e *RPCError) {
 	default:
 		status, body := restError(e)
 		writeREST(w, status, body)
+	}
+}
+
+// relay writes each event to out as it comes, and a keep-alive when the
+// stream has been quiet for keepAliveEvery, until events closes, a write
+// fails (the client left) or ctx ends: the one loop of message/stream,
+// SendStreamingMessage and the resubscribes.
+func (c *call) relay(ctx context.Context, out *sse, events <-chan a2a.Event) {
+	tick := time.NewTicker(keepAliveEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				return
+			}
+			if c.event(out, e) != nil {
+				return
+			}
+			tick.Reset(keepAliveEvery)
+		case <-tick.C:
+			if out.keepAlive() != nil {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
