@@ -264,6 +264,14 @@ type Heartbeat struct {
 	// label people read, not an identity; "" from a node that has none.
 	// It travels in every round, signed with the rest.
 	Name string `json:"name,omitempty"`
+	// Domains are the domains the sender proved it controls
+	// (agent/verify: DNS TXT or HTTPS), sorted, at most
+	// MaxHeartbeatDomains, each NormalizeDomain's spelling
+	// (CheckHeartbeatDomains). It travels in every round, signed with the
+	// rest, so a round without it says "none". A receiver proves each one
+	// again itself before showing it: the field is a claim, not a proof.
+	// Older nodes ignore it (encoding/json skips fields it does not know).
+	Domains []string `json:"domains,omitempty"`
 }
 
 // Agent health states (docs/architecture.md "Agent health").

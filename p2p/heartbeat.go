@@ -62,6 +62,7 @@ func (n *Node) sendHeartbeat(ctx context.Context) time.Duration {
 		Load:       float64(runtime.NumGoroutine()) / float64(100*runtime.NumCPU()),
 		SentAt:     now,
 		IntervalMS: interval.Milliseconds(),
+		Domains:    n.ownDomains(), // every round: a round without them says "none"
 	}
 	var health map[string]agent.Health
 	if src := n.healthSource(); src != nil {
@@ -240,6 +241,7 @@ func (n *Node) handleStatusMsg(ctx context.Context, msg *pubsub.Message) {
 		return // a newer node's copy for older nodes: its status/2 round is the one read
 	}
 	n.metrics.heartbeats.Inc()
+	n.claimDomains(hb.PeerID, hb.Domains)
 	h := heard{beat: *hb}
 	if len(hb.Health) > 0 {
 		// A refresh slice this node stored as it is costs nothing; the
@@ -297,6 +299,9 @@ func decodeHeartbeat(data []byte, author peer.ID, now time.Time) (*agent.Heartbe
 	}
 	if err := agent.CheckNodeName(hb.Name); err != nil {
 		return nil, fmt.Errorf("heartbeat name %q: %w", hb.Name, err)
+	}
+	if err := agent.CheckHeartbeatDomains(hb.Domains); err != nil {
+		return nil, fmt.Errorf("heartbeat domains: %w", err)
 	}
 	if err := checkHealth(hb.Health, author, now); err != nil {
 		return nil, err

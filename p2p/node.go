@@ -86,6 +86,12 @@ type Config struct {
 	// HealthSource gives the health of the hosted agents for the
 	// heartbeats (nil: none).
 	HealthSource HealthSource
+	// Domains gives the domains this node proved (agent/verify), sent in
+	// every heartbeat (nil: none); Claims receives the domains other
+	// nodes' heartbeats claim, to prove them itself (nil: ignored).
+	// domains.go.
+	Domains func() []string
+	Claims  DomainClaims
 	// Announce are addresses to advertise besides the ones the node
 	// listens on, e.g. a port forwarded on the router
 	// (/ip4/203.0.113.7/tcp/4001), without /p2p/<id>.

@@ -21,14 +21,17 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // Defaults.
 const (
 	DefaultEvery       = 6 * time.Hour
 	DefaultMaxFailures = 3
-	// MaxDomains bounds the domains one node claims.
-	MaxDomains = 8
+	// MaxDomains bounds the domains one node claims: as many as a
+	// heartbeat may carry.
+	MaxDomains = agent.MaxHeartbeatDomains
 	// MaxWellKnownBytes bounds the HTTPS proof document.
 	MaxWellKnownBytes = 64 << 10
 	// TXTPrefix starts the DNS proof.
@@ -82,29 +85,10 @@ type Checker struct {
 	domains map[string]*Status
 }
 
-// NormalizeDomain checks a claimed domain: a lower-case DNS name of at
-// least two labels, letters, digits and hyphens, without a trailing dot.
-func NormalizeDomain(d string) (string, error) {
-	d = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(d)), ".")
-	if len(d) < 3 || len(d) > 253 {
-		return "", fmt.Errorf("%q is not a domain name", d)
-	}
-	labels := strings.Split(d, ".")
-	if len(labels) < 2 {
-		return "", fmt.Errorf("%q is not a domain name: give a name like example.org", d)
-	}
-	for _, l := range labels {
-		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-			return "", fmt.Errorf("%q is not a domain name", d)
-		}
-		for _, c := range l {
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-				return "", fmt.Errorf("%q is not a domain name (letters, digits and hyphens; IDNs in their xn-- form)", d)
-			}
-		}
-	}
-	return d, nil
-}
+// NormalizeDomain checks a claimed domain (agent.NormalizeDomain): a
+// lower-case DNS name of at least two labels, letters, digits and
+// hyphens, without a trailing dot.
+func NormalizeDomain(d string) (string, error) { return agent.NormalizeDomain(d) }
 
 func (c *Checker) now() time.Time {
 	if c.Now != nil {

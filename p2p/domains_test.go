@@ -1,0 +1,96 @@
+package p2p
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// A heartbeat's domains are checked like its other fields: normalised
+// ones are read back, too many, unnormalised, repeated or non-domains
+// refuse the whole heartbeat. A heartbeat without the field (an older
+// node's) decodes as none, and one with it decodes in a struct that lacks
+// it (what an older node does: encoding/json skips unknown fields).
+func TestHeartbeatDomains(t *testing.T) {
+	_, self := newKey(t)
+	now := time.Now()
+	encode := func(domains []string) []byte {
+		b, err := json.Marshal(agent.Heartbeat{PeerID: self.String(), Version: "v", SentAt: now.UTC(), IntervalMS: 10_000, Domains: domains})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, ds := range [][]string{nil, {"example.org"}, {"a.example", "b.example"}} {
+		hb, err := decodeHeartbeat(encode(ds), self, now)
+		if err != nil || !slices.Equal(hb.Domains, ds) {
+			t.Errorf("domains %q: %+v, %v; want them read back", ds, hb, err)
+		}
+	}
+	many := make([]string, agent.MaxHeartbeatDomains+1)
+	for i := range many {
+		many[i] = strings.Repeat("d", i+1) + ".example"
+	}
+	for _, ds := range [][]string{many, {"Example.org"}, {"example.org."}, {"localhost"}, {"a.example", "a.example"}, {"ex ample.org"}} {
+		if _, err := decodeHeartbeat(encode(ds), self, now); err == nil {
+			t.Errorf("domains %q accepted, want the heartbeat refused", ds)
+		}
+	}
+	var old struct {
+		PeerID string `json:"peer_id"`
+		Name   string `json:"name"`
+	}
+	if err := json.Unmarshal(encode([]string{"example.org"}), &old); err != nil || old.PeerID != self.String() {
+		t.Errorf("an older node's decoding: %+v, %v", old, err)
+	}
+}
+
+// claimsSeen records what Config.Claims is handed.
+type claimsSeen struct {
+	mu   sync.Mutex
+	last map[string][]string
+}
+
+func (c *claimsSeen) Claim(peerID string, domains []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last[peerID] = domains
+}
+
+func (c *claimsSeen) get(peerID string) ([]string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.last[peerID]
+	return d, ok
+}
+
+// TestHeartbeatCarriesDomains: a node's Domains ride in its signed
+// heartbeats, every round, and the receiver hands them to its Claims;
+// when the sender's set changes, the next round says so.
+func TestHeartbeatCarriesDomains(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		mine = []string{"b.example"}
+	)
+	b := startNode(t, nil, Config{Cache: &hostCache{}, HeartbeatInterval: 100 * time.Millisecond, NoSyncOnConnect: true,
+		Domains: func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(mine) }})
+	seen := &claimsSeen{last: map[string][]string{}}
+	a := startNode(t, nil, Config{Cache: &hostCache{}, HeartbeatInterval: 100 * time.Millisecond, NoSyncOnConnect: true, Claims: seen})
+	connect(t, a, b)
+	eventually(t, 30*time.Second, "B's domains at A", func() bool {
+		d, _ := seen.get(b.PeerID())
+		return slices.Equal(d, []string{"b.example"})
+	})
+	mu.Lock()
+	mine = nil
+	mu.Unlock()
+	eventually(t, 30*time.Second, "B's empty set at A", func() bool {
+		d, ok := seen.get(b.PeerID())
+		return ok && len(d) == 0
+	})
+}
