@@ -49,3 +49,33 @@ func TestImportedServerKeepsItsName(t *testing.T) {
 		t.Errorf("own listing: %s", body)
 	}
 }
+
+// A listing without a description keeps it empty: the export fills the
+// registry's required description with the marked placeholder the hub
+// shows ("No description."), not the title (issue 22), and a listing with
+// one is not marked.
+func TestEmptyDescriptionIsNotTheTitle(t *testing.T) {
+	doc := spec(t)
+	e := handlertest.New(t)
+	in := handlertest.SimpleInput("quiet-bot", "Quiet Bot")
+	in.Description = ""
+	e.SeedAgent("", in)
+	e.SeedAgent("", handlertest.SimpleInput("chatty-bot", "Chatty Bot"))
+
+	for _, c := range []struct {
+		search, desc string
+		placeholder  bool
+	}{{"quiet", mcpregistry.NoDescription, true}, {"chatty", "Agent Chatty Bot", false}} {
+		_, body := get(t, e, doc, "/v0.1/servers", "/v0.1/servers?search="+c.search, nil)
+		var list mcpregistry.ServerList
+		if err := json.Unmarshal(body, &list); err != nil || len(list.Servers) != 1 {
+			t.Fatalf("%s: %s (%v)", c.search, body, err)
+		}
+		s := list.Servers[0].Server
+		meta, _ := s.Meta[mcpregistry.AgentMeta].(map[string]any)
+		if s.Description != c.desc || meta["description_placeholder"] != c.placeholder {
+			t.Errorf("%s: description %q (placeholder %v), want %q (%v); title %q",
+				c.search, s.Description, meta["description_placeholder"], c.desc, c.placeholder, s.Title)
+		}
+	}
+}

@@ -96,6 +96,14 @@ const AgentMeta = "io.agentsite/agent"
 // requires one).
 const defaultVersion = "0.0.0"
 
+// NoDescription is the server description of a listing without one:
+// the registry's server.json requires a non-empty description (minLength
+// 1), and AgentSite keeps the listing's own empty (issue 22: the hub says
+// "No description."), so the export says the same, marked as a
+// placeholder in _meta (AgentMeta "description_placeholder": true), never
+// the title passed off as a description.
+const NoDescription = "No description."
+
 // maxDescription is the registry's bound on a server's description (in
 // characters).
 const maxDescription = 100
@@ -305,8 +313,11 @@ func hasMCP(rec agent.Record) bool {
 func FromListing(l store.Listing, origin string) ServerResponse {
 	rec := withOrigin(l).Record
 	desc := firstChars(strings.Join(strings.Fields(rec.Description), " "), maxDescription)
-	if desc == "" {
-		desc = firstChars(cmpOr(rec.DisplayName, rec.Name), maxDescription)
+	placeholder := desc == ""
+	if placeholder {
+		// The registry requires a description (minLength 1); the listing
+		// has none, and says so rather than passing its title off as one.
+		desc = NoDescription
 	}
 	version := cmpOr(rec.Version, defaultVersion)
 	name := ServerName(rec)
@@ -347,6 +358,9 @@ func FromListing(l store.Listing, origin string) ServerResponse {
 				"how_to_use":     "call send_message with this agent_id on the remote, or use the A2A card",
 				"agentsite_name": ServerName(rec),
 				"origin":         rec.Origin,
+				// true: the server's description is NoDescription, standing in
+				// for the listing's empty one (a reader may show nothing).
+				"description_placeholder": placeholder,
 			}},
 		},
 		Meta: map[string]any{Official: map[string]any{
