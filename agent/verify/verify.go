@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -80,6 +81,9 @@ type Checker struct {
 	// OnChange is called (without the lock) when the set of verified
 	// domains changed, e.g. to heartbeat it at once.
 	OnChange func(verified []string)
+	// Logger hears each check's outcome, and on failure what to publish
+	// (nil: silent).
+	Logger *slog.Logger
 
 	mu      sync.Mutex
 	domains map[string]*Status
@@ -231,11 +235,29 @@ func (c *Checker) CheckDue(ctx context.Context) {
 			}
 		}
 		changed = changed || was != s.Verified
+		st := *s
 		c.mu.Unlock()
+		c.log(st, err)
 	}
 	if changed && c.OnChange != nil {
 		c.OnChange(c.Verified())
 	}
+}
+
+// log says how a check of one of this node's domains went; a failure says
+// what the operator publishes to prove it.
+func (c *Checker) log(s Status, err error) {
+	if c.Logger == nil {
+		return
+	}
+	if err == nil {
+		c.Logger.Info("verify: domain proved", "domain", s.Domain, "method", s.Method)
+		return
+	}
+	c.Logger.Warn("verify: domain not proved; publish a DNS TXT record or the HTTPS document",
+		"domain", s.Domain, "verified", s.Verified, "failures", s.Failures, "err", err,
+		"txt_record", s.Domain+" TXT \""+TXTPrefix+c.PeerID+"\"",
+		"https_document", "https://"+s.Domain+WellKnownPath+` {"peer_ids":["`+c.PeerID+`"]}`)
 }
 
 // Verified is the domains verified now, sorted.
