@@ -417,3 +417,35 @@ func (s *Sink) onlineAfterPage(ctx context.Context, ls []Listing, changed []bool
 		}
 	}
 }
+
+// PutOwnAll is PutOwn for many records this node signed and hosts, in w
+// (a batch's transaction): written at once when w is a PageWriter and
+// their ids are distinct, otherwise one PutOwn each. On SQLite a statement
+// per record made the full-text index write its pending terms once per
+// record (PageWriter); an import of 1M agents wrote each chunk that way.
+// changed[i] is recs[i]'s (false: a stale seq, no change). An error
+// leaves w's state unknown: the caller rolls it back.
+func PutOwnAll(ctx context.Context, w ListingWriter, recs []*agent.Record, envs [][]byte, now time.Time) (changed []bool, err error) {
+	if len(envs) != len(recs) {
+		return nil, fmt.Errorf("store: %d records with %d envelopes", len(recs), len(envs))
+	}
+	ls := make([]Listing, len(recs))
+	all := make([]bool, len(recs))
+	for i, rec := range recs {
+		ls[i], all[i] = ownListing(rec, envs[i], now), true
+	}
+	if pw, ok := w.(PageWriter); ok && len(ls) > 1 && distinct(ls, all) {
+		changed, err := pw.UpsertRecords(ctx, ls)
+		if err == nil && len(changed) != len(ls) {
+			err = fmt.Errorf("store: %d listings written, %d outcomes", len(ls), len(changed))
+		}
+		return changed, err
+	}
+	changed = make([]bool, len(ls))
+	for i := range ls {
+		if changed[i], err = upsert(ctx, w, ls[i]); err != nil {
+			return nil, err
+		}
+	}
+	return changed, nil
+}

@@ -205,6 +205,8 @@ func (r *Registry) batchWhole(ctx context.Context, tx store.Tx, fp FreshPublishe
 	}
 	results := make([]BatchResult, len(ps))
 	var stored []preparedItem
+	var recs []*agent.Record
+	var envs [][]byte
 	for i := range ps {
 		p := &ps[i]
 		results[i] = p.res
@@ -214,11 +216,14 @@ func (r *Registry) batchWhole(ctx context.Context, tx store.Tx, fp FreshPublishe
 		if err := tx.PutBackend(ctx, p.rec.ID, p.in.Backend); err != nil {
 			return nil, nil, fmt.Errorf("store backend: %w", err)
 		}
-		if _, err := store.PutOwn(ctx, tx, p.opened, p.env, r.now()); err != nil {
-			return nil, nil, fmt.Errorf("publish agent: deliver record: %w", err)
-		}
+		recs, envs = append(recs, p.opened), append(envs, p.env)
 		stored = append(stored, *p)
 		results[i].Outcome = p.outcome
+	}
+	// The chunk's listings at once (one statement on SQLite), after
+	// their backends: nothing reads a backend back in between.
+	if _, err := store.PutOwnAll(ctx, tx, recs, envs, r.now()); err != nil {
+		return nil, nil, fmt.Errorf("publish agent: deliver record: %w", err)
 	}
 	return results, stored, nil
 }

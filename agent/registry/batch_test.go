@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -291,4 +292,84 @@ func (a *announcingPublisher) Announce(ctx context.Context, rec *agent.Record, e
 		a.t.Errorf("announced %s before its transaction committed: %v", rec.Name, err)
 	}
 	return a.Publisher.Announce(ctx, rec, env)
+}
+
+// pageStore counts, in its batches' transactions, the listings written
+// one statement each (UpsertRecord) and at once (store.PageWriter).
+type pageStore struct {
+	store.Store
+	mu                 sync.Mutex
+	whole, single      int
+	pages, pageRecords int
+}
+
+func (p *pageStore) InBatch(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	return p.Store.(store.Batcher).InBatch(ctx, func(ctx context.Context, tx store.Tx) error {
+		return fn(ctx, pageTx{Tx: tx, p: p})
+	})
+}
+
+func (p *pageStore) InBatchWhole(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+	p.mu.Lock()
+	p.whole++
+	p.mu.Unlock()
+	return p.Store.(store.Batcher).InBatchWhole(ctx, func(ctx context.Context, tx store.Tx) error {
+		return fn(ctx, pageTx{Tx: tx, p: p})
+	})
+}
+
+type pageTx struct {
+	store.Tx
+	p *pageStore
+}
+
+func (t pageTx) UpsertRecord(ctx context.Context, l store.Listing) error {
+	t.p.mu.Lock()
+	t.p.single++
+	t.p.mu.Unlock()
+	return t.Tx.UpsertRecord(ctx, l)
+}
+
+func (t pageTx) UpsertRecords(ctx context.Context, ls []store.Listing) ([]bool, error) {
+	t.p.mu.Lock()
+	t.p.pages++
+	t.p.pageRecords += len(ls)
+	t.p.mu.Unlock()
+	return t.Tx.(store.PageWriter).UpsertRecords(ctx, ls)
+}
+
+// TestBatchWritesAChunkAtOnce: on a store that writes many listings at
+// once (SQLite's store.PageWriter), a chunk's listings go in one call, not
+// one statement each (each flushed SQLite's full-text index: an import of
+// 1M agents); every item is created and readable, and a second run
+// updates each.
+func TestBatchWritesAChunkAtOnce(t *testing.T) {
+	st := sqlitetest.Open(t)
+	ps := &pageStore{Store: st}
+	env := registrytest.New(t, ps)
+	ctx := t.Context()
+	const n = 40
+	items := make([]registry.BatchItem, n)
+	for i := range items {
+		items[i] = registry.BatchItem{Index: i, Input: registrytest.Input(fmt.Sprintf("paged-%02d", i))}
+	}
+	for round, want := range []string{registry.OutcomeCreated, registry.OutcomeUpdated} {
+		ps.whole, ps.single, ps.pages, ps.pageRecords = 0, 0, 0, 0
+		var got []registry.BatchResult
+		if err := env.Registry.Batch(ctx, registry.Operator, slices.Values(items), 1, func(r registry.BatchResult) { got = append(got, r) }); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range got {
+			if r.Outcome != want {
+				t.Fatalf("round %d: item %d: %s (%v), want %s", round, r.Index, r.Outcome, r.Err, want)
+			}
+			if l := mustGet(t, st, r.ID); l.Record.Name != r.Name || !l.Local {
+				t.Errorf("round %d: %s stored as %+v", round, r.Name, l.Record)
+			}
+		}
+		if ps.single != 0 || ps.pageRecords != n || ps.pages != ps.whole {
+			t.Errorf("round %d: %d listings one by one, %d in %d pages over %d transactions; want 0, %d in one page per transaction",
+				round, ps.single, ps.pageRecords, ps.pages, ps.whole, n)
+		}
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,6 +25,7 @@ type database struct {
 	engine  string // postgres | sqlite
 	url     string // --database-url of the server; empty for embedded SQLite
 	dataDir string // --data-dir of the server (and of the seeding, for SQLite)
+	kept    bool   // dataDir is --data-dir's, kept after the run
 
 	adminURL string // Postgres only: where to drop the database from
 	name     string // Postgres only: the database name
@@ -33,12 +36,15 @@ type database struct {
 // data dir under tmp (storeopen creates the file).
 func newDatabase(ctx context.Context, cfg *config, tmp string, progress func(string, ...any)) (*database, error) {
 	dataDir := filepath.Join(tmp, "data")
+	if cfg.DataDir != "" {
+		dataDir = cfg.DataDir
+	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, err
 	}
 	if cfg.Store == "sqlite" {
 		progress("store: embedded SQLite in %s", dataDir)
-		return &database{engine: "sqlite", dataDir: dataDir}, nil
+		return &database{engine: "sqlite", dataDir: dataDir, kept: cfg.DataDir != ""}, nil
 	}
 	var rnd [6]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
@@ -63,6 +69,28 @@ func newDatabase(ctx context.Context, cfg *config, tmp string, progress func(str
 	}
 	progress("store: Postgres database %s", name)
 	return &database{engine: "postgres", url: dbURL, dataDir: dataDir, adminURL: cfg.PostgresURL, name: name}, nil
+}
+
+// seededMark is the file in a kept --data-dir that says how many
+// listings were seeded into it.
+const seededMark = "agentsite-load-seeded"
+
+// seeded tells whether the data dir is a kept one (--data-dir) already
+// seeded with n listings.
+func (d *database) seeded(n int) bool {
+	if !d.kept {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(d.dataDir, seededMark))
+	return err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(n)
+}
+
+// markSeeded records in a kept data dir that n listings were seeded.
+func (d *database) markSeeded(n int) error {
+	if !d.kept {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(d.dataDir, seededMark), []byte(strconv.Itoa(n)+"\n"), 0o600)
 }
 
 // withDatabase returns the admin URL with its database name replaced.

@@ -62,6 +62,10 @@ type config struct {
 	// Replicas is how many agentsite processes serve the run, portal
 	// replicas on one Postgres database; requests go round-robin.
 	Replicas int
+	// DataDir, when set (SQLite only), is where the store is seeded and
+	// kept; a later run with the same --listings reuses it (seeding 1M
+	// listings takes minutes).
+	DataDir string
 }
 
 func main() {
@@ -104,6 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.Distinct, "distinct", 100_000, "number of distinct queries of --mix distinct (at least 2000; the run wraps around if it sends more)")
 	fs.BoolVar(&c.Ceiling, "ceiling", false, "also measure a bare net/http server sending the same bytes (the ceiling of this machine), and report the ratio")
 	fs.IntVar(&c.Replicas, "replicas", 1, fmt.Sprintf("number of agentsite processes serving the run (1..%d): portal replicas on one database, each with its own data dir and port, requests round-robin; more than 1 needs --store postgres", maxReplicas))
+	fs.StringVar(&c.DataDir, "data-dir", "", "SQLite only: seed into this directory and keep it; a later run with the same --listings reuses it instead of seeding again")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -153,6 +158,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	} else if c.Replicas > 1 && c.Store != "postgres" {
 		errs = append(errs, fmt.Errorf("--replicas %d needs --store postgres: replicas share one Postgres database, and a SQLite store belongs to one process", c.Replicas))
 	}
+	if c.DataDir != "" && c.Store != "sqlite" {
+		errs = append(errs, errors.New("--data-dir keeps a SQLite store: give it with --store sqlite"))
+	}
 	if c.Body != "" {
 		if strings.Count(c.Body, "%s") != 1 || !strings.HasPrefix(c.Path, "/") {
 			errs = append(errs, errors.New("--body must contain %s exactly once, and --path start with /"))
@@ -195,8 +203,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer db.drop(progress)
 
-	if err := seed(ctx, db, cfg.Listings, logger, progress); err != nil {
-		return err
+	if db.seeded(cfg.Listings) {
+		progress("%s already holds %d seeded listings: not seeding again", db.dataDir, cfg.Listings)
+	} else {
+		if err := seed(ctx, db, cfg.Listings, logger, progress); err != nil {
+			return err
+		}
+		if err := db.markSeeded(cfg.Listings); err != nil {
+			return err
+		}
 	}
 
 	if cfg.Settle {

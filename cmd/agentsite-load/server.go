@@ -19,7 +19,8 @@ import (
 
 // Server process deadlines.
 const (
-	readyTimeout = 60 * time.Second // from start to GET /readyz 200
+	readyTimeout = 3 * time.Minute  // from start to GET /readyz 200
+	indexTimeout = 10 * time.Minute // from then to the search index loaded (1M listings)
 	stopTimeout  = 10 * time.Second // from SIGTERM to SIGKILL
 )
 
@@ -113,11 +114,16 @@ func startServer(ctx context.Context, bin string, db *database, dataDir, name st
 		s.stop(progress)
 		return nil, err
 	}
-	if err := waitSearchIndex(ctx, s.baseURL, readyTimeout); err != nil {
+	if err := waitSearchIndex(ctx, s.baseURL, indexTimeout); err != nil {
 		s.stop(progress)
 		return nil, err
 	}
-	progress("%s ready, search index loaded (%.1fs)", name, time.Since(start).Seconds())
+	progress("%s ready, search index loaded (%.1fs from start)", name, time.Since(start).Seconds())
+	if m := s.metrics(ctx, "agentsite_search_index_load_seconds", "agentsite_search_index_listings"); len(m) == 2 {
+		rss, _ := s.memory()
+		progress("%s: search index of %.0f listings loaded in %.2fs; RSS after the load %.1f MiB",
+			name, m["agentsite_search_index_listings"], m["agentsite_search_index_load_seconds"], float64(rss)/(1<<20))
+	}
 	return s, nil
 }
 
@@ -152,6 +158,37 @@ func waitSearchIndex(ctx context.Context, base string, timeout time.Duration) er
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// metrics reads the named unlabelled series from the server's /metrics
+// (those it does not find are left out).
+func (s *server) metrics(ctx context.Context, names ...string) map[string]float64 {
+	out := map[string]float64{}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.baseURL+"/metrics", nil)
+	if err != nil {
+		return out
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 16<<20))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		for _, n := range names {
+			if name == n {
+				if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+					out[n] = v
+				}
+			}
+		}
+	}
+	return out
 }
 
 // freeLoopbackAddr asks the kernel for a free port on 127.0.0.1.

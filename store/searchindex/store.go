@@ -25,7 +25,8 @@ type Engine interface {
 }
 
 // Store is an Engine whose text searches the index answers once it has
-// loaded (Run); until then, and for what it does not answer (store.SortName, store.SortUsed),
+// loaded (Run); until then, and for what it does not answer (store.SortName, store.SortUsed,
+// a Publishers filter: a short list of peers, which the engines' publisher column answers),
 // the engine does. Every other call goes to the engine.
 type Store struct {
 	Engine
@@ -47,6 +48,9 @@ type Store struct {
 	ix *index
 	// ready: the index holds every listing up to its first catch-up.
 	ready atomic.Bool
+	// loadNanos is how long the last Load took (the
+	// agentsite_search_index_load_seconds gauge).
+	loadNanos atomic.Int64
 
 	// syncMu serialises catch-ups; after and gaps belong to it.
 	syncMu sync.Mutex
@@ -228,6 +232,7 @@ func (s *Store) Load(ctx context.Context) error {
 	held := len(s.ix.docs)
 	s.mu.RUnlock()
 	s.ready.Store(true)
+	s.loadNanos.Store(int64(time.Since(begun)))
 	s.log.Info("search index: loaded", "listings", held, "elapsed", time.Since(begun).Round(time.Millisecond))
 	return nil
 }
@@ -308,7 +313,7 @@ func (s *Store) applyLocked(docs []store.IndexDoc, trackGaps bool) {
 // SearchAgents implements store.Catalogue from the index when it can.
 func (s *Store) SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error) {
 	cur, hasCursor, err := store.DecodeCursor(q.Cursor)
-	if err != nil || q.Sort == store.SortName || q.Sort == store.SortUsed || !s.ready.Load() || s.retrying.Load() {
+	if err != nil || q.Sort == store.SortName || q.Sort == store.SortUsed || len(q.Publishers) > 0 || !s.ready.Load() || s.retrying.Load() {
 		s.passed.Add(1)
 		return s.Engine.SearchAgents(ctx, q)
 	}
@@ -338,7 +343,7 @@ func (s *Store) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Se
 // TagFacets implements store.Catalogue from the index once it has
 // loaded.
 func (s *Store) TagFacets(ctx context.Context, q store.SearchQuery, limit int) ([]store.TagCount, error) {
-	if !s.ready.Load() || s.retrying.Load() || s.catchUp(ctx, false) != nil {
+	if len(q.Publishers) > 0 || !s.ready.Load() || s.retrying.Load() || s.catchUp(ctx, false) != nil {
 		return s.Engine.TagFacets(ctx, q, limit)
 	}
 	s.mu.RLock()
@@ -422,6 +427,10 @@ func (s *Store) Collectors() []prometheus.Collector {
 			Name: "agentsite_search_index_listings",
 			Help: "Listings the in-process search index holds.",
 		}, count(func(n int, _, _ uint64) float64 { return float64(n) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "agentsite_search_index_load_seconds",
+			Help: "How long the search index took to load at start (0 while it loads).",
+		}, func() float64 { return time.Duration(s.loadNanos.Load()).Seconds() }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name:        "agentsite_search_index_searches_total",
 			Help:        "Searches, by what answered them: the in-process index, or the database (index loading, sort by name, a bad cursor).",
