@@ -136,8 +136,8 @@ func (c *Cache) SearchAgents(ctx context.Context, q SearchQuery) (SearchPage, er
 // SearchKey is a string that tells search queries apart: two queries with
 // the same key have the same answer.
 func SearchKey(q SearchQuery) string {
-	return fmt.Sprintf("%q\x00%q\x00%q\x00%q\x00%q\x00%d\x00%q\x00%q\x00%v",
-		q.Q, q.Tags, q.Statuses, q.Health, q.Owner, NormalizeLimit(q.Limit), q.Cursor, q.Sort, q.PublicOnly)
+	return fmt.Sprintf("%q\x00%q\x00%q\x00%q\x00%q\x00%d\x00%q\x00%q\x00%v\x00%q",
+		q.Q, q.Tags, q.Statuses, q.Health, q.Owner, NormalizeLimit(q.Limit), q.Cursor, q.Sort, q.PublicOnly, q.Publishers)
 }
 
 // Memo is the cache for a value derived from Network reads, such as the
@@ -155,7 +155,7 @@ func (c *Cache) Memo(ctx context.Context, key string, load func(ctx context.Cont
 // field of q it depends on (not cursor, limit or sort) and by limit, and
 // dropped by any write like the other cached reads.
 func (c *Cache) TagFacets(ctx context.Context, q SearchQuery, limit int) ([]TagCount, error) {
-	key := "facets\x00" + SearchKey(SearchQuery{Q: q.Q, Tags: q.Tags, Statuses: q.Statuses, Health: q.Health, Owner: q.Owner, Limit: limit})
+	key := "facets\x00" + SearchKey(SearchQuery{Q: q.Q, Tags: q.Tags, Statuses: q.Statuses, Health: q.Health, Owner: q.Owner, Publishers: q.Publishers, Limit: limit})
 	v, err := c.get(ctx, key, func(ctx context.Context) (any, error) { return c.next.TagFacets(ctx, q, limit) })
 	if err != nil {
 		return nil, err

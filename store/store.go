@@ -72,8 +72,13 @@ type SearchQuery struct {
 	Statuses []string // empty: online and stale (offline hidden by default)
 	Owner    string   // only listings registered by this portal account
 	Health   []string // only these health states (agent.Health*); empty: any
-	Limit    int      // 1..MaxLimit; 0 means DefaultLimit
-	Cursor   string   // opaque, from a previous page's NextCursor
+	// Publishers keeps only the listings of these publishers (peer ids):
+	// the "verified publishers only" filter, the peers agent/verify proved
+	// a domain for. Empty: any publisher (a caller that wants "none of
+	// them" asks nothing).
+	Publishers []string
+	Limit      int    // 1..MaxLimit; 0 means DefaultLimit
+	Cursor     string // opaque, from a previous page's NextCursor
 	// Sort orders the results: SortRelevance ("" too) or SortNewest order
 	// a text search (without text the order is newest first); SortName
 	// orders by display name (lower-cased; the engine's own byte order),

@@ -529,7 +529,7 @@ func (b *sqlBuilder) statusWhere(statuses []string) []string {
 // otherFilters are filters but the statuses (each status of q checked
 // for being matchable, though).
 func (b *sqlBuilder) otherFilters(q store.SearchQuery) (where []string, ok bool) {
-	if unmatchable(q.Owner) || slices.ContainsFunc(q.Tags, unmatchable) || slices.ContainsFunc(q.Statuses, unmatchable) || slices.ContainsFunc(q.Health, unmatchable) {
+	if unmatchable(q.Owner) || slices.ContainsFunc(q.Tags, unmatchable) || slices.ContainsFunc(q.Statuses, unmatchable) || slices.ContainsFunc(q.Health, unmatchable) || slices.ContainsFunc(q.Publishers, unmatchable) {
 		return nil, false
 	}
 	if tags := dedupe(q.Tags); len(tags) > 0 {
@@ -540,6 +540,9 @@ func (b *sqlBuilder) otherFilters(q store.SearchQuery) (where []string, ok bool)
 	}
 	if q.Owner != "" {
 		where = append(where, "a.owner = "+b.arg(q.Owner))
+	}
+	if ps := dedupe(q.Publishers); len(ps) > 0 {
+		where = append(where, "a.id IN (SELECT r.id FROM agent_records r WHERE r.publisher = ANY("+b.arg(ps)+"))")
 	}
 	return where, true
 }

@@ -440,5 +440,8 @@ func (b *sqlBuilder) filters(q store.SearchQuery, tags []string, firstTagJoined,
 	if q.Owner != "" {
 		where = append(where, "a.owner = "+b.arg(q.Owner))
 	}
+	if ps := dedupe(q.Publishers); len(ps) > 0 {
+		where = append(where, "a.publisher IN ("+b.list(ps)+")")
+	}
 	return where
 }

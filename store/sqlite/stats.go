@@ -84,6 +84,9 @@ func (db *DB) TagFacets(ctx context.Context, q store.SearchQuery, limit int) ([]
 	if q.Owner != "" {
 		where = append(where, "a.owner = "+b.arg(q.Owner))
 	}
+	if ps := dedupe(q.Publishers); len(ps) > 0 {
+		where = append(where, "a.publisher IN ("+b.list(ps)+")")
+	}
 	if terms := store.SearchTerms(q.Q); len(terms) > 0 {
 		where = append(where, "a.pos IN (SELECT rowid FROM agents_fts WHERE agents_fts MATCH "+b.arg(ftsQuery(terms))+")")
 	}

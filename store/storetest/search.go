@@ -15,6 +15,7 @@ var searchCases = []testCase{
 	{"SearchTags", testSearchTags},
 	{"SearchStatuses", testSearchStatuses},
 	{"SearchOwner", testSearchOwner},
+	{"SearchPublishers", testSearchPublishers},
 }
 
 // rankingFixture: a name match inserted first (so newest-first order would
@@ -196,4 +197,33 @@ func testSearchOwner(t *testing.T, s store.Store) {
 	wantNames(t, "owner carol", mustSearch(t, s, store.SearchQuery{Owner: "carol"}).Listings)
 	wantNameSet(t, "common, owner alice", mustSearch(t, s, store.SearchQuery{Q: "common", Owner: "alice"}).Listings, "alices-second", "alices-first")
 	wantNames(t, "owner alice, tag x", mustSearch(t, s, store.SearchQuery{Owner: "alice", Tags: []string{"x"}}).Listings, "alices-first")
+}
+
+// testSearchPublishers: SearchQuery.Publishers keeps only the listings of
+// those publishers (the "verified publishers only" filter), with text,
+// tags, sorts and the tag facets; an unknown publisher matches nothing.
+func testSearchPublishers(t *testing.T, s store.Store) {
+	at := now()
+	p1, p2, p3 := newPublisher(t), newPublisher(t), newPublisher(t)
+	mustUpsert(t, s,
+		p1.listing(t, at, agent.Record{Name: "first-one", Description: "common", Tags: []string{"x"}}),
+		p2.listing(t, at, agent.Record{Name: "second-one", Description: "common", Tags: []string{"x"}}),
+		p3.listing(t, at, agent.Record{Name: "third-one", Description: "common", Tags: []string{"y"}}),
+		p1.listing(t, at, agent.Record{Name: "first-two", Description: "other"}),
+	)
+	id1, id2, id3 := p1.peer, p2.peer, p3.peer
+	wantNameSet(t, "publisher 1", mustSearch(t, s, store.SearchQuery{Publishers: []string{id1}}).Listings, "first-one", "first-two")
+	wantNameSet(t, "publishers 1, 3", mustSearch(t, s, store.SearchQuery{Publishers: []string{id3, id1}}).Listings, "first-one", "first-two", "third-one")
+	wantNameSet(t, "common, publishers 1, 2", mustSearch(t, s, store.SearchQuery{Q: "common", Publishers: []string{id1, id2}}).Listings, "first-one", "second-one")
+	wantNameSet(t, "tag x, publisher 2", mustSearch(t, s, store.SearchQuery{Tags: []string{"x"}, Publishers: []string{id2}}).Listings, "second-one")
+	wantNames(t, "publisher 1 by name", mustSearch(t, s, store.SearchQuery{Sort: store.SortName, Publishers: []string{id1}}).Listings, "first-one", "first-two")
+	wantNames(t, "an unknown publisher", mustSearch(t, s, store.SearchQuery{Publishers: []string{"12D3KooWNobody"}}).Listings)
+	wantNameSet(t, "no filter", mustSearch(t, s, store.SearchQuery{}).Listings, "first-one", "first-two", "second-one", "third-one")
+	facets, err := s.TagFacets(t.Context(), store.SearchQuery{Publishers: []string{id3}}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(facets) != 1 || facets[0].Tag != "y" || facets[0].Count != 1 {
+		t.Errorf("tag facets of publisher 3 = %+v, want y:1", facets)
+	}
 }
