@@ -155,6 +155,9 @@ func (n *Node) handleRecordMsg(ctx context.Context, msg *pubsub.Message) {
 // that relayed it.
 func (n *Node) deliver(ctx context.Context, path string, from peer.ID, rec *agent.Record, env []byte) bool {
 	changed, err := n.cfg.Cache.Put(ctx, rec, env)
+	if err == nil {
+		n.syncs.hold(env) // a digest page need not bring it (sync_feed.go)
+	}
 	return n.delivered(ctx, path, from, rec, changed, err)
 }
 

@@ -126,7 +126,7 @@ func (n *Node) SyncFrom(ctx context.Context, p peer.ID, tag string) (int, error)
 			return changed, fmt.Errorf("peer %s sent an oversized sync page", p)
 		}
 		seen += len(resp.Envelopes)
-		ch, ref := n.takePage(ctx, p, resp.Envelopes)
+		ch, ref := n.takePage(ctx, p, syncRoundOther, resp.Envelopes)
 		changed, refused = changed+ch, refused+ref
 		if refused >= maxSyncRefused {
 			return changed, fmt.Errorf("%w: stopped syncing from %s after %d refused records", agent.ErrOverQuota, p, refused)
@@ -146,22 +146,27 @@ func (n *Node) SyncFrom(ctx context.Context, p peer.ID, tag string) (int, error)
 // records admitted to the cache in one call, which stores them in one
 // transaction: one per record was most of a mirror's fill. It returns how
 // many records changed the cache and how many admission refused.
-func (n *Node) takePage(ctx context.Context, p peer.ID, envs [][]byte) (changed, refused int) {
+func (n *Node) takePage(ctx context.Context, p peer.ID, round string, envs [][]byte) (changed, refused int) {
 	recs := make([]*agent.Record, 0, len(envs))
 	kept := make([][]byte, 0, len(envs))
 	now := n.now()
+	count := func(result string) { n.metrics.sync.records.WithLabelValues(result, round).Inc() }
 	for _, env := range envs {
 		rec, err := verifyRecord(env, "", now)
 		if err != nil {
 			n.reject(pathSync, p, err)
+			count("invalid")
 			continue
 		}
 		if err := n.seqs.check(rec.ID, rec.Seq); err != nil {
 			n.outdated(pathSync, err)
+			n.syncs.hold(env)
+			count("outdated")
 			continue
 		}
 		if err := n.admit(rec, p); err != nil {
 			n.refuse(pathSync, p, err)
+			count("refused")
 			refused++
 			continue
 		}
@@ -172,8 +177,16 @@ func (n *Node) takePage(ctx context.Context, p peer.ID, envs [][]byte) (changed,
 	}
 	chs, errs := n.cfg.Cache.PutAll(ctx, recs, kept)
 	for i, rec := range recs {
-		if n.delivered(ctx, pathSync, p, rec, chs[i], errs[i]) {
+		switch {
+		case n.delivered(ctx, pathSync, p, rec, chs[i], errs[i]):
 			changed++
+			n.syncs.hold(kept[i])
+			count("new")
+		case errs[i] == nil:
+			n.syncs.hold(kept[i])
+			count("known")
+		default:
+			count("refused")
 		}
 	}
 	return changed, refused
@@ -226,6 +239,82 @@ type syncTracker struct {
 	// time instead would skip what changed on the peer meanwhile (a
 	// partition between the two, say).
 	early map[earlyKey]earlyHead
+	// tried: a fill of the shard was cut short by admission (its cursor
+	// stayed before the refused records); what it took is held.
+	tried [syncShards]bool
+	// held is the digests of the envelopes this node took into its cache
+	// (by sync or gossip) or passed over as older than one it has: a
+	// digest page's envelopes that are held are not pulled (bounded by
+	// maxHeld: when full it starts over, and costs only pulls again).
+	held       map[digest]struct{}
+	heldLoaded bool
+}
+
+// maxHeld bounds syncTracker.held (16 bytes and a map entry each).
+const maxHeld = 200_000
+
+// hold notes that this node holds env (or a newer one of its listing).
+func (t *syncTracker) hold(env []byte) {
+	d := envelopeDigest(env)
+	t.mu.Lock()
+	if len(t.held) >= maxHeld {
+		clear(t.held)
+	}
+	t.held[d] = struct{}{}
+	t.mu.Unlock()
+}
+
+// holds reports whether the envelope of digest d is held.
+func (t *syncTracker) holds(d digest) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.held[d]
+	return ok
+}
+
+// loadHeld notes, once, the envelopes the cache holds (at start: a
+// restarted node pulls again only what changed while it was away).
+func (t *syncTracker) loadHeld(ctx context.Context, c Cache) error {
+	t.mu.Lock()
+	loaded := t.heldLoaded
+	t.mu.Unlock()
+	if loaded {
+		return nil
+	}
+	var after int64
+	for n := 0; n < maxHeld; n += syncPageSize {
+		envs, next, err := c.Envelopes(ctx, after, "", syncPageSize)
+		if err != nil {
+			return err
+		}
+		for _, env := range envs {
+			t.hold(env)
+		}
+		if next == 0 || next <= after {
+			break
+		}
+		after = next
+	}
+	t.mu.Lock()
+	t.heldLoaded = true
+	t.mu.Unlock()
+	return nil
+}
+
+// markTried notes a fill of shard that admission cut short.
+func (t *syncTracker) markTried(shard int) {
+	t.mu.Lock()
+	t.tried[shard] = true
+	t.mu.Unlock()
+}
+
+// mostlyHeld reports whether this node holds most of shard already (it
+// was filled, or a fill of it got part way): then its pages are pulled as
+// digests.
+func (t *syncTracker) mostlyHeld(shard int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.filled[shard] || t.tried[shard]
 }
 
 type earlyHead struct {
@@ -243,7 +332,8 @@ type syncLoop struct{ cancel context.CancelFunc }
 
 func newSyncTracker() *syncTracker {
 	return &syncTracker{last: map[peer.ID]time.Time{}, sem: make(chan struct{}, maxParallelSyncs),
-		loops: map[peer.ID]*syncLoop{}, filling: map[int]peer.ID{}, adopt: adoptWindow, early: map[earlyKey]earlyHead{}}
+		loops: map[peer.ID]*syncLoop{}, filling: map[int]peer.ID{}, adopt: adoptWindow, early: map[earlyKey]earlyHead{},
+		held: map[digest]struct{}{}}
 }
 
 // forget lets the next connection of p sync at once, and ends p's loop.
@@ -455,15 +545,17 @@ func (n *Node) watchPeers() {
 // is tried again sooner (after 3, 6 and 9 heartbeat intervals, as
 // syncWith), and the last try passes over what is still refused.
 func (n *Node) syncLoop(ctx context.Context, p peer.ID) {
-	attempt := 0
+	attempt, round := 0, syncRoundFirst
 	for {
 		err := n.syncOnce(ctx, p, func(ctx context.Context) (int, error) {
-			return n.FeedSync(ctx, p, attempt >= maxQuotaRetries)
+			return n.feedSync(ctx, p, attempt >= maxQuotaRetries, round)
 		})
+		round = syncRoundPeriodic
 		wait := jitter(n.syncSpacing())
 		if errors.Is(err, agent.ErrOverQuota) && attempt < maxQuotaRetries {
 			attempt++
 			wait = time.Duration(attempt) * quotaRetryIntervals * n.cfg.HeartbeatInterval
+			round = syncRoundRetry
 		} else if attempt >= maxQuotaRetries || err == nil {
 			attempt = 0
 		}

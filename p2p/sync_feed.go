@@ -3,7 +3,9 @@ package p2p
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,6 +55,16 @@ type feedRequest struct {
 	Lo    string `json:"lo,omitempty"`
 	Hi    string `json:"hi,omitempty"`
 	Limit int    `json:"limit"`
+	// Digest asks for the page's digests (envelopeDigest) instead of its
+	// envelopes: a client that holds most of what changed pulls only
+	// what it lacks. A server that predates it ignores it and sends the
+	// envelopes (its header then has no digest flag).
+	Digest bool `json:"digest,omitempty"`
+	// Want asks for the page at after again, but only the envelopes with
+	// these digests (hex), at most syncPageSize: the ones a digest page
+	// offered that the client lacks. Sent only to a server that answered
+	// a digest page.
+	Want []string `json:"want,omitempty"`
 }
 
 // feedHeader is the line before a page's frames.
@@ -61,18 +73,27 @@ type feedHeader struct {
 	Next  int64  `json:"next"`
 	More  bool   `json:"more,omitempty"`
 	Count int    `json:"count"`
+	// Digest: the frames are digests (digestSize bytes each), not
+	// envelopes.
+	Digest bool `json:"digest,omitempty"`
 }
 
 // feedResponse is a page as read.
 type feedResponse struct {
 	Feed      string
-	Envelopes [][]byte
+	Envelopes [][]byte // envelopes, or digests when Digest
 	Next      int64
 	More      bool
+	Digest    bool
 }
 
-// maxFeedHeader bounds the line before a page's frames.
-const maxFeedHeader = 1 << 10
+const (
+	// maxFeedHeader bounds the line before a page's frames.
+	maxFeedHeader = 1 << 10
+	// maxFeedRequest bounds a request line of this protocol: a want list
+	// of a whole page's digests in hex and the rest.
+	maxFeedRequest = syncPageSize*(2*digestSize+3) + 1<<10
+)
 
 const (
 	// SyncFeedProtocol is incremental catalogue sync, served next to
@@ -107,7 +128,7 @@ func shardRange(i int) (lo, hi string) {
 // serveFeed answers pages of the cache's change feed.
 func (n *Node) serveFeed(s network.Stream) {
 	defer s.Close()
-	r := bufio.NewReaderSize(io.LimitReader(s, 1<<20), maxSyncRequest)
+	r := bufio.NewReaderSize(io.LimitReader(s, 4<<20), maxFeedRequest)
 	w := bufio.NewWriterSize(s, 64<<10)
 	feed := ""
 	for {
@@ -117,7 +138,7 @@ func (n *Node) serveFeed(s network.Stream) {
 			return
 		}
 		var req feedRequest
-		if err := json.Unmarshal(line, &req); err != nil || req.After < 0 || req.Limit < 0 || len(req.Lo) > 64 || len(req.Hi) > 64 {
+		if err := json.Unmarshal(line, &req); err != nil || req.After < 0 || req.Limit < 0 || len(req.Lo) > 64 || len(req.Hi) > 64 || len(req.Want) > syncPageSize {
 			_ = s.Reset()
 			return
 		}
@@ -139,11 +160,51 @@ func (n *Node) serveFeed(s network.Stream) {
 			_ = s.Reset()
 			return
 		}
+		h := feedHeader{Feed: feed, Next: next, More: more}
+		switch {
+		case req.Limit > 0 && req.Want != nil:
+			envs = wanted(envs, req.Want)
+		case req.Limit > 0 && req.Digest:
+			h.Digest = true
+			for i, env := range envs {
+				d := envelopeDigest(env)
+				envs[i] = d[:]
+			}
+		}
+		h.Count = len(envs)
 		_ = s.SetWriteDeadline(time.Now().Add(syncStreamIdle))
-		if err := writeFeedPage(w, feedHeader{Feed: feed, Next: next, More: more, Count: len(envs)}, envs); err != nil {
+		if err := writeFeedPage(w, h, envs); err != nil {
 			return
 		}
 	}
+}
+
+// digestSize is the bytes of an envelope's digest: a prefix of its
+// SHA-256, long enough that no honest envelope is taken for another.
+const digestSize = 16
+
+type digest [digestSize]byte
+
+// envelopeDigest names an envelope in a digest page.
+func envelopeDigest(env []byte) digest {
+	sum := sha256.Sum256(env)
+	return digest(sum[:digestSize])
+}
+
+// wanted keeps the envelopes whose digest (hex) is in want.
+func wanted(envs [][]byte, want []string) [][]byte {
+	set := make(map[string]bool, len(want))
+	for _, w := range want {
+		set[w] = true
+	}
+	out := envs[:0]
+	for _, env := range envs {
+		d := envelopeDigest(env)
+		if set[hex.EncodeToString(d[:])] {
+			out = append(out, env)
+		}
+	}
+	return out
 }
 
 // writeFeedPage writes the header line, then each envelope as a frame.
@@ -178,8 +239,10 @@ type feedClient struct {
 	// moves past them); else the cursor stays before them, so that the
 	// next sync asks for them again once their hosts are heard.
 	skipRefused bool
-	changed     int
-	refused     int
+	// round labels the metrics (syncRoundFirst, ...).
+	round   string
+	changed int
+	refused int
 }
 
 func (c *feedClient) page(req feedRequest) (feedResponse, error) {
@@ -190,6 +253,7 @@ func (c *feedClient) page(req feedRequest) (feedResponse, error) {
 }
 
 func (c *feedClient) send(req feedRequest) error {
+	c.n.metrics.sync.requests.WithLabelValues(kindOf(req), c.round).Inc()
 	_ = c.s.SetWriteDeadline(time.Now().Add(syncPageTimeout))
 	if err := c.enc.Encode(req); err != nil {
 		return fmt.Errorf("sync request to %s: %w", c.p, err)
@@ -214,17 +278,24 @@ func (c *feedClient) read(req feedRequest) (feedResponse, error) {
 		c.n.reject(pathSync, c.p, err)
 		return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
 	}
-	if h.Count < 0 || h.Count > syncPageSize || (req.Limit == 0 && h.Count > 0) {
+	if h.Count < 0 || h.Count > syncPageSize || (req.Limit == 0 && h.Count > 0) || (req.Want != nil && h.Count > len(req.Want)) {
 		c.n.reject(pathSync, c.p, fmt.Errorf("%w: page of %d records", agent.ErrTooLarge, h.Count))
 		return feedResponse{}, fmt.Errorf("peer %s sent an oversized sync page", c.p)
 	}
-	resp := feedResponse{Feed: h.Feed, Next: h.Next, More: h.More, Envelopes: make([][]byte, 0, h.Count)}
+	if h.Digest && !req.Digest {
+		err := fmt.Errorf("%w: digests not asked for", errBadPage)
+		c.n.reject(pathSync, c.p, err)
+		return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
+	}
+	resp := feedResponse{Feed: h.Feed, Next: h.Next, More: h.More, Digest: h.Digest, Envelopes: make([][]byte, 0, h.Count)}
+	read := len(line)
+	defer func() { c.n.metrics.sync.bytes.WithLabelValues(kindOf(req), c.round).Add(float64(read)) }()
 	for range h.Count {
 		size, err := binary.ReadUvarint(c.r)
 		if err != nil {
 			return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
 		}
-		if size == 0 || size > agent.MaxRecordBytes {
+		if size == 0 || size > agent.MaxRecordBytes || (h.Digest && size != digestSize) {
 			c.n.reject(pathSync, c.p, fmt.Errorf("%w: sync frame of %d bytes", agent.ErrTooLarge, size))
 			return feedResponse{}, fmt.Errorf("peer %s sent an oversized sync frame", c.p)
 		}
@@ -232,6 +303,7 @@ func (c *feedClient) read(req feedRequest) (feedResponse, error) {
 		if _, err := io.ReadFull(c.r, env); err != nil {
 			return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
 		}
+		read += uvarintLen(size) + len(env)
 		resp.Envelopes = append(resp.Envelopes, env)
 	}
 	if resp.Feed == "" || len(resp.Feed) > 64 || resp.Next < 0 {
@@ -244,7 +316,7 @@ func (c *feedClient) read(req feedRequest) (feedResponse, error) {
 // take verifies, admits and caches a page's records; it reports whether
 // admission refused any.
 func (c *feedClient) take(ctx context.Context, envs [][]byte) (refused bool) {
-	changed, ref := c.n.takePage(ctx, c.p, envs)
+	changed, ref := c.n.takePage(ctx, c.p, c.round, envs)
 	c.changed, c.refused = c.changed+changed, c.refused+ref
 	return ref > 0
 }
@@ -255,6 +327,11 @@ func (c *feedClient) take(ctx context.Context, envs [][]byte) (refused bool) {
 // changed the cache. Errors wrap agent.ErrOverQuota when admission refused
 // records.
 func (n *Node) FeedSync(ctx context.Context, p peer.ID, skipRefused bool) (int, error) {
+	return n.feedSync(ctx, p, skipRefused, syncRoundOther)
+}
+
+// feedSync is FeedSync, its requests counted under round.
+func (n *Node) feedSync(ctx context.Context, p peer.ID, skipRefused bool, round string) (int, error) {
 	s, err := n.host.NewStream(network.WithAllowLimitedConn(ctx, "sync"), p, protocol.ID(SyncFeedProtocol))
 	if err != nil {
 		return 0, fmt.Errorf("open sync stream to %s: %w", p, err)
@@ -262,12 +339,15 @@ func (n *Node) FeedSync(ctx context.Context, p peer.ID, skipRefused bool) (int, 
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
-	c := &feedClient{n: n, p: p, s: s, enc: json.NewEncoder(s), r: bufio.NewReaderSize(s, maxFeedHeader), skipRefused: skipRefused}
+	c := &feedClient{n: n, p: p, s: s, enc: json.NewEncoder(s), r: bufio.NewReaderSize(s, maxFeedHeader), skipRefused: skipRefused, round: round}
 	head, err := c.page(feedRequest{Limit: 0})
 	if err != nil {
 		return 0, err
 	}
 	if err := n.syncs.loadFilled(ctx, n.cfg.Cache); err != nil {
+		return 0, err
+	}
+	if err := n.syncs.loadHeld(ctx, n.cfg.Cache); err != nil {
 		return 0, err
 	}
 	n.pruneCursors(ctx)
@@ -331,7 +411,11 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 	}
 	lo, hi := shardRange(shard)
 	frozen := false // a record was refused: the cursor stays before it
-	req := feedRequest{After: after, Lo: lo, Hi: hi, Limit: syncPageSize}
+	// Pages come as digests unless this is the shard's first fill: then
+	// this node holds most of what the peer's feed numbered (by gossip,
+	// or from the peer that filled the shard, or from an attempt that
+	// admission cut short) and pulls only the envelopes it lacks.
+	req := feedRequest{After: after, Lo: lo, Hi: hi, Limit: syncPageSize, Digest: complete || c.n.syncs.mostlyHeld(shard)}
 	if err := c.send(req); err != nil {
 		return err
 	}
@@ -346,6 +430,11 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 		if resp.Next <= after && resp.More {
 			c.n.reject(pathSync, c.p, fmt.Errorf("%w: sync cursor did not move", errBadPage))
 			return fmt.Errorf("peer %s: sync cursor did not move", c.p)
+		}
+		if resp.Digest {
+			if resp.Envelopes, err = c.lacking(req, resp); err != nil {
+				return err
+			}
 		}
 		// Ask for the next page before taking this one: the peer reads it
 		// while this node verifies and stores. (A return below with a
@@ -367,6 +456,9 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 			}
 		}
 		if done {
+			if frozen && !complete {
+				c.n.syncs.markTried(shard)
+			}
 			if !frozen && !complete {
 				c.n.syncs.markFilled(shard, c.n.now())
 				if err := cache.SetSyncCursor(ctx, filledPeer, shard, head.Feed, 0, true); err != nil {
@@ -381,6 +473,40 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 	}
 }
 
+// lacking asks the peer, for a digest page that answered req, for the
+// envelopes of the digests this node does not hold, and returns them (none
+// when it holds them all: the page cost its digests only).
+func (c *feedClient) lacking(req feedRequest, page feedResponse) ([][]byte, error) {
+	var want []string
+	seen := make(map[digest]bool, len(page.Envelopes))
+	for _, b := range page.Envelopes {
+		d := digest(b)
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		if c.n.syncs.holds(d) {
+			c.n.metrics.sync.records.WithLabelValues("held", c.round).Inc()
+			continue
+		}
+		want = append(want, hex.EncodeToString(d[:]))
+	}
+	if len(want) == 0 {
+		return nil, nil
+	}
+	wreq := feedRequest{After: req.After, Lo: req.Lo, Hi: req.Hi, Limit: req.Limit, Want: want}
+	resp, err := c.page(wreq)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Feed != page.Feed {
+		return nil, fmt.Errorf("peer %s changed its feed during a sync", c.p)
+	}
+	// What the peer renumbered meanwhile is missing here; it is above
+	// the digest page's next, so a later page brings it.
+	return resp.Envelopes, nil
+}
+
 // pruneCursors drops the cursors of peers gone for a week, at most once per
 // syncPruneEvery.
 func (n *Node) pruneCursors(ctx context.Context) {
@@ -390,4 +516,23 @@ func (n *Node) pruneCursors(ctx context.Context) {
 	if _, err := n.cfg.Cache.PruneSyncCursors(ctx, n.now().Add(-syncCursorTTL)); err != nil && ctx.Err() == nil {
 		n.logger.Debug("pruning sync cursors failed", "err", err)
 	}
+}
+
+// kindOf is a request's kind for the metrics.
+func kindOf(req feedRequest) string {
+	switch {
+	case req.Limit == 0:
+		return syncKindHead
+	case req.Want != nil:
+		return syncKindWant
+	case req.Digest:
+		return syncKindDigest
+	}
+	return syncKindPage
+}
+
+// uvarintLen is how many bytes x takes as a uvarint.
+func uvarintLen(x uint64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], x)
 }
