@@ -248,6 +248,30 @@ type syncTracker struct {
 	// maxHeld: when full it starts over, and costs only pulls again).
 	held       map[digest]struct{}
 	heldLoaded bool
+	// retrying is the peers whose loop has not synced yet or waits to
+	// ask again after a sync that admission cut short.
+	retrying map[peer.ID]bool
+}
+
+// setRetrying notes whether p's loop waits for a quota retry.
+func (t *syncTracker) setRetrying(p peer.ID, on bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if on {
+		t.retrying[p] = true
+	} else {
+		delete(t.retrying, p)
+	}
+}
+
+// SyncRetriesPending is how many connected peers' first sync has not run
+// yet or waits to be asked again because admission refused some of their
+// listings (their hosts not heard yet): a start-up fill not finished. The
+// benchmarks wait for 0 before they measure an idle planet.
+func (n *Node) SyncRetriesPending() int {
+	n.syncs.mu.Lock()
+	defer n.syncs.mu.Unlock()
+	return len(n.syncs.retrying)
 }
 
 // maxHeld bounds syncTracker.held (16 bytes and a map entry each).
@@ -333,7 +357,7 @@ type syncLoop struct{ cancel context.CancelFunc }
 func newSyncTracker() *syncTracker {
 	return &syncTracker{last: map[peer.ID]time.Time{}, sem: make(chan struct{}, maxParallelSyncs),
 		loops: map[peer.ID]*syncLoop{}, filling: map[int]peer.ID{}, adopt: adoptWindow, early: map[earlyKey]earlyHead{},
-		held: map[digest]struct{}{}}
+		held: map[digest]struct{}{}, retrying: map[peer.ID]bool{}}
 }
 
 // forget lets the next connection of p sync at once, and ends p's loop.
@@ -546,6 +570,8 @@ func (n *Node) watchPeers() {
 // syncWith), and the last try passes over what is still refused.
 func (n *Node) syncLoop(ctx context.Context, p peer.ID) {
 	attempt, round := 0, syncRoundFirst
+	n.syncs.setRetrying(p, true) // until the first sync is done
+	defer n.syncs.setRetrying(p, false)
 	for {
 		err := n.syncOnce(ctx, p, func(ctx context.Context) (int, error) {
 			return n.feedSync(ctx, p, attempt >= maxQuotaRetries, round)
@@ -559,6 +585,7 @@ func (n *Node) syncLoop(ctx context.Context, p peer.ID) {
 		} else if attempt >= maxQuotaRetries || err == nil {
 			attempt = 0
 		}
+		n.syncs.setRetrying(p, attempt > 0)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -3,6 +3,10 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -27,7 +31,7 @@ const (
 //
 //	go test -run '^$' -bench BenchmarkIdlePlanet -benchtime 1x -timeout 60m ./cmd/agentsite/
 func BenchmarkIdlePlanet(b *testing.B) {
-	for _, size := range []int{10, 25, 50} {
+	for _, size := range idleSizes(b) {
 		b.Run(fmt.Sprintf("nodes=%d", size), func(b *testing.B) { benchIdle(b, size) })
 	}
 }
@@ -43,7 +47,20 @@ func benchIdle(b *testing.B, size int) {
 		x := rng.IntN(min(benchSeeds, i))
 		nodes = append(nodes, startClusterNode(b, opts(nodes[x].addr())))
 	}
-	eventually(b, idleSettle, "every node to hear every other", func() bool {
+	settleIdle(b, nodes, idleSettle, time.Now())
+	for b.Loop() {
+		measureIdle(b, nodes, idleEnvDuration(b, "AGENTSITE_IDLE_WINDOW", idleWindow))
+	}
+}
+
+// settleIdle waits until every node hears every other (its nodes table
+// holds N-1 online rows), holds every node's two demo listings, and has no
+// first sync and no quota retry of a sync pending (p2p
+// Node.SyncRetriesPending): the start-up fill is over, and the window
+// measures an idle planet, not its tail. It logs how long that took.
+func settleIdle(b *testing.B, nodes []*clusterNode, within time.Duration, began time.Time) {
+	size := len(nodes)
+	eventually(b, within, "every node to hear every other", func() bool {
 		for _, n := range nodes {
 			c, err := n.m.Store.CountNodes(b.Context())
 			if err != nil || c[store.StatusOnline] < size-1 {
@@ -52,27 +69,135 @@ func benchIdle(b *testing.B, size int) {
 		}
 		return true
 	})
-	for b.Loop() {
-		in0, out0 := traffic(nodes)
-		byProto0 := trafficByProtocol(nodes)
-		cpu0, t0 := cpuTime(b), time.Now()
+	heard := time.Since(began)
+	eventually(b, within, "every node to hold every listing, no first sync or retry pending", func() bool {
+		for _, n := range nodes {
+			c, err := n.m.Store.CountByStatus(b.Context())
+			if err != nil {
+				return false
+			}
+			held := 0
+			for _, v := range c {
+				held += v
+			}
+			if held < 2*size || n.m.Node.SyncRetriesPending() > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	b.Logf("%d nodes heard by all in %s, every catalogue complete and no sync pending in %s",
+		size, heard.Round(time.Second), time.Since(began).Round(time.Second))
+}
+
+// measureIdle watches an idle planet for window and reports per node the
+// bytes each way, CPU and bytes by protocol; it logs, every 10 s of the
+// window, what catalogue sync did in it (requests by kind and round,
+// answer bytes, records pulled by result), summed over the nodes.
+func measureIdle(b *testing.B, nodes []*clusterNode, window time.Duration) {
+	size := len(nodes)
+	in0, out0 := traffic(nodes)
+	byProto0 := trafficByProtocol(nodes)
+	cpu0, t0 := cpuTime(b), time.Now()
+	total0 := syncCounts(nodes)
+	last := total0
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	end := time.After(window)
+wait:
+	for {
 		select {
-		case <-time.After(idleWindow): // the measurement window: an idle planet
+		case <-tick.C:
+			now := syncCounts(nodes)
+			b.Logf("sync at +%s: %s", time.Since(t0).Round(time.Second), now.minus(last))
+			last = now
+		case <-end: // the measurement window: an idle planet
+			break wait
 		case <-b.Context().Done():
 			return
 		}
-		in1, out1 := traffic(nodes)
-		cpu1, secs := cpuTime(b), time.Since(t0).Seconds()
-		perNode := float64(size) * secs
-		b.ReportMetric(float64(in1-in0)/perNode, "in-B/s/node")
-		b.ReportMetric(float64(out1-out0)/perNode, "out-B/s/node")
-		b.ReportMetric(100*(cpu1-cpu0).Seconds()/perNode, "cpu-%/node")
-		for p, v := range trafficByProtocol(nodes) {
-			if d := float64(v-byProto0[p]) / perNode; d >= 1 {
-				b.Logf("%s: %.0f B/s/node, in and out", p, d)
-			}
+	}
+	in1, out1 := traffic(nodes)
+	cpu1, secs := cpuTime(b), time.Since(t0).Seconds()
+	perNode := float64(size) * secs
+	b.ReportMetric(float64(in1-in0)/perNode, "in-B/s/node")
+	b.ReportMetric(float64(out1-out0)/perNode, "out-B/s/node")
+	b.ReportMetric(100*(cpu1-cpu0).Seconds()/perNode, "cpu-%/node")
+	for p, v := range trafficByProtocol(nodes) {
+		if d := float64(v-byProto0[p]) / perNode; d >= 1 {
+			b.Logf("%s: %.0f B/s/node, in and out", p, d)
 		}
 	}
+	b.Logf("sync over the window (%d nodes, %s): %s", size, window, syncCounts(nodes).minus(total0))
+}
+
+// benchSync is catalogue sync's counters summed over nodes.
+type benchSync struct{ requests, bytes, records map[string]int64 }
+
+func syncCounts(nodes []*clusterNode) benchSync {
+	s := benchSync{map[string]int64{}, map[string]int64{}, map[string]int64{}}
+	for _, n := range nodes {
+		c := n.m.Node.SyncCounts()
+		for k, v := range c.Requests {
+			s.requests[k] += v
+		}
+		for k, v := range c.Bytes {
+			s.bytes[k] += v
+		}
+		for k, v := range c.Records {
+			s.records[k] += v
+		}
+	}
+	return s
+}
+
+func (s benchSync) minus(o benchSync) string {
+	diff := func(a, b map[string]int64) string {
+		keys := make([]string, 0, len(a))
+		for k := range a {
+			if a[k] != b[k] {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		var out []string
+		for _, k := range keys {
+			out = append(out, fmt.Sprintf("%s=%d", k, a[k]-b[k]))
+		}
+		return "{" + strings.Join(out, " ") + "}"
+	}
+	return fmt.Sprintf("requests %s bytes %s records %s", diff(s.requests, o.requests), diff(s.bytes, o.bytes), diff(s.records, o.records))
+}
+
+// idleEnvDuration reads a number of seconds from the environment (def
+// when unset).
+func idleEnvDuration(b *testing.B, name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	secs, err := strconv.Atoi(v)
+	if err != nil || secs <= 0 {
+		b.Fatalf("%s=%q: want a positive number of seconds", name, v)
+	}
+	return time.Duration(secs) * time.Second
+}
+
+// idleSizes is AGENTSITE_IDLE_SIZES (comma-separated), else 10, 25, 50.
+func idleSizes(b *testing.B) []int {
+	v := os.Getenv("AGENTSITE_IDLE_SIZES")
+	if v == "" {
+		return []int{10, 25, 50}
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 1 {
+			b.Fatalf("AGENTSITE_IDLE_SIZES=%q: want integers above 1, comma-separated", v)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func trafficByProtocol(nodes []*clusterNode) map[string]int64 {
