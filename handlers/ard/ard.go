@@ -12,7 +12,12 @@
 // mirror may lack: the providers of the asked tags (their listings pulled
 // through catalogue sync) and the records of the asked identifiers;
 // results that arrived that way carry metadata "agentsite.via": "dht", and
-// the AgentSite-Federation header says what the round did.
+// the AgentSite-Federation header says what the round did. The round
+// runs with a search's first page; the page token carries its time
+// window, so the later pages continue over the mirror it filled, each
+// listing once, still marked (paging.go). In mode "referrals" the node
+// answers from its mirror and names, as referrals, the registries of
+// other nodes it hears that announce an HTTP address (referral.go).
 //
 // score is a match score from 0 to 100 (how well the entry matches the
 // text, whether it answers now); it is never a measure of trust.
@@ -113,6 +118,11 @@ type Handler struct {
 	Network    Network // nil: no federation
 	Finder     Finder  // nil: no identifier look-ups
 	Publishers Publishers
+	// Nodes is what the node heard of the planet's other nodes, for
+	// federation "referrals" (nil: it refers to none); Self is this
+	// node's peer id, never referred to.
+	Nodes Nodes
+	Self  string
 	// PublicURL is --public-url ("": the request's origin).
 	PublicURL string
 	Now       func() time.Time
@@ -127,10 +137,19 @@ type Handler struct {
 	mirrorSet bool
 }
 
-// New is a Handler; set its optional fields before serving.
+// New is a Handler; set its optional fields before serving. A catalog
+// that also keeps node rows (store.Store) is its Nodes, and a network
+// that names its peer id (p2p.Node) its Self, for referrals.
 func New(c Catalog, n Network, f Finder, publicURL string, fail func(http.ResponseWriter, *http.Request, error)) *Handler {
-	return &Handler{Catalog: c, Network: n, Finder: f, PublicURL: publicURL, Now: time.Now, Fail: fail,
+	h := &Handler{Catalog: c, Network: n, Finder: f, PublicURL: publicURL, Now: time.Now, Fail: fail,
 		fed: make(chan struct{}, maxFederations)}
+	if nodes, ok := c.(Nodes); ok {
+		h.Nodes = nodes
+	}
+	if self, ok := n.(interface{ PeerID() string }); ok {
+		h.Self = self.PeerID()
+	}
+	return h
 }
 
 // QueryModel is ARD §7.1's query: text and a filter of field paths.
@@ -153,7 +172,7 @@ type SearchRequest struct {
 // SearchResponse is the answer of POST /search.
 type SearchResponse struct {
 	Results   []Entry    `json:"results"`
-	Referrals []Referral `json:"referrals,omitempty"`
+	Referrals []Referral `json:"referrals,omitzero"` // [] in mode referrals: none
 	PageToken string     `json:"pageToken,omitempty"`
 }
 
@@ -459,7 +478,12 @@ func (h *Handler) Search(w http.ResponseWriter, r *http.Request) {
 		}
 		deadline = time.Duration(req.DeadlineMS) * time.Millisecond
 	}
-	s := search{q: store.SearchQuery{Q: req.Query.Text, Cursor: req.PageToken, Limit: req.PageSize}}
+	cursor, round, err := parseToken(req.PageToken)
+	if err != nil {
+		invalid(w, "%v", err)
+		return
+	}
+	s := search{q: store.SearchQuery{Q: req.Query.Text, Cursor: cursor, Limit: req.PageSize}}
 	if err := h.parseFilter(&s, req.Query.Filter); err != nil {
 		invalid(w, "%v", err)
 		return
@@ -472,7 +496,7 @@ func (h *Handler) Search(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("AgentSite-Mirror", mirror.Header())
 	origin := httpkit.Origin(r, h.PublicURL)
-	if m, ok := h.Catalog.(Memo); ok && !req.Federate && mode != ModeReferrals && s.keep == nil && len(s.ids) == 0 && h.Publishers == nil {
+	if m, ok := h.Catalog.(Memo); ok && !req.Federate && round == nil && mode != ModeReferrals && s.keep == nil && len(s.ids) == 0 && h.Publishers == nil {
 		// A search from the mirror alone is the same bytes until the
 		// catalogue changes: kept by the read cache, as /api/v1/agents.
 		key := "ard/search\x00" + origin + "\x00" + strings.Join(s.entryTypes(), ",") + "\x00" + store.SearchKey(s.q)
@@ -482,7 +506,7 @@ func (h *Handler) Search(w http.ResponseWriter, r *http.Request) {
 				return nil, err
 			}
 			out := SearchResponse{Results: []Entry{}, PageToken: page.NextCursor}
-			h.appendResults(&out, page.Listings, nil, nil, time.Time{}, origin, s)
+			h.appendResults(&out, page.Listings, nil, origin, s)
 			return json.Marshal(out)
 		})
 		if err != nil {
@@ -503,17 +527,27 @@ func (h *Handler) Search(w http.ResponseWriter, r *http.Request) {
 	listings := first
 	var run *DHTRun
 	var note string
-	var fedAt time.Time
-	out := SearchResponse{Results: []Entry{}}
+	var dht func(store.Listing) bool
+	out := SearchResponse{Results: []Entry{}, PageToken: next}
 	switch {
 	case mode == ModeReferrals:
-		// This node knows no other registry's HTTP address: the planet's
-		// other nodes are reached through the DHT (federate).
-		out.Referrals = []Referral{}
-		note = "no referrals: other nodes are reached through the DHT (federation auto, federate true)"
+		var refs referralRun
+		if out.Referrals, refs, err = h.referrals(ctx, first, privateOrigin(origin)); err != nil {
+			h.fault(w, r, err)
+			return
+		}
+		note = refs.note(h.Nodes != nil)
+	case round != nil:
+		// A later page of a federated walk: its round ran with the first
+		// page (paging.go).
+		start, end := round.window()
+		dht = func(l store.Listing) bool { return fromRound(l, start, end) }
+		out.PageToken = roundCursor(next, start, end)
+		note = "a later page of a federated search: its DHT round ran with the first page, and what it brought is in the mirror (via dht)"
 	case req.Federate && s.q.Cursor == "":
+		var started time.Time
 		var ok bool
-		run, fedAt, ok = h.federate(ctx, s, deadline)
+		run, started, ok = h.federate(ctx, s, deadline)
 		if !ok {
 			note = "busy: the node runs as many federated searches as it allows; this answer is the mirror's alone"
 			break
@@ -522,12 +556,30 @@ func (h *Handler) Search(w http.ResponseWriter, r *http.Request) {
 			h.fault(w, r, err)
 			return
 		}
+		// started is a millisecond before the round began (federate);
+		// a millisecond after it ended is the round's too.
+		ended := started.Add(run.Elapsed + 2*time.Millisecond)
+		before := make(map[string]bool, len(first))
+		for _, l := range first {
+			before[l.Record.ID] = true
+		}
+		dht = func(l store.Listing) bool { return !before[l.Record.ID] && fromRound(l, started, ended) }
+		out.PageToken = roundCursor(next, started, ended)
 	case req.Federate:
-		note = "only a first page is federated; later pages come from the mirror"
+		note = "this walk began without federation (its first page had no federate): its later pages come from the mirror"
 	}
-	h.appendResults(&out, listings, first, run, fedAt, origin, s)
-	out.PageToken = next
-	w.Header().Set("AgentSite-Federation", federationHeader(mode, run, note))
+	found := h.appendResults(&out, listings, dht, origin, s)
+	if run != nil {
+		run.Found = found
+	}
+	hdr := federationHeader(mode, run, note)
+	if round != nil {
+		hdr += fmt.Sprintf(", continues=?1, found=%d", found)
+	}
+	if mode == ModeReferrals {
+		hdr += fmt.Sprintf(", referrals=%d", len(out.Referrals))
+	}
+	w.Header().Set("AgentSite-Federation", hdr)
 	httpkit.WriteJSON(w, http.StatusOK, out)
 }
 
@@ -537,18 +589,13 @@ type Memo interface {
 }
 
 // appendResults adds the entries of listings to out, scored and sorted;
-// with a federation run, those not among first that changed since fedAt
-// are the DHT's.
-func (h *Handler) appendResults(out *SearchResponse, listings, first []store.Listing, run *DHTRun, fedAt time.Time, origin string, s search) {
-	seen := make(map[string]bool, len(first))
-	for _, l := range first {
-		seen[l.Record.ID] = true
-	}
+// those dht says came from a federation round are marked so, and counted.
+func (h *Handler) appendResults(out *SearchResponse, listings []store.Listing, dht func(store.Listing) bool, origin string, s search) (found int) {
 	for _, l := range listings {
 		via := ViaMirror
-		if run != nil && !seen[l.Record.ID] && !l.UpdatedAt.Before(fedAt) {
+		if dht != nil && dht(l) {
 			via = ViaDHT
-			run.Found++
+			found++
 		}
 		for _, t := range s.entryTypes() {
 			e := h.entry(l, origin, t, via)
@@ -558,6 +605,7 @@ func (h *Handler) appendResults(out *SearchResponse, listings, first []store.Lis
 		}
 	}
 	sortByScore(out.Results)
+	return found
 }
 
 // entryTypes is the representations a search asked for (without a type
