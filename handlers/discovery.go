@@ -15,6 +15,9 @@ import (
 func (s *Server) discoveryRoutes(r chi.Router) {
 	reg := ard.New(s.Store, s.Node, s.Registry, s.Config.PublicURL, s.renderError)
 	reg.Now = s.Now
+	if s.verified != nil { // nil leaves ARD's memo of answers on
+		reg.Publishers = s.verified
+	}
 	r.Route(ard.BasePath, func(r chi.Router) {
 		r.Post("/search", reg.Search)
 		r.Get("/agents", reg.List)
@@ -24,6 +27,10 @@ func (s *Server) discoveryRoutes(r chi.Router) {
 
 	cat := &discovery.Handler{Catalog: s.Store, PeerID: s.Node.PeerID(), Key: s.nodeKey(),
 		PublicURL: s.Config.PublicURL, Version: s.Config.Version, Now: s.Now, Fail: s.renderError}
+	if v := s.verified; v != nil {
+		self := s.Node.PeerID()
+		cat.Domains = func() []string { return v.Domains(self) }
+	}
 	r.Get(discovery.CatalogPath, cat.ServeCatalog)
 	r.Get("/mcp/server-card", cat.NodeServerCard)
 	r.Get(discovery.LegacyServerCardPath, cat.NodeServerCard)

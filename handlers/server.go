@@ -78,6 +78,9 @@ type Deps struct {
 	// addresses).
 	CardKey    crypto.PrivKey
 	PushClient *http.Client
+	// Verified is the verified publishers (verified.go): the badges, the
+	// "verified publishers only" filter, ARD's ranking; nil: none.
+	Verified Verified
 }
 
 // check says which required dependency is missing.
@@ -184,6 +187,7 @@ type Server struct {
 	MCPRegistry *mcpregistry.Handler
 
 	sessions   *httpkit.Sessions
+	verified   Verified // nil: no verified publishers (Deps.Verified)
 	pages      *portal.Pages
 	metrics    *metrics
 	chatLimits *httpkit.Rates
@@ -209,6 +213,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		Registry: deps.Registry,
 		Chat:     deps.Chat,
 		Live:     deps.Live,
+		verified: deps.Verified,
 	}
 	now := func() time.Time { return s.Now() }
 	accounts, err := httpkit.NewAccounts(st, cfg.OperatorToken, cfg.BcryptCost, now)
@@ -240,8 +245,10 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		s.pages.PublicURL = browserOrigin(u)
 	}
 	s.pages.SignsCards = deps.CardKey != nil
+	s.pages.Verified = deps.Verified
 	s.API = &api.API{Catalog: st, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
-		ChatRates: s.chatLimits, Replies: s.Live, Version: cfg.Version, NodeName: cfg.NodeName, Now: now, Fail: s.renderError, Logger: logger}
+		ChatRates: s.chatLimits, Replies: s.Live, Version: cfg.Version, NodeName: cfg.NodeName, Now: now, Fail: s.renderError, Logger: logger,
+		Verified: deps.Verified}
 	s.ChatSocket = &chatws.Handler{Chat: s.Chat, Live: s.Live, Sessions: s.sessions,
 		Sockets: connlimit.NewCounter(cfg.MaxSocketsPerClient), Rates: s.chatLimits,
 		AllowOrigin: s.originRule().admits, Lifetime: deps.Lifetime, Fail: s.renderError, Logger: logger, Now: now}

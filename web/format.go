@@ -239,3 +239,10 @@ func reachabilityHint(r string) string {
 		return "Not known yet: reachability is found once a few peers have tried to dial this node back."
 	}
 }
+
+// verifiedTitle explains a verified badge: what was proved, and that it
+// is about the node's operator, not its agents.
+func verifiedTitle(domains []string) string {
+	d := strings.Join(domains, ", ")
+	return "This node proved it controls " + d + " (DNS TXT or HTTPS); it says who runs the node, not what its agents do."
+}

@@ -56,6 +56,9 @@ type AgentCard struct {
 	// one card ("on 3 nodes"), this node's or the healthiest first. 0 or
 	// 1: only this one.
 	Nodes int
+	// Verified are the domains the agent's publisher proved it controls
+	// (agent/verify), sorted; nil shows no badge.
+	Verified []string
 }
 
 // HostView is the node an agent lives on: its name ("node-b"; "node
@@ -149,6 +152,9 @@ type AgentsView struct {
 	ClearHref     string // "" when no filter is active
 	Results       ResultsView
 	SortOptions   []Option // relevance (with a query), newest, name
+	// VerifiedOptions is the publisher filter: any, or verified
+	// publishers only.
+	VerifiedOptions []Option
 }
 
 // ResultsView is the result list: the part HTMX swaps as you type.
@@ -222,6 +228,8 @@ type AgentView struct {
 	// unsigned, or not an a2a backend.
 	CardSigner     HostView
 	UpstreamSigner HostView
+	// Verified are the domains the publisher proved (as on AgentCard).
+	Verified []string
 }
 
 // SignedBy is "Card signed by node node-b", "... by node a1b2c3d4", or
@@ -241,6 +249,7 @@ type NodesView struct {
 	Page         Page
 	PeerID       string
 	Name         string   // this node's --node-name
+	Verified     []string // the domains this node proved (--verify-domain)
 	Addrs        []string // full multiaddrs ending in /p2p/<id>
 	Peers        int      // connected peers
 	AgentsHosted int
@@ -269,6 +278,8 @@ type NodeRow struct {
 	LastHeartbeat    time.Time
 	LastHeartbeatAgo string
 	Self             bool
+	// Verified are the domains the node proved it controls.
+	Verified []string
 }
 
 // AuthView is the sign-up or login form. Passwords are never rendered back.

@@ -65,8 +65,9 @@ type app struct {
 	// sweep, probes), ended by close.
 	loops     context.Context
 	stopLoops context.CancelFunc
-	looping   bool  // some background work was started
-	usage     *uses // counts the week's conversations for the heartbeats; nil with a test's health source
+	looping   bool          // some background work was started
+	usage     *uses         // counts the week's conversations for the heartbeats; nil with a test's health source
+	verify    *verification // this node's domains and other nodes' claims (verify.go)
 	wg        sync.WaitGroup
 }
 
@@ -84,6 +85,9 @@ type appDeps struct {
 	HealthSource p2p.HealthSource
 	// LinkDelay is p2p.Config.LinkDelay (benchmarks and tests).
 	LinkDelay time.Duration
+	// VerifyHTTPSPort, for tests only, is the port HTTPS proofs are
+	// fetched from (0: 443).
+	VerifyHTTPSPort int
 }
 
 // buildApp builds a node's services from cfg: open the store, start p2p,
@@ -109,6 +113,9 @@ func buildApp(ctx context.Context, cfg Config, deps appDeps) (_ *app, err error)
 	}
 	// Health comes first: the heartbeats carry it from the node's start.
 	a.health = registry.NewHealth(healthOptions(cfg.ProbeInterval))
+	if err := a.buildVerify(deps.VerifyHTTPSPort); err != nil {
+		return nil, err
+	}
 	if err := a.startP2P(ctx, deps); err != nil {
 		return nil, err
 	}
@@ -171,6 +178,7 @@ func (a *app) startP2P(ctx context.Context, deps appDeps) error {
 	pc := a.cfg.p2pConfig()
 	pc.Cache, pc.Registerer, pc.HealthSource = a.sink, deps.Metrics, deps.HealthSource
 	pc.LinkDelay = deps.LinkDelay
+	pc.Domains, pc.Claims = a.verify.own.Verified, a.claimsSink()
 	if pc.HealthSource == nil { // a test's own source wins
 		pc.HealthSource = a.health.Summaries
 		if c, ok := a.engine.(conversationCounter); ok { // the week's conversations ride along
@@ -246,6 +254,7 @@ func (a *app) startBackground() error {
 	if a.usage != nil {
 		a.goLoop(a.usage.Run)
 	}
+	a.startVerify()
 	return nil
 }
 

@@ -40,6 +40,7 @@ type nodeOpts struct {
 	heartbeat time.Duration    // heartbeat interval; 0: testHeartbeat
 	health    p2p.HealthSource // Main.HealthSource; nil: the node's own
 	link      time.Duration    // Main.LinkDelay (-tags agentsite_testnet)
+	verifyTLS int              // Main.VerifyHTTPSPort: HTTPS domain proofs' port (verify_test.go)
 }
 
 // startClusterNode starts a whole node on 127.0.0.1 the way the binary does.
@@ -78,6 +79,7 @@ func startClusterNode(t testing.TB, o nodeOpts) *clusterNode {
 	n.m.LogOutput = io.Discard
 	n.m.HealthSource = o.health
 	n.m.LinkDelay = o.link
+	n.m.VerifyHTTPSPort = o.verifyTLS
 	if err := n.m.ParseFlags(args, func(string) string { return "" }, io.Discard); err != nil {
 		t.Fatal(err)
 	}

@@ -79,6 +79,8 @@ type Config struct {
 	UnheardExpiry   time.Duration
 	// The node's capacity in listings (store.Capacity); 0: no bound.
 	MaxListings int
+	// Verified publishers: --verify-* (verify.go).
+	Verify verifyConfig
 }
 
 // DefaultP2PListen listens on every interface on a free TCP and QUIC port.
@@ -182,6 +184,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.MaxPerPublisher, "max-listings-per-publisher", store.DefaultMaxPerPublisher, "listings one publisher other than this node may hold here that are not offline; a new one beyond it is refused (0: the default)")
 	fs.IntVar(&c.MaxListings, "max-listings", store.DefaultMaxListings, "listings this node holds at most; at it a new one from the network evicts those of hosts never heard, then offline, then stale ones (never this node's own nor online ones), or is refused (0: no bound)")
 	fs.DurationVar(&c.UnheardExpiry, "unheard-expiry", store.DefaultUnheardAfter, "listings whose host never sent a heartbeat go offline this long after they were last heard of (0: the default)")
+	c.declareVerify(fs)
 	return fs
 }
 
@@ -351,6 +354,7 @@ func (c *Config) Validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, errors.New("--log-format must be text or json"))
 	}
+	errs = append(errs, c.validateVerify()...)
 	return errors.Join(errs...)
 }
 

@@ -41,6 +41,9 @@ type Main struct {
 	// libp2p connection (p2p.Config.LinkDelay: benchmarks and tests built
 	// with -tags agentsite_testnet only).
 	LinkDelay time.Duration
+	// VerifyHTTPSPort, when set before Run, is the port HTTPS domain
+	// proofs are fetched from in place of 443 (tests only).
+	VerifyHTTPSPort int
 
 	// The node's services, set by Run from the app it builds (for tests
 	// and tools): Store is the database engine, Server the HTTP surfaces.
@@ -96,7 +99,7 @@ func (m *Main) Run(ctx context.Context) error {
 	ctx, m.cancel = context.WithCancel(ctx)
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	a, err := buildApp(ctx, m.Config, appDeps{Logger: m.Logger, Metrics: metrics, HealthSource: m.HealthSource, LinkDelay: m.LinkDelay})
+	a, err := buildApp(ctx, m.Config, appDeps{Logger: m.Logger, Metrics: metrics, HealthSource: m.HealthSource, LinkDelay: m.LinkDelay, VerifyHTTPSPort: m.VerifyHTTPSPort})
 	if err != nil {
 		return err
 	}
@@ -132,6 +135,7 @@ func (m *Main) buildHTTP(metrics prometheus.Registerer) error {
 		Store: a.full, Node: a.node, Registry: a.registry, Chat: a.chat, Live: a.live,
 		Health: a.health, Tester: a.prober, Lifetime: a.lifetime, Logger: m.Logger, Metrics: metrics,
 		CardKey: a.key, PushClient: runtime.NewGuardedClient(m.Config.AllowPrivateEndpoints, 10*time.Second),
+		Verified: a.verify,
 	}, cfg)
 	if err != nil {
 		return fmt.Errorf("build HTTP handlers: %w", err)

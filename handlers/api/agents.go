@@ -27,6 +27,17 @@ func (a *API) ListAgents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.PublicOnly = true
+	onlyVerified, err := a.verifiedFilter(r)
+	if err != nil {
+		a.Fail(w, r, httpkit.BadQuery(err))
+		return
+	}
+	if onlyVerified {
+		if q.Publishers = a.verifiedPublishers(); len(q.Publishers) == 0 {
+			httpkit.WriteJSON(w, http.StatusOK, apiwire.AgentList{Agents: []apiwire.Agent{}})
+			return
+		}
+	}
 	body, err := a.listBody(r.Context(), q)
 	if err != nil {
 		a.Fail(w, r, err)
@@ -60,13 +71,13 @@ func (a *API) listBody(ctx context.Context, q store.SearchQuery) ([]byte, error)
 		for i := range page.Listings {
 			size += len(page.Listings[i].PublicJSON) + 384
 		}
-		return apiwire.AppendAgentList(make([]byte, 0, size), page)
+		return apiwire.AppendAgentListVerified(make([]byte, 0, size), page, a.verifiedDomains)
 	}
 	m, ok := a.Catalog.(Memo)
 	if !ok {
 		return encode(ctx, a.Catalog)
 	}
-	v, err := m.Memo(ctx, "api/v1/agents\x00"+store.SearchKey(q), func(ctx context.Context, n store.Network) (any, error) {
+	v, err := m.Memo(ctx, "api/v1/agents\x00"+a.verifiedGeneration()+store.SearchKey(q), func(ctx context.Context, n store.Network) (any, error) {
 		return encode(ctx, n)
 	})
 	if err != nil {
@@ -83,7 +94,9 @@ func (a *API) GetAgent(w http.ResponseWriter, r *http.Request) {
 		a.Fail(w, r, err)
 		return
 	}
-	httpkit.WriteJSON(w, http.StatusOK, apiwire.FromListing(l))
+	out := apiwire.FromListing(l)
+	out.VerifiedDomains = a.verifiedDomains(l.Record.Publisher)
+	httpkit.WriteJSON(w, http.StatusOK, out)
 }
 
 // CreateAgent is POST /api/v1/agents: register an agent on this node as

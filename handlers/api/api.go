@@ -75,4 +75,6 @@ type API struct {
 	Fail func(w http.ResponseWriter, r *http.Request, err error)
 	// Logger logs what answers do not say (nil: nothing).
 	Logger *slog.Logger
+	// Verified is the verified publishers (verified.go); nil: none.
+	Verified Verified
 }

@@ -31,5 +31,6 @@ func (a *API) NodeInfo(w http.ResponseWriter, r *http.Request) {
 		Version:      a.Version,
 		AgentsHosted: local.N,
 		Peers:        a.Node.PeerCount(),
+		Domains:      a.ownDomains(),
 	})
 }

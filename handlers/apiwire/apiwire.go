@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/verify"
 )
 
 // Agent is the API view of a listing (GET /api/v1/agents/{id}, one item of
@@ -37,6 +38,11 @@ type Agent struct {
 	// Health is what the agent's host last said of how it answers, the
 	// same on every node (state "unknown" until it has said anything).
 	Health agent.Health `json:"health"`
+	// VerifiedDomains are the domains the agent's publisher proved it
+	// controls (DNS TXT or HTTPS, checked by this node itself:
+	// agent/verify), sorted; absent when none. They say who runs the
+	// publishing node, not what its agents do.
+	VerifiedDomains []string `json:"verified_domains,omitempty"`
 }
 
 // AgentList is one page of GET /api/v1/agents; an empty NextCursor means
@@ -80,6 +86,9 @@ type Node struct {
 	RelayAddrs   []string `json:"relay_addrs"`
 	DirectPeers  int      `json:"direct_peers"`
 	RelayedPeers int      `json:"relayed_peers"`
+	// Domains are the domains this node claims (--verify-domain) and how
+	// their proofs went: what to fix when one is not verified.
+	Domains []verify.Status `json:"domains"`
 }
 
 // MessageIn is the body of POST /api/v1/agents/{id}/messages; without a

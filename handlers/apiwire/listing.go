@@ -52,13 +52,23 @@ func FromPage(p store.SearchPage) AgentList {
 // the record's fields are not decoded and encoded again, only the node's
 // own fields (status, last seen, host, local, health) are.
 func AppendAgentList(dst []byte, page store.SearchPage) ([]byte, error) {
+	return AppendAgentListVerified(dst, page, nil)
+}
+
+// AppendAgentListVerified is AppendAgentList with each agent's
+// verified_domains, those domains(publisher) gives (nil: none).
+func AppendAgentListVerified(dst []byte, page store.SearchPage, domains func(publisher string) []string) ([]byte, error) {
 	dst = append(dst, `{"agents":[`...)
 	for i := range page.Listings {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
+		var vd []string
+		if domains != nil {
+			vd = domains(page.Listings[i].Record.Publisher)
+		}
 		var err error
-		if dst, err = AppendAgent(dst, &page.Listings[i]); err != nil {
+		if dst, err = appendAgent(dst, &page.Listings[i], vd); err != nil {
 			return nil, err
 		}
 	}
@@ -70,9 +80,16 @@ func AppendAgentList(dst []byte, page store.SearchPage) ([]byte, error) {
 // AppendAgent appends the JSON of FromListing(*l), from l.PublicJSON when
 // it is there.
 func AppendAgent(dst []byte, l *store.Listing) ([]byte, error) {
+	return appendAgent(dst, l, nil)
+}
+
+// appendAgent is AppendAgent with the publisher's verified domains.
+func appendAgent(dst []byte, l *store.Listing, verified []string) ([]byte, error) {
 	pub := l.PublicJSON
 	if len(pub) < 2 || pub[len(pub)-1] != '}' {
-		b, err := json.Marshal(FromListing(*l))
+		a := FromListing(*l)
+		a.VerifiedDomains = verified
+		b, err := json.Marshal(a)
 		if err != nil {
 			return nil, fmt.Errorf("encode agent %s: %w", l.Record.ID, err)
 		}
@@ -101,6 +118,14 @@ func AppendAgent(dst []byte, l *store.Listing) ([]byte, error) {
 	dst = strconv.AppendBool(dst, l.Local)
 	dst = append(dst, `,"health":`...)
 	dst = append(dst, h...)
+	if len(verified) > 0 {
+		v, err := json.Marshal(verified)
+		if err != nil {
+			return nil, fmt.Errorf("encode verified domains of agent %s: %w", l.Record.ID, err)
+		}
+		dst = append(dst, `,"verified_domains":`...)
+		dst = append(dst, v...)
+	}
 	return append(dst, '}'), nil
 }
 

@@ -51,6 +51,24 @@ func TestAppendAgentListIsWriteJSON(t *testing.T) {
 		if !bytes.Equal(got, rec.Body.Bytes()) {
 			t.Errorf("public JSON %v:\n got %s\nwant %s", withPublic, got, rec.Body.Bytes())
 		}
+		// With the publishers' verified domains (only the first has any).
+		domains := func(p string) []string {
+			if p == "12D3KooWPub" {
+				return []string{"a.example", "b.example"}
+			}
+			return nil
+		}
+		want := apiwire.FromPage(page)
+		want.Agents[0].VerifiedDomains = domains("12D3KooWPub")
+		rec = httptest.NewRecorder()
+		httpkit.WriteJSON(rec, 200, want)
+		got, err = apiwire.AppendAgentListVerified(nil, page, domains)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, rec.Body.Bytes()) || !bytes.Contains(got, []byte(`"verified_domains":["a.example","b.example"]`)) {
+			t.Errorf("verified, public JSON %v:\n got %s\nwant %s", withPublic, got, rec.Body.Bytes())
+		}
 	}
 	empty, _ := apiwire.AppendAgentList(nil, store.SearchPage{})
 	if string(empty) != "{\"agents\":[],\"next_cursor\":\"\"}\n" {

@@ -58,6 +58,7 @@ func (p *Pages) PageAgent(w http.ResponseWriter, r *http.Request) {
 		Host:         p.listingHost(r.Context(), l),
 		Others:       p.otherHosts(r.Context(), l),
 		Use:          useView(p.base(r), rec.ID),
+		Verified:     p.verifiedDomains(rec.Publisher),
 	}
 	v.CardSigner, v.UpstreamSigner = p.cardSigners(r.Context(), l)
 	if o := agent.OriginOf(l.Envelope, p.now()); o != nil && o.Install != "" {

@@ -59,6 +59,8 @@ type searchState struct {
 	health string
 	limit  string
 	sort   string
+	// verified is "true": only verified publishers' agents.
+	verified string
 }
 
 func (st searchState) href(tags []string, cursor string) string {
@@ -80,6 +82,9 @@ func (st searchState) href(tags []string, cursor string) string {
 	}
 	if st.sort != "" {
 		v.Set("sort", st.sort)
+	}
+	if st.verified != "" {
+		v.Set("verified", st.verified)
 	}
 	if cursor != "" {
 		v.Set("cursor", cursor)
@@ -122,11 +127,17 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 		limit:  vals.Get("limit"),
 		sort:   vals.Get("sort"),
 	}
-	res := web.ResultsView{Filtered: st.q != "" || len(st.tags) > 0 || st.status != "" || st.health != "", Count: -1}
+	if vals.Get("verified") == "true" && p.Verified != nil {
+		st.verified = "true"
+		q.Publishers = p.Verified.Publishers()
+	}
+	// Verified publishers only, and none is: nothing to find.
+	noneVerified := st.verified != "" && len(q.Publishers) == 0
+	res := web.ResultsView{Filtered: st.q != "" || len(st.tags) > 0 || st.status != "" || st.health != "" || st.verified != "", Count: -1}
 	status := http.StatusOK
 	if qerr != nil {
 		res.Error, status = searchErrorText(qerr), http.StatusBadRequest
-	} else {
+	} else if !noneVerified {
 		page, err := p.Catalog.SearchAgents(ctx, q)
 		switch {
 		case errors.Is(err, store.ErrBadCursor):
@@ -162,9 +173,11 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 	// them leads to an empty page; an invalid query gets the overall tags.
 	var tags []store.TagCount
 	var err error
-	if qerr == nil {
+	switch {
+	case noneVerified:
+	case qerr == nil:
 		tags, err = p.Catalog.TagFacets(ctx, q, searchTagChips)
-	} else {
+	default:
 		tags, err = p.Catalog.ListTags(ctx, searchTagChips)
 	}
 	if err != nil {
@@ -177,9 +190,15 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 		StatusOptions: selectOptions(statusChoices, st.status),
 		HealthOptions: selectOptions(healthChoices, st.health),
 		SortOptions:   selectOptions(sortChoices, sortValue(st.sort)),
-		Chips:         tagChips(st, tagCounts(tags)),
-		VisibleChips:  visibleTagChips,
-		Results:       res,
+		VerifiedOptions: func() []web.Option {
+			if p.Verified == nil {
+				return nil
+			}
+			return selectOptions(verifiedChoices, st.verified)
+		}(),
+		Chips:        tagChips(st, tagCounts(tags)),
+		VisibleChips: visibleTagChips,
+		Results:      res,
 	}
 	if res.Filtered {
 		v.ClearHref = "/agents"

@@ -168,6 +168,7 @@ func (p *Pages) PageNodes(w http.ResponseWriter, r *http.Request) {
 			LastHeartbeat:    n.LastHeartbeat,
 			LastHeartbeatAgo: web.Ago(n.LastHeartbeat, now),
 			Self:             n.PeerID == self,
+			Verified:         p.verifiedDomains(n.PeerID),
 		})
 	}
 	peers := netPeers(p.Node, self, all)
@@ -180,6 +181,7 @@ func (p *Pages) PageNodes(w http.ResponseWriter, r *http.Request) {
 		Page:         p.page(r, p.viewer(r), "Network", "nodes"),
 		PeerID:       self,
 		Name:         p.NodeName,
+		Verified:     p.verifiedDomains(self),
 		Addrs:        p.Node.Addrs(),
 		Peers:        p.Node.PeerCount(),
 		AgentsHosted: local.N,

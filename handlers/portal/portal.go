@@ -116,6 +116,9 @@ type Pages struct {
 	// SignsCards: the node signs the A2A cards it serves (the agent page
 	// says so).
 	SignsCards bool
+	// Verified shows which domains publishers proved (verified.go); nil:
+	// no badges and no publisher filter.
+	Verified Verified
 }
 
 func (p *Pages) now() time.Time { return p.Now().UTC() }

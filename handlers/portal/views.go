@@ -30,6 +30,7 @@ func (p *Pages) card(l store.Listing, hosts map[string]store.NodeLabel) web.Agen
 
 		MixedScripts: agent.MixedScripts(r.DisplayName),
 		Host:         p.hostView(l, hosts),
+		Verified:     p.verifiedDomains(r.Publisher),
 	}
 }
 

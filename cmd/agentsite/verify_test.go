@@ -1,0 +1,299 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/agentsite/agentsite/agent/verify"
+	"github.com/agentsite/agentsite/p2p"
+)
+
+// testDNS is a tiny authoritative DNS server on 127.0.0.1 (UDP): TXT
+// records from a map the test changes, and every A question answered
+// 127.0.0.1 (so the HTTPS proof's host reaches the test's TLS server).
+type testDNS struct {
+	conn net.PacketConn
+	mu   sync.Mutex
+	txt  map[string][]string // fqdn with trailing dot → records
+}
+
+func startTestDNS(t *testing.T) *testDNS {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &testDNS{conn: pc, txt: map[string][]string{}}
+	t.Cleanup(func() { pc.Close() })
+	go s.serve()
+	return s
+}
+
+func (s *testDNS) addr() string { return s.conn.LocalAddr().String() }
+
+func (s *testDNS) set(name string, records ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.txt[name+"."] = records
+}
+
+func (s *testDNS) serve() {
+	buf := make([]byte, 1500)
+	for {
+		n, addr, err := s.conn.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		var p dnsmessage.Parser
+		h, err := p.Start(buf[:n])
+		if err != nil {
+			continue
+		}
+		q, err := p.Question()
+		if err != nil {
+			continue
+		}
+		s.mu.Lock()
+		records := s.txt[strings.ToLower(q.Name.String())]
+		s.mu.Unlock()
+		b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true})
+		_ = b.StartQuestions()
+		_ = b.Question(q)
+		_ = b.StartAnswers()
+		hdr := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 1}
+		switch q.Type {
+		case dnsmessage.TypeTXT:
+			for _, r := range records {
+				_ = b.TXTResource(hdr, dnsmessage.TXTResource{TXT: []string{r}})
+			}
+		case dnsmessage.TypeA:
+			_ = b.AResource(hdr, dnsmessage.AResource{A: [4]byte{127, 0, 0, 1}})
+		}
+		if out, err := b.Finish(); err == nil {
+			_, _ = s.conn.WriteTo(out, addr)
+		}
+	}
+}
+
+// newNodeKey creates a node key in a fresh data dir (as the node would on
+// its first start), so the test knows the peer id before the node runs.
+func newNodeKey(t *testing.T) (dir, id string) {
+	t.Helper()
+	dir = t.TempDir()
+	key, _, err := p2p.LoadOrCreateKey(filepath.Join(dir, keyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, pid.String()
+}
+
+// TestVerifiedPublishers, end to end: B proves b.example by DNS TXT,
+// example.com by HTTPS (a test CA) and c.example by a TXT that only B's
+// resolver shows, and its heartbeats claim all three. A proves each
+// itself, through its own resolver: it shows b.example and example.com
+// beside B's agents (API, ?verified=true, the hub's badge, /nodes), never
+// c.example (A's DNS names another peer); when b.example's record goes
+// from A's DNS, three failed checks later A no longer shows it, though B
+// still claims it.
+func TestVerifiedPublishers(t *testing.T) {
+	dirB, idB := newNodeKey(t)
+	dnsA, dnsB := startTestDNS(t), startTestDNS(t)
+	for _, d := range []*testDNS{dnsA, dnsB} {
+		d.set("b.example", "v=spf1 -all", verify.TXTPrefix+idB)
+	}
+	dnsB.set("c.example", verify.TXTPrefix+idB)                                                    // what B sees
+	dnsA.set("c.example", verify.TXTPrefix+"12D3KooWGzxzKZYveHXtpG6AsrUJBcWxHBFS2HsEoGTxrMLvKXtf") // what A sees: someone else's
+
+	// The HTTPS proof: httptest's certificate is for example.com, trusted
+	// through --verify-ca.
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if host, _, _ := net.SplitHostPort(r.Host); r.URL.Path != verify.WellKnownPath || host != "example.com" {
+			http.NotFound(w, r)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(verify.WellKnown{PeerIDs: []string{idB}})
+	}))
+	t.Cleanup(tlsSrv.Close)
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: tlsSrv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tlsPort := tlsSrv.Listener.Addr().(*net.TCPAddr).Port
+
+	b := startClusterNode(t, nodeOpts{dir: dirB, heartbeat: 500 * time.Millisecond, verifyTLS: tlsPort, extra: []string{
+		"--allow-private-endpoints", "--verify-dns-server", dnsB.addr(), "--verify-ca", caFile, "--verify-every", "1h",
+		"--verify-domain", "b.example", "--verify-domain", "c.example", "--verify-domain", "example.com",
+	}})
+	a := startClusterNode(t, nodeOpts{heartbeat: 500 * time.Millisecond, verifyTLS: tlsPort, bootstrap: []string{b.addr()}, extra: []string{
+		"--allow-private-endpoints", "--verify-dns-server", dnsA.addr(), "--verify-ca", caFile, "--verify-every", "1s",
+		"--verify-budget", "1000",
+	}})
+	agentB := b.register("published-by-b")
+	agentA := a.register("published-by-a")
+
+	// B's own view: all three proved, each by its method.
+	var node struct {
+		Domains []verify.Status `json:"domains"`
+	}
+	eventually(t, 30*time.Second, "B to prove its three domains", func() bool {
+		_, body := b.api(http.MethodGet, "/api/v1/node", nil)
+		if json.Unmarshal(body, &node) != nil || len(node.Domains) != 3 {
+			return false
+		}
+		for _, s := range node.Domains {
+			if !s.Verified {
+				return false
+			}
+		}
+		return true
+	})
+	for _, s := range node.Domains {
+		want := verify.MethodDNS
+		if s.Domain == "example.com" {
+			want = verify.MethodHTTPS
+		}
+		if s.Method != want || s.CheckedAt.IsZero() {
+			t.Errorf("B's %s: %+v, want proved by %s", s.Domain, s, want)
+		}
+	}
+
+	verifiedOnA := func(id string) []string {
+		code, body := a.api(http.MethodGet, "/api/v1/agents/"+id, nil)
+		var got struct {
+			VerifiedDomains []string `json:"verified_domains"`
+		}
+		if code != http.StatusOK || json.Unmarshal(body, &got) != nil {
+			return []string{"error"}
+		}
+		return got.VerifiedDomains
+	}
+	want := []string{"b.example", "example.com"}
+	eventually(t, 30*time.Second, "A to show B's agent verified for b.example and example.com", func() bool {
+		return slices.Equal(verifiedOnA(agentB.ID), want)
+	})
+	// c.example stays out: A checked it (claimed in the same rounds,
+	// queued between the two it proved) and found another peer's id.
+	for _, s := range a.m.app.verify.Statuses(idB) {
+		if s.Domain == "c.example" && (s.Verified || s.CheckedAt.IsZero() || !strings.Contains(s.LastError, "no "+verify.TXTPrefix+idB)) {
+			t.Errorf("A's check of c.example: %+v", s)
+		}
+	}
+	if got := verifiedOnA(agentB.ID); slices.Contains(got, "c.example") {
+		t.Errorf("A shows c.example, whose TXT at A names another peer: %v", got)
+	}
+	if got := verifiedOnA(agentA.ID); len(got) != 0 {
+		t.Errorf("A's own agent shows verified domains %v; A claims none", got)
+	}
+
+	// ?verified=true lists B's agent, not A's own.
+	code, body := a.api(http.MethodGet, "/api/v1/agents?verified=true&limit=100", nil)
+	var page struct {
+		Agents []struct {
+			ID              string   `json:"id"`
+			VerifiedDomains []string `json:"verified_domains"`
+		} `json:"agents"`
+	}
+	if code != http.StatusOK || json.Unmarshal(body, &page) != nil {
+		t.Fatalf("?verified=true: %d %s", code, body)
+	}
+	var ids []string
+	for _, ag := range page.Agents {
+		ids = append(ids, ag.ID)
+		if !slices.Equal(ag.VerifiedDomains, want) {
+			t.Errorf("?verified=true lists %s with %v", ag.ID, ag.VerifiedDomains)
+		}
+	}
+	if !slices.Contains(ids, agentB.ID) || slices.Contains(ids, agentA.ID) {
+		t.Errorf("?verified=true lists %v; want B's %s and not A's %s", ids, agentB.ID, agentA.ID)
+	}
+	if code, _ := a.api(http.MethodGet, "/api/v1/agents?verified=maybe", nil); code != http.StatusBadRequest {
+		t.Errorf("?verified=maybe: %d, want 400", code)
+	}
+
+	// The hub: the agent page's badge, the filtered cards, /nodes.
+	doc := a.page(t, "/agents/"+agentB.ID)
+	badge := doc.Find(`[data-testid="agent-detail"] [data-testid="verified-badge"]`)
+	if badge.Length() != 1 || !strings.Contains(badge.Text(), "verified: b.example, example.com") || strings.Contains(badge.Text(), "c.example") {
+		t.Errorf("agent page badge: %d, %q", badge.Length(), badge.Text())
+	}
+	if title, _ := badge.Attr("title"); !strings.Contains(title, "it says who runs the node, not what its agents do") {
+		t.Errorf("badge title = %q", title)
+	}
+	if n := a.page(t, "/agents/"+agentA.ID).Find(`[data-testid="verified-badge"]`).Length(); n != 0 {
+		t.Errorf("A's own unverified agent shows %d badges", n)
+	}
+	cards := a.page(t, "/agents?verified=true")
+	var cardIDs []string
+	cards.Find(`[data-testid="agent-card"]`).Each(func(_ int, s *goquery.Selection) {
+		id, _ := s.Attr("data-agent-id")
+		cardIDs = append(cardIDs, id)
+		if s.Find(`[data-testid="verified-badge"]`).Length() != 1 {
+			t.Errorf("card %s has no badge", id)
+		}
+	})
+	if !slices.Equal(cardIDs, []string{agentB.ID}) {
+		t.Errorf("hub, verified publishers only: cards %v, want [%s]", cardIDs, agentB.ID)
+	}
+	if sel := cards.Find(`[data-testid="verified-filter"] option[selected]`); sel.AttrOr("value", "") != "true" {
+		t.Errorf("the filter does not show itself selected: %q", sel.Text())
+	}
+	row := a.page(t, "/nodes").Find(`[data-testid="node-row"][data-peer-id="` + idB + `"] [data-testid="verified-badge"]`)
+	if row.AttrOr("data-domains", "") != "b.example example.com" {
+		t.Errorf("/nodes: B's row badge %q", row.AttrOr("data-domains", ""))
+	}
+
+	// b.example's record goes from A's DNS (B still proves and claims it):
+	// three failed checks later A no longer shows it.
+	dnsA.set("b.example")
+	eventually(t, 60*time.Second, "A to unverify b.example", func() bool {
+		return slices.Equal(verifiedOnA(agentB.ID), []string{"example.com"})
+	})
+	st := a.m.app.verify.Statuses(idB)
+	for _, s := range st {
+		if s.Domain == "b.example" && (s.Verified || s.Failures < verify.DefaultMaxFailures) {
+			t.Errorf("A's b.example after unverifying: %+v", s)
+		}
+	}
+	_, body = b.api(http.MethodGet, "/api/v1/node", nil)
+	if !strings.Contains(string(body), `"domain":"b.example","verified":true`) {
+		t.Errorf("B no longer proves b.example itself: %s", body)
+	}
+}
+
+// page GETs a portal page of n and parses it.
+func (n *clusterNode) page(t *testing.T, path string) *goquery.Document {
+	t.Helper()
+	resp, err := http.Get(n.m.HTTPURL() + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	doc, err := goquery.NewDocumentFromReader(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
