@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,10 +20,15 @@ import (
 // ARD federation on a three-node planet (issue 22): D mirrors nothing
 // tagged "tides"; its registry answers from the mirror (nothing), and with
 // federate: true finds A's agent through the DHT's tag providers, marked
-// as such; a URN the mirror lacks is looked up in the DHT by its id.
+// as such; a URN the mirror lacks is looked up in the DHT by its id. In
+// mode "referrals" D refers to A's and B's registries, which announce
+// their HTTP address in their heartbeats, and never to itself.
 func TestARDFederatesThroughTheDHT(t *testing.T) {
-	a := startClusterNode(t, nodeOpts{ttl: time.Hour})
-	b := startClusterNode(t, nodeOpts{bootstrap: []string{a.addr()}, ttl: time.Hour})
+	aFlags, aURL := announceHTTP(t)
+	bFlags, bURL := announceHTTP(t)
+	dFlags, dURL := announceHTTP(t)
+	a := startClusterNode(t, nodeOpts{ttl: time.Hour, extra: aFlags})
+	b := startClusterNode(t, nodeOpts{bootstrap: []string{tcpAddr(t, a)}, ttl: time.Hour, extra: bFlags})
 	tide := a.register("tide-bot", "tides")
 	weather := a.register("weather-bot", "weather")
 	registered := time.Now()
@@ -34,14 +41,17 @@ func TestARDFederatesThroughTheDHT(t *testing.T) {
 	// D joins after the gossip went by, without catalogue sync (as in
 	// TestLookupBeyondTheCache).
 	<-time.After(time.Until(registered.Add(time.Duration(pubsub.GossipSubHistoryLength+1) * pubsub.GossipSubHeartbeatInterval)))
-	d := startClusterNode(t, nodeOpts{bootstrap: []string{b.addr()}, ttl: time.Hour, extra: []string{"--sync-on-connect=false"}})
+	d := startClusterNode(t, nodeOpts{bootstrap: []string{tcpAddr(t, b)}, ttl: time.Hour, extra: append(dFlags, "--sync-on-connect=false")})
 	eventually(t, 10*time.Second, "D to connect", func() bool { return d.m.Node.PeerCount() > 0 })
 
-	ardSearch := func(filter map[string]any, federate bool) (ard.SearchResponse, string) {
+	ardSearch := func(filter map[string]any, federate bool, mode ...string) (ard.SearchResponse, string) {
 		t.Helper()
 		body := map[string]any{"query": map[string]any{"text": "", "filter": filter}}
 		if federate {
 			body["federate"], body["deadlineMs"] = true, 10000
+		}
+		if len(mode) > 0 {
+			body["federation"] = mode[0]
 		}
 		resp, err := http.Post(d.m.HTTPURL()+"/ard/search", "application/json", bytes.NewReader(mustJSON(t, body)))
 		if err != nil {
@@ -102,4 +112,63 @@ func TestARDFederatesThroughTheDHT(t *testing.T) {
 	if found.Results[0].Metadata["agentsite.id"] != weather.ID || found.Results[0].Metadata["agentsite.via"] != ard.ViaDHT {
 		t.Errorf("identifier look-up = %+v", found.Results[0])
 	}
+
+	// Referrals: the registries of the nodes D hears (their heartbeats
+	// carry the announced /http address), never D's own.
+	var refs ard.SearchResponse
+	var refHow string
+	eventually(t, 30*time.Second, "D to refer to A's and B's registries", func() bool {
+		refs, refHow = ardSearch(tides, false, ard.ModeReferrals)
+		return len(refs.Referrals) == 2
+	})
+	urls := map[string]string{}
+	for _, r := range refs.Referrals {
+		urls[r.URL] = r.Identifier
+	}
+	if urls[aURL] != ard.URNIn(a.peerID(), ard.NamespaceRegistry, "ard") || urls[bURL] != ard.URNIn(b.peerID(), ard.NamespaceRegistry, "ard") ||
+		urls[dURL] != "" || len(refs.Results) != 1 || !strings.Contains(refHow, "referrals=2") {
+		t.Errorf("referrals = %+v (D is %s), results %d, %s", refs.Referrals, dURL, len(refs.Results), refHow)
+	}
+	// A, which hosts the tides agent, comes first.
+	if refs.Referrals[0].URL != aURL {
+		t.Errorf("the host of the page's listing is not referred first: %+v", refs.Referrals)
+	}
+	// A referral is a registry that answers: A's search route.
+	resp, err := http.Post(refs.Referrals[0].URL, "application/json", strings.NewReader(`{"query":{"text":"tide"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), "tide-bot") {
+		t.Errorf("POST %s: %d %s", refs.Referrals[0].URL, resp.StatusCode, raw)
+	}
+}
+
+// announceHTTP is the flags of a node that serves HTTP on a port chosen
+// now and announces it in its heartbeats in libp2p's notation
+// (/ip4/127.0.0.1/tcp/<port>/http), and the ARD search route there.
+func announceHTTP(t *testing.T) (flags []string, search string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return []string{"--http-addr", fmt.Sprintf("127.0.0.1:%d", port), "--announce", fmt.Sprintf("/ip4/127.0.0.1/tcp/%d/http", port)},
+		fmt.Sprintf("http://127.0.0.1:%d/ard/search", port)
+}
+
+// tcpAddr is n's first libp2p address that is not its announced HTTP one
+// (addr() may pick either: they are sorted).
+func tcpAddr(t *testing.T, n *clusterNode) string {
+	t.Helper()
+	for _, a := range n.m.Node.Addrs() {
+		if !strings.Contains(a, "/http") {
+			return a
+		}
+	}
+	t.Fatalf("%s has no libp2p address: %v", n.peerID(), n.m.Node.Addrs())
+	return ""
 }
