@@ -229,6 +229,19 @@ func TestVerifiedPublishers(t *testing.T) {
 		t.Errorf("?verified=maybe: %d, want 400", code)
 	}
 
+	// ARD's verified filter (handlers/ard's Publishers) finds B's agent,
+	// not A's.
+	resp, err := http.Post(a.m.HTTPURL()+"/ard/search", "application/json",
+		strings.NewReader(`{"query":{"text":"","filter":{"verified":true}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ardBody, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(ardBody), agentB.ID) || strings.Contains(string(ardBody), agentA.ID) {
+		t.Errorf("ARD search verified:true: %d %s; want B's %s only", resp.StatusCode, ardBody, agentB.ID)
+	}
+
 	// The hub: the agent page's badge, the filtered cards, /nodes.
 	doc := a.page(t, "/agents/"+agentB.ID)
 	badge := doc.Find(`[data-testid="agent-detail"] [data-testid="verified-badge"]`)
@@ -296,4 +309,49 @@ func (n *clusterNode) page(t *testing.T, path string) *goquery.Document {
 		t.Fatal(err)
 	}
 	return doc
+}
+
+// The --verify-* flags and their environment twins: good values are
+// taken, each bad one refused with what to give instead.
+func TestVerifyFlags(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"AGENTSITE_VERIFY_DOMAIN": "a.example,B.Example.", "AGENTSITE_VERIFY_DNS_SERVER": "127.0.0.1:5353"}
+	var c Config
+	if err := c.Parse([]string{"--data-dir", dir, "--verify-every", "1h"}, func(k string) string { return env[k] }, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.Verify.Domains, []string{"a.example", "B.Example."}) || c.Verify.Every != time.Hour || c.Verify.DNSServer != "127.0.0.1:5353" || c.Verify.Budget != verify.DefaultPerMinute {
+		t.Errorf("parsed %+v", c.Verify)
+	}
+	var d Config
+	if err := d.Parse([]string{"--data-dir", dir}, func(string) string { return "" }, io.Discard); err != nil || d.Verify.Every != verify.DefaultEvery || len(d.Verify.Domains) != 0 {
+		t.Errorf("defaults: %+v, %v", d.Verify, err)
+	}
+	many := []string{"--data-dir", dir}
+	for i := range verify.MaxDomains + 1 {
+		many = append(many, "--verify-domain", string(rune('a'+i))+".example")
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--verify-domain", "localhost"}, "give a name like example.org"},
+		{[]string{"--verify-domain", "a.example", "--verify-domain", "A.example"}, "given twice"},
+		{many[2:], "at most 8 domains"},
+		{[]string{"--verify-every", "10ms"}, "--verify-every must be between 1s and 168h"},
+		{[]string{"--verify-dns-server", "127.0.0.1"}, "must be host:port"},
+		{[]string{"--verify-ca", filepath.Join(dir, "missing.pem")}, "--verify-ca: read"},
+		{[]string{"--verify-ca", notPEM}, "holds no PEM certificate"},
+		{[]string{"--verify-budget", "-1"}, "--verify-budget must be between 0 and 100000"},
+	} {
+		var c Config
+		err := c.Parse(append([]string{"--data-dir", dir}, tc.args...), func(string) string { return "" }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error saying %q", tc.args, err, tc.want)
+		}
+	}
 }
