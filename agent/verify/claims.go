@@ -133,6 +133,7 @@ func (c *Claims) Claim(peerID string, domains []string) {
 		if !slices.Contains(domains, d) {
 			changed = changed || s.Verified
 			delete(p.domains, d)
+			delete(p.queued, d) // its queued proof is skipped (next)
 		}
 	}
 	queued := false

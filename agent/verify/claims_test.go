@@ -203,6 +203,28 @@ func TestClaimsRun(t *testing.T) {
 	<-done
 }
 
+// A domain dropped from a peer's claims while its proof waits, then
+// claimed again, is proved when claimed again (the skipped proof does not
+// leave it marked as queued).
+func TestClaimsReclaimed(t *testing.T) {
+	dns := startDNS(t)
+	dns.set("a.example", "agentsite-verify="+peerID)
+	clk := newClock()
+	c := &verify.Claims{LookupTXT: dns.resolver(), Now: clk.now}
+	c.Claim(peerID, []string{"a.example", "b.example"})
+	c.Claim(peerID, []string{"b.example"}) // a.example dropped before its proof ran
+	if n := c.CheckQueued(t.Context()); n != 1 {
+		t.Fatalf("proofs = %d, want b.example's only", n)
+	}
+	c.Claim(peerID, []string{"a.example", "b.example"})
+	if n := c.CheckQueued(t.Context()); n != 1 {
+		t.Fatalf("proofs after claiming a.example again = %d, want 1", n)
+	}
+	if got := c.Domains(peerID); !slices.Equal(got, []string{"a.example"}) {
+		t.Errorf("Domains = %v, want [a.example]", got)
+	}
+}
+
 // BenchmarkClaimHeard is what a receiver pays per accepted heartbeat of a
 // peer whose claims it already holds and proved (nothing due).
 func BenchmarkClaimHeard(b *testing.B) {
