@@ -66,6 +66,8 @@ type config struct {
 	// kept; a later run with the same --listings reuses it (seeding 1M
 	// listings takes minutes).
 	DataDir string
+	// SeedOnly stops after seeding (with DataDir: to seed once, then run).
+	SeedOnly bool
 }
 
 func main() {
@@ -109,6 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.Ceiling, "ceiling", false, "also measure a bare net/http server sending the same bytes (the ceiling of this machine), and report the ratio")
 	fs.IntVar(&c.Replicas, "replicas", 1, fmt.Sprintf("number of agentsite processes serving the run (1..%d): portal replicas on one database, each with its own data dir and port, requests round-robin; more than 1 needs --store postgres", maxReplicas))
 	fs.StringVar(&c.DataDir, "data-dir", "", "SQLite only: seed into this directory and keep it; a later run with the same --listings reuses it instead of seeding again")
+	fs.BoolVar(&c.SeedOnly, "seed-only", false, "stop after seeding (with --data-dir: seed once, run later)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -212,6 +215,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := db.markSeeded(cfg.Listings); err != nil {
 			return err
 		}
+	}
+	if cfg.SeedOnly {
+		return nil
 	}
 
 	if cfg.Settle {

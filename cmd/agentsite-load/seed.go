@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -194,8 +195,17 @@ func seedPages(ctx context.Context, sink *store.Sink, pubs []publisher, n, write
 		return err
 	}
 	secs := time.Since(begun).Seconds()
-	progress("seeded %d/%d (%.1fs, %.0f listings/s)", n, n, secs, float64(n)/secs)
+	progress("seeded %d/%d (%.1fs, %.0f listings/s; this process's CPU so far: %s)", n, n, secs, float64(n)/secs, cpuTime())
 	return nil
+}
+
+// cpuTime is this process's CPU time so far, user and system.
+func cpuTime() string {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.1fs user + %.1fs sys", time.Duration(ru.Utime.Nano()).Seconds(), time.Duration(ru.Stime.Nano()).Seconds())
 }
 
 // sealedPage is listings from..from+len(recs)-1, sealed.
