@@ -30,6 +30,16 @@ type Admission struct {
 	// TrustedOnly keeps only listings published by trusted peers (and this
 	// node's own).
 	TrustedOnly bool
+	// TrustDomains are domains whose proved publishers are trusted as
+	// Trust's peers are (--trust-domain): a peer counts once this node
+	// proved it controls one of them (Verified, agent/verify), for as
+	// long as the proof holds. Lower-case, agent.NormalizeDomain's
+	// spelling.
+	TrustDomains []string
+	// Verified is the domains this node proved a peer controls
+	// (agent/verify.Claims.Domains); nil: none, and TrustDomains trusts
+	// nobody.
+	Verified func(peerID string) []string
 	// PublisherPerMinute bounds the fresh records of one publisher that
 	// gossip may bring per minute (default 120; the rest are ignored, and
 	// the publisher, if it sent them itself, loses score).
@@ -118,6 +128,7 @@ type admission struct {
 	cfg     Admission
 	blocked map[string]bool
 	trusted map[string]bool
+	domains map[string]bool // TrustDomains
 
 	mu         sync.Mutex
 	heard      map[string]time.Time // publisher (peer ID) → last heartbeat
@@ -153,7 +164,30 @@ func newAdmission(cfg Admission) *admission {
 	for _, p := range cfg.Trust {
 		a.trusted[p] = true
 	}
+	if len(cfg.TrustDomains) > 0 && cfg.Verified != nil {
+		a.domains = map[string]bool{}
+		for _, d := range cfg.TrustDomains {
+			a.domains[d] = true
+		}
+	}
 	return a
+}
+
+// isTrusted reports whether p (a peer id) is exempt from the quotas: on
+// the trust list, or proved to control a trusted domain.
+func (a *admission) isTrusted(p string) bool {
+	if a.trusted[p] {
+		return true
+	}
+	if a.domains == nil {
+		return false
+	}
+	for _, d := range a.cfg.Verified(p) {
+		if a.domains[d] {
+			return true
+		}
+	}
+	return false
 }
 
 // hear notes a verified heartbeat of p: its listings are a heard host's.
@@ -216,7 +250,7 @@ func decayed(p penalty, now time.Time) float64 {
 // messages, and publisher's fresh records PublisherPerMinute. Trusted
 // peers have no rate.
 func (a *admission) allowGossip(from peer.ID, publisher string, now time.Time) (relayOK, pubOK bool) {
-	if a.trusted[from.String()] || a.trusted[publisher] {
+	if a.isTrusted(from.String()) || a.isTrusted(publisher) {
 		return true, true
 	}
 	a.mu.Lock()
@@ -233,7 +267,7 @@ func (a *admission) allowGossip(from peer.ID, publisher string, now time.Time) (
 // rogue that signs heartbeats for endless fresh identities is held to the
 // planet's size.
 func (a *admission) allowRelayedHeartbeat(from peer.ID, interval time.Duration, now time.Time) bool {
-	if a.trusted[from.String()] {
+	if a.isTrusted(from.String()) {
 		return true
 	}
 	a.mu.Lock()
@@ -257,7 +291,7 @@ func (a *admission) allowRelayedHeartbeat(from peer.ID, interval time.Duration, 
 // hourly allowance of from, the peer that forwarded its heartbeat, and of
 // from's IP group; over it, the heartbeat is ignored.
 func (a *admission) introduce(author string, from peer.ID, group string, now time.Time) error {
-	if a.trusted[from.String()] || a.trusted[author] {
+	if a.isTrusted(from.String()) || a.isTrusted(author) {
 		return nil
 	}
 	return a.charge(now, author, false, allowance{"intro:peer:" + from.String(), 0, a.cfg.IntroducedPerHour},
@@ -321,7 +355,7 @@ func (a *admission) check(rec *agent.Record, from peer.ID, group string, self st
 	if err := a.policy(pub, self); err != nil || pub == self {
 		return err
 	}
-	if a.trusted[pub] || a.trusted[from.String()] || from.String() == pub || a.wasHeard(pub, now) {
+	if a.isTrusted(pub) || a.isTrusted(from.String()) || from.String() == pub || a.wasHeard(pub, now) {
 		return nil
 	}
 	return a.charge(now, pub, true, allowance{"peer:" + from.String(), a.cfg.UnheardPerHour, a.cfg.UnheardPublishersPerHour},
@@ -336,7 +370,7 @@ func (a *admission) policy(pub, self string) error {
 		return errBlockedPublisher
 	case pub == self:
 		return nil
-	case a.cfg.TrustedOnly && !a.trusted[pub]:
+	case a.cfg.TrustedOnly && !a.isTrusted(pub):
 		return errUntrusted
 	}
 	return nil

@@ -179,6 +179,7 @@ func (a *app) startP2P(ctx context.Context, deps appDeps) error {
 	pc.Cache, pc.Registerer, pc.HealthSource = a.sink, deps.Metrics, deps.HealthSource
 	pc.LinkDelay = deps.LinkDelay
 	pc.Domains, pc.Claims = a.verify.own.Verified, a.claimsSink()
+	pc.Admission.Verified = a.verify.Domains
 	if pc.HealthSource == nil { // a test's own source wins
 		pc.HealthSource = a.health.Summaries
 		if c, ok := a.engine.(conversationCounter); ok { // the week's conversations ride along

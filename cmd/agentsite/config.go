@@ -342,8 +342,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if c.TrustedOnly && len(c.TrustPeers) == 0 {
-		errs = append(errs, errors.New("--trusted-only needs at least one --trust-peer (else only this node's own listings are kept)"))
+	if c.TrustedOnly && len(c.TrustPeers) == 0 && len(c.Verify.TrustDomains) == 0 {
+		errs = append(errs, errors.New("--trusted-only needs at least one --trust-peer or --trust-domain (else only this node's own listings are kept)"))
 	}
 	if c.PublisherRate < 1 || c.UnheardPerHour < 1 {
 		errs = append(errs, errors.New("--publisher-rate and --unheard-per-hour must be at least 1"))
@@ -473,7 +473,7 @@ func (c *Config) p2pConfig() p2p.Config {
 // admission is the p2p admission policy from the flags.
 func (c *Config) admission() p2p.Admission {
 	return p2p.Admission{
-		Block: c.BlockPeers, Trust: c.TrustPeers, TrustedOnly: c.TrustedOnly,
+		Block: c.BlockPeers, Trust: c.TrustPeers, TrustedOnly: c.TrustedOnly, TrustDomains: c.Verify.trustDomains(),
 		PublisherPerMinute: c.PublisherRate, UnheardPerHour: c.UnheardPerHour,
 	}
 }

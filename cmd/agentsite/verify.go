@@ -35,6 +35,9 @@ type verifyConfig struct {
 	DNSServer string
 	CAFile    string
 	Budget    int
+	// TrustDomains trust the publishers proved to control them
+	// (p2p.Admission.TrustDomains).
+	TrustDomains []string
 }
 
 // declareVerify declares the --verify-* flags on c.
@@ -43,6 +46,7 @@ func (c *Config) declareVerify(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Verify.Every, "verify-every", verify.DefaultEvery, "how often each proved domain (this node's and other nodes') is checked again; three failures in a row unverify it")
 	fs.StringVar(&c.Verify.DNSServer, "verify-dns-server", "", "host:port of the DNS server the proofs' look-ups ask (TXT records, and the HTTPS proof's host names); empty: the system resolver")
 	fs.StringVar(&c.Verify.CAFile, "verify-ca", "", "PEM file of extra root certificates trusted for the HTTPS proof, besides the system's")
+	fs.Var(&stringList{vals: &c.Verify.TrustDomains}, "trust-domain", "a domain whose proved publishers are trusted as --trust-peer ones are (no admission quotas; kept under --trusted-only), once this node proved they control it (repeatable)")
 	fs.IntVar(&c.Verify.Budget, "verify-budget", verify.DefaultPerMinute, "proofs of other nodes' claimed domains this node checks a minute at most (0: it checks none, and shows only its own)")
 }
 
@@ -77,6 +81,14 @@ func (c *Config) validateVerify() []error {
 		if _, err := loadCA(v.CAFile); err != nil {
 			errs = append(errs, fmt.Errorf("--verify-ca: %w", err))
 		}
+	}
+	for _, d := range v.TrustDomains {
+		if _, err := verify.NormalizeDomain(d); err != nil {
+			errs = append(errs, fmt.Errorf("--trust-domain: %w", err))
+		}
+	}
+	if len(v.TrustDomains) > 0 && v.Budget == 0 {
+		errs = append(errs, errors.New("--trust-domain needs --verify-budget above 0: this node proves other nodes' domains itself before trusting them"))
 	}
 	if v.Budget < 0 || v.Budget > 100000 {
 		errs = append(errs, errors.New("--verify-budget must be between 0 and 100000 proofs a minute (default 60)"))
@@ -178,6 +190,17 @@ func (a *app) claimsSink() p2p.DomainClaims {
 		return nil
 	}
 	return a.verify.Claims
+}
+
+// trustDomains is --trust-domain, normalised.
+func (v verifyConfig) trustDomains() []string {
+	var out []string
+	for _, d := range v.TrustDomains {
+		if n, err := verify.NormalizeDomain(d); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // httpsFetcher GETs the HTTPS proof through client (the guarded one),

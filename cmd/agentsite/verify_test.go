@@ -327,6 +327,12 @@ func TestVerifyFlags(t *testing.T) {
 	if !slices.Equal(c.Verify.Domains, []string{"a.example", "B.Example."}) || c.Verify.Every != time.Hour || c.Verify.DNSServer != "127.0.0.1:5353" || c.Verify.Budget != verify.DefaultPerMinute {
 		t.Errorf("parsed %+v", c.Verify)
 	}
+	var tr Config
+	if err := tr.Parse([]string{"--data-dir", dir, "--trusted-only", "--trust-domain", "Example.ORG"}, func(string) string { return "" }, io.Discard); err != nil {
+		t.Errorf("--trusted-only with a --trust-domain: %v", err)
+	} else if adm := tr.admission(); !slices.Equal(adm.TrustDomains, []string{"example.org"}) || !adm.TrustedOnly {
+		t.Errorf("admission from the flags: %+v", adm)
+	}
 	var d Config
 	if err := d.Parse([]string{"--data-dir", dir}, func(string) string { return "" }, io.Discard); err != nil || d.Verify.Every != verify.DefaultEvery || len(d.Verify.Domains) != 0 {
 		t.Errorf("defaults: %+v, %v", d.Verify, err)
@@ -347,6 +353,8 @@ func TestVerifyFlags(t *testing.T) {
 		{[]string{"--verify-ca", filepath.Join(dir, "missing.pem")}, "--verify-ca: read"},
 		{[]string{"--verify-ca", notPEM}, "holds no PEM certificate"},
 		{[]string{"--verify-budget", "-1"}, "--verify-budget must be between 0 and 100000"},
+		{[]string{"--trust-domain", "org"}, "--trust-domain: "},
+		{[]string{"--trust-domain", "example.org", "--verify-budget", "0"}, "--trust-domain needs --verify-budget above 0"},
 	} {
 		var c Config
 		err := c.Parse(append([]string{"--data-dir", dir}, tc.args...), func(string) string { return "" }, io.Discard)
