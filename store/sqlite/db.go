@@ -149,12 +149,29 @@ func dsn(path string, readOnly bool) string {
 		q.Add("_pragma", "query_only(1)")
 	} else {
 		q.Set("_txlock", "immediate")
-		// Savepoints' sub-journals (a bulk import's one per store call)
-		// in memory, not a temporary file written page by page.
-		q.Add("_pragma", "temp_store(MEMORY)")
+		for _, p := range writerPragmas {
+			q.Add("_pragma", p)
+		}
 	}
 	return path + "?" + q.Encode()
 }
+
+// writerPragmas tune the one writer connection for big writes (an import
+// of 1M agents, a mirror's fill: BENCHMARKS.md, "The 1M catalogue"):
+//
+//   - temp_store stays the default (a file): a statement that writes a page
+//     of rows through triggers keeps a statement journal, and in memory
+//     (temp_store MEMORY) SQLite builds it of 1 KiB chunks, allocated and
+//     freed (madvise) by the thousand per statement: a fifth of an import's
+//     CPU. On a file it is 64 KiB chunks, spilled past that.
+//   - a 32 MiB page cache (default 2 MiB): the catalogue's random-keyed
+//     indexes (ids) outgrow 2 MiB within 100k listings, and then every
+//     insert re-read its pages and spilled dirty ones mid-transaction.
+//   - a checkpoint every 8,192 WAL pages (32 MiB, default 1,000): a page
+//     written by several commits is copied back to the database once.
+//
+// Readers keep SQLite's defaults.
+var writerPragmas = []string{"temp_store(DEFAULT)", "cache_size(-32768)", "wal_autocheckpoint(8192)"}
 
 // Ping checks the database is reachable (readiness).
 func (db *DB) Ping(ctx context.Context) error {
