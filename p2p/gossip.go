@@ -222,6 +222,7 @@ func (n *Node) Announce(ctx context.Context, rec *agent.Record, env []byte) erro
 		return nil
 	}
 	n.seqs.check(rec.ID, rec.Seq) //nolint:errcheck // our own seq only grows
+	n.syncs.hold(env)             // our own: a digest page need not bring it back
 	if err := n.records.Publish(ctx, env); err != nil {
 		n.metrics.published.WithLabelValues("gossip", "error").Inc()
 		return fmt.Errorf("gossip record: %w", err)

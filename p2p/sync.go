@@ -274,8 +274,11 @@ func (n *Node) SyncRetriesPending() int {
 	return len(n.syncs.retrying)
 }
 
-// maxHeld bounds syncTracker.held (16 bytes and a map entry each).
-const maxHeld = 200_000
+// maxHeld bounds syncTracker.held: --max-listings' default, at about 40
+// bytes an entry (16 of digest and the map's own), so ~40 MB at most, and
+// a node holds as many entries as listings. Past it the set starts over,
+// which costs pulls again, not correctness.
+const maxHeld = 1 << 20
 
 // hold notes that this node holds env (or a newer one of its listing).
 func (t *syncTracker) hold(env []byte) {
