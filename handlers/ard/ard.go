@@ -112,6 +112,25 @@ type Publishers interface {
 	Domains(publisher string) []string
 }
 
+// generational is a Publishers whose answers change only with its
+// generation: a memoized search keys on it, so a search from the mirror
+// alone stays memoized while publishers are verified.
+type generational interface {
+	Generation() uint64
+}
+
+// publishersKey is what a memoized answer depends on of Publishers, and
+// false when it cannot be memoized (answers that change unannounced).
+func (h *Handler) publishersKey() (string, bool) {
+	switch p := h.Publishers.(type) {
+	case nil:
+		return "", true
+	case generational:
+		return "v" + strconv.FormatUint(p.Generation(), 10), true
+	}
+	return "", false
+}
+
 // Handler serves the registry.
 type Handler struct {
 	Catalog    Catalog
@@ -496,10 +515,12 @@ func (h *Handler) Search(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("AgentSite-Mirror", mirror.Header())
 	origin := httpkit.Origin(r, h.PublicURL)
-	if m, ok := h.Catalog.(Memo); ok && !req.Federate && round == nil && mode != ModeReferrals && s.keep == nil && len(s.ids) == 0 && h.Publishers == nil {
+	pubKey, memoizable := h.publishersKey()
+	if m, ok := h.Catalog.(Memo); ok && memoizable && !req.Federate && round == nil && mode != ModeReferrals && s.keep == nil && len(s.ids) == 0 {
 		// A search from the mirror alone is the same bytes until the
-		// catalogue changes: kept by the read cache, as /api/v1/agents.
-		key := "ard/search\x00" + origin + "\x00" + strings.Join(s.entryTypes(), ",") + "\x00" + store.SearchKey(s.q)
+		// catalogue (or a publisher's verified domains) changes: kept by
+		// the read cache, as /api/v1/agents.
+		key := "ard/search\x00" + pubKey + "\x00" + origin + "\x00" + strings.Join(s.entryTypes(), ",") + "\x00" + store.SearchKey(s.q)
 		v, err := m.Memo(ctx, key, func(ctx context.Context, n store.Network) (any, error) {
 			page, err := n.SearchAgents(ctx, s.q)
 			if err != nil {
