@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -51,10 +52,7 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 func (n *Node) sendHeartbeat(ctx context.Context) time.Duration {
 	now := n.now().UTC() // at the start: rounds are then an interval apart (heartbeatLoop)
 	interval := n.heartbeatInterval(now)
-	addrs := n.Addrs()
-	if len(addrs) > maxHeartbeatAddrs {
-		addrs = addrs[:maxHeartbeatAddrs]
-	}
+	addrs := heartbeatAddrs(n.Addrs())
 	base := agent.Heartbeat{
 		PeerID:     n.PeerID(),
 		Version:    n.cfg.Version,
@@ -307,4 +305,26 @@ func decodeHeartbeat(data []byte, author peer.ID, now time.Time) (*agent.Heartbe
 		return nil, err
 	}
 	return &hb, nil
+}
+
+// heartbeatAddrs is the addresses a heartbeat carries: at most
+// maxHeartbeatAddrs, HTTP transport addresses first (--public-url's, or
+// one announced: other nodes' ARD referrals read them), so that a host
+// with many interfaces does not cut them off.
+func heartbeatAddrs(addrs []string) []string {
+	isHTTP := func(a string) bool {
+		return strings.Contains(a+"/", "/http/") || strings.Contains(a+"/", "/https/")
+	}
+	out := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		if isHTTP(a) {
+			out = append(out, a)
+		}
+	}
+	for _, a := range addrs {
+		if !isHTTP(a) {
+			out = append(out, a)
+		}
+	}
+	return out[:min(len(out), maxHeartbeatAddrs)]
 }

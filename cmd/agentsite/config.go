@@ -455,7 +455,7 @@ func (c *Config) p2pConfig() p2p.Config {
 	return p2p.Config{
 		ListenAddrs:       c.P2PListen,
 		Bootstrap:         c.Bootstrap,
-		Announce:          c.Announce,
+		Announce:          c.announced(),
 		NATPortMap:        c.NATPortMap,
 		NoRelayService:    !c.RelayService,
 		UserAgent:         "agentsite/" + buildVersion(),
