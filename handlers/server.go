@@ -285,6 +285,9 @@ func (s *Server) publicMCP() *mcpserver.Server {
 		Logger:      s.Logger,
 		Now:         s.Now,
 	}
+	if s.verified != nil {
+		m.Verified = s.verified
+	}
 	if u := s.publicURL(); u != nil {
 		m.PublicHost = u.Hostname()
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -91,4 +92,12 @@ func (e *Env) SeedRemoteCopy(l store.Listing, nodeName string) store.Listing {
 	}
 	e.NameNode(c.HostPeerID, nodeName)
 	return c
+}
+
+// UseVerified rebuilds the server showing v's verified publishers, as a
+// node with its verify.Claims does (cmd/agentsite).
+func (e *Env) UseVerified(v handlers.Verified) {
+	e.T.Helper()
+	e.deps.Verified = v
+	e.build()
 }

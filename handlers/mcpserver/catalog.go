@@ -14,6 +14,7 @@ import (
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/store"
 )
 
 // The read-only side of the public MCP server: the catalogue as tools and
@@ -60,11 +61,53 @@ func (p *public) searchAgents(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if err != nil {
 		return nil, httpkit.BadQuery(err)
 	}
+	switch only := args["verified"]; only {
+	case nil, false:
+	case true:
+		if q.Publishers = p.s.verifiedPublishers(); len(q.Publishers) == 0 {
+			return jsonResult(apiwire.AgentList{Agents: []apiwire.Agent{}})
+		}
+	default:
+		return nil, badArgs("verified", "must be true or false")
+	}
 	page, err := p.s.Catalog.SearchAgents(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	return jsonResult(apiwire.FromPage(page))
+	out := apiwire.FromPage(page)
+	for i := range out.Agents {
+		out.Agents[i].VerifiedDomains = p.s.verifiedDomains(page.Listings[i].Record.Publisher)
+	}
+	return jsonResult(out)
+}
+
+// Verified is what the catalogue tools show of verified publishers: the
+// domains each publisher proved, as this node checked them itself
+// (agent/verify), as the API and the hub show them.
+type Verified interface {
+	Domains(publisher string) []string
+	Publishers() []string
+}
+
+func (s *Server) verifiedDomains(publisher string) []string {
+	if s.Verified == nil {
+		return nil
+	}
+	return s.Verified.Domains(publisher)
+}
+
+func (s *Server) verifiedPublishers() []string {
+	if s.Verified == nil {
+		return nil
+	}
+	return s.Verified.Publishers()
+}
+
+// agentJSON is a listing as get_agent and agent://<id> answer it.
+func (s *Server) agentJSON(l store.Listing) apiwire.Agent {
+	a := apiwire.FromListing(l)
+	a.VerifiedDomains = s.verifiedDomains(l.Record.Publisher)
+	return a
 }
 
 func (p *public) getAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -76,7 +119,7 @@ func (p *public) getAgent(ctx context.Context, req mcp.CallToolRequest) (*mcp.Ca
 	if err != nil {
 		return nil, err
 	}
-	return jsonResult(apiwire.FromListing(l))
+	return jsonResult(p.s.agentJSON(l))
 }
 
 // TagJSON is one entry of list_tags' {"tags": [...]}.
@@ -116,7 +159,7 @@ func (p *public) readAgent(ctx context.Context, req mcp.ReadResourceRequest) ([]
 		p.s.Logger.ErrorContext(ctx, "MCP resource read failed", "uri", uri, "err", err)
 		return nil, errors.New("the agent could not be read; try again later")
 	}
-	b, err := json.Marshal(apiwire.FromListing(l))
+	b, err := json.Marshal(p.s.agentJSON(l))
 	if err != nil {
 		return nil, err
 	}

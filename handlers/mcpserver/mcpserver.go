@@ -80,9 +80,12 @@ type Server struct {
 	// names on a loopback listener; "" when unset.
 	PublicHost string
 	Version    string // of this node, told to clients
-	Logger     *slog.Logger
-	Now        func() time.Time
-	Limits     Limits
+	// Verified shows publishers' proved domains in the catalogue tools'
+	// answers and filters search_agents by them; nil: none is verified.
+	Verified Verified
+	Logger   *slog.Logger
+	Now      func() time.Time
+	Limits   Limits
 }
 
 // Handler builds the /mcp endpoint: mcp-go's Streamable HTTP server

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/verify"
 	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/handlers/apiwire"
 	. "github.com/agentsite/agentsite/handlers/handlertest"
@@ -540,5 +542,59 @@ func TestMCPFailedTurnNamesConversation(t *testing.T) {
 	}
 	if msgs, err := env.Store.ListMessages(t.Context(), out.ConversationID, 10); err != nil || len(msgs) == 0 || msgs[0].Text != "hello" {
 		t.Errorf("conversation %s holds %+v (%v), want the message", out.ConversationID, msgs, err)
+	}
+}
+
+// verifiedSet is a node's verified publishers, as verify.Claims answers.
+type verifiedSet map[string][]string
+
+func (v verifiedSet) Domains(p string) []string { return v[p] }
+func (v verifiedSet) Publishers() []string {
+	var out []string
+	for p := range v {
+		out = append(out, p)
+	}
+	return out
+}
+func (v verifiedSet) Generation() uint64           { return 1 }
+func (v verifiedSet) OwnStatuses() []verify.Status { return nil }
+
+// The catalogue tools carry publishers' verified domains as the API does,
+// and search_agents filters by them (verified: true).
+func TestMCPVerifiedPublishers(t *testing.T) {
+	env, echo := newMCPTestServer(t, nil)
+	remote := env.SeedRemote("far-bot", "Far Bot", "")
+	env.UseVerified(verifiedSet{remote.Record.Publisher: {"far.example"}})
+	cs, _ := ConnectMCP(t, env.TS.URL+"/mcp", "")
+	search := func(args map[string]any) []apiwire.Agent {
+		t.Helper()
+		res := CallTool(t, cs, "search_agents", args, "")
+		if res.IsError {
+			t.Fatalf("search_agents(%v): %q", args, ResultText(res))
+		}
+		return Structured[apiwire.AgentList](t, res).Agents
+	}
+	all := search(map[string]any{})
+	if len(all) != 2 {
+		t.Fatalf("all: %+v", all)
+	}
+	for _, a := range all {
+		if want := a.ID == remote.Record.ID; want != slices.Equal(a.VerifiedDomains, []string{"far.example"}) {
+			t.Errorf("%s: verified_domains %q", a.Name, a.VerifiedDomains)
+		}
+	}
+	if got := search(map[string]any{"verified": true}); len(got) != 1 || got[0].ID != remote.Record.ID {
+		t.Errorf("verified: true: %+v", got)
+	}
+	if res := CallTool(t, cs, "search_agents", map[string]any{"verified": "yes"}, ""); !res.IsError || !strings.Contains(strings.Join(ResultText(res), " "), "verified") {
+		t.Errorf("verified: \"yes\": %q", ResultText(res))
+	}
+	res := CallTool(t, cs, "get_agent", map[string]any{"id": remote.Record.ID}, "")
+	if got := Structured[apiwire.Agent](t, res); !slices.Equal(got.VerifiedDomains, []string{"far.example"}) {
+		t.Errorf("get_agent: verified_domains %q", got.VerifiedDomains)
+	}
+	res = CallTool(t, cs, "get_agent", map[string]any{"id": echo.ID}, "")
+	if got := Structured[apiwire.Agent](t, res); got.VerifiedDomains != nil {
+		t.Errorf("get_agent of an unverified publisher: %q", got.VerifiedDomains)
 	}
 }

@@ -45,6 +45,7 @@ var (
 		"tags":{"type":"array","items":{"type":"string"},"maxItems":16,"description":"Only agents with every one of these tags."},
 		"status":{"type":"string","description":"online, stale, offline, a comma-separated list, or all. Default: online,stale."},
 		"health":{"type":"array","items":{"type":"string","enum":["healthy","degraded","failing","unknown"]},"description":"Only agents in one of these health states. Default: any."},
+		"verified":{"type":"boolean","description":"Only agents whose publishing node proved a domain (verified_domains). Default: any."},
 		"limit":{"type":"integer","minimum":1,"maximum":100,"description":"Page size. Default 20."},
 		"cursor":{"type":"string","description":"next_cursor from the previous page."}}}`)
 	schemaGetAgent = json.RawMessage(`{"type":"object","properties":{
