@@ -544,27 +544,43 @@ func (n *Node) watchPeers() {
 					continue
 				}
 				e := ev.(event.EvtPeerIdentificationCompleted)
-				if n.gater.Blocked(e.Peer) {
-					continue
-				}
-				switch {
-				case speaks(e.Protocols, SyncFeedProtocol):
-					lctx, cancel := context.WithCancel(ctx)
-					l, ok := n.syncs.startLoop(e.Peer, cancel)
-					if !ok {
-						cancel()
-						continue
-					}
-					n.goLoop(func(context.Context) {
-						defer n.syncs.endLoop(e.Peer, l)
-						n.syncLoop(lctx, e.Peer)
-					})
-				case speaks(e.Protocols, SyncProtocol) && n.syncs.due(e.Peer, n.now()):
-					n.goLoop(func(ctx context.Context) { n.syncWith(ctx, e.Peer) })
-				}
+				n.startSync(ctx, e.Peer, e.Protocols)
 			}
 		}
 	})
+	// Peers identified before the subscription (the node dials its
+	// bootstrap peers, and accepts connections, as soon as its host is
+	// up) sent no event here: without this a node could stay connected
+	// to its first peer and never sync with it.
+	for _, p := range n.host.Network().Peers() {
+		protos, err := n.host.Peerstore().SupportsProtocols(p, SyncFeedProtocol, SyncProtocol)
+		if err == nil && len(protos) > 0 {
+			n.startSync(n.ctx, p, protos)
+		}
+	}
+}
+
+// startSync starts syncing with p, which speaks protos: a loop for 1.1.0
+// (one a peer), a whole pull for 1.0.0 (once per syncRepeatAfter).
+func (n *Node) startSync(ctx context.Context, p peer.ID, protos []protocol.ID) {
+	if n.gater.Blocked(p) {
+		return
+	}
+	switch {
+	case speaks(protos, SyncFeedProtocol):
+		lctx, cancel := context.WithCancel(ctx)
+		l, ok := n.syncs.startLoop(p, cancel)
+		if !ok {
+			cancel()
+			return
+		}
+		n.goLoop(func(context.Context) {
+			defer n.syncs.endLoop(p, l)
+			n.syncLoop(lctx, p)
+		})
+	case speaks(protos, SyncProtocol) && n.syncs.due(p, n.now()):
+		n.goLoop(func(ctx context.Context) { n.syncWith(ctx, p) })
+	}
 }
 
 // syncLoop syncs incrementally with p until ctx ends or p is gone: at once,

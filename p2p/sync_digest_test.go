@@ -103,3 +103,24 @@ func TestQuotaRetryTransfersOnlyWhatWasRefused(t *testing.T) {
 		t.Errorf("the retry brought %d listings, want the %d refused", got, hosts*each-quota)
 	}
 }
+
+// TestPeersConnectedBeforeWatchingAreSynced: a peer identified before the
+// node watches for peers (its bootstrap peer, dialled as soon as the host
+// is up) is synced with too; before, no event came for it and the node
+// could stay connected to its first peer without ever pulling its
+// catalogue.
+func TestPeersConnectedBeforeWatchingAreSynced(t *testing.T) {
+	aKey, _ := genKey(t)
+	aCache := &memCache{}
+	fillSource(t, aKey, 5, aCache)
+	a := startNode(t, aKey, Config{Cache: aCache, NoSyncOnConnect: true})
+	mirror := &memCache{}
+	m := startNode(t, nil, Config{Cache: mirror, NoSyncOnConnect: true, SyncInterval: time.Hour})
+	connect(t, m, a)
+	eventually(t, 30*time.Second, "A identified", func() bool {
+		p, err := m.Host().Peerstore().SupportsProtocols(a.Host().ID(), SyncFeedProtocol)
+		return err == nil && len(p) == 1
+	})
+	m.watchPeers() // as New does, after the connection
+	eventually(t, 30*time.Second, "A's listings", func() bool { return mirror.held() == 5 })
+}
