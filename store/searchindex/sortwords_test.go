@@ -33,3 +33,37 @@ func TestSortWordsMergesNewWords(t *testing.T) {
 		}
 	}
 }
+
+// TestCommonWordsSkipTheBinarySearch: once a word is in the sorted list,
+// filing it again (listing after listing) finds it without a binary
+// search over every word; new words and the words added since the last
+// sort are still found, and ids do not change.
+func TestCommonWordsSkipTheBinarySearch(t *testing.T) {
+	ix := newIndex()
+	common := []string{"weather", "forecast", "travel", "code"}
+	ids := map[string]uint32{}
+	for i, w := range common {
+		ids[w] = ix.wordID(w)
+		ix.wordID(fmt.Sprintf("unique%d", i))
+	}
+	ix.sortWords()
+	before := ix.searches
+	for i := range 1000 {
+		for _, w := range common {
+			if id := ix.wordID(w); id != ids[w] {
+				t.Fatalf("listing %d: %q has id %d, was %d", i, w, id, ids[w])
+			}
+		}
+	}
+	if n := ix.searches - before; n > len(common) {
+		t.Errorf("%d binary searches to file 4 known words 1000 times, want at most %d (one each)", n, len(common))
+	}
+	fresh := ix.wordID("fresh")
+	if id, ok := ix.lookup("fresh"); !ok || id != fresh || ix.list[fresh] != "fresh" {
+		t.Errorf("a new word: id %d, lookup %d %v", fresh, id, ok)
+	}
+	ix.sortWords()
+	if id := ix.wordID("fresh"); id != fresh {
+		t.Errorf("fresh after the sort: id %d, want %d", id, fresh)
+	}
+}
