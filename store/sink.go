@@ -384,3 +384,31 @@ func sweepNode(ctx context.Context, st Network, selfID string, now time.Time, st
 	}
 	return true, nil
 }
+
+// ExpireBatch is how many listings one statement of ExpireUnheard turns
+// offline at most: each such statement ends well within the store
+// deadline (--store-timeout) however large the backlog (at 1M never-heard
+// listings one statement for all ran past it every sweep and was rolled
+// back, so none ever expired).
+const ExpireBatch = 1000
+
+// ExpireInBatches runs step, which expires at most ExpireBatch listings
+// in a statement of its own, until a step expires fewer or ctx ends; it
+// returns how many expired in all (those of the steps that committed,
+// also when a later one failed).
+func ExpireInBatches(ctx context.Context, step func(ctx context.Context) (int, error)) (int, error) {
+	total := 0
+	for {
+		n, err := step(ctx)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if n < ExpireBatch {
+			return total, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+	}
+}

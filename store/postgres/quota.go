@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"time"
+
+	"github.com/agentsite/agentsite/store"
 )
 
 // HasAgent implements store.Catalogue: one probe of the primary key.
@@ -57,17 +59,23 @@ SELECT count(*) FROM (
 
 // ExpireUnheard implements store.Network: the candidates are the rows of
 // agents_unheard (stale, not local), each host probed in the nodes
-// table's primary key.
+// table's primary key, store.ExpireBatch a statement, each committed on
+// its own (store.ExpireInBatches).
 func (db *DB) ExpireUnheard(ctx context.Context, before time.Time) (int, error) {
-	var n int
-	err := db.q.QueryRow(ctx, `-- name: expire_unheard
+	return store.ExpireInBatches(ctx, func(ctx context.Context) (int, error) {
+		var n int
+		err := db.q.QueryRow(ctx, `-- name: expire_unheard
 WITH changed AS (
 	UPDATE agents a SET status = 'offline'
-	WHERE a.status = 'stale' AND NOT a.local AND a.last_seen < $1
-	  AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.peer_id = a.host_peer_id)
-	RETURNING id, visible`+syncTagVisibility, before).Scan(&n)
-	if err != nil {
-		return 0, dbErr("expire unheard listings", err)
-	}
-	return n, nil
+	WHERE a.id IN (SELECT c.id FROM agents c
+		WHERE c.status = 'stale' AND NOT c.local AND c.last_seen < $1
+		  AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.peer_id = c.host_peer_id)
+		LIMIT $2)
+	  AND a.status = 'stale'
+	RETURNING id, visible`+syncTagVisibility, before, store.ExpireBatch).Scan(&n)
+		if err != nil {
+			return 0, dbErr("expire unheard listings", err)
+		}
+		return n, nil
+	})
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"time"
+
+	"github.com/agentsite/agentsite/store"
 )
 
 // SetHostStatus implements store.Catalogue. The count is of the listings
@@ -38,17 +40,25 @@ UPDATE agents SET status = 'offline' WHERE status <> 'offline' AND expires_at <=
 
 const expireUnheardSQL = `-- name: expire_unheard
 UPDATE agents SET status = 'offline'
-WHERE status = 'stale' AND local = 0 AND last_seen < ?
-  AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.peer_id = agents.host_peer_id)`
+WHERE pos IN (SELECT a.pos FROM agents a
+	WHERE a.status = 'stale' AND a.local = 0 AND a.last_seen < ?1
+	  AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.peer_id = a.host_peer_id)
+	LIMIT ?2)`
 
 // ExpireUnheard implements store.Network: a walk of agents_unheard up to
-// before, each candidate's host probed in the nodes table's primary key.
+// before, each candidate's host probed in the nodes table's primary key,
+// store.ExpireBatch listings a statement, each committed on its own: a
+// backlog of a million never-heard listings is taken in steps that each
+// end well within the store deadline, and what a cut-short sweep expired
+// stays expired.
 func (db *DB) ExpireUnheard(ctx context.Context, before time.Time) (int, error) {
-	res, err := db.w.ExecContext(ctx, expireUnheardSQL, nanos(before))
-	if err != nil {
-		return 0, dbErr("expire unheard listings", err)
-	}
-	return rowsAffected(res, "expire unheard listings")
+	return store.ExpireInBatches(ctx, func(ctx context.Context) (int, error) {
+		res, err := db.w.ExecContext(ctx, expireUnheardSQL, nanos(before), store.ExpireBatch)
+		if err != nil {
+			return 0, dbErr("expire unheard listings", err)
+		}
+		return rowsAffected(res, "expire unheard listings")
+	})
 }
 
 func rowsAffected(res sql.Result, op string) (int, error) {

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +21,7 @@ import (
 var openPlanetCases = []testCase{
 	{"SinkUnheardHostStale", testSinkUnheardHostStale},
 	{"ExpireUnheard", testExpireUnheard},
+	{"ExpireUnheardBacklog", testExpireUnheardBacklog},
 	{"SweepExpiresUnheard", testSweepExpiresUnheard},
 	{"NodesPaging", testNodesPaging},
 	{"GetAndCountNodes", testGetAndCountNodes},
@@ -450,4 +453,40 @@ func testSinkPublisherQuota(t *testing.T, s store.Store) {
 	if _, err := put(pub, "q-4", 1); err != nil {
 		t.Errorf("a new listing once the others went offline: %v", err)
 	}
+}
+
+// testExpireUnheardBacklog: a backlog of never-heard listings larger than
+// one statement takes (store.ExpireBatch) all goes offline in one call,
+// and the count says so.
+func testExpireUnheardBacklog(t *testing.T, s store.Store) {
+	ctx := testContext(t)
+	at := now()
+	old := at.Add(-time.Hour)
+	b, ok := s.(store.Batcher)
+	if !ok {
+		t.Skip("the store runs no transactions (store.Batcher)")
+	}
+	p := newPublisher(t)
+	const n = store.ExpireBatch + 1
+	ls := make([]store.Listing, n)
+	for i := range ls {
+		ls[i] = withStatus(p.listing(t, at, agent.Record{Name: fmt.Sprintf("backlog-%04d", i)}), store.StatusStale)
+		ls[i].LastSeen = old
+	}
+	if err := b.InBatch(ctx, func(ctx context.Context, tx store.Tx) error {
+		for _, l := range ls {
+			if err := tx.UpsertRecord(ctx, l); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ExpireUnheard(ctx, at.Add(-15*time.Minute))
+	if err != nil || got != n {
+		t.Fatalf("ExpireUnheard = %d, %v; want %d (more than one statement's %d)", got, err, n, store.ExpireBatch)
+	}
+	wantStatus(t, s, ls[0].Record.Name, ls[0].Record.ID, store.StatusOffline)
+	wantStatus(t, s, ls[n-1].Record.Name, ls[n-1].Record.ID, store.StatusOffline)
 }
