@@ -346,14 +346,7 @@ func (c *Claims) Domains(publisher string) []string {
 	if p == nil || now.Sub(p.heard) >= orDefault(c.Expiry, DefaultExpiry) {
 		return nil
 	}
-	var out []string
-	for d, s := range p.domains {
-		if s.Verified {
-			out = append(out, d)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return verifiedOf(p.domains)
 }
 
 // Publishers is the peers with at least one verified domain (this node

@@ -264,8 +264,13 @@ func (c *Checker) log(s Status, err error) {
 func (c *Checker) Verified() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return verifiedOf(c.domains)
+}
+
+// verifiedOf is the verified domains among ds, sorted.
+func verifiedOf(ds map[string]*Status) []string {
 	var out []string
-	for d, s := range c.domains {
+	for d, s := range ds {
 		if s.Verified {
 			out = append(out, d)
 		}
