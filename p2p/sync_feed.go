@@ -503,8 +503,18 @@ func (c *feedClient) lacking(req feedRequest, page feedResponse) ([][]byte, erro
 		return nil, fmt.Errorf("peer %s changed its feed during a sync", c.p)
 	}
 	// What the peer renumbered meanwhile is missing here; it is above
-	// the digest page's next, so a later page brings it.
-	return resp.Envelopes, nil
+	// the digest page's next, so a later page brings it. What gossip
+	// brought while the want was answered is held now: dropped, and
+	// counted apart from the envelopes asked for though held (none).
+	lacked := resp.Envelopes[:0]
+	for _, env := range resp.Envelopes {
+		if c.n.syncs.holds(envelopeDigest(env)) {
+			c.n.metrics.sync.records.WithLabelValues("raced", c.round).Inc()
+			continue
+		}
+		lacked = append(lacked, env)
+	}
+	return lacked, nil
 }
 
 // pruneCursors drops the cursors of peers gone for a week, at most once per

@@ -51,7 +51,7 @@ func newSyncMetrics() syncMetrics {
 		}, []string{"kind", "round"}),
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "agentsite", Subsystem: "p2p", Name: "sync_records_total",
-			Help: "Records catalogue sync pulled, by result (new: changed the cache; known: transferred though already held; held: offered as a digest and not transferred, as held here; outdated: an older seq than one seen; refused: over an admission quota; invalid) and round.",
+			Help: "Records catalogue sync pulled, by result (new: changed the cache; known: transferred though already held; held: offered as a digest and not transferred, as held here; raced: asked for as lacking, but gossip brought it while the answer came; outdated: an older seq than one seen; refused: over an admission quota; invalid) and round.",
 		}, []string{"result", "round"}),
 	}
 }
