@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent/verify"
+	"github.com/agentsite/agentsite/agent/verify/verifytest"
 )
 
 const otherPeer = "12D3KooWSomeoneElseXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"
@@ -23,11 +24,11 @@ func newClock() *clock { return &clock{t: time.Date(2026, 12, 6, 0, 0, 0, 0, tim
 // names the peer is verified, one whose TXT names another peer, or that
 // has none, is not, whatever the signed heartbeat says.
 func TestClaimsProveThemselves(t *testing.T) {
-	dns := startDNS(t)
-	dns.set("b.example", "agentsite-verify="+peerID)
-	dns.set("c.example", "agentsite-verify="+otherPeer)
+	dns := verifytest.StartDNS(t)
+	dns.Set("b.example", "agentsite-verify="+peerID)
+	dns.Set("c.example", "agentsite-verify="+otherPeer)
 	clk := newClock()
-	c := &verify.Claims{LookupTXT: dns.resolver(), Now: clk.now, SelfID: "self", Self: func() []string { return []string{"self.example"} }}
+	c := &verify.Claims{LookupTXT: dns.Resolver(), Now: clk.now, SelfID: "self", Self: func() []string { return []string{"self.example"} }}
 	c.Claim(peerID, []string{"b.example", "c.example", "none.example"})
 	if got := c.Domains(peerID); len(got) != 0 {
 		t.Fatalf("verified before any proof ran: %v", got)
@@ -108,13 +109,13 @@ func TestClaimsQueueBound(t *testing.T) {
 // The peers remembered are bounded (the least recently heard go first),
 // and a peer not heard for Expiry is forgotten.
 func TestClaimsBoundAndExpiry(t *testing.T) {
-	dns := startDNS(t)
+	dns := verifytest.StartDNS(t)
 	peers := []string{peerID + "1", peerID + "2", peerID + "3"}
 	for i, p := range peers {
-		dns.set(string(rune('a'+i))+".example", "agentsite-verify="+p)
+		dns.Set(string(rune('a'+i))+".example", "agentsite-verify="+p)
 	}
 	clk := newClock()
-	c := &verify.Claims{MaxPeers: 2, Expiry: 30 * time.Minute, LookupTXT: dns.resolver(), Now: clk.now}
+	c := &verify.Claims{MaxPeers: 2, Expiry: 30 * time.Minute, LookupTXT: dns.Resolver(), Now: clk.now}
 	c.Claim(peers[0], []string{"a.example"})
 	clk.t = clk.t.Add(time.Second)
 	c.Claim(peers[1], []string{"b.example"})
@@ -153,16 +154,16 @@ func TestClaimsBoundAndExpiry(t *testing.T) {
 // three failures in a row unverify it (two do not), and a later success
 // verifies it again.
 func TestClaimsThreeFailuresUnverify(t *testing.T) {
-	dns := startDNS(t)
-	dns.set("b.example", "agentsite-verify="+peerID)
+	dns := verifytest.StartDNS(t)
+	dns.Set("b.example", "agentsite-verify="+peerID)
 	clk := newClock()
-	c := &verify.Claims{Every: time.Hour, Expiry: 2 * time.Hour, LookupTXT: dns.resolver(), Now: clk.now}
+	c := &verify.Claims{Every: time.Hour, Expiry: 2 * time.Hour, LookupTXT: dns.Resolver(), Now: clk.now}
 	c.Claim(peerID, []string{"b.example"})
 	c.CheckQueued(t.Context())
 	if got := c.Domains(peerID); len(got) != 1 {
 		t.Fatalf("not verified: %+v", c.Statuses(peerID))
 	}
-	dns.set("b.example") // the record is gone
+	dns.Set("b.example") // the record is gone
 	for i := 1; i <= 3; i++ {
 		clk.t = clk.t.Add(time.Hour)
 		c.Claim(peerID, []string{"b.example"})
@@ -173,7 +174,7 @@ func TestClaimsThreeFailuresUnverify(t *testing.T) {
 			t.Errorf("after failure %d: %v, %+v", i, got, c.Statuses(peerID))
 		}
 	}
-	dns.set("b.example", "agentsite-verify="+peerID)
+	dns.Set("b.example", "agentsite-verify="+peerID)
 	clk.t = clk.t.Add(time.Hour)
 	c.Claim(peerID, []string{"b.example"})
 	c.CheckQueued(t.Context())
@@ -185,9 +186,9 @@ func TestClaimsThreeFailuresUnverify(t *testing.T) {
 // Run works the queue in the background: a claim is proved without
 // anyone calling CheckQueued.
 func TestClaimsRun(t *testing.T) {
-	dns := startDNS(t)
-	dns.set("b.example", "agentsite-verify="+peerID)
-	c := &verify.Claims{LookupTXT: dns.resolver()}
+	dns := verifytest.StartDNS(t)
+	dns.Set("b.example", "agentsite-verify="+peerID)
+	c := &verify.Claims{LookupTXT: dns.Resolver()}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { c.Run(ctx); close(done) }()
@@ -207,10 +208,10 @@ func TestClaimsRun(t *testing.T) {
 // claimed again, is proved when claimed again (the skipped proof does not
 // leave it marked as queued).
 func TestClaimsReclaimed(t *testing.T) {
-	dns := startDNS(t)
-	dns.set("a.example", "agentsite-verify="+peerID)
+	dns := verifytest.StartDNS(t)
+	dns.Set("a.example", "agentsite-verify="+peerID)
 	clk := newClock()
-	c := &verify.Claims{LookupTXT: dns.resolver(), Now: clk.now}
+	c := &verify.Claims{LookupTXT: dns.Resolver(), Now: clk.now}
 	c.Claim(peerID, []string{"a.example", "b.example"})
 	c.Claim(peerID, []string{"b.example"}) // a.example dropped before its proof ran
 	if n := c.CheckQueued(t.Context()); n != 1 {

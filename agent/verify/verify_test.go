@@ -13,86 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/dns/dnsmessage"
-
 	"github.com/agentsite/agentsite/agent/verify"
+	"github.com/agentsite/agentsite/agent/verify/verifytest"
 )
 
 const peerID = "12D3KooWGzxzKZYveHXtpG6AsrUJBcWxHBFS2HsEoGTxrMLvKXtf"
-
-// dnsServer is a tiny authoritative DNS server on 127.0.0.1 (UDP) that
-// answers TXT questions from a map the test changes.
-type dnsServer struct {
-	conn net.PacketConn
-	mu   sync.Mutex
-	txt  map[string][]string // fqdn with trailing dot → records
-}
-
-func startDNS(t *testing.T) *dnsServer {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &dnsServer{conn: pc, txt: map[string][]string{}}
-	t.Cleanup(func() { pc.Close() })
-	go s.serve()
-	return s
-}
-
-func (s *dnsServer) set(name string, records ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.txt[name+"."] = records
-}
-
-func (s *dnsServer) serve() {
-	buf := make([]byte, 1500)
-	for {
-		n, addr, err := s.conn.ReadFrom(buf)
-		if err != nil {
-			return
-		}
-		var p dnsmessage.Parser
-		h, err := p.Start(buf[:n])
-		if err != nil {
-			continue
-		}
-		q, err := p.Question()
-		if err != nil {
-			continue
-		}
-		s.mu.Lock()
-		records, ok := s.txt[strings.ToLower(q.Name.String())]
-		s.mu.Unlock()
-		rcode := dnsmessage.RCodeSuccess
-		if !ok {
-			rcode = dnsmessage.RCodeNameError
-		}
-		b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RCode: rcode})
-		_ = b.StartQuestions()
-		_ = b.Question(q)
-		_ = b.StartAnswers()
-		if q.Type == dnsmessage.TypeTXT {
-			for _, r := range records {
-				_ = b.TXTResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 60}, dnsmessage.TXTResource{TXT: []string{r}})
-			}
-		}
-		out, err := b.Finish()
-		if err == nil {
-			_, _ = s.conn.WriteTo(out, addr)
-		}
-	}
-}
-
-// resolver is a Go resolver that asks only s.
-func (s *dnsServer) resolver() verify.Resolver {
-	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "udp", s.conn.LocalAddr().String())
-	}}
-	return r.LookupTXT
-}
 
 // fetcher GETs through client, every host dialled at addr (the test
 // server), TLS checked against the client's roots.
@@ -128,10 +53,10 @@ func tlsClient(ts *httptest.Server, trustCA bool) *http.Client {
 // DNS: a TXT record with this node's peer id proves the domain; another
 // peer's does not, and the reason says what was looked for.
 func TestVerifyDNS(t *testing.T) {
-	dns := startDNS(t)
-	dns.set("example.org", "v=spf1 -all", "agentsite-verify="+peerID)
-	dns.set("other.org", "agentsite-verify=12D3KooWSomeoneElse")
-	c := &verify.Checker{PeerID: peerID, LookupTXT: dns.resolver()}
+	dns := verifytest.StartDNS(t)
+	dns.Set("example.org", "v=spf1 -all", "agentsite-verify="+peerID)
+	dns.Set("other.org", "agentsite-verify=12D3KooWSomeoneElse")
+	c := &verify.Checker{PeerID: peerID, LookupTXT: dns.Resolver()}
 	if err := c.Claim("Example.ORG.", "other.org", "missing.org"); err != nil {
 		t.Fatal(err)
 	}
@@ -198,11 +123,11 @@ func TestVerifyHTTPS(t *testing.T) {
 // unverify it (two do not), a success verifies it again, and OnChange
 // hears each change.
 func TestVerifyExpiry(t *testing.T) {
-	dns := startDNS(t)
-	dns.set("example.org", "agentsite-verify="+peerID)
+	dns := verifytest.StartDNS(t)
+	dns.Set("example.org", "agentsite-verify="+peerID)
 	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 	var changes [][]string
-	c := &verify.Checker{PeerID: peerID, LookupTXT: dns.resolver(), Every: time.Hour,
+	c := &verify.Checker{PeerID: peerID, LookupTXT: dns.Resolver(), Every: time.Hour,
 		Now: func() time.Time { return now }, OnChange: func(v []string) { changes = append(changes, v) }}
 	if err := c.Claim("example.org"); err != nil {
 		t.Fatal(err)
@@ -211,7 +136,7 @@ func TestVerifyExpiry(t *testing.T) {
 	if len(c.Verified()) != 1 || len(changes) != 1 {
 		t.Fatalf("verified %v, changes %v", c.Verified(), changes)
 	}
-	dns.set("example.org")  // the record is gone
+	dns.Set("example.org")  // the record is gone
 	c.CheckDue(t.Context()) // not due yet: nothing checked
 	if s := c.Statuses()[0]; s.Failures != 0 || !s.Verified {
 		t.Errorf("checked before due: %+v", s)
@@ -227,7 +152,7 @@ func TestVerifyExpiry(t *testing.T) {
 	if len(c.Verified()) != 0 || len(changes) != 2 || len(changes[1]) != 0 {
 		t.Errorf("verified %v, changes %v", c.Verified(), changes)
 	}
-	dns.set("example.org", "agentsite-verify="+peerID)
+	dns.Set("example.org", "agentsite-verify="+peerID)
 	now = now.Add(time.Hour)
 	c.CheckDue(t.Context())
 	if s := c.Statuses()[0]; !s.Verified || s.Failures != 0 || len(changes) != 3 {

@@ -11,84 +11,16 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/agentsite/agentsite/agent/verify"
+	"github.com/agentsite/agentsite/agent/verify/verifytest"
 	"github.com/agentsite/agentsite/p2p"
 )
-
-// testDNS is a tiny authoritative DNS server on 127.0.0.1 (UDP): TXT
-// records from a map the test changes, and every A question answered
-// 127.0.0.1 (so the HTTPS proof's host reaches the test's TLS server).
-type testDNS struct {
-	conn net.PacketConn
-	mu   sync.Mutex
-	txt  map[string][]string // fqdn with trailing dot → records
-}
-
-func startTestDNS(t *testing.T) *testDNS {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &testDNS{conn: pc, txt: map[string][]string{}}
-	t.Cleanup(func() { pc.Close() })
-	go s.serve()
-	return s
-}
-
-func (s *testDNS) addr() string { return s.conn.LocalAddr().String() }
-
-func (s *testDNS) set(name string, records ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.txt[name+"."] = records
-}
-
-func (s *testDNS) serve() {
-	buf := make([]byte, 1500)
-	for {
-		n, addr, err := s.conn.ReadFrom(buf)
-		if err != nil {
-			return
-		}
-		var p dnsmessage.Parser
-		h, err := p.Start(buf[:n])
-		if err != nil {
-			continue
-		}
-		q, err := p.Question()
-		if err != nil {
-			continue
-		}
-		s.mu.Lock()
-		records := s.txt[strings.ToLower(q.Name.String())]
-		s.mu.Unlock()
-		b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true})
-		_ = b.StartQuestions()
-		_ = b.Question(q)
-		_ = b.StartAnswers()
-		hdr := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 1}
-		switch q.Type {
-		case dnsmessage.TypeTXT:
-			for _, r := range records {
-				_ = b.TXTResource(hdr, dnsmessage.TXTResource{TXT: []string{r}})
-			}
-		case dnsmessage.TypeA:
-			_ = b.AResource(hdr, dnsmessage.AResource{A: [4]byte{127, 0, 0, 1}})
-		}
-		if out, err := b.Finish(); err == nil {
-			_, _ = s.conn.WriteTo(out, addr)
-		}
-	}
-}
 
 // newNodeKey creates a node key in a fresh data dir (as the node would on
 // its first start), so the test knows the peer id before the node runs.
@@ -116,12 +48,12 @@ func newNodeKey(t *testing.T) (dir, id string) {
 // still claims it.
 func TestVerifiedPublishers(t *testing.T) {
 	dirB, idB := newNodeKey(t)
-	dnsA, dnsB := startTestDNS(t), startTestDNS(t)
-	for _, d := range []*testDNS{dnsA, dnsB} {
-		d.set("b.example", "v=spf1 -all", verify.TXTPrefix+idB)
+	dnsA, dnsB := verifytest.StartDNS(t), verifytest.StartDNS(t)
+	for _, d := range []*verifytest.DNS{dnsA, dnsB} {
+		d.Set("b.example", "v=spf1 -all", verify.TXTPrefix+idB)
 	}
-	dnsB.set("c.example", verify.TXTPrefix+idB)                                                    // what B sees
-	dnsA.set("c.example", verify.TXTPrefix+"12D3KooWGzxzKZYveHXtpG6AsrUJBcWxHBFS2HsEoGTxrMLvKXtf") // what A sees: someone else's
+	dnsB.Set("c.example", verify.TXTPrefix+idB)                                                    // what B sees
+	dnsA.Set("c.example", verify.TXTPrefix+"12D3KooWGzxzKZYveHXtpG6AsrUJBcWxHBFS2HsEoGTxrMLvKXtf") // what A sees: someone else's
 
 	// The HTTPS proof: httptest's certificate is for example.com, trusted
 	// through --verify-ca.
@@ -140,11 +72,11 @@ func TestVerifiedPublishers(t *testing.T) {
 	tlsPort := tlsSrv.Listener.Addr().(*net.TCPAddr).Port
 
 	b := startClusterNode(t, nodeOpts{dir: dirB, heartbeat: 500 * time.Millisecond, verifyTLS: tlsPort, extra: []string{
-		"--allow-private-endpoints", "--verify-dns-server", dnsB.addr(), "--verify-ca", caFile, "--verify-every", "1h",
+		"--allow-private-endpoints", "--verify-dns-server", dnsB.Addr(), "--verify-ca", caFile, "--verify-every", "1h",
 		"--verify-domain", "b.example", "--verify-domain", "c.example", "--verify-domain", "example.com",
 	}})
 	a := startClusterNode(t, nodeOpts{heartbeat: 500 * time.Millisecond, verifyTLS: tlsPort, bootstrap: []string{b.addr()}, extra: []string{
-		"--allow-private-endpoints", "--verify-dns-server", dnsA.addr(), "--verify-ca", caFile, "--verify-every", "1s",
+		"--allow-private-endpoints", "--verify-dns-server", dnsA.Addr(), "--verify-ca", caFile, "--verify-every", "1s",
 		"--verify-budget", "1000",
 	}})
 	agentB := b.register("published-by-b")
@@ -276,7 +208,7 @@ func TestVerifiedPublishers(t *testing.T) {
 
 	// b.example's record goes from A's DNS (B still proves and claims it):
 	// three failed checks later A no longer shows it.
-	dnsA.set("b.example")
+	dnsA.Set("b.example")
 	eventually(t, 60*time.Second, "A to unverify b.example", func() bool {
 		return slices.Equal(verifiedOnA(agentB.ID), []string{"example.com"})
 	})
