@@ -1,0 +1,178 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/agentsite/agentsite/store"
+)
+
+var _ store.PageWriter = batchTx{}
+
+// UpsertRecords implements store.PageWriter: a page of listings in one
+// statement (upsertPageSQL), where UpsertRecord takes two per listing (the
+// listing, then its tags), each a trip through the parser, the executor
+// and a round trip of its own. Each row is written as UpsertRecord writes
+// it: the same seq rule (a stale row changes nothing and is not
+// returned), the same values, the same row triggers (the change feed and
+// the sync feed number each row, in the page's order), first-seen order
+// (pos) in the page's order.
+func (t batchTx) UpsertRecords(ctx context.Context, ls []store.Listing) ([]bool, error) {
+	return upsertRecords(ctx, t.b, ls)
+}
+
+// maxPageRows bounds the rows of one statement: pageColumns parameters
+// each, far below the protocol's 65,535.
+const maxPageRows = 256
+
+// pageColumns is the number of parameters of a row of upsertPageSQL.
+const pageColumns = 21
+
+// pageRowTypes are the types of a row's parameters, in the order of
+// upsertRecord's arguments (and of upsertAgentSQL's $1..$21).
+var pageRowTypes = [pageColumns]string{
+	"text", "bigint", "boolean", "text", "boolean", "text", "text", "text[]",
+	"timestamptz", "timestamptz", "timestamptz",
+	"text", "text", "text", "jsonb", "jsonb", "text", "text", "timestamptz", "bytea", "bytea",
+}
+
+// upsertPageSQL is upsertAgentSQL and rewriteTagsSQL for the n rows of
+// input, in one statement: the rows that pass the seq rule (up) get their
+// record (rec) and their tags (dropped, tagged: disjoint rows of
+// agent_tags, as in rewriteTagsSQL). It returns the id of each row
+// written. The rows are inserted in input's order (ord), so that pos, and
+// the numbers the row triggers give, follow the page.
+func upsertPageSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`-- name: upsert_records
+WITH input (ord, id, seq, tombstone, status, local, owner, host_peer_id, tags,
+	expires_at, last_seen, updated_at,
+	name, display_name, description, skills, endpoints, version, publisher, issued_at, envelope, public_json) AS (
+	VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",\n\t")
+		}
+		b.WriteString("(")
+		b.WriteString(strconv.Itoa(i))
+		for c, typ := range pageRowTypes {
+			b.WriteString(", $")
+			b.WriteString(strconv.Itoa(i*pageColumns + c + 1))
+			b.WriteString("::")
+			b.WriteString(typ)
+		}
+		b.WriteString(")")
+	}
+	b.WriteString(`
+), up AS (
+	INSERT INTO agents AS a (id, seq, tombstone, status, local, owner, host_peer_id, tags,
+		expires_at, last_seen, updated_at, search, search_title, search_head)
+	SELECT id, seq, tombstone, status, local, owner, host_peer_id, tags, expires_at, last_seen, updated_at,
+		agent_search_vector(name, display_name, tags, description, skills),
+		to_tsvector('simple'::regconfig, name || ' ' || display_name),
+		to_tsvector('simple'::regconfig, name || ' ' || display_name)
+			|| to_tsvector('simple'::regconfig, coalesce(array_to_string(tags, ' '), ''))
+	FROM input ORDER BY ord
+	ON CONFLICT (id) DO UPDATE SET
+		seq = excluded.seq, tombstone = excluded.tombstone, status = excluded.status,
+		local = excluded.local, owner = excluded.owner, host_peer_id = excluded.host_peer_id,
+		tags = excluded.tags, expires_at = excluded.expires_at, last_seen = excluded.last_seen,
+		updated_at = excluded.updated_at, search = excluded.search,
+		search_title = excluded.search_title, search_head = excluded.search_head
+	WHERE a.seq < excluded.seq
+	RETURNING a.id, a.visible
+), rec AS (
+	INSERT INTO agent_records AS r (id, name, display_name, description, skills, endpoints,
+		version, publisher, issued_at, envelope, public_json)
+	SELECT i.id, i.name, i.display_name, i.description, i.skills, i.endpoints,
+		i.version, i.publisher, i.issued_at, i.envelope, i.public_json
+	FROM up JOIN input i ON i.id = up.id ORDER BY i.ord
+	ON CONFLICT (id) DO UPDATE SET
+		name = excluded.name, display_name = excluded.display_name,
+		description = excluded.description, skills = excluded.skills,
+		endpoints = excluded.endpoints, version = excluded.version,
+		publisher = excluded.publisher, issued_at = excluded.issued_at,
+		envelope = excluded.envelope, public_json = excluded.public_json
+), dropped AS (
+	DELETE FROM agent_tags t USING up JOIN input i ON i.id = up.id
+	WHERE t.agent_id = up.id AND t.tag <> ALL (coalesce(i.tags, '{}'::text[]))
+), tagged AS (
+	INSERT INTO agent_tags (agent_id, tag, visible)
+	SELECT DISTINCT up.id, g.tag, up.visible FROM up JOIN input i ON i.id = up.id, unnest(i.tags) AS g (tag)
+	ON CONFLICT (agent_id, tag) DO UPDATE SET visible = excluded.visible
+	WHERE agent_tags.visible <> excluded.visible
+)
+SELECT id FROM up`)
+	return b.String()
+}
+
+// upsertRecords writes ls (distinct ids) maxPageRows at a time through
+// ex; changed[i] is whether ls[i] was written (not stale).
+func upsertRecords(ctx context.Context, ex executor, ls []store.Listing) ([]bool, error) {
+	changed := make([]bool, len(ls))
+	for from := 0; from < len(ls); from += maxPageRows {
+		to := min(from+maxPageRows, len(ls))
+		if err := upsertPage(ctx, ex, ls[from:to], changed[from:to]); err != nil {
+			return nil, err
+		}
+	}
+	return changed, nil
+}
+
+// upsertPage writes ls, setting changed[i] when ls[i] was written.
+func upsertPage(ctx context.Context, ex executor, ls []store.Listing, changed []bool) error {
+	index := make(map[string]int, len(ls))
+	args := make([]any, 0, pageColumns*len(ls))
+	for i := range ls {
+		l := &ls[i]
+		r := &l.Record
+		if _, dup := index[r.ID]; dup {
+			return fmt.Errorf("postgres: upsert agents: agent %s twice in one page", r.ID)
+		}
+		index[r.ID] = i
+		if r.Seq > math.MaxInt64 {
+			return fmt.Errorf("postgres: upsert agent %s: seq %d is out of range", r.ID, r.Seq)
+		}
+		skills, err := json.Marshal(r.Skills)
+		if err != nil {
+			return fmt.Errorf("postgres: upsert agent %s: encode skills: %w", r.ID, err)
+		}
+		endpoints, err := json.Marshal(r.Endpoints)
+		if err != nil {
+			return fmt.Errorf("postgres: upsert agent %s: encode endpoints: %w", r.ID, err)
+		}
+		public, err := store.PublicRecordJSON(r)
+		if err != nil {
+			return fmt.Errorf("postgres: upsert agent %s: %w", r.ID, err)
+		}
+		args = append(args,
+			r.ID, int64(r.Seq), r.Tombstone, l.Status, l.Local, r.Owner, l.HostPeerID, r.Tags,
+			r.ExpiresAt, l.LastSeen, l.UpdatedAt,
+			r.Name, r.DisplayName, r.Description, skills, endpoints, r.Version, r.Publisher,
+			r.IssuedAt, l.Envelope, public)
+	}
+	return ex.atomic(ctx, func(ctx context.Context, q querier) error {
+		rows, err := q.Query(ctx, upsertPageSQL(len(ls)), args...)
+		if err != nil {
+			return dbErr("upsert agents", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return dbErr("upsert agents", err)
+			}
+			i, ok := index[id]
+			if !ok {
+				return fmt.Errorf("postgres: upsert agents: row %s was not asked for", id)
+			}
+			changed[i] = true
+		}
+		rows.Close()
+		return dbErr("upsert agents", rows.Err())
+	})
+}

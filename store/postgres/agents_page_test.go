@@ -1,0 +1,251 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/store/postgres"
+	"github.com/agentsite/agentsite/store/postgres/pgtest"
+)
+
+// countStatementsSQL makes the database count the INSERT statements run
+// on agents and on agent_tags (a statement trigger fires once per
+// statement, whatever rows it writes, in a WITH too).
+const countStatementsSQL = `
+CREATE TABLE test_statements (tbl text PRIMARY KEY, n integer NOT NULL);
+CREATE FUNCTION test_count_statement() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO test_statements VALUES (TG_TABLE_NAME, 1)
+	ON CONFLICT (tbl) DO UPDATE SET n = test_statements.n + 1;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER test_count_agents AFTER INSERT ON agents
+FOR EACH STATEMENT EXECUTE FUNCTION test_count_statement();
+CREATE TRIGGER test_count_agent_tags AFTER INSERT ON agent_tags
+FOR EACH STATEMENT EXECUTE FUNCTION test_count_statement();`
+
+// pageDumpSQL is every table a listing's write touches, row by row, with
+// the numbers of the sync feed: two databases cloned from one template
+// that were given the same writes dump the same. The change feed's rows
+// are compared without their numbers (numberedSince): a listing whose
+// record and tags both change is numbered twice, by the triggers on
+// agents and on agent_records, and in one statement all of agents' fire
+// before agent_records', so its final number differs (it is new, larger
+// than any before, as the feed requires).
+var pageDumpSQL = []string{
+	`SELECT row_to_json(a)::text FROM agents a ORDER BY pos`,
+	`SELECT row_to_json(r)::text FROM agent_records r ORDER BY id`,
+	`SELECT row_to_json(t)::text FROM agent_tags t ORDER BY agent_id, tag`,
+	`SELECT pos::text || ' ' || coalesce(gone_at::text, '') FROM agent_changes ORDER BY pos`,
+	`SELECT row_to_json(s)::text FROM agent_sync s ORDER BY pos`,
+}
+
+// TestUpsertRecordsOneStatementAPage: a page written by the batch's
+// PageWriter is one statement, not two per listing (the listing, then its
+// tags), and leaves the database as UpsertRecord one listing at a time
+// does, row for row: the same rows of agents, agent_records and
+// agent_tags, the same positions, and the same numbers of the change feed
+// and the sync feed (migrations 0006, 0008), the same listings stale.
+func TestUpsertRecordsOneStatementAPage(t *testing.T) {
+	ctx := t.Context()
+	one, page := openRaw(t), openRaw(t)
+	if _, err := page.conn.Exec(ctx, countStatementsSQL); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)
+	pages := testPages(t0)
+	for k, ls := range pages {
+		lastOne, lastPage := maxChange(t, one.conn), maxChange(t, page.conn)
+		var want, got []bool
+		err := one.db.InBatchWhole(ctx, func(ctx context.Context, tx store.Tx) error {
+			want = make([]bool, len(ls))
+			for i := range ls {
+				err := tx.UpsertRecord(ctx, ls[i])
+				switch {
+				case err == nil:
+					want[i] = true
+				case !errors.Is(err, store.ErrStale):
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("page %d, one listing at a time: %v", k, err)
+		}
+		if _, err := page.conn.Exec(ctx, `TRUNCATE test_statements`); err != nil {
+			t.Fatal(err)
+		}
+		err = page.db.InBatchWhole(ctx, func(ctx context.Context, tx store.Tx) error {
+			pw, ok := tx.(store.PageWriter)
+			if !ok {
+				return fmt.Errorf("the batch's Tx %T is not a store.PageWriter", tx)
+			}
+			var err error
+			got, err = pw.UpsertRecords(ctx, ls)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("page %d: %v", k, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("page %d: changed %v, want %v (UpsertRecord's)", k, got, want)
+		}
+		if got, want := dump(t, page.conn, numberedSince(lastPage)), dump(t, one.conn, numberedSince(lastOne)); !slices.Equal(got, want) {
+			t.Errorf("page %d: listings given a change number %v, want %v", k, got, want)
+		}
+		counts := map[string]int{}
+		rows, _ := page.conn.Query(ctx, `SELECT tbl, n FROM test_statements`)
+		var tbl string
+		var n int
+		if _, err := pgx.ForEachRow(rows, []any{&tbl, &n}, func() error { counts[tbl] = n; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if counts["agents"] != 1 || counts["agent_tags"] > 1 {
+			t.Errorf("page %d of %d listings: %d INSERT statements on agents and %d on agent_tags, want 1 and at most 1", k, len(ls), counts["agents"], counts["agent_tags"])
+		}
+	}
+	for _, q := range pageDumpSQL {
+		want, got := dump(t, one.conn, q), dump(t, page.conn, q)
+		if len(want) == 0 {
+			t.Fatalf("%s: no rows", q)
+		}
+		if !slices.Equal(got, want) {
+			for i := range max(len(got), len(want)) {
+				var g, w string
+				if i < len(got) {
+					g = got[i]
+				}
+				if i < len(want) {
+					w = want[i]
+				}
+				if g != w {
+					t.Errorf("%s: row %d differs:\n page: %s\n  one: %s", q, i, g, w)
+					break
+				}
+			}
+			t.Errorf("%s: %d rows from pages, %d one listing at a time", q, len(got), len(want))
+		}
+	}
+}
+
+// testPages is a catalogue's first sync page and a second one of updates
+// (newer and stale seqs, tags changed, dropped and added, a tombstone, a
+// listing going offline) with new listings in between.
+func testPages(t0 time.Time) [][]store.Listing {
+	listing := func(i int, seq uint64, status string, tags ...string) store.Listing {
+		rec := agent.Record{
+			ID:          fmt.Sprintf("page-agent-%03d", i),
+			Name:        fmt.Sprintf("agent-%03d", i),
+			DisplayName: fmt.Sprintf("Agent %d v%d", i, seq),
+			Description: fmt.Sprintf("does thing %d, version %d", i, seq),
+			Tags:        tags,
+			Skills:      []agent.Skill{{Name: fmt.Sprintf("skill-%d", i%5)}},
+			Version:     "1.0",
+			Publisher:   fmt.Sprintf("publisher-%d", i%3),
+			Seq:         seq,
+			IssuedAt:    t0.Add(time.Duration(seq) * time.Minute),
+			ExpiresAt:   t0.Add(24 * time.Hour),
+		}
+		if i%7 == 0 {
+			rec.Skills = nil
+		}
+		return store.Listing{
+			Record: rec, Envelope: []byte(fmt.Sprintf("envelope %d %d", i, seq)), Status: status,
+			LastSeen: t0, HostPeerID: rec.Publisher, Local: i%11 == 0, UpdatedAt: t0.Add(time.Duration(seq) * time.Second),
+		}
+	}
+	var first, second []store.Listing
+	for i := range 64 {
+		switch i % 4 {
+		case 0:
+			first = append(first, listing(i, 1, store.StatusOnline))
+		case 1:
+			first = append(first, listing(i, 1, store.StatusStale, "alpha", "beta"))
+		case 2:
+			first = append(first, listing(i, 1, store.StatusOnline, "alpha", "alpha", "gamma"))
+		default:
+			first = append(first, listing(i, 1, store.StatusOffline, "delta"))
+		}
+	}
+	for i := 64; i < 80; i++ {
+		second = append(second, listing(i, 1, store.StatusStale, "new"))
+	}
+	for i := range 64 {
+		switch i % 6 {
+		case 0: // held already, same seq: stale
+			second = append(second, listing(i, 1, store.StatusOnline, "never"))
+		case 1: // tags: one dropped, one added
+			second = append(second, listing(i, 2, store.StatusOnline, "beta", "epsilon"))
+		case 2: // every tag dropped
+			second = append(second, listing(i, 3, store.StatusStale))
+		case 3: // a tombstone
+			l := listing(i, 2, store.StatusOnline, "delta")
+			l.Record.Tombstone = true
+			second = append(second, l)
+		case 4: // offline: its tags are not visible
+			second = append(second, listing(i, 2, store.StatusOffline, "alpha"))
+		}
+	}
+	return [][]store.Listing{first, second}
+}
+
+// rawDB is a store and a connection of its own to its database.
+type rawDB struct {
+	db   *postgres.DB
+	conn *pgx.Conn
+}
+
+func openRaw(t *testing.T) rawDB {
+	t.Helper()
+	u := pgtest.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := postgres.Open(ctx, u, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return rawDB{db: db, conn: conn}
+}
+
+// numberedSince lists the positions whose change number is above after.
+func numberedSince(after int64) string {
+	return fmt.Sprintf(`SELECT pos::text FROM agent_changes WHERE change_seq > %d ORDER BY pos`, after)
+}
+
+func maxChange(t *testing.T, conn *pgx.Conn) int64 {
+	t.Helper()
+	var n int64
+	if err := conn.QueryRow(t.Context(), `SELECT coalesce(max(change_seq), 0) FROM agent_changes`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func dump(t *testing.T, conn *pgx.Conn, q string) []string {
+	t.Helper()
+	rows, err := conn.Query(t.Context(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
