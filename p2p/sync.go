@@ -251,6 +251,11 @@ type syncTracker struct {
 	// retrying is the peers whose loop has not synced yet or waits to
 	// ask again after a sync that admission cut short.
 	retrying map[peer.ID]bool
+	// ownDue is the peers whose feed was adopted at a head for some
+	// shard and whose own listings are yet to be pulled (sync_own.go);
+	// ownPulled those whose own listings were pulled (once a process).
+	// Kept across disconnections; bounded by maxTracked each.
+	ownDue, ownPulled map[peer.ID]bool
 }
 
 // setRetrying notes whether p's loop waits for a quota retry.
@@ -360,7 +365,8 @@ type syncLoop struct{ cancel context.CancelFunc }
 func newSyncTracker() *syncTracker {
 	return &syncTracker{last: map[peer.ID]time.Time{}, sem: make(chan struct{}, maxParallelSyncs),
 		loops: map[peer.ID]*syncLoop{}, filling: map[int]peer.ID{}, adopt: adoptWindow, early: map[earlyKey]earlyHead{},
-		held: map[digest]struct{}{}, retrying: map[peer.ID]bool{}}
+		held: map[digest]struct{}{}, retrying: map[peer.ID]bool{},
+		ownDue: map[peer.ID]bool{}, ownPulled: map[peer.ID]bool{}}
 }
 
 // forget lets the next connection of p sync at once, and ends p's loop.
@@ -417,9 +423,11 @@ const (
 
 // adoptWindow is how long after a shard was filled from one peer the
 // other peers that come meanwhile (a joiner's first peers) start at their
-// head instead of being pulled whole. A peer first met later is pulled
-// whole, once (its cursor then stays): it may bring listings nobody
-// here had, its own above all.
+// head instead of being pulled whole; the listings each of those hosts
+// itself are pulled once, as digests, when no shard is being filled
+// (sync_own.go). A peer first met later is pulled whole, once (its
+// cursor then stays): it may bring listings nobody here had, its own
+// above all.
 const adoptWindow = 2 * time.Minute
 
 func (t *syncTracker) claim(shard int, p peer.ID, now time.Time) shardClaim {

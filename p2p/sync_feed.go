@@ -65,6 +65,12 @@ type feedRequest struct {
 	// offered that the client lacks. Sent only to a server that answered
 	// a digest page.
 	Want []string `json:"want,omitempty"`
+	// Own asks for a page of the listings the server hosts (sync_own.go)
+	// instead of its feed, in id order after AfterID; Digest and Want
+	// apply as to a feed page. A server that predates it answers a feed
+	// page (its header then has no own flag), which the client drops.
+	Own     bool   `json:"own,omitempty"`
+	AfterID string `json:"after_id,omitempty"`
 }
 
 // feedHeader is the line before a page's frames.
@@ -76,6 +82,10 @@ type feedHeader struct {
 	// Digest: the frames are digests (digestSize bytes each), not
 	// envelopes.
 	Digest bool `json:"digest,omitempty"`
+	// Own: the page is of the server's hosted listings (the request's
+	// Own echoed); NextID is the id to continue after, "" on the last.
+	Own    bool   `json:"own,omitempty"`
+	NextID string `json:"next_id,omitempty"`
 }
 
 // feedResponse is a page as read.
@@ -85,6 +95,8 @@ type feedResponse struct {
 	Next      int64
 	More      bool
 	Digest    bool
+	Own       bool
+	NextID    string
 }
 
 const (
@@ -138,7 +150,7 @@ func (n *Node) serveFeed(s network.Stream) {
 			return
 		}
 		var req feedRequest
-		if err := json.Unmarshal(line, &req); err != nil || req.After < 0 || req.Limit < 0 || len(req.Lo) > 64 || len(req.Hi) > 64 || len(req.Want) > syncPageSize {
+		if err := json.Unmarshal(line, &req); err != nil || req.After < 0 || req.Limit < 0 || len(req.Lo) > 64 || len(req.Hi) > 64 || len(req.Want) > syncPageSize || len(req.AfterID) > maxOwnID {
 			_ = s.Reset()
 			return
 		}
@@ -148,11 +160,14 @@ func (n *Node) serveFeed(s network.Stream) {
 		}
 		var (
 			envs [][]byte
-			next int64
-			more bool
+			h    feedHeader
 		)
 		if err == nil {
-			envs, next, more, err = n.cfg.Cache.SyncChanges(ctx, req.After, req.Lo, req.Hi, min(req.Limit, syncPageSize))
+			if req.Own {
+				envs, h, err = n.ownPage(ctx, req)
+			} else {
+				envs, h.Next, h.More, err = n.cfg.Cache.SyncChanges(ctx, req.After, req.Lo, req.Hi, min(req.Limit, syncPageSize))
+			}
 		}
 		cancel()
 		if err != nil {
@@ -160,7 +175,7 @@ func (n *Node) serveFeed(s network.Stream) {
 			_ = s.Reset()
 			return
 		}
-		h := feedHeader{Feed: feed, Next: next, More: more}
+		h.Feed = feed
 		switch {
 		case req.Limit > 0 && req.Want != nil:
 			envs = wanted(envs, req.Want)
@@ -282,12 +297,12 @@ func (c *feedClient) read(req feedRequest) (feedResponse, error) {
 		c.n.reject(pathSync, c.p, fmt.Errorf("%w: page of %d records", agent.ErrTooLarge, h.Count))
 		return feedResponse{}, fmt.Errorf("peer %s sent an oversized sync page", c.p)
 	}
-	if h.Digest && !req.Digest {
-		err := fmt.Errorf("%w: digests not asked for", errBadPage)
+	if (h.Digest && !req.Digest) || (h.Own && !req.Own) || len(h.NextID) > maxOwnID {
+		err := fmt.Errorf("%w: a page not asked for", errBadPage)
 		c.n.reject(pathSync, c.p, err)
 		return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
 	}
-	resp := feedResponse{Feed: h.Feed, Next: h.Next, More: h.More, Digest: h.Digest, Envelopes: make([][]byte, 0, h.Count)}
+	resp := feedResponse{Feed: h.Feed, Next: h.Next, More: h.More, Digest: h.Digest, Own: h.Own, NextID: h.NextID, Envelopes: make([][]byte, 0, h.Count)}
 	read := len(line)
 	defer func() { c.n.metrics.sync.bytes.WithLabelValues(kindOf(req), c.round).Add(float64(read)) }()
 	for range h.Count {
@@ -359,6 +374,15 @@ func (n *Node) feedSync(ctx context.Context, p peer.ID, skipRefused bool, round 
 			return c.changed, fmt.Errorf("%w: stopped syncing from %s after %d refused records", agent.ErrOverQuota, p, c.refused)
 		}
 	}
+	if n.syncs.ownReady(p) {
+		done, err := c.own(ctx, head.Feed)
+		if err != nil {
+			return c.changed, err
+		}
+		if done {
+			n.syncs.ownDone(p)
+		}
+	}
 	if c.refused > 0 {
 		return c.changed, fmt.Errorf("%w: %d records of %s refused", agent.ErrOverQuota, c.refused, p)
 	}
@@ -386,6 +410,7 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 			if early, ok := c.n.syncs.takeHead(c.p, shard, head.Feed); ok {
 				after, complete = early, true
 				claim = shardClaimed
+				c.n.syncs.markOwn(c.p) // what it held before that head
 			}
 		}
 		switch claim {
@@ -395,6 +420,7 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 			if head.More {
 				return nil
 			}
+			c.n.syncs.markOwn(c.p) // what it held before its head
 			return cache.SetSyncCursor(ctx, ps, shard, head.Feed, head.Next, true)
 		case shardBusy:
 			// Another sync is filling it; this peer starts from its head
@@ -494,7 +520,8 @@ func (c *feedClient) lacking(req feedRequest, page feedResponse) ([][]byte, erro
 	if len(want) == 0 {
 		return nil, nil
 	}
-	wreq := feedRequest{After: req.After, Lo: req.Lo, Hi: req.Hi, Limit: req.Limit, Want: want}
+	wreq := req // the same page (of the feed, or own), only these
+	wreq.Digest, wreq.Want = false, want
 	resp, err := c.page(wreq)
 	if err != nil {
 		return nil, err
@@ -535,6 +562,8 @@ func kindOf(req feedRequest) string {
 		return syncKindHead
 	case req.Want != nil:
 		return syncKindWant
+	case req.Own:
+		return syncKindOwn
 	case req.Digest:
 		return syncKindDigest
 	}
