@@ -25,7 +25,7 @@ type database struct {
 	engine  string // postgres | sqlite
 	url     string // --database-url of the server; empty for embedded SQLite
 	dataDir string // --data-dir of the server (and of the seeding, for SQLite)
-	kept    bool   // dataDir is --data-dir's, kept after the run
+	kept    bool   // dataDir is --data-dir's, or the database --keep-db's: kept after the run
 
 	adminURL string // Postgres only: where to drop the database from
 	name     string // Postgres only: the database name
@@ -46,11 +46,14 @@ func newDatabase(ctx context.Context, cfg *config, tmp string, progress func(str
 		progress("store: embedded SQLite in %s", dataDir)
 		return &database{engine: "sqlite", dataDir: dataDir, kept: cfg.DataDir != ""}, nil
 	}
-	var rnd [6]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		return nil, err
+	name := cfg.KeepDB
+	if name == "" {
+		var rnd [6]byte
+		if _, err := rand.Read(rnd[:]); err != nil {
+			return nil, err
+		}
+		name = "agentsite_load_" + hex.EncodeToString(rnd[:])
 	}
-	name := "agentsite_load_" + hex.EncodeToString(rnd[:])
 	dbURL, err := withDatabase(cfg.PostgresURL, name)
 	if err != nil {
 		return nil, err
@@ -64,33 +67,104 @@ func newDatabase(ctx context.Context, cfg *config, tmp string, progress func(str
 	if err != nil {
 		return nil, fmt.Errorf("--postgres-url: %w", err)
 	}
-	if !created {
+	switch {
+	case !created && cfg.KeepDB == "":
 		return nil, fmt.Errorf("database %s already exists; the run needs a fresh one, try again", name)
+	case cfg.KeepDB != "" && created:
+		progress("store: Postgres database %s, created and kept (--keep-db)", name)
+	case cfg.KeepDB != "":
+		progress("store: Postgres database %s, kept (--keep-db)", name)
+	default:
+		progress("store: Postgres database %s", name)
 	}
-	progress("store: Postgres database %s", name)
-	return &database{engine: "postgres", url: dbURL, dataDir: dataDir, adminURL: cfg.PostgresURL, name: name}, nil
+	return &database{engine: "postgres", url: dbURL, dataDir: dataDir, kept: cfg.KeepDB != "", adminURL: cfg.PostgresURL, name: name}, nil
+}
+
+// where names the store for the progress lines.
+func (d *database) where() string {
+	if d.engine == "postgres" {
+		return "database " + d.name
+	}
+	return d.dataDir
 }
 
 // seededMark is the file in a kept --data-dir that says how many
 // listings were seeded into it.
 const seededMark = "agentsite-load-seeded"
 
-// seeded tells whether the data dir is a kept one (--data-dir) already
-// seeded with n listings.
-func (d *database) seeded(n int) bool {
+// seeded tells whether the store is a kept one (--data-dir, --keep-db)
+// already seeded with n listings. A kept Postgres database that holds
+// listings but not that seed (a seed stopped half way, another
+// --listings) is an error: seeding needs an empty store, and the tool
+// drops no database it was given by name.
+func (d *database) seeded(ctx context.Context, n int) (bool, error) {
 	if !d.kept {
-		return false
+		return false, nil
 	}
-	b, err := os.ReadFile(filepath.Join(d.dataDir, seededMark))
-	return err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(n)
+	if d.engine != "postgres" {
+		b, err := os.ReadFile(filepath.Join(d.dataDir, seededMark))
+		return err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(n), nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, d.url)
+	if err != nil {
+		return false, fmt.Errorf("connect to %s: %w", d.name, err)
+	}
+	defer conn.Close(context.Background())
+	var mark string
+	var tables bool
+	err = conn.QueryRow(ctx, `SELECT coalesce(shobj_description(d.oid, 'pg_database'), ''), to_regclass('agents') IS NOT NULL
+FROM pg_database d WHERE d.datname = current_database()`).Scan(&mark, &tables)
+	var held bool
+	if err == nil && tables {
+		err = conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM agents)`).Scan(&held)
+	}
+	if err != nil {
+		return false, fmt.Errorf("look for a seed in %s: %w", d.name, err)
+	}
+	empty := !held
+	switch {
+	case mark == seededComment(n):
+		return true, nil
+	case empty:
+		return false, nil
+	case strings.HasPrefix(mark, seededPrefix): // a comment of someone else's is no seed
+		return false, fmt.Errorf("--keep-db %s holds another seed (%q), not %d listings: drop it (DROP DATABASE %s) or name another", d.name, mark, n, d.name)
+	default:
+		return false, fmt.Errorf("--keep-db %s holds listings but no finished seed (one stopped half way?): drop it (DROP DATABASE %s) or name another", d.name, d.name)
+	}
 }
 
-// markSeeded records in a kept data dir that n listings were seeded.
-func (d *database) markSeeded(n int) error {
+// seededPrefix begins the comment on a kept Postgres database seeded by
+// this tool (seededComment).
+const seededPrefix = "agentsite-load: seeded "
+
+// seededComment is the comment on a kept Postgres database seeded with n
+// listings.
+func seededComment(n int) string { return fmt.Sprintf("%s%d listings", seededPrefix, n) }
+
+// markSeeded records in a kept store that n listings were seeded: a file
+// in the data dir, a comment on the Postgres database.
+func (d *database) markSeeded(ctx context.Context, n int) error {
 	if !d.kept {
 		return nil
 	}
-	return os.WriteFile(filepath.Join(d.dataDir, seededMark), []byte(strconv.Itoa(n)+"\n"), 0o600)
+	if d.engine != "postgres" {
+		return os.WriteFile(filepath.Join(d.dataDir, seededMark), []byte(strconv.Itoa(n)+"\n"), 0o600)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, d.url)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", d.name, err)
+	}
+	defer conn.Close(context.Background())
+	// The comment is built from a number: nothing to quote but the name.
+	if _, err := conn.Exec(ctx, "COMMENT ON DATABASE "+pgx.Identifier{d.name}.Sanitize()+" IS '"+seededComment(n)+"'"); err != nil {
+		return fmt.Errorf("mark %s seeded: %w", d.name, err)
+	}
+	return nil
 }
 
 // withDatabase returns the admin URL with its database name replaced.
@@ -109,6 +183,10 @@ func withDatabase(adminURL, name string) (string, error) {
 // Ctrl-C. (The SQLite file goes with the temp dir.)
 func (d *database) drop(progress func(string, ...any)) {
 	if d.engine != "postgres" {
+		return
+	}
+	if d.kept {
+		progress("kept database %s (--keep-db); drop it with DROP DATABASE %s", d.name, d.name)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

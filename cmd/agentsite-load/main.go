@@ -66,7 +66,12 @@ type config struct {
 	// kept; a later run with the same --listings reuses it (seeding 1M
 	// listings takes minutes).
 	DataDir string
-	// SeedOnly stops after seeding (with DataDir: to seed once, then run).
+	// KeepDB, when set (Postgres only), is the database the store is
+	// seeded in and kept; a later run with the same --listings reuses it
+	// (seeding 1M listings takes minutes).
+	KeepDB string
+	// SeedOnly stops after seeding (with DataDir or KeepDB: to seed once,
+	// then run).
 	SeedOnly bool
 }
 
@@ -111,7 +116,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.Ceiling, "ceiling", false, "also measure a bare net/http server sending the same bytes (the ceiling of this machine), and report the ratio")
 	fs.IntVar(&c.Replicas, "replicas", 1, fmt.Sprintf("number of agentsite processes serving the run (1..%d): portal replicas on one database, each with its own data dir and port, requests round-robin; more than 1 needs --store postgres", maxReplicas))
 	fs.StringVar(&c.DataDir, "data-dir", "", "SQLite only: seed into this directory and keep it; a later run with the same --listings reuses it instead of seeding again")
-	fs.BoolVar(&c.SeedOnly, "seed-only", false, "stop after seeding (with --data-dir: seed once, run later)")
+	fs.StringVar(&c.KeepDB, "keep-db", "", "Postgres only: seed into this database (created if missing) and keep it; a later run with the same --listings reuses it instead of seeding again")
+	fs.BoolVar(&c.SeedOnly, "seed-only", false, "stop after seeding (with --data-dir or --keep-db: seed once, run later)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -164,6 +170,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.DataDir != "" && c.Store != "sqlite" {
 		errs = append(errs, errors.New("--data-dir keeps a SQLite store: give it with --store sqlite"))
 	}
+	if c.KeepDB != "" && c.Store != "postgres" {
+		errs = append(errs, errors.New("--keep-db keeps a Postgres database: give it with --store postgres"))
+	}
 	if c.Body != "" {
 		if strings.Count(c.Body, "%s") != 1 || !strings.HasPrefix(c.Path, "/") {
 			errs = append(errs, errors.New("--body must contain %s exactly once, and --path start with /"))
@@ -194,7 +203,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer os.RemoveAll(tmp)
 
 	bin := cfg.Bin
-	if bin == "" {
+	if bin == "" && !cfg.SeedOnly { // no server to run
 		if bin, err = buildBinary(ctx, tmp, progress); err != nil {
 			return err
 		}
@@ -206,13 +215,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer db.drop(progress)
 
-	if db.seeded(cfg.Listings) {
-		progress("%s already holds %d seeded listings: not seeding again", db.dataDir, cfg.Listings)
+	if ok, err := db.seeded(ctx, cfg.Listings); err != nil {
+		return err
+	} else if ok {
+		progress("%s already holds %d seeded listings: not seeding again", db.where(), cfg.Listings)
 	} else {
 		if err := seed(ctx, db, cfg.Listings, logger, progress); err != nil {
 			return err
 		}
-		if err := db.markSeeded(cfg.Listings); err != nil {
+		if err := db.markSeeded(ctx, cfg.Listings); err != nil {
 			return err
 		}
 	}

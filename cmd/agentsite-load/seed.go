@@ -103,7 +103,7 @@ func seed(ctx context.Context, db *database, n int, logger *slog.Logger, progres
 }
 
 // seedPage is how many listings one Sink.PutAll delivers (one
-// transaction; on SQLite one statement, store.PageWriter). A sync page
+// transaction, and one statement on either engine: store.PageWriter). A sync page
 // from the network holds 64; the seeder takes the PageWriter's largest
 // statement, as an import's chunk is larger than a sync page too: at 64
 // the commits were a third of the seed.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/store/postgres/pgtest"
 	"github.com/agentsite/agentsite/store/storeopen"
 )
 
@@ -41,9 +43,13 @@ type countingTx struct {
 }
 
 func (t countingTx) UpsertRecords(ctx context.Context, ls []store.Listing) ([]bool, error) {
+	pw, ok := t.Tx.(store.PageWriter)
+	if !ok { // the Sink writes the page again, a listing at a time
+		return nil, fmt.Errorf("the engine's Tx %T writes no pages", t.Tx)
+	}
 	t.c.pages.Add(1)
 	t.c.rows.Add(int64(len(ls)))
-	return t.Tx.(store.PageWriter).UpsertRecords(ctx, ls)
+	return pw.UpsertRecords(ctx, ls)
 }
 
 // TestSeedPages: the seeder stores every listing it is asked for, each
@@ -51,15 +57,25 @@ func (t countingTx) UpsertRecords(ctx context.Context, ls []store.Listing) ([]bo
 // and one statement (store.PageWriter) per seedPage listings, not one per
 // listing; and it says how far it got.
 func TestSeedPages(t *testing.T) {
-	ctx := context.Background()
-	st, engine, err := storeopen.Open(ctx, "", t.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	st, _, err := storeopen.Open(context.Background(), "", t.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	testSeedPages(t, st)
+}
+
+// TestSeedPagesPostgres is TestSeedPages on Postgres (store.PageWriter
+// there too).
+func TestSeedPagesPostgres(t *testing.T) {
+	testSeedPages(t, pgtest.Open(t))
+}
+
+func testSeedPages(t *testing.T, st store.Store) {
+	ctx := context.Background()
 	b, ok := st.(store.Batcher)
 	if !ok {
-		t.Fatalf("the %s store runs no transactions", engine)
+		t.Fatalf("the store %T runs no transactions", st)
 	}
 	c := &pageCounter{Store: st, b: b}
 	pubs, err := newPublishers(3)
