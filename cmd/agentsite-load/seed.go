@@ -103,10 +103,10 @@ func seed(ctx context.Context, db *database, n int, logger *slog.Logger, progres
 }
 
 // seedPage is how many listings one Sink.PutAll delivers (one
-// transaction, and one statement on either engine: store.PageWriter). A sync page
-// from the network holds 64; the seeder takes the PageWriter's largest
-// statement, as an import's chunk is larger than a sync page too: at 64
-// the commits were a third of the seed.
+// transaction, and one statement on either engine: store.PageWriter). A
+// sync page from the network holds 64; the seeder takes the PageWriter's
+// largest statement, as an import's chunk is larger than a sync page too:
+// at 64 the commits were a third of the seed.
 const seedPage = 256
 
 // seedProgressEvery is how often seedPages reports how far it got.
