@@ -64,69 +64,16 @@ func posOf(k uint32) int64 { return int64(^k) }
 // maxPos is the largest position the index can hold (keys are 32 bits).
 const maxPos = 1<<32 - 2
 
-// doc is what the index remembers of one listing besides its bits: its
-// change number (to check a page read from the engine against it) and a
-// hash of its text (a change that leaves the text alone, such as a status,
-// leaves its words alone). 16 bytes: the index holds no copy of a
-// listing's text or filters, only the bitmaps.
-type doc struct {
-	seq  int64
-	text uint64
-}
-
-// posting is the set of listings of one word in one field: a sorted slice
-// of keys while it is small (most words are in few listings, and a roaring
-// bitmap costs ~170 bytes however few it holds), a bitmap beyond.
-type posting struct {
-	small []uint32
-	big   *roaring.Bitmap
-}
-
-// smallMax is the largest posting kept as a slice.
-const smallMax = 24
-
-func (p *posting) add(k uint32) {
-	if p.big != nil {
-		p.big.Add(k)
-		return
-	}
-	i, found := slices.BinarySearch(p.small, k)
-	if found {
-		return
-	}
-	p.small = slices.Insert(p.small, i, k)
-	if len(p.small) > smallMax {
-		p.big = roaring.BitmapOf(p.small...)
-		p.small = nil
-	}
-}
-
-// without removes the keys of gone.
-func (p *posting) without(gone *roaring.Bitmap) {
-	if p.big != nil {
-		p.big.AndNot(gone)
-		return
-	}
-	p.small = slices.DeleteFunc(p.small, gone.Contains)
-}
-
-func (p *posting) empty() bool {
-	if p.big != nil {
-		return p.big.IsEmpty()
-	}
-	return len(p.small) == 0
-}
-
 // index is the bitmaps of the listings. Its methods are called with the
 // Store's lock held (read for queries, write for changes).
 type index struct {
-	docs map[uint32]doc
+	docs docTable
 	// words: a word's id is its place in list; sorted holds the ids in
 	// word order (for prefix ranges and look-ups), unsortedFrom the ids
 	// appended since it was last sorted, and unsorted those by word. No
 	// map of every word: at 100k listings it was 5 MB of the index's 30.
 	unsorted     map[string]uint32
-	list         []string
+	list         wordArena
 	sorted       []uint32
 	unsortedFrom int
 	// hot holds words found in sorted lately (at most hotWords; emptied
@@ -136,8 +83,10 @@ type index struct {
 	searches int
 	// bits is file's scratch map.
 	bits map[uint32]byte
-	// post[f][id] is the set of listings whose field f holds word id.
-	post [nFields][]*posting
+	// post[f][id] is the set of listings whose field f holds word id;
+	// pl holds the sets of more than one.
+	post [nFields][]ref
+	pl   postings
 	// Filters: status, health state, tag, owner → listings.
 	status, health, tags, owners map[string]*roaring.Bitmap
 	// visible is the filter of most searches (the default statuses and
@@ -148,7 +97,7 @@ type index struct {
 
 func newIndex() *index {
 	return &index{
-		docs: map[uint32]doc{}, unsorted: map[string]uint32{}, hot: map[string]uint32{},
+		unsorted: map[string]uint32{}, hot: map[string]uint32{},
 		status: map[string]*roaring.Bitmap{}, health: map[string]*roaring.Bitmap{},
 		tags: map[string]*roaring.Bitmap{}, owners: map[string]*roaring.Bitmap{},
 	}
@@ -171,16 +120,14 @@ func (ix *index) wordID(w string) uint32 {
 			if len(ix.hot) >= hotWords {
 				clear(ix.hot)
 			}
-			ix.hot[ix.list[id]] = id // the index's own copy of the word
+			ix.hot[strings.Clone(w)] = id
 		}
 		return id
 	}
-	id := uint32(len(ix.list))
-	w = strings.Clone(w)
-	ix.unsorted[w] = id
-	ix.list = append(ix.list, w)
+	id := ix.list.add(w)
+	ix.unsorted[ix.list.word(id)] = id
 	for f := range ix.post {
-		ix.post[f] = append(ix.post[f], nil)
+		ix.post[f] = append(ix.post[f], 0)
 	}
 	return id
 }
@@ -191,7 +138,7 @@ func (ix *index) lookup(w string) (uint32, bool) {
 		return id, true
 	}
 	ix.searches++
-	i, found := slices.BinarySearchFunc(ix.sorted, w, func(id uint32, w string) int { return strings.Compare(ix.list[id], w) })
+	i, found := slices.BinarySearchFunc(ix.sorted, w, func(id uint32, w string) int { return strings.Compare(ix.list.word(id), w) })
 	if !found {
 		return 0, false
 	}
@@ -203,14 +150,14 @@ func (ix *index) lookup(w string) (uint32, bool) {
 // list again on every catch-up was most of a mirror's index upkeep at
 // 100k listings: each listing brings words of its own).
 func (ix *index) sortWords() {
-	added := ix.list[ix.unsortedFrom:]
-	if len(added) == 0 {
+	added := ix.list.len() - ix.unsortedFrom
+	if added == 0 {
 		return
 	}
-	cmp := func(a, b uint32) int { return strings.Compare(ix.list[a], ix.list[b]) }
-	if len(added) > 64 {
-		fresh := make([]uint32, 0, len(added))
-		for id := ix.unsortedFrom; id < len(ix.list); id++ {
+	cmp := func(a, b uint32) int { return strings.Compare(ix.list.word(a), ix.list.word(b)) }
+	if added > 64 {
+		fresh := make([]uint32, 0, added)
+		for id := ix.unsortedFrom; id < ix.list.len(); id++ {
 			fresh = append(fresh, uint32(id))
 		}
 		slices.SortFunc(fresh, cmp)
@@ -225,12 +172,12 @@ func (ix *index) sortWords() {
 		}
 		ix.sorted = append(append(merged, old...), fresh...)
 	} else {
-		for id := ix.unsortedFrom; id < len(ix.list); id++ {
+		for id := ix.unsortedFrom; id < ix.list.len(); id++ {
 			i, _ := slices.BinarySearchFunc(ix.sorted, uint32(id), cmp)
 			ix.sorted = slices.Insert(ix.sorted, i, uint32(id))
 		}
 	}
-	ix.unsortedFrom = len(ix.list)
+	ix.unsortedFrom = ix.list.len()
 	if len(ix.unsorted) > 256 {
 		ix.unsorted = map[string]uint32{} // a map keeps the room it grew to
 	} else {
@@ -288,7 +235,9 @@ func (ix *index) apply(docs []store.IndexDoc) {
 	var changes []change
 	for k, i := range last {
 		d := &docs[i]
-		old, held := ix.docs[k]
+		pos := uint32(d.Pos)
+		old := ix.docs.get(pos)
+		held := old.seq != 0
 		if held && old.seq >= d.ChangeSeq {
 			continue // already applied (a gap asked again, a load's overlap)
 		}
@@ -300,10 +249,10 @@ func (ix *index) apply(docs []store.IndexDoc) {
 			}
 		}
 		if d.Tombstone {
-			delete(ix.docs, k)
+			ix.docs.set(pos, doc{})
 			continue
 		}
-		ix.docs[k] = doc{seq: d.ChangeSeq, text: h}
+		ix.docs.set(pos, doc{seq: d.ChangeSeq, text: h})
 		changes = append(changes, change{d, k, !held || old.text != h})
 	}
 	if !refiled.IsEmpty() {
@@ -316,20 +265,27 @@ func (ix *index) apply(docs []store.IndexDoc) {
 		}
 	}
 	if !retexted.IsEmpty() {
-		for id := range ix.list {
-			var done *posting
+		for id := range ix.list.len() {
+			// A shared posting once: the fields after it that held the
+			// same ref get what it became.
+			var was, now [nFields]ref
 			for f := range nFields {
-				p := ix.post[f][id]
-				if p == nil {
+				r := ix.post[f][id]
+				if r == 0 {
 					continue
 				}
-				if p != done { // a shared posting once
-					p.without(retexted)
-					done = p
+				nr, done := r, false
+				for g := range f {
+					if was[g] == r {
+						nr, done = now[g], true
+						break
+					}
 				}
-				if p.empty() {
-					ix.post[f][id] = nil
+				if !done {
+					nr = ix.pl.without(r, retexted)
 				}
+				was[f], now[f] = r, nr
+				ix.post[f][id] = nr
 			}
 		}
 	}
@@ -382,79 +338,58 @@ func (ix *index) file(d *store.IndexDoc, k uint32, text bool) {
 // write: most words of a catalogue are such (a listing's own name or
 // number), and three postings cost three times the memory.
 func (ix *index) post3(id uint32, bits byte, k uint32) {
-	var shared *posting // the posting of the fields of bits, when one
+	var shared ref // the posting of the fields of bits, when one
 	for f := range nFields {
 		if bits&(1<<f) == 0 {
 			continue
 		}
-		p := ix.post[f][id]
+		r := ix.post[f][id]
 		switch {
-		case p == nil && shared != nil:
+		case r == 0 && shared != 0:
 			// Empty here, and the fields before got k from shared: the
 			// sets are equal if shared held only k.
-			if shared.len() == 1 {
+			if ix.pl.len(shared) == 1 {
 				ix.post[f][id] = shared
 				continue
 			}
-			p = &posting{}
-			ix.post[f][id] = p
-		case p == nil:
-			p = &posting{}
-			ix.post[f][id] = p
-		case ix.sharedOutside(id, p, bits):
-			// Another field, which k is not joining, holds p too.
-			p = p.clone()
-			ix.post[f][id] = p
-		case p == shared:
+		case r == 0:
+		case r == shared:
 			continue // k already added through another field
+		case r&inline == 0 && ix.sharedOutside(id, r, bits):
+			// Another field, which k is not joining, holds r too.
+			r = ix.pl.clone(r)
 		}
-		p.add(k)
-		shared = p
+		r = ix.pl.add(r, k)
+		ix.post[f][id] = r
+		shared = r
 	}
 }
 
-// sharedOutside tells whether a field not in bits holds p for word id.
-func (ix *index) sharedOutside(id uint32, p *posting, bits byte) bool {
+// sharedOutside tells whether a field not in bits holds r for word id.
+func (ix *index) sharedOutside(id uint32, r ref, bits byte) bool {
 	for g := range nFields {
-		if bits&(1<<g) == 0 && ix.post[g][id] == p {
+		if bits&(1<<g) == 0 && ix.post[g][id] == r {
 			return true
 		}
 	}
 	return false
 }
 
-func (p *posting) len() int {
-	if p.big != nil {
-		return int(p.big.GetCardinality())
-	}
-	return len(p.small)
-}
-
-func (p *posting) clone() *posting {
-	if p.big != nil {
-		return &posting{big: p.big.Clone()}
-	}
-	return &posting{small: slices.Clone(p.small)}
-}
-
 // prefix is the set of listings whose field f holds a word starting with
 // p. The result may be shared: callers must not change it.
 func (ix *index) prefix(f field, p string) *roaring.Bitmap {
-	lo, _ := slices.BinarySearchFunc(ix.sorted, p, func(id uint32, p string) int { return strings.Compare(ix.list[id], p) })
+	lo, _ := slices.BinarySearchFunc(ix.sorted, p, func(id uint32, p string) int { return strings.Compare(ix.list.word(id), p) })
 	var (
 		bs    []*roaring.Bitmap
 		small []uint32
 	)
 	for _, id := range ix.sorted[lo:] {
-		if !strings.HasPrefix(ix.list[id], p) {
+		if !strings.HasPrefix(ix.list.word(id), p) {
 			break
 		}
-		if ps := ix.post[f][id]; ps != nil {
-			if ps.big != nil {
-				bs = append(bs, ps.big)
-			} else {
-				small = append(small, ps.small...)
-			}
+		var b *roaring.Bitmap
+		if small, b = ix.pl.keys(ix.post[f][id], small); b != nil {
+			bs = append(bs, b)
 		}
 	}
 	if len(bs) == 1 && len(small) == 0 {
@@ -627,7 +562,7 @@ func (ix *index) page(q store.SearchQuery, cur store.Cursor, hasCursor bool, lim
 				}
 				for it.HasNext() {
 					k := it.Next()
-					hits = append(hits, hit{pos: posOf(k), seq: ix.docs[k].seq, rank: t.rank, failing: failing, stale: sp.Stale})
+					hits = append(hits, hit{pos: posOf(k), seq: ix.docs.get(uint32(posOf(k))).seq, rank: t.rank, failing: failing, stale: sp.Stale})
 					if len(hits) > limit {
 						return hits
 					}

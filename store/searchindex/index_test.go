@@ -33,7 +33,7 @@ func TestSharedPostings(t *testing.T) {
 	}
 	ix.apply([]store.IndexDoc{doc(1, 1, "alpha", "", false)})
 	id, _ := ix.lookup("alpha")
-	if p := ix.post[title][id]; p == nil || p != ix.post[head][id] || p != ix.post[all][id] {
+	if p := ix.post[title][id]; p == 0 || p != ix.post[head][id] || p != ix.post[all][id] {
 		t.Fatal("a word of one listing's name: not one posting for its three fields")
 	}
 	ix.apply([]store.IndexDoc{doc(2, 2, "beta", "alpha", false)})
@@ -45,12 +45,12 @@ func TestSharedPostings(t *testing.T) {
 	want("alpha", []int64{3, 1, 2}, []float64{1, 1, 3})
 	ix.apply([]store.IndexDoc{doc(1, 4, "", "", true), doc(3, 5, "gamma", "", false)})
 	want("alpha", []int64{2}, []float64{3})
-	if ix.post[title][id] != nil || ix.post[head][id] != nil {
+	if ix.post[title][id] != 0 || ix.post[head][id] != 0 {
 		t.Fatal("title and head postings of a word no title holds any more are kept")
 	}
 	ix.apply([]store.IndexDoc{doc(2, 6, "beta", "", false)})
 	want("alpha", nil, nil)
-	if ix.post[all][id] != nil {
+	if ix.post[all][id] != 0 {
 		t.Fatal("an empty posting is kept")
 	}
 	// Many listings: the posting turns into a bitmap and back to empty.
@@ -60,8 +60,8 @@ func TestSharedPostings(t *testing.T) {
 	}
 	ix.apply(docs)
 	delta, _ := ix.lookup("delta")
-	if p := ix.post[all][delta]; p == nil || p.big == nil || p.len() != 2*smallMax {
-		t.Fatalf("posting of %d listings: %+v", 2*smallMax, p)
+	if r := ix.post[all][delta]; r == 0 || r&inline != 0 || ix.pl.at(r).big == nil || ix.pl.len(r) != 2*smallMax {
+		t.Fatalf("posting of %d listings: %v", 2*smallMax, r)
 	}
 	if pos, _ := pageOf(ix, "delt"); len(pos) != 2*smallMax || pos[0] != 10+2*smallMax-1 {
 		t.Fatalf("prefix search over a bitmap: %v", pos)

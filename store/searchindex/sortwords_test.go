@@ -20,14 +20,14 @@ func TestSortWordsMergesNewWords(t *testing.T) {
 			want = append(want, w)
 		}
 		ix.sortWords()
-		if !slices.IsSortedFunc(ix.sorted, func(a, b uint32) int { return strings.Compare(ix.list[a], ix.list[b]) }) {
+		if !slices.IsSortedFunc(ix.sorted, func(a, b uint32) int { return strings.Compare(ix.list.word(a), ix.list.word(b)) }) {
 			t.Fatalf("round %d: the word list is out of order", round)
 		}
-		if len(ix.sorted) != len(ix.list) {
-			t.Fatalf("round %d: %d words sorted of %d", round, len(ix.sorted), len(ix.list))
+		if len(ix.sorted) != ix.list.len() {
+			t.Fatalf("round %d: %d words sorted of %d", round, len(ix.sorted), ix.list.len())
 		}
 		for _, w := range want {
-			if id, ok := ix.lookup(w); !ok || ix.list[id] != w {
+			if id, ok := ix.lookup(w); !ok || ix.list.word(id) != w {
 				t.Fatalf("round %d: %q not found (%d, %v)", round, w, id, ok)
 			}
 		}
@@ -59,7 +59,7 @@ func TestCommonWordsSkipTheBinarySearch(t *testing.T) {
 		t.Errorf("%d binary searches to file 4 known words 1000 times, want at most %d (one each)", n, len(common))
 	}
 	fresh := ix.wordID("fresh")
-	if id, ok := ix.lookup("fresh"); !ok || id != fresh || ix.list[fresh] != "fresh" {
+	if id, ok := ix.lookup("fresh"); !ok || id != fresh || ix.list.word(fresh) != "fresh" {
 		t.Errorf("a new word: id %d, lookup %d %v", fresh, id, ok)
 	}
 	ix.sortWords()

@@ -43,6 +43,14 @@ type Store struct {
 	// Sleep waits d, or until ctx ends (false); New sets a timer. Tests
 	// replace it (and Backoff) to retry without waiting.
 	Sleep func(ctx context.Context, d time.Duration) bool
+	// SnapshotPath is the file Run keeps the index in between runs ("":
+	// none): read at start, then only the changes since are read from
+	// the change feed (snapshot.go).
+	SnapshotPath string
+	// SnapshotEvery is how often Run writes the snapshot again when the
+	// index changed since the last one (New sets 10 minutes); it is also
+	// written after a load from the feed and when Run ends.
+	SnapshotEvery time.Duration
 
 	mu sync.RWMutex
 	ix *index
@@ -52,10 +60,17 @@ type Store struct {
 	// agentsite_search_index_load_seconds gauge).
 	loadNanos atomic.Int64
 
-	// syncMu serialises catch-ups; after and gaps belong to it.
+	// syncMu serialises catch-ups; after, gaps, feed and snapAfter
+	// belong to it. Only its holder changes ix.
 	syncMu sync.Mutex
 	after  int64               // the largest change number applied
 	gaps   map[int64]time.Time // numbers below after not seen yet (Postgres: in-flight transactions)
+	// feed is the database's feed id (store.SyncFeed), which a snapshot
+	// names; snapAfter is after when the last snapshot was written or
+	// read. saving: a snapshot is being written (syncMu held).
+	feed      string
+	snapAfter int64
+	saving    atomic.Bool
 	// writes counts this process's writes through the Store; synced is
 	// its value when the last catch-up started, lastSync when it ended.
 	writes   atomic.Uint64
@@ -128,7 +143,7 @@ var _ Engine = (*Store)(nil)
 // it.
 func New(e Engine, log *slog.Logger) *Store {
 	return &Store{Engine: e, log: log, PollEvery: time.Second, RowTTL: time.Second, Backoff: DefaultBackoff, Sleep: sleep,
-		ix: newIndex(), gaps: map[int64]time.Time{}, batch: loadBatch}
+		SnapshotEvery: 10 * time.Minute, ix: newIndex(), gaps: map[int64]time.Time{}, batch: loadBatch}
 }
 
 // Batch sizes of the change feed reads.
@@ -151,11 +166,30 @@ const (
 // Status, and tried again after Backoff, searches using the database
 // meanwhile. A load resumes where the failed read stopped; its backoff
 // starts over when a try made progress.
+//
+// With a SnapshotPath, Run first loads the snapshot there, if it is one of
+// this database, and reads only the changes since; after a load from the
+// feed it writes one, then again every SnapshotEvery when the index
+// changed, and when ctx ends.
 func (s *Store) Run(ctx context.Context) error {
-	for n := 1; ; n++ {
+	restored := false
+	if s.SnapshotPath != "" {
+		for n := 1; ; n++ {
+			ok, err := s.Restore(ctx)
+			if err == nil {
+				restored = ok
+				break
+			}
+			if !s.retryAfter(ctx, "load snapshot", err, n) {
+				return nil
+			}
+		}
+	}
+	for n := 1; !restored; n++ {
 		at := s.applied()
 		err := s.Load(ctx)
 		if err == nil {
+			s.Save()
 			break
 		}
 		if s.applied() != at {
@@ -168,10 +202,20 @@ func (s *Store) Run(ctx context.Context) error {
 	s.recovered()
 	t := time.NewTicker(s.PollEvery)
 	defer t.Stop()
+	every := s.SnapshotEvery
+	if s.SnapshotPath == "" || every <= 0 {
+		every = time.Duration(1<<63 - 1)
+	}
+	snap := time.NewTicker(every)
+	defer snap.Stop()
 	for n := 1; ; {
 		select {
 		case <-ctx.Done():
+			s.Save()
 			return nil
+		case <-snap.C:
+			s.Save()
+			continue
 		case <-t.C:
 		}
 		if err := s.catchUp(ctx, true); err != nil {
@@ -198,6 +242,13 @@ func (s *Store) Load(ctx context.Context) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	start, begun, logged := s.writes.Load(), time.Now(), time.Now()
+	if s.SnapshotPath != "" && s.feed == "" {
+		feed, err := s.Engine.FeedID(ctx)
+		if err != nil {
+			return fmt.Errorf("search index: load: %w", err)
+		}
+		s.feed = feed
+	}
 	n := 0
 	for {
 		batch := s.batch
@@ -229,7 +280,7 @@ func (s *Store) Load(ctx context.Context) error {
 		return fmt.Errorf("search index: load: %w", err)
 	}
 	s.mu.RLock()
-	held := len(s.ix.docs)
+	held := s.ix.docs.n
 	s.mu.RUnlock()
 	s.ready.Store(true)
 	s.loadNanos.Store(int64(time.Since(begun)))
@@ -241,7 +292,10 @@ func (s *Store) Load(ctx context.Context) error {
 // otherwise only when this process wrote since then or PollEvery passed.
 func (s *Store) catchUp(ctx context.Context, force bool) error {
 	w := s.writes.Load()
-	if !force && s.current(w) {
+	if !force && (s.current(w) || s.synced.Load() >= w && s.saving.Load()) {
+		// Current, or a snapshot is being written and this process did
+		// not write since the last catch-up: the index as it is serves
+		// (other processes' writes are found a few seconds later).
 		return nil
 	}
 	s.syncMu.Lock()
@@ -412,7 +466,7 @@ func (s *Store) Loaded() bool { return s.ready.Load() }
 func (s *Store) Counts() (listings int, answered, passed uint64) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.ix.docs), s.answered.Load(), s.passed.Load()
+	return s.ix.docs.n, s.answered.Load(), s.passed.Load()
 }
 
 // Collectors are the index's metrics: listings held, searches answered by

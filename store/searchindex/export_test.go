@@ -1,0 +1,83 @@
+package searchindex
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// sizes is a deterministic account of the index's memory by part, in
+// bytes: what its slices, postings and bitmaps hold (not the Go heap's
+// overhead of each allocation, nor map buckets).
+func (ix *index) sizes() map[string]int {
+	out := map[string]int{}
+	out["docs"] = len(ix.docs.pages)*8 + 16*(1<<docPageBits)*countPages(ix.docs.pages)
+	out["words"] = cap(ix.list.bytes) + 4*cap(ix.list.ends) + 4*cap(ix.sorted)
+	out["refs"] = 4 * (cap(ix.post[title]) + cap(ix.post[head]) + cap(ix.post[all]))
+	pl := 32 * cap(ix.pl.pl)
+	for _, p := range ix.pl.pl {
+		if p.big != nil {
+			pl += int(p.big.GetSizeInBytes())
+		} else {
+			pl += 4 * cap(p.small)
+		}
+	}
+	out["postings"] = pl
+	for i, m := range ix.filterMaps() {
+		n := 0
+		for k, b := range *m {
+			n += len(k) + 16 + 8 + int(b.GetSizeInBytes())
+		}
+		out[[]string{"status", "health", "tags", "owners"}[i]] = n
+	}
+	return out
+}
+
+func countPages[T any](ps []*T) int {
+	n := 0
+	for _, p := range ps {
+		if p != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// IndexSizes is the index's sizes as a line (tests, measurements).
+func (s *Store) IndexSizes() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m := s.ix.sizes()
+	keys := make([]string, 0, len(m))
+	total := 0
+	for k, v := range m {
+		keys = append(keys, k)
+		total += v
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s %.1f MB, ", k, float64(m[k])/1e6)
+	}
+	big, small, inl := 0, 0, 0
+	for _, p := range s.ix.pl.pl {
+		if p.big != nil {
+			big++
+		} else if p.small != nil {
+			small++
+		}
+	}
+	for f := range nFields {
+		for _, r := range s.ix.post[f] {
+			if r&inline != 0 {
+				inl++
+			}
+		}
+	}
+	fmt.Fprintf(&b, "total %.1f MB; %d words, %d bitmaps, %d small, %d inline refs, %d owners, %d tags", float64(total)/1e6, s.ix.list.len(), big, small, inl, len(s.ix.owners), len(s.ix.tags))
+	return b.String()
+}
+
+var _ = roaring.New

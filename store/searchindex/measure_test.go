@@ -1,0 +1,105 @@
+package searchindex_test
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentsite/agentsite/store/searchindex"
+	"github.com/agentsite/agentsite/store/sqlite"
+)
+
+// cpu is the process's user+system CPU time.
+func cpu() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// heapInuse is the heap in use after a collection.
+func heapInuse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// TestMeasureLoad loads the index of the SQLite database in
+// $AGENTSITE_INDEX_DB (a copy of a seeded data dir's agentsite.db) and
+// reports how long it took, its CPU time and the heap in use after it:
+// the figures of BENCHMARKS.md's 1M catalogue. Skipped without it.
+func TestMeasureLoad(t *testing.T) {
+	path := os.Getenv("AGENTSITE_INDEX_DB")
+	if path == "" {
+		t.Skip("AGENTSITE_INDEX_DB not set")
+	}
+	db, err := sqlite.Open(t.Context(), path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	base := heapInuse()
+	s := searchindex.New(db, slog.New(slog.DiscardHandler))
+	start, c := time.Now(), cpu()
+	if err := s.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	n, _, _ := s.Counts()
+	t.Logf("feed load: %d listings in %.2fs, %.2f CPU-s; heap in use %.1f MB (index %.1f MB)",
+		n, time.Since(start).Seconds(), (cpu() - c).Seconds(), float64(heapInuse())/1e6, float64(heapInuse()-base)/1e6)
+	t.Log(s.IndexSizes())
+	runtime.KeepAlive(s)
+}
+
+// TestMeasureSnapshot loads the index of $AGENTSITE_INDEX_DB from the
+// feed, writes its snapshot, and loads a second index from it: the
+// snapshot's size, write and load times, and the heap in use after each.
+func TestMeasureSnapshot(t *testing.T) {
+	path := os.Getenv("AGENTSITE_INDEX_DB")
+	if path == "" {
+		t.Skip("AGENTSITE_INDEX_DB not set")
+	}
+	db, err := sqlite.Open(t.Context(), path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	snap := filepath.Join(t.TempDir(), "index.snap")
+	if p := os.Getenv("AGENTSITE_INDEX_SNAP"); p != "" {
+		snap = p
+	}
+	base := heapInuse()
+	if _, err := os.Stat(snap); err != nil {
+		s := searchindex.New(db, slog.New(slog.DiscardHandler))
+		s.SnapshotPath = snap
+		start, c := time.Now(), cpu()
+		if err := s.Load(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("feed load: %.2fs, %.2f CPU-s; index heap %.1f MB", time.Since(start).Seconds(), (cpu() - c).Seconds(), float64(heapInuse()-base)/1e6)
+		start, c = time.Now(), cpu()
+		s.Save()
+		fi, err := os.Stat(snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("snapshot written: %.1f MB in %.2fs, %.2f CPU-s", float64(fi.Size())/1e6, time.Since(start).Seconds(), (cpu() - c).Seconds())
+		runtime.KeepAlive(s)
+	}
+	base = heapInuse()
+	s2 := searchindex.New(db, slog.New(slog.DiscardHandler))
+	s2.SnapshotPath = snap
+	start, c := time.Now(), cpu()
+	ok, err := s2.Restore(t.Context())
+	if err != nil || !ok {
+		t.Fatalf("Restore: %v %v", ok, err)
+	}
+	n, _, _ := s2.Counts()
+	t.Logf("snapshot load: %d listings in %.2fs, %.2f CPU-s; index heap %.1f MB, heap in use %.1f MB", n, time.Since(start).Seconds(), (cpu() - c).Seconds(), float64(heapInuse()-base)/1e6, float64(heapInuse())/1e6)
+	t.Log(s2.IndexSizes())
+	runtime.KeepAlive(s2)
+}
