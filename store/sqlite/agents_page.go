@@ -24,9 +24,12 @@ func (t batchTx) UpsertRecords(ctx context.Context, ls []store.Listing) ([]bool,
 	return t.b.db.upsertRecords(ctx, t.b, ls)
 }
 
-// maxPageRows bounds the rows of one statement (22 parameters each, far
-// below SQLite's limit of 32,766).
-const maxPageRows = 256
+// maxPageRows bounds the rows of one statement (22 parameters each, below
+// SQLite's limit of 32,766). It holds an import's chunk (BatchChunk, 500)
+// and a mirror's page (256) whole: each statement after the rows' writes
+// the full-text terms pending out as a segment (three, one per FTS5
+// table), and fewer, larger segments are less to merge.
+const maxPageRows = 1024
 
 // pageTags is a row's tags, for insertPageTagsSQL.
 type pageTags struct {

@@ -163,7 +163,8 @@ func dsn(path string, readOnly bool) string {
 //     of rows through triggers keeps a statement journal, and in memory
 //     (temp_store MEMORY) SQLite builds it of 1 KiB chunks, allocated and
 //     freed (madvise) by the thousand per statement: a fifth of an import's
-//     CPU. On a file it is 64 KiB chunks, spilled past that.
+//     CPU. Otherwise it is kept in memory in one chunk up to
+//     stmtJournalSpill (stmtjournal.go), a file past that.
 //   - a 32 MiB page cache (default 2 MiB): the catalogue's random-keyed
 //     indexes (ids) outgrow 2 MiB within 100k listings, and then every
 //     insert re-read its pages and spilled dirty ones mid-transaction.
