@@ -198,6 +198,10 @@ func (d *database) drop(progress func(string, ...any)) {
 	progress("dropped database %s", d.name)
 }
 
+// settleTimeout bounds the VACUUM ANALYZE of settle: at 1M listings on a
+// loaded machine it is minutes (the GIN pending lists of four indexes).
+const settleTimeout = 30 * time.Minute
+
 // settle brings a freshly seeded Postgres database to the state a live node
 // is in a minute later, once autovacuum has run: VACUUM ANALYZE flushes the
 // GIN pending list of the text-search index and gives the planner
@@ -207,7 +211,7 @@ func (d *database) settle(ctx context.Context, progress func(string, ...any)) er
 		return nil
 	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, d.url)
 	if err != nil {
