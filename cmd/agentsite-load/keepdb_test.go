@@ -48,7 +48,7 @@ func TestKeepDB(t *testing.T) {
 	if ok, err := db.seeded(ctx, n); ok || err != nil {
 		t.Fatalf("an empty database: seeded %v, %v; want false, nil", ok, err)
 	}
-	if err := seed(ctx, db, n, slog.New(slog.DiscardHandler), progress); err != nil {
+	if err := seed(ctx, db, n, quotaFromSeeder, slog.New(slog.DiscardHandler), progress); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := db.seeded(ctx, n); ok || err == nil || !strings.Contains(err.Error(), "no finished seed") {

@@ -70,6 +70,9 @@ type config struct {
 	// seeded in and kept; a later run with the same --listings reuses it
 	// (seeding 1M listings takes minutes).
 	KeepDB string
+	// QuotaCounts is where the Sink's quota counts come from while
+	// seeding: quotaFromStore or quotaFromSeeder (talliedStore).
+	QuotaCounts string
 	// SeedOnly stops after seeding (with DataDir or KeepDB: to seed once,
 	// then run).
 	SeedOnly bool
@@ -117,6 +120,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.Replicas, "replicas", 1, fmt.Sprintf("number of agentsite processes serving the run (1..%d): portal replicas on one database, each with its own data dir and port, requests round-robin; more than 1 needs --store postgres", maxReplicas))
 	fs.StringVar(&c.DataDir, "data-dir", "", "SQLite only: seed into this directory and keep it; a later run with the same --listings reuses it instead of seeding again")
 	fs.StringVar(&c.KeepDB, "keep-db", "", "Postgres only: seed into this database (created if missing) and keep it; a later run with the same --listings reuses it instead of seeding again")
+	fs.StringVar(&c.QuotaCounts, "quota-counts", quotaFromStore, "while seeding, where the Sink's per-publisher quota counts come from: store (counted by the store every 10 s, as on a node) or seeder (the seeder's tally of what it wrote; on Postgres the store's counts make a 1M seed slow down to ~150 listings/s by 200k)")
 	fs.BoolVar(&c.SeedOnly, "seed-only", false, "stop after seeding (with --data-dir or --keep-db: seed once, run later)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -170,6 +174,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.DataDir != "" && c.Store != "sqlite" {
 		errs = append(errs, errors.New("--data-dir keeps a SQLite store: give it with --store sqlite"))
 	}
+	if c.QuotaCounts != quotaFromStore && c.QuotaCounts != quotaFromSeeder {
+		errs = append(errs, fmt.Errorf("--quota-counts %q must be %s or %s", c.QuotaCounts, quotaFromStore, quotaFromSeeder))
+	}
 	if c.KeepDB != "" && c.Store != "postgres" {
 		errs = append(errs, errors.New("--keep-db keeps a Postgres database: give it with --store postgres"))
 	}
@@ -220,7 +227,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	} else if ok {
 		progress("%s already holds %d seeded listings: not seeding again", db.where(), cfg.Listings)
 	} else {
-		if err := seed(ctx, db, cfg.Listings, logger, progress); err != nil {
+		if err := seed(ctx, db, cfg.Listings, cfg.QuotaCounts, logger, progress); err != nil {
 			return err
 		}
 		if err := db.markSeeded(ctx, cfg.Listings); err != nil {

@@ -57,7 +57,11 @@ func newPublishers(n int) ([]publisher, error) {
 // network would (sealed by their publisher, delivered through store.Sink a
 // page at a time, as a catalogue sync page is), and closes it. Progress
 // goes to progress every few seconds.
-func seed(ctx context.Context, db *database, n int, logger *slog.Logger, progress func(string, ...any)) error {
+//
+// quotaCounts says where the Sink's per-publisher quota counts come from:
+// quotaFromStore (the store counts, as on a node) or quotaFromSeeder
+// (talliedStore).
+func seed(ctx context.Context, db *database, n int, quotaCounts string, logger *slog.Logger, progress func(string, ...any)) error {
 	start := time.Now()
 	octx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	st, engine, err := storeopen.Open(octx, db.url, db.dataDir, logger)
@@ -74,7 +78,16 @@ func seed(ctx context.Context, db *database, n int, logger *slog.Logger, progres
 	}
 	// The simulated publishers may hold the whole catalogue between them
 	// (1M listings is 20,000 each, past the Sink's default quota).
-	sink := &store.Sink{Store: st, SelfID: "<none>", MaxPerPublisher: max(n, store.DefaultMaxPerPublisher)}
+	var sinkStore store.Store = st
+	if quotaCounts == quotaFromSeeder {
+		b, ok := st.(store.Batcher)
+		if !ok {
+			return fmt.Errorf("the %s store runs no transactions", engine)
+		}
+		sinkStore = newTalliedStore(st, b)
+		progress("the Sink's quota counts come from the seeder's tally (--quota-counts %s)", quotaCounts)
+	}
+	sink := &store.Sink{Store: sinkStore, SelfID: "<none>", MaxPerPublisher: max(n, store.DefaultMaxPerPublisher)}
 	now := time.Now().UTC()
 	writers := 1 // SQLite has one writer: more only wait for its lock
 	if engine == "postgres" {
@@ -238,6 +251,9 @@ func writePage(ctx context.Context, sink *store.Sink, p sealedPage) error {
 		if err != nil {
 			return fmt.Errorf("seed listing %d: %w", p.from+k, err)
 		}
+	}
+	if t, ok := sink.Store.(*talliedStore); ok {
+		t.written(p.recs)
 	}
 	return nil
 }

@@ -119,3 +119,52 @@ func testSeedPages(t *testing.T, st store.Store) {
 		}
 	}
 }
+
+// countsCounter is a store that counts the quota counts asked of it.
+type countsCounter struct {
+	store.Store
+	counts atomic.Int64
+}
+
+func (c *countsCounter) CountPublished(ctx context.Context, publisher string, limit int) (int, error) {
+	c.counts.Add(1)
+	return c.Store.CountPublished(ctx, publisher, limit)
+}
+
+// TestSeedQuotaFromTally: with --quota-counts seeder the Sink asks the
+// store for no publisher's count, and the tally it gets instead is the
+// count the store gives after the seed.
+func TestSeedQuotaFromTally(t *testing.T) {
+	ctx := context.Background()
+	st, _, err := storeopen.Open(ctx, "", t.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c := &countsCounter{Store: st}
+	ts := newTalliedStore(c, st.(store.Batcher))
+	pubs, err := newPublishers(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2*seedPage + 37
+	sink := &store.Sink{Store: ts, SelfID: "<none>", MaxPerPublisher: n}
+	if err := seedPages(ctx, sink, pubs, n, 2, time.Now().UTC(), func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.counts.Load(); got != 0 {
+		t.Errorf("the store was asked for %d counts, want 0", got)
+	}
+	for _, p := range pubs {
+		want, err := st.CountPublished(ctx, p.id, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := ts.CountPublished(ctx, p.id, n); got != want || want == 0 {
+			t.Errorf("publisher %s: tally %d, the store counts %d", p.id, got, want)
+		}
+		if got, _ := ts.CountPublished(ctx, p.id, 5); got != 5 {
+			t.Errorf("publisher %s under a limit of 5: tally %d, want 5", p.id, got)
+		}
+	}
+}
