@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,13 +27,16 @@ func storageFull(st store.Store) func() bool {
 // (store/searchindex) and starts loading it: searches use the database
 // until it has loaded, then the index. Every write of the node passes
 // through it, so a search finds what the node just wrote. a.indexStatus
-// is its state for /readyz.
+// is its state for /readyz. The index is kept in the data dir between
+// runs (indexSnapshotFile), so a restarted node reads only the changes
+// since instead of the whole catalogue (at 1M listings: ~70 s).
 func (a *app) searchIndex(st store.Store, metrics prometheus.Registerer) store.Store {
 	e, ok := st.(searchindex.Engine)
 	if !ok {
 		return st
 	}
 	idx := searchindex.New(e, a.logger)
+	idx.SnapshotPath = filepath.Join(a.cfg.DataDir, indexSnapshotFile)
 	metrics.MustRegister(idx.Collectors()...)
 	a.goLoop(func(ctx context.Context) {
 		if err := idx.Run(ctx); err != nil && ctx.Err() == nil {
@@ -42,6 +46,9 @@ func (a *app) searchIndex(st store.Store, metrics prometheus.Registerer) store.S
 	a.indexStatus = idx.Status
 	return idx
 }
+
+// indexSnapshotFile is the search index's snapshot in the data dir.
+const indexSnapshotFile = "search-index.snap"
 
 // cachedStore puts the read cache in front of st's network view (listings
 // and nodes), the reads the portal repeats (search, counts, tags): every

@@ -1,6 +1,7 @@
 package searchindex
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -81,3 +82,29 @@ func (s *Store) IndexSizes() string {
 }
 
 var _ = roaring.New
+
+// RoundTrip catches up, writes the index's snapshot to SnapshotPath and
+// puts the index read back from it in its place (tests: whatever the
+// index holds must survive a snapshot).
+func (s *Store) RoundTrip() error {
+	if err := s.catchUp(context.Background(), true); err != nil {
+		return err
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	st := snapshotState{feed: "test", after: s.after}
+	if _, err := writeSnapshot(s.SnapshotPath, s.ix, st); err != nil {
+		return err
+	}
+	ix, got, err := readSnapshot(s.SnapshotPath)
+	if err != nil {
+		return err
+	}
+	if got.after != st.after || got.feed != st.feed {
+		return fmt.Errorf("read back %+v, wrote %+v", got, st)
+	}
+	s.mu.Lock()
+	s.ix = ix
+	s.mu.Unlock()
+	return nil
+}

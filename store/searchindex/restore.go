@@ -143,15 +143,12 @@ func (s *Store) install(ctx context.Context, ix *index, st snapshotState, w uint
 	s.mu.Unlock()
 	s.after, s.snapAfter = st.after, st.after
 	clear(s.gaps)
+	// The numbers the index had not seen when the snapshot was taken
+	// (Postgres: transactions in flight) are asked for again.
 	for _, g := range st.gaps {
 		if g > 0 && g < st.after {
 			s.gaps[g] = now
 		}
-	}
-	// As after a load: a transaction that took a number below the last
-	// one and had not committed when the snapshot was taken.
-	for seq := max(1, s.after-maxGaps+1); seq <= s.after && len(s.gaps) < 2*maxGaps; seq++ {
-		s.gaps[seq] = now
 	}
 	if err := s.catchUpLocked(ctx, w); err != nil {
 		return "", err

@@ -413,11 +413,18 @@ func readBody(r *reader) (*index, snapshotState) {
 		return nil, st
 	}
 	prev := int64(0)
+	pages, maxPages := 0, nd/64+256 // a page costs 64 KB: so many are not for so few listings
 	for range nd {
 		pos, seq, text := r.u32(), int64(r.u64()), r.u64()
 		if int64(pos) <= prev || seq <= 0 || seq > st.after {
 			r.fail("listing at %d (after %d) with change number %d", pos, prev, seq)
 			return nil, st
+		}
+		if prev == 0 || pos>>docPageBits != uint32(prev)>>docPageBits {
+			if pages++; uint64(pages) > maxPages {
+				r.fail("%d listings spread over more than %d pages", nd, maxPages)
+				return nil, st
+			}
 		}
 		prev = int64(pos)
 		ix.docs.set(pos, doc{seq: seq, text: text})
