@@ -76,6 +76,10 @@ type index struct {
 	list         wordArena
 	sorted       []uint32
 	unsortedFrom int
+	// lazySort: apply leaves up to lazyWords new words unsorted (a load,
+	// which no search reads until it ends: merging each batch's new
+	// words into ~1M sorted ones was O(words) a batch).
+	lazySort bool
 	// hot holds words found in sorted lately (at most hotWords; emptied
 	// when full), so that common words skip the binary search; searches
 	// counts the binary searches (tests).
@@ -102,6 +106,9 @@ func newIndex() *index {
 		tags: map[string]*roaring.Bitmap{}, owners: map[string]*roaring.Bitmap{},
 	}
 }
+
+// lazyWords bounds the words a load leaves unsorted.
+const lazyWords = 1 << 16
 
 // hotWords bounds index.hot.
 const hotWords = 1 << 16
@@ -292,7 +299,10 @@ func (ix *index) apply(docs []store.IndexDoc) {
 	for _, c := range changes {
 		ix.file(c.d, c.k, c.newText)
 	}
-	ix.sortWords()
+	ix.pl.flush()
+	if !ix.lazySort || ix.list.len()-ix.unsortedFrom > lazyWords {
+		ix.sortWords()
+	}
 	for i, failing := range []bool{false, true} {
 		ix.visible[i] = ix.filterOf(store.SearchQuery{}, failing)
 	}

@@ -182,6 +182,28 @@ func (p *posting) len() int {
 type postings struct {
 	pl   []posting
 	free []uint32
+	// pending holds the keys added to bitmap postings during an apply,
+	// merged in at its end (flush): a load files listings newest last,
+	// whose keys are a bitmap's smallest, and adding them one by one
+	// moved every key of an array container each time.
+	pending map[ref][]uint32
+}
+
+// flush merges the pending keys into their bitmaps.
+func (ps *postings) flush() {
+	for r, keys := range ps.pending {
+		ps.flushOne(r, keys)
+	}
+	clear(ps.pending)
+}
+
+func (ps *postings) flushOne(r ref, keys []uint32) {
+	if len(keys) == 0 {
+		return
+	}
+	slices.Sort(keys)
+	ps.at(r).big.Or(roaring.BitmapOf(keys...))
+	delete(ps.pending, r)
 }
 
 func (ps *postings) at(r ref) *posting { return &ps.pl[r-1] }
@@ -230,7 +252,14 @@ func (ps *postings) add(r ref, k uint32) ref {
 		}
 		return ps.alloc(posting{small: []uint32{min(o, k), max(o, k)}})
 	}
-	ps.at(r).add(k)
+	if p := ps.at(r); p.big != nil {
+		if ps.pending == nil {
+			ps.pending = map[ref][]uint32{}
+		}
+		ps.pending[r] = append(ps.pending[r], k)
+	} else {
+		p.add(k)
+	}
 	return r
 }
 
@@ -239,6 +268,7 @@ func (ps *postings) clone(r ref) ref {
 	if r == 0 || r&inline != 0 {
 		return r
 	}
+	ps.flushOne(r, ps.pending[r])
 	p := ps.at(r)
 	if p.big != nil {
 		return ps.alloc(posting{big: p.big.Clone()})

@@ -250,6 +250,8 @@ func (s *Store) Load(ctx context.Context) error {
 		s.feed = feed
 	}
 	n := 0
+	s.lazySort(true)
+	defer s.lazySort(false)
 	for {
 		batch := s.batch
 		docs, err := s.Engine.ListingChanges(ctx, s.after, nil, batch)
@@ -270,6 +272,7 @@ func (s *Store) Load(ctx context.Context) error {
 			logged = time.Now()
 		}
 	}
+	s.lazySort(false)
 	// A transaction that took a number below the last one read and had
 	// not committed yet: ask for the last numbers again until they show.
 	now := time.Now()
@@ -286,6 +289,16 @@ func (s *Store) Load(ctx context.Context) error {
 	s.loadNanos.Store(int64(time.Since(begun)))
 	s.log.Info("search index: loaded", "listings", held, "elapsed", time.Since(begun).Round(time.Millisecond))
 	return nil
+}
+
+// lazySort sets the index's lazySort; turned off, the words are sorted.
+func (s *Store) lazySort(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ix.lazySort = on
+	if !on {
+		s.ix.sortWords()
+	}
 }
 
 // catchUp applies the changes since the last catch-up: always when force,
