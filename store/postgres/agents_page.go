@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -126,7 +128,17 @@ func upsertRecords(ctx context.Context, ex executor, ls []store.Listing) ([]bool
 // upsertPage writes ls, setting changed[i] when ls[i] was written.
 func upsertPage(ctx context.Context, ex executor, ls []store.Listing, changed []bool) error {
 	index := make(map[string]int, len(ls))
-	args := make([]any, 0, pageColumns*len(ls))
+	// An unnamed statement, planned for each page: a prepared one is
+	// planned generically after five runs, for the tables as they are
+	// then. A store filled from empty kept the plan made when agent_tags
+	// was small, the rewrite of the tags (dropped) a hash join over a
+	// scan of all of agent_tags, for every page: at 350k listings a page
+	// read 850k rows of it, and a 1M seed slowed as it grew. Planned with
+	// the tables' sizes of the moment it probes agent_tags' key, 256
+	// times. (Parsing and planning the statement is small beside its
+	// writes.)
+	args := make([]any, 1, 1+pageColumns*len(ls))
+	args[0] = pgx.QueryExecModeDescribeExec
 	for i := range ls {
 		l := &ls[i]
 		r := &l.Record

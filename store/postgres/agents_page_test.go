@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -135,6 +136,61 @@ func TestUpsertRecordsOneStatementAPage(t *testing.T) {
 			}
 			t.Errorf("%s: %d rows from pages, %d one listing at a time", q, len(got), len(want))
 		}
+	}
+}
+
+// TestUpsertRecordsPlannedEachPage: the page statement is planned for
+// each page, never prepared: a prepared statement is planned generically
+// after five runs, and a store filled from empty kept the plan of a
+// small agent_tags, a scan of all of it for every page (a 1M seed on
+// Postgres slowed down as agent_tags grew).
+func TestUpsertRecordsPlannedEachPage(t *testing.T) {
+	ctx := t.Context()
+	u := pgtest.NewDatabase(t)
+	if pu, err := url.Parse(u); err == nil && pu.Scheme != "" {
+		q := pu.Query()
+		q.Set("pool_max_conns", "1") // one connection: its prepared statements are all
+		pu.RawQuery = q.Encode()
+		u = pu.String()
+	} else {
+		u += " pool_max_conns=1"
+	}
+	db, err := postgres.Open(ctx, u, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	t0 := time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)
+	first := testPages(t0)[0]
+	for k := range 8 {
+		ls := first[8*k : 8*k+8]
+		err := db.InBatchWhole(ctx, func(ctx context.Context, tx store.Tx) error {
+			pw, ok := tx.(store.PageWriter)
+			if !ok {
+				return fmt.Errorf("the batch's Tx %T is not a store.PageWriter", tx)
+			}
+			_, err := pw.UpsertRecords(ctx, ls)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("page %d: %v", k, err)
+		}
+	}
+	n, err := postgres.PreparedStatements(ctx, db, "upsert_records")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("after 8 pages the connection holds %d prepared page statements, want 0 (planned for each page)", n)
+	}
+	if n, err := postgres.PreparedStatements(ctx, db, "get_agent"); err != nil || n != 0 {
+		t.Fatalf("before any get_agent: %d prepared (%v)", n, err)
+	}
+	if _, err := db.GetAgent(ctx, first[0].Record.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := postgres.PreparedStatements(ctx, db, "get_agent"); err != nil || n != 1 {
+		t.Errorf("after a get_agent: %d prepared (%v), want 1: the count sees the pool's connection", n, err)
 	}
 }
 
