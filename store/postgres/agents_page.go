@@ -46,7 +46,11 @@ var pageRowTypes = [pageColumns]string{
 // input, in one statement: the rows that pass the seq rule (up) get their
 // record (rec) and their tags (dropped, tagged: disjoint rows of
 // agent_tags, as in rewriteTagsSQL). It returns the id of each row
-// written. The rows are inserted in input's order (ord), so that pos, and
+// written. dropped finds the page's rows of agent_tags through its key
+// (agent_id = ANY of the ids written): joined to up alone, the planner
+// took a hash join over a scan of all of agent_tags whenever it had no
+// statistics of it (a store filling from empty, autovacuum not yet by,
+// or off), every page reading every tag row. The rows are inserted in input's order (ord), so that pos, and
 // the numbers the row triggers give, follow the page.
 func upsertPageSQL(n int) string {
 	var b strings.Builder
@@ -101,7 +105,8 @@ WITH input (ord, id, seq, tombstone, status, local, owner, host_peer_id, tags,
 		envelope = excluded.envelope, public_json = excluded.public_json
 ), dropped AS (
 	DELETE FROM agent_tags t USING up JOIN input i ON i.id = up.id
-	WHERE t.agent_id = up.id AND t.tag <> ALL (coalesce(i.tags, '{}'::text[]))
+	WHERE t.agent_id = ANY (ARRAY(SELECT id FROM up)) AND t.agent_id = up.id
+		AND t.tag <> ALL (coalesce(i.tags, '{}'::text[]))
 ), tagged AS (
 	INSERT INTO agent_tags (agent_id, tag, visible)
 	SELECT DISTINCT up.id, g.tag, up.visible FROM up JOIN input i ON i.id = up.id, unnest(i.tags) AS g (tag)

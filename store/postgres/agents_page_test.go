@@ -194,6 +194,55 @@ func TestUpsertRecordsPlannedEachPage(t *testing.T) {
 	}
 }
 
+// TestUpsertRecordsTagsByKey: a page rewrites its listings' tags
+// through agent_tags' key, not with a scan of all of agent_tags, in a
+// store that has no statistics of it (filled from empty, not analyzed:
+// autovacuum off, or not yet by).
+func TestUpsertRecordsTagsByKey(t *testing.T) {
+	ctx := t.Context()
+	db := pgtest.Open(t)
+	t0 := time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)
+	const pages, size = 24, 256
+	page := func(k int, seq uint64) []store.Listing {
+		ls := make([]store.Listing, size)
+		for i := range ls {
+			n := k*size + i
+			rec := agent.Record{
+				ID: fmt.Sprintf("tagged-%06d", n), Name: fmt.Sprintf("tagged-%d", n), Seq: seq,
+				Tags:     []string{"common", fmt.Sprintf("tag-%d", n%97), fmt.Sprintf("seq-%d", seq)},
+				IssuedAt: t0, ExpiresAt: t0.Add(24 * time.Hour),
+			}
+			ls[i] = store.Listing{Record: rec, Status: store.StatusStale, LastSeen: t0, UpdatedAt: t0}
+		}
+		return ls
+	}
+	for k := range pages { // ~18,000 rows of agent_tags
+		if _, err := postgres.PageTagScans(ctx, db, page(k, 1)); err != nil {
+			t.Fatalf("page %d: %v", k, err)
+		}
+	}
+	for _, ls := range [][]store.Listing{page(pages, 1), page(3, 2)} { // new listings, then updates
+		scans, err := postgres.PageTagScans(ctx, db, ls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if scans != 0 {
+			t.Errorf("a page of %d listings (%s) scanned agent_tags %d times, want 0 (its key)", len(ls), ls[0].Record.ID, scans)
+		}
+	}
+	tags, err := db.ListTags(ctx, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, tc := range tags {
+		counts[tc.Tag] = tc.Count
+	}
+	if counts["common"] != (pages+1)*size || counts["seq-2"] != size || counts["seq-1"] != pages*size {
+		t.Errorf("tags after the pages: common %d, seq-1 %d, seq-2 %d; want %d, %d, %d", counts["common"], counts["seq-1"], counts["seq-2"], (pages+1)*size, pages*size, size)
+	}
+}
+
 // testPages is a catalogue's first sync page and a second one of updates
 // (newer and stale seqs, tags changed, dropped and added, a tombstone, a
 // listing going offline) with new listings in between.
