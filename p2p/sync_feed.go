@@ -44,10 +44,11 @@ import (
 // one sync at a time (syncTracker), so a joiner connected to k peers pulls
 // each shard from one of them. The peers that come within adoptWindow of
 // a shard's fill start at their head for it instead of being pulled
-// whole: what they hold that the filler lacked still comes, as each host
-// re-signs its listings every half TTL, which numbers them anew in every
-// feed, and the filler's own sync with them brings it too. A peer first
-// met later is pulled whole, once.
+// whole; the listings each of them hosts, which the filler may lack (they
+// were registered before the mesh formed), are pulled from it once as
+// own pages (sync_own.go). What else they held that the filler lacked
+// comes through the filler's feed, or when its host re-signs it. A peer
+// first met later is pulled whole, once.
 //
 // A node that speaks only 1.0.0 is synced from with it, once a connection.
 type feedRequest struct {
