@@ -613,6 +613,13 @@ func (n *Node) syncLoop(ctx context.Context, p peer.ID) {
 			attempt = 0
 		}
 		n.syncs.setRetrying(p, attempt > 0)
+		if soon := ownRetryIntervals * n.cfg.HeartbeatInterval; n.syncs.ownWaiting(p) && wait > soon {
+			// Its feed was adopted while another peer filled a shard:
+			// ask again soon, so that its cursor starts and what it hosts
+			// comes once the fill is done, not a spacing later (at 50
+			// peers, 13 sync intervals).
+			wait = soon
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -661,6 +668,9 @@ func (n *Node) syncWith(ctx context.Context, p peer.ID) {
 const (
 	maxQuotaRetries     = 3
 	quotaRetryIntervals = 3
+	// ownRetryIntervals: a peer whose own listings wait for a fill to end
+	// (sync_own.go) is asked again after this many heartbeat intervals.
+	ownRetryIntervals = 3
 )
 
 // syncOnce runs one sync with p, at most maxParallelSyncs at a time.

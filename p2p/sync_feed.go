@@ -429,6 +429,7 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 			if !head.More {
 				c.n.syncs.rememberHead(c.p, shard, head.Feed, head.Next)
 			}
+			c.n.syncs.markOwn(c.p) // its cursor will start at a head
 			return nil
 		case shardClaimed:
 			if !complete {

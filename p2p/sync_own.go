@@ -97,6 +97,14 @@ func (t *syncTracker) ownReady(p peer.ID) bool {
 	return t.ownDue[p] && len(t.filling) == 0
 }
 
+// ownWaiting reports whether p's own listings are due, ready or not (its
+// loop then asks again soon: sync.go).
+func (t *syncTracker) ownWaiting(p peer.ID) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ownDue[p]
+}
+
 // ownDone notes that p's own listings were pulled (or p serves none).
 func (t *syncTracker) ownDone(p peer.ID) {
 	t.mu.Lock()

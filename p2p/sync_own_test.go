@@ -114,6 +114,27 @@ func TestAdoptedPeersOwnListingsArrive(t *testing.T) {
 		pulledBytes(m), m.SyncCounts().Bytes["head/first"]+m.SyncCounts().Bytes["head/periodic"], size, m.SyncCounts().Requests)
 }
 
+// TestAdoptedPeersAreAskedAgainSoon: a peer met while another filled a
+// shard (its cursor waits for the fill) is asked again a few heartbeat
+// intervals later, not a sync interval later (at 50 peers, the spacing
+// of one peer's rounds is 13 sync intervals): its own listings arrive
+// though the next periodic round is an hour away.
+func TestAdoptedPeersAreAskedAgainSoon(t *testing.T) {
+	const hosts, each = 5, 40
+	var nodes []*Node
+	for i := 0; i < hosts; i++ {
+		key, _ := genKey(t)
+		c := newHostingCache()
+		c.host(t, key, each)
+		nodes = append(nodes, startNode(t, key, Config{Cache: c, NoSyncOnConnect: true}))
+	}
+	mirror := &memCache{}
+	m := startNode(t, nil, Config{Cache: mirror, SyncInterval: time.Hour, HeartbeatInterval: 20 * time.Millisecond,
+		Admission: Admission{UnheardPerHour: 10 * hosts * each}})
+	connectAll(t, m, nodes)
+	eventually(t, 60*time.Second, "every host's own listings", func() bool { return mirror.held() == hosts*each })
+}
+
 // TestMeshOfHostsConverges: four nodes that each registered listings
 // before meeting connect to each other at once, all within the adoption
 // window: every node ends holding every listing by sync alone, and each
