@@ -332,6 +332,10 @@ func (r *reader) bitmap() *roaring.Bitmap {
 		r.fail("bitmap: %v", err)
 		return nil
 	}
+	if err := bm.Validate(); err != nil {
+		r.fail("bitmap: %v", err)
+		return nil
+	}
 	return bm
 }
 
@@ -416,7 +420,7 @@ func readBody(r *reader) (*index, snapshotState) {
 	pages, maxPages := 0, nd/64+256 // a page costs 64 KB: so many are not for so few listings
 	for range nd {
 		pos, seq, text := r.u32(), int64(r.u64()), r.u64()
-		if int64(pos) <= prev || seq <= 0 || seq > st.after {
+		if int64(pos) <= prev || int64(pos) > maxPos || seq <= 0 || seq > st.after {
 			r.fail("listing at %d (after %d) with change number %d", pos, prev, seq)
 			return nil, st
 		}
