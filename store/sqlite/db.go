@@ -168,11 +168,13 @@ func dsn(path string, readOnly bool) string {
 //   - a 32 MiB page cache (default 2 MiB): the catalogue's random-keyed
 //     indexes (ids) outgrow 2 MiB within 100k listings, and then every
 //     insert re-read its pages and spilled dirty ones mid-transaction.
-//   - a checkpoint every 8,192 WAL pages (32 MiB, default 1,000): a page
-//     written by several commits is copied back to the database once.
+//   - a checkpoint every 32,768 WAL pages (128 MiB, default 1,000): a page
+//     written by several commits is copied back to the database once
+//     (8,192 before: 5 % more of a 100k import's CPU). The WAL file keeps
+//     its largest size on disk.
 //
 // Readers keep SQLite's defaults.
-var writerPragmas = []string{"temp_store(DEFAULT)", "cache_size(-32768)", "wal_autocheckpoint(8192)"}
+var writerPragmas = []string{"temp_store(DEFAULT)", "cache_size(-32768)", "wal_autocheckpoint(32768)"}
 
 // Ping checks the database is reachable (readiness).
 func (db *DB) Ping(ctx context.Context) error {

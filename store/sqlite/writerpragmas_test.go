@@ -10,7 +10,7 @@ import (
 // TestWriterPragmas: the writer connection runs with a file-backed
 // statement journal (temp_store 0: an in-memory one is built of 1 KiB
 // chunks, a fifth of an import's CPU), a 32 MiB page cache and a
-// checkpoint every 8,192 WAL pages; the readers keep SQLite's defaults.
+// checkpoint every 32,768 WAL pages; the readers keep SQLite's defaults.
 func TestWriterPragmas(t *testing.T) {
 	ctx := t.Context()
 	db, err := Open(ctx, filepath.Join(t.TempDir(), "agentsite.db"), slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -24,7 +24,7 @@ func TestWriterPragmas(t *testing.T) {
 	}{
 		{"temp_store", 0, 0},
 		{"cache_size", -32768, -2000},
-		{"wal_autocheckpoint", 8192, 1000},
+		{"wal_autocheckpoint", 32768, 1000},
 	} {
 		var w, r int64
 		if err := db.write.QueryRowContext(ctx, "PRAGMA "+tc.pragma).Scan(&w); err != nil {
