@@ -75,6 +75,16 @@ func TestKeepDB(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM agents`).Scan(&count); err != nil || count != n {
 		t.Errorf("the kept database holds %d listings (%v), want %d", count, err, n)
 	}
+	// As the server's sweep would leave them: every listing stale, every
+	// publisher a node heard once and silent since (not never heard).
+	var notStale, nodes int
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM agents WHERE status <> 'stale'),
+	(SELECT count(*) FROM nodes WHERE status = 'stale')`).Scan(&notStale, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	if notStale != 0 || nodes != numPublishers {
+		t.Errorf("after the seed: %d listings not stale, %d stale nodes; want 0 and %d", notStale, nodes, numPublishers)
+	}
 
 	if _, err := parseFlags([]string{"--store", "sqlite", "--keep-db", "x"}, io.Discard); err == nil {
 		t.Error("--keep-db with --store sqlite: no error")
