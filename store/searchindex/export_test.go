@@ -108,3 +108,10 @@ func (s *Store) RoundTrip() error {
 	s.mu.Unlock()
 	return nil
 }
+
+// WriteSnapshotTo writes the index's snapshot to path (measurements).
+func (s *Store) WriteSnapshotTo(path string) (int64, error) {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	return writeSnapshot(path, s.ix, snapshotState{feed: s.feed, after: s.after, gaps: nil})
+}

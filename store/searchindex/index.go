@@ -23,6 +23,15 @@
 // wrote since the last catch-up (so a node finds what it just wrote), and
 // otherwise at most once a second.
 //
+// A node keeps the index on disk between runs (Store.SnapshotPath,
+// snapshot.go): a restart reads the snapshot and the changes since, not
+// the whole feed (at 1M listings on the loaded 2-core machine: 1.3 s
+// instead of 70-220 s). Memory: a word of one listing (most words of a
+// big catalogue) holds its listing in its slot, its text in one byte run
+// shared by every word, and listings are kept in pages by position; at
+// 1M listings the index was ~200 MB and is 112 MB, 62 MB of it the
+// bitmaps of the common words.
+//
 // Bitmaps are github.com/RoaringBitmap/roaring (the library bleve's
 // postings use). bleve itself was considered and not used: its search
 // collects and sorts every hit of a query by a stored field, where a tier

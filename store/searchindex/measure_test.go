@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/store/searchindex"
 	"github.com/agentsite/agentsite/store/sqlite"
 )
@@ -101,5 +102,52 @@ func TestMeasureSnapshot(t *testing.T) {
 	n, _, _ := s2.Counts()
 	t.Logf("snapshot load: %d listings in %.2fs, %.2f CPU-s; index heap %.1f MB, heap in use %.1f MB", n, time.Since(start).Seconds(), (cpu() - c).Seconds(), float64(heapInuse()-base)/1e6, float64(heapInuse())/1e6)
 	t.Log(s2.IndexSizes())
+	again := filepath.Join(t.TempDir(), "again.snap")
+	start, c = time.Now(), cpu()
+	size, err := s2.WriteSnapshotTo(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("snapshot written again: %.1f MB in %.2fs, %.2f CPU-s", float64(size)/1e6, time.Since(start).Seconds(), (cpu() - c).Seconds())
 	runtime.KeepAlive(s2)
+}
+
+// TestMeasureSearchHeap: the heap after many distinct searches, on an
+// index loaded from the feed and on one read from its snapshot.
+func TestMeasureSearchHeap(t *testing.T) {
+	path := os.Getenv("AGENTSITE_INDEX_DB")
+	if path == "" {
+		t.Skip("AGENTSITE_INDEX_DB not set")
+	}
+	db, err := sqlite.Open(t.Context(), path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	snap := filepath.Join(t.TempDir(), "index.snap")
+	s := searchindex.New(db, slog.New(slog.DiscardHandler))
+	s.SnapshotPath = snap
+	if err := s.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s.Save()
+	words := []string{"weather", "code", "finance", "travel", "stock", "agent", "report", "data", "search", "image", "a", "b", "c", "ch", "re", "st"}
+	run := func(name string, s *searchindex.Store) {
+		before := heapInuse()
+		for i := range 20000 {
+			q := words[i%len(words)] + " " + words[(i/len(words))%len(words)]
+			if _, err := s.SearchAgents(t.Context(), store.SearchQuery{Q: q, Limit: 20}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("%s: heap in use %.1f MB before 20k searches, %.1f MB after", name, float64(before)/1e6, float64(heapInuse())/1e6)
+	}
+	run("feed", s)
+	s2 := searchindex.New(db, slog.New(slog.DiscardHandler))
+	s2.SnapshotPath = snap
+	if ok, err := s2.Restore(t.Context()); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	s = nil
+	run("snapshot", s2)
 }
