@@ -102,6 +102,7 @@ func TestMeasureSnapshot(t *testing.T) {
 	n, _, _ := s2.Counts()
 	t.Logf("snapshot load: %d listings in %.2fs, %.2f CPU-s; index heap %.1f MB, heap in use %.1f MB", n, time.Since(start).Seconds(), (cpu() - c).Seconds(), float64(heapInuse()-base)/1e6, float64(heapInuse())/1e6)
 	t.Log(s2.IndexSizes())
+	t.Log(s2.DisjointSizes())
 	again := filepath.Join(t.TempDir(), "again.snap")
 	start, c = time.Now(), cpu()
 	size, err := s2.WriteSnapshotTo(again)
