@@ -243,6 +243,54 @@ func TestUpsertRecordsTagsByKey(t *testing.T) {
 	}
 }
 
+// TestExpireUnheardReadsHostsNotListings: a sweep of ExpireUnheard over
+// a catalogue of stale listings whose hosts were all heard reads a few
+// rows (a probe per host), not every stale listing (at 1M listings of 50
+// heard hosts, ~1 s a sweep, past the store deadline on a loaded
+// machine); the listings of a host never heard are expired.
+func TestExpireUnheardReadsHostsNotListings(t *testing.T) {
+	ctx := t.Context()
+	raw := openRaw(t)
+	db := raw.db
+	t0 := time.Date(2026, 12, 6, 5, 0, 0, 0, time.UTC)
+	hosts := []string{"heard-host-a", "heard-host-b", "never-heard-host"}
+	for _, h := range hosts[:2] {
+		if err := db.UpsertNode(ctx, store.Node{PeerID: h, LastHeartbeat: t0, Status: store.StatusStale}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const pages, size = 12, 256
+	for k := range pages {
+		ls := make([]store.Listing, size)
+		for i := range ls {
+			n := k*size + i
+			host := hosts[n%2]
+			if k == pages-1 && i < 5 {
+				host = hosts[2]
+			}
+			rec := agent.Record{ID: fmt.Sprintf("unheard-%05d", n), Name: fmt.Sprintf("unheard-%d", n), Seq: 1,
+				IssuedAt: t0, ExpiresAt: t0.Add(24 * time.Hour)}
+			ls[i] = store.Listing{Record: rec, Status: store.StatusStale, HostPeerID: host, LastSeen: t0, UpdatedAt: t0}
+		}
+		if _, err := postgres.PageTagScans(ctx, db, ls); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := raw.conn.Exec(ctx, `ANALYZE agents`); err != nil { // as autovacuum would
+		t.Fatal(err)
+	}
+	expired, read, err := postgres.ExpireUnheardReads(ctx, db, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if expired != 5 {
+		t.Errorf("expired %d listings, want the 5 of the host never heard", expired)
+	}
+	if read > 50 {
+		t.Errorf("a sweep read %d rows of agents for %d stale listings of 3 hosts, want a few (a probe per host, the 5 expired)", read, pages*size)
+	}
+}
+
 // testPages is a catalogue's first sync page and a second one of updates
 // (newer and stale seqs, tags changed, dropped and added, a tombstone, a
 // listing going offline) with new listings in between.
