@@ -67,7 +67,7 @@ bench-search: ## distinct-query search (every query a cache miss) on both stores
 bench-million: ## the 1M catalogue (issue 20): distinct-query search at 1 and 20 clients, index load and RSS at 1,000,000 listings on SQLite and Postgres, then `agentsite import` of 1M lines into SQLite
 	rm -rf /tmp/agentsite-million && mkdir -p /tmp/agentsite-million
 	$(GO) run ./cmd/agentsite-load --store sqlite --listings 1000000 --data-dir /tmp/agentsite-million/sqlite --mix distinct --concurrency 1,20 --duration 20s
-	$(GO) run ./cmd/agentsite-load --store postgres --listings 1000000 --mix distinct --concurrency 1,20 --duration 20s
+	$(GO) run ./cmd/agentsite-load --store postgres --listings 1000000 --quota-counts seeder --mix distinct --concurrency 1,20 --duration 20s
 	$(GO) build -o $(BIN) ./cmd/agentsite
 	python3 -c 'import json; [print(json.dumps({"name":f"agent-{i}","display_name":f"Agent {i}","description":"An agent for weather, travel and code.","tags":["weather","travel"],"version":"1.0.0","backend":{"kind":"builtin","builtin":"echo"}})) for i in range(1000000)]' > /tmp/agentsite-million/1m.jsonl
 	/usr/bin/time -v $(BIN) import --data-dir /tmp/agentsite-million/data /tmp/agentsite-million/1m.jsonl 2>&1 | tail -25
