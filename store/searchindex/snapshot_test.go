@@ -283,3 +283,42 @@ func (r *roundTrip) TagFacets(ctx context.Context, q store.SearchQuery, limit in
 	}
 	return r.Store.TagFacets(ctx, q, limit)
 }
+
+// TestSaveWhileSearching: a snapshot is written while searches read the
+// index and another process writes (run with -race: Save only reads).
+func TestSaveWhileSearching(t *testing.T) {
+	e := sqlitetest.Open(t)
+	bulk(t, e, 200)
+	path := filepath.Join(t.TempDir(), "index.snap")
+	s := snapshotted(t, e, path)
+	s.PollEvery = 0 // every search catches up: it waits for a Save, or goes on
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if _, err := s.SearchAgents(ctx, store.SearchQuery{Q: "bulk"}); err != nil && ctx.Err() == nil {
+					t.Errorf("search: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 10 {
+		upsert(t, e, listing(fmt.Sprintf("more-%d", i), "bulk more", 1)) // behind the index's back
+		eventually(t, s, fmt.Sprintf("more %d", i), fmt.Sprintf("more-%d", i))
+		s.Save()
+	}
+	cancel()
+	wg.Wait()
+	r, ok := restored(t, e, path)
+	if !ok {
+		t.Fatal("the snapshot was discarded")
+	}
+	if n, _, _ := r.Counts(); n != 210 {
+		t.Errorf("index from the last snapshot holds %d listings, want 210", n)
+	}
+}
