@@ -81,7 +81,6 @@ func (s *Store) IndexSizes() string {
 	return b.String()
 }
 
-
 // RoundTrip catches up, writes the index's snapshot to SnapshotPath and
 // puts the index read back from it in its place (tests: whatever the
 // index holds must survive a snapshot).
