@@ -43,11 +43,11 @@ func newSyncMetrics() syncMetrics {
 	return syncMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "agentsite", Subsystem: "p2p", Name: "sync_requests_total",
-			Help: "Catalogue sync requests this node sent, by kind (head: the feed's head only; page: a page of one shard's changes; digest: such a page as digests; want: the envelopes of a digest page this node lacks) and round (first: on connection; periodic: the repair loop; retry: after admission refused records; other).",
+			Help: "Catalogue sync requests this node sent, by kind (head: the feed's head only; page: a page of one shard's changes; digest: such a page as digests; want: the envelopes of a digest page this node lacks; own: a page of the listings the peer hosts, as digests) and round (first: on connection; periodic: the repair loop; retry: after admission refused records; other).",
 		}, []string{"kind", "round"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "agentsite", Subsystem: "p2p", Name: "sync_received_bytes_total",
-			Help: "Bytes of catalogue sync answers this node read, by kind (head, page, digest, want) and round (first, periodic, retry, other).",
+			Help: "Bytes of catalogue sync answers this node read, by kind (head, page, digest, want, own) and round (first, periodic, retry, other).",
 		}, []string{"kind", "round"}),
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "agentsite", Subsystem: "p2p", Name: "sync_records_total",

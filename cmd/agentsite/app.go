@@ -165,6 +165,10 @@ func (a *app) openStore(ctx context.Context, deps appDeps) error {
 	return nil
 }
 
+// The node's Sink serves own pages (p2p/sync_own.go): without the method
+// the node would silently stop answering them.
+var _ p2p.OwnCache = (*store.Sink)(nil)
+
 // startP2P starts the libp2p node on the sink, its heartbeats carrying
 // this node's agent health, and the publisher that signs with its key and
 // announces on it.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,7 +34,12 @@ import (
 // size (the sum of its envelopes), and the CPU the process (sources and
 // mirror, in one process) spent meanwhile, setup included. The mirror's
 // store is a node's: SQLite, the search index and the read cache.
-// AGENTSITE_BENCH_MIRROR_PROTO=1.1.0 (or 1.0.0) runs that protocol only.
+// AGENTSITE_BENCH_MIRROR_PROTO=1.1.0 (or 1.0.0) runs that protocol only,
+// AGENTSITE_BENCH_MIRROR_SOURCES=1 (or 3) that many sources only.
+// AGENTSITE_BENCH_MIRROR_SEED=FILE takes the catalogue from an SQLite
+// file seeded before (agentsite-load --data-dir DIR --seed-only: its
+// DIR/agentsite.db, left as it is: each source gets a copy), so that a
+// 1M fill does not seed 1M first; N is then what it holds.
 //
 //	AGENTSITE_BENCH_MIRROR_N=100000 go test -run '^$' -bench MirrorFill -benchtime 1x ./cmd/agentsite
 func BenchmarkMirrorFill(b *testing.B) {
@@ -48,10 +54,25 @@ func BenchmarkMirrorFill(b *testing.B) {
 	if v := os.Getenv("AGENTSITE_BENCH_MIRROR_PROTO"); v != "" { // "1.0.0" or "1.1.0": that one only
 		protos = []string{"/agentsite/sync/" + v}
 	}
-	dir := b.TempDir()
-	seed, catalogue := seedMirrorCatalogue(b, filepath.Join(dir, "seed.db"), n)
+	sourceCounts := []int{1, 3}
+	if v := os.Getenv("AGENTSITE_BENCH_MIRROR_SOURCES"); v != "" {
+		k, err := strconv.Atoi(v)
+		if err != nil || k < 1 {
+			b.Fatalf("AGENTSITE_BENCH_MIRROR_SOURCES=%q: want a positive number", v)
+		}
+		sourceCounts = []int{k}
+	}
+	var (
+		seed      string
+		catalogue int64
+	)
+	if seed = os.Getenv("AGENTSITE_BENCH_MIRROR_SEED"); seed != "" {
+		n, catalogue = seededCatalogue(b, seed)
+	} else {
+		seed, catalogue = seedMirrorCatalogue(b, filepath.Join(b.TempDir(), "seed.db"), n)
+	}
 	for _, proto := range protos {
-		for _, sources := range []int{1, 3} {
+		for _, sources := range sourceCounts {
 			b.Run(fmt.Sprintf("proto=%s/sources=%d", filepath.Base(proto), sources), func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					cpu0 := processCPU(b)
@@ -132,6 +153,30 @@ func seedMirrorCatalogue(b *testing.B, path string, n int) (string, int64) {
 	return path, size
 }
 
+// seededCatalogue returns how many listings the SQLite file at path holds
+// that a source serves (unexpired, tombstones too) and their envelopes'
+// size.
+func seededCatalogue(b *testing.B, path string) (int, int64) {
+	b.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var (
+		n    int
+		size sql.NullInt64
+	)
+	err = db.QueryRow(`SELECT count(*), sum(length(envelope)) FROM agents WHERE expires_at > ?`, time.Now().UnixNano()).Scan(&n, &size)
+	if err != nil {
+		b.Fatalf("AGENTSITE_BENCH_MIRROR_SEED=%s: %v", path, err)
+	}
+	if n == 0 {
+		b.Fatalf("AGENTSITE_BENCH_MIRROR_SEED=%s holds no unexpired listing: seed it again", path)
+	}
+	return n, size.Int64
+}
+
 // countingCache counts the bytes of the sync pages it serves, as they go
 // on the wire: 1.0.0 sends JSON lines with the envelopes in base64, 1.1.0
 // a header line and raw frames.
@@ -209,7 +254,7 @@ func fillMirror(b *testing.B, seed string, n, sources int, legacy bool) (time.Du
 			b.Fatal(err)
 		}
 	}
-	deadline := start.Add(30 * time.Minute)
+	deadline := start.Add(30*time.Minute + time.Duration(n)*time.Millisecond) // 1M: 47 min
 	for {
 		counts, err := db.CountByStatus(ctx)
 		if err != nil {
@@ -249,11 +294,19 @@ func startBenchNode(b *testing.B, cfg p2p.Config, logger *slog.Logger) *p2p.Node
 
 func copyFile(b *testing.B, from, to string) {
 	b.Helper()
-	data, err := os.ReadFile(from)
+	in, err := os.Open(from)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(to, data, 0o600); err != nil {
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		b.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -18,15 +18,6 @@ var syncOwnCases = []testCase{
 	}},
 }
 
-// RunSyncOwn runs syncOwnCases, one fresh store each (until Run lists
-// them).
-func RunSyncOwn(t *testing.T, open Opener) {
-	t.Helper()
-	for _, tc := range syncOwnCases {
-		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
-	}
-}
-
 // testOwnEnvelopes: pages of 2 bring the envelope of every hosted listing
 // valid now, once each, in id order across pages; neither a remote
 // listing, a hosted tombstone nor a hosted listing expired (local-000,
