@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"iter"
+	"reflect"
 	goruntime "runtime"
 	"sync"
 
@@ -144,9 +145,10 @@ func (r *Registry) batchChunk(ctx context.Context, a Actor, b store.Batcher, fp 
 	var results []BatchResult
 	var stored []preparedItem
 	errRedo := errors.New("a store call failed: redo with savepoints")
+	sealed := r.preseal(ctx, fp, a, items)
 	err := b.InBatchWhole(ctx, func(ctx context.Context, tx store.Tx) error {
 		var err error
-		results, stored, err = r.batchWhole(ctx, tx, fp, a, items)
+		results, stored, err = r.batchWhole(ctx, tx, fp, a, items, sealed)
 		if err != nil {
 			return errRedo
 		}
@@ -177,13 +179,14 @@ func (r *Registry) batchChunk(ctx context.Context, a Actor, b store.Batcher, fp 
 
 // batchWhole is a chunk's work in tx, a transaction without savepoints:
 // every item decided and its record built in order, the records sealed in
-// parallel (the CPU-heavy part, on every core), then written in order.
+// parallel (the CPU-heavy part, on every core) unless sealed holds them
+// already (preseal), then written in order.
 // Any store failure ends it with an error (the caller rolls back and
 // redoes the chunk item by item).
 //
 // It returns, with the results, the items stored, to announce once the
 // transaction committed (announceAll).
-func (r *Registry) batchWhole(ctx context.Context, tx store.Tx, fp FreshPublisher, a Actor, items []BatchItem) ([]BatchResult, []preparedItem, error) {
+func (r *Registry) batchWhole(ctx context.Context, tx store.Tx, fp FreshPublisher, a Actor, items []BatchItem, sealed map[int]*preparedItem) ([]BatchResult, []preparedItem, error) {
 	seen := map[string]uint64{}
 	prevs := r.prevs(ctx, tx, items)
 	ps := make([]preparedItem, len(items))
@@ -192,6 +195,7 @@ func (r *Registry) batchWhole(ctx context.Context, tx store.Tx, fp FreshPublishe
 		if stored {
 			return nil, nil, p.res.Err
 		}
+		p.takeSealed(sealed[it.Index])
 		if p.rec != nil {
 			seen[p.res.ID] = p.rec.Seq
 		}
@@ -286,8 +290,72 @@ func (r *Registry) announceAll(ctx context.Context, fp FreshPublisher, stored []
 	}
 }
 
-// sealAll seals the records of ps on as many goroutines as there are
-// CPUs; a record refused by Seal is refused as Publish would refuse it.
+// preseal decides and seals a chunk's items before its transaction, from
+// the store as it is now: a store has one writer (SQLite), and signing is
+// a quarter of an import's CPU, so a chunk signed inside its transaction
+// kept the other workers waiting for the writer while it signed. The
+// transaction decides every item again from what it reads, and takes a
+// presealed record only if it would have built the same one (takeSealed);
+// a concurrent change of an agent means its item is sealed again there.
+// nil when the store cannot read a chunk at once (AgentsGetter) or a read
+// fails: the transaction then seals everything, as before.
+func (r *Registry) preseal(ctx context.Context, fp FreshPublisher, a Actor, items []BatchItem) map[int]*preparedItem {
+	rd, ok := r.Store.(interface {
+		batchReader
+		store.AgentsGetter
+	})
+	if !ok {
+		return nil
+	}
+	prevs := r.prevs(ctx, rd, items)
+	if prevs == nil {
+		return nil
+	}
+	seen := map[string]uint64{}
+	var (
+		ps      []preparedItem
+		indexes []int
+	)
+	for _, it := range items {
+		p, failed := r.batchPrepare(ctx, rd, a, it, seen, prevs)
+		if failed {
+			return nil
+		}
+		if p.rec == nil {
+			continue
+		}
+		seen[p.res.ID] = p.rec.Seq
+		ps, indexes = append(ps, p), append(indexes, it.Index)
+	}
+	r.sealAll(fp, ps)
+	sealed := make(map[int]*preparedItem, len(ps))
+	for i := range ps {
+		if ps[i].env != nil {
+			sealed[indexes[i]] = &ps[i]
+		}
+	}
+	return sealed
+}
+
+// takeSealed takes the record and envelope presealed for p's item (q,
+// from preseal; nil: none), if q follows the same seq as p and its record
+// is p's but for the times it was made at (its seq, when it was issued
+// and expires).
+func (p *preparedItem) takeSealed(q *preparedItem) {
+	if p.rec == nil || q == nil || q.prevSeq != p.prevSeq || q.rec.ID != p.rec.ID {
+		return
+	}
+	same := *q.rec
+	same.Seq, same.IssuedAt, same.ExpiresAt = p.rec.Seq, p.rec.IssuedAt, p.rec.ExpiresAt
+	if !reflect.DeepEqual(&same, p.rec) {
+		return
+	}
+	p.rec, p.env, p.opened = q.rec, q.env, q.opened
+}
+
+// sealAll seals the records of ps that are not sealed yet on as many
+// goroutines as there are CPUs; a record refused by Seal is refused as
+// Publish would refuse it.
 func (r *Registry) sealAll(fp FreshPublisher, ps []preparedItem) {
 	n := min(goruntime.GOMAXPROCS(0), 8)
 	var wg sync.WaitGroup
@@ -297,7 +365,7 @@ func (r *Registry) sealAll(fp FreshPublisher, ps []preparedItem) {
 			defer wg.Done()
 			for i := w; i < len(ps); i += n {
 				p := &ps[i]
-				if p.rec == nil {
+				if p.rec == nil || p.env != nil {
 					continue
 				}
 				env, opened, err := fp.SealFresh(p.rec)
@@ -314,7 +382,7 @@ func (r *Registry) sealAll(fp FreshPublisher, ps []preparedItem) {
 
 // prevs reads the listings items may update in one query of tx; nil if
 // that read failed (each item then reads its own).
-func (r *Registry) prevs(ctx context.Context, tx store.Tx, items []BatchItem) map[string]store.Listing {
+func (r *Registry) prevs(ctx context.Context, tx store.AgentsGetter, items []BatchItem) map[string]store.Listing {
 	ids := make([]string, 0, len(items))
 	for _, it := range items {
 		if it.Err != nil {
@@ -371,6 +439,7 @@ type preparedItem struct {
 	kept    *agent.Backend
 	env     []byte        // the sealed envelope (a batch transaction)
 	opened  *agent.Record // the record decoded from env
+	prevSeq uint64        // the seq rec follows (0: a creation)
 }
 
 // batchPrepare is an item up to the write: the reads (from rd), the name
@@ -463,7 +532,7 @@ func (r *Registry) batchPrepare(ctx context.Context, rd batchReader, a Actor, it
 		p.res.Err = err
 		return p, false
 	}
-	p.rec, p.in, p.kept, p.outcome = rec, in, kept, outcome
+	p.rec, p.in, p.kept, p.outcome, p.prevSeq = rec, in, kept, outcome, prevSeq
 	return p, false
 }
 
