@@ -110,29 +110,13 @@ func (db *DB) UpsertRecord(ctx context.Context, l store.Listing) error {
 // together (ex.atomic).
 func upsertRecord(ctx context.Context, ex executor, l store.Listing) error {
 	r := &l.Record
-	if r.Seq > math.MaxInt64 {
-		return fmt.Errorf("postgres: upsert agent %s: seq %d is out of range", r.ID, r.Seq)
-	}
-	skills, err := json.Marshal(r.Skills)
+	args, err := agentArgs(&l)
 	if err != nil {
-		return fmt.Errorf("postgres: upsert agent %s: encode skills: %w", r.ID, err)
-	}
-	endpoints, err := json.Marshal(r.Endpoints)
-	if err != nil {
-		return fmt.Errorf("postgres: upsert agent %s: encode endpoints: %w", r.ID, err)
-	}
-	public, err := store.PublicRecordJSON(r)
-	if err != nil {
-		return fmt.Errorf("postgres: upsert agent %s: %w", r.ID, err)
+		return err
 	}
 	return ex.atomic(ctx, func(ctx context.Context, tx querier) error {
 		var visible bool
-		err := tx.QueryRow(ctx, upsertAgentSQL,
-			r.ID, int64(r.Seq), r.Tombstone, l.Status, l.Local, r.Owner, l.HostPeerID, r.Tags,
-			r.ExpiresAt, l.LastSeen, l.UpdatedAt,
-			r.Name, r.DisplayName, r.Description, skills, endpoints, r.Version, r.Publisher,
-			r.IssuedAt, l.Envelope, public,
-		).Scan(&visible)
+		err := tx.QueryRow(ctx, upsertAgentSQL, args...).Scan(&visible)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("postgres: upsert agent %s seq %d: %w", r.ID, r.Seq, store.ErrStale)
 		}
@@ -148,6 +132,33 @@ func upsertRecord(ctx context.Context, ex executor, l store.Listing) error {
 		}
 		return nil
 	})
+}
+
+// agentArgs is a listing's row as the arguments of upsertAgentSQL (and
+// of each row of a page's statement), in its columns' order.
+func agentArgs(l *store.Listing) ([]any, error) {
+	r := &l.Record
+	if r.Seq > math.MaxInt64 {
+		return nil, fmt.Errorf("postgres: upsert agent %s: seq %d is out of range", r.ID, r.Seq)
+	}
+	skills, err := json.Marshal(r.Skills)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: upsert agent %s: encode skills: %w", r.ID, err)
+	}
+	endpoints, err := json.Marshal(r.Endpoints)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: upsert agent %s: encode endpoints: %w", r.ID, err)
+	}
+	public, err := store.PublicRecordJSON(r)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: upsert agent %s: %w", r.ID, err)
+	}
+	return []any{
+		r.ID, int64(r.Seq), r.Tombstone, l.Status, l.Local, r.Owner, l.HostPeerID, r.Tags,
+		r.ExpiresAt, l.LastSeen, l.UpdatedAt,
+		r.Name, r.DisplayName, r.Description, skills, endpoints, r.Version, r.Publisher,
+		r.IssuedAt, l.Envelope, public,
+	}, nil
 }
 
 // GetAgent implements store.Catalogue.

@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -151,26 +149,11 @@ func upsertPage(ctx context.Context, ex executor, ls []store.Listing, changed []
 			return fmt.Errorf("postgres: upsert agents: agent %s twice in one page", r.ID)
 		}
 		index[r.ID] = i
-		if r.Seq > math.MaxInt64 {
-			return fmt.Errorf("postgres: upsert agent %s: seq %d is out of range", r.ID, r.Seq)
-		}
-		skills, err := json.Marshal(r.Skills)
+		row, err := agentArgs(l)
 		if err != nil {
-			return fmt.Errorf("postgres: upsert agent %s: encode skills: %w", r.ID, err)
+			return err
 		}
-		endpoints, err := json.Marshal(r.Endpoints)
-		if err != nil {
-			return fmt.Errorf("postgres: upsert agent %s: encode endpoints: %w", r.ID, err)
-		}
-		public, err := store.PublicRecordJSON(r)
-		if err != nil {
-			return fmt.Errorf("postgres: upsert agent %s: %w", r.ID, err)
-		}
-		args = append(args,
-			r.ID, int64(r.Seq), r.Tombstone, l.Status, l.Local, r.Owner, l.HostPeerID, r.Tags,
-			r.ExpiresAt, l.LastSeen, l.UpdatedAt,
-			r.Name, r.DisplayName, r.Description, skills, endpoints, r.Version, r.Publisher,
-			r.IssuedAt, l.Envelope, public)
+		args = append(args, row...)
 	}
 	return ex.atomic(ctx, func(ctx context.Context, q querier) error {
 		rows, err := q.Query(ctx, upsertPageSQL(len(ls)), args...)
