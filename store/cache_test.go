@@ -34,11 +34,12 @@ func TestCacheIsNetworkOnly(t *testing.T) {
 	}
 	got := names(reflect.TypeFor[*store.Cache]())
 	// Memo caches values derived from Network reads; Len reports the size;
-	// the Evictor's two (capacity.go) invalidate like Network's writes.
-	want := append(names(reflect.TypeFor[store.Network]()), "Len", "Memo", "CountListings", "EvictListings")
+	// the Evictor's two (capacity.go) invalidate like Network's writes;
+	// GetAgents (sync_own.go) reads many listings uncached, as GetAgent.
+	want := append(names(reflect.TypeFor[store.Network]()), "Len", "Memo", "CountListings", "EvictListings", "GetAgents")
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("*store.Cache has methods %v, want Network's and Len, Memo: %v", got, want)
+		t.Errorf("*store.Cache has methods %v, want Network's and Len, Memo, the Evictor's, GetAgents: %v", got, want)
 	}
 }
 
