@@ -42,6 +42,50 @@ const agentColumns = `a.id, a.pos, a.tags, a.owner, a.seq, a.expires_at, a.tombs
 // listingFrom joins the two halves of a listing (see the migration).
 const listingFrom = `agents a JOIN agent_records r ON r.id = a.id`
 
+// The fragments below are the parts of upsertAgentSQL and rewriteTagsSQL
+// that upsertPageSQL (agents_page.go) repeats for a page of listings:
+// built from the same constants, the two statements write the same
+// columns under the same rules.
+
+// insertAgents is the head of the upsert into agents: its values are the
+// row's columns in agentArgs' order, then its three search vectors.
+const insertAgents = `INSERT INTO agents AS a (id, seq, tombstone, status, local, owner, host_peer_id, tags,
+		expires_at, last_seen, updated_at, search, search_title, search_head)`
+
+// onConflictAgents is the seq rule of the upsert into agents: a newer seq
+// replaces the row (all but pos, the first-seen order), a stale one
+// changes nothing and returns nothing. It returns the id and visibility
+// of each row written.
+const onConflictAgents = `ON CONFLICT (id) DO UPDATE SET
+		seq = excluded.seq, tombstone = excluded.tombstone, status = excluded.status,
+		local = excluded.local, owner = excluded.owner, host_peer_id = excluded.host_peer_id,
+		tags = excluded.tags, expires_at = excluded.expires_at, last_seen = excluded.last_seen,
+		updated_at = excluded.updated_at, search = excluded.search,
+		search_title = excluded.search_title, search_head = excluded.search_head
+	WHERE a.seq < excluded.seq
+	RETURNING a.id, a.visible`
+
+// insertRecords is the head of the upsert into agent_records, selecting
+// from the rows that onConflictAgents returned.
+const insertRecords = `INSERT INTO agent_records AS r (id, name, display_name, description, skills, endpoints,
+		version, publisher, issued_at, envelope, public_json)`
+
+// onConflictRecords replaces a record: the seq rule was applied to agents.
+const onConflictRecords = `ON CONFLICT (id) DO UPDATE SET
+		name = excluded.name, display_name = excluded.display_name,
+		description = excluded.description, skills = excluded.skills,
+		endpoints = excluded.endpoints, version = excluded.version,
+		publisher = excluded.publisher, issued_at = excluded.issued_at,
+		envelope = excluded.envelope, public_json = excluded.public_json`
+
+// insertTags is the head of the insert of a listing's tags.
+const insertTags = `INSERT INTO agent_tags (agent_id, tag, visible)`
+
+// onConflictTags refreshes visible on a kept tag, touching it only when it
+// changed.
+const onConflictTags = `ON CONFLICT (agent_id, tag) DO UPDATE SET visible = excluded.visible
+	WHERE agent_tags.visible <> excluded.visible`
+
 // upsertAgentSQL inserts a listing or replaces it when the incoming seq is
 // newer. The WHERE of the upsert into agents makes the seq rule atomic: a
 // stale record changes no row and the statement returns nothing; otherwise
@@ -49,31 +93,17 @@ const listingFrom = `agents a JOIN agent_records r ON r.id = a.id`
 // first-seen order. Returns the listing's visibility for agent_tags.
 const upsertAgentSQL = `-- name: upsert_record
 WITH up AS (
-	INSERT INTO agents AS a (id, seq, tombstone, status, local, owner, host_peer_id, tags,
-		expires_at, last_seen, updated_at, search, search_title, search_head)
+	` + insertAgents + `
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text[], $9, $10, $11,
 		agent_search_vector($12, $13, $8::text[], $14, $15::jsonb),
 		to_tsvector('simple'::regconfig, $12::text || ' ' || $13::text),
 		to_tsvector('simple'::regconfig, $12::text || ' ' || $13::text)
 			|| to_tsvector('simple'::regconfig, coalesce(array_to_string($8::text[], ' '), '')))
-	ON CONFLICT (id) DO UPDATE SET
-		seq = excluded.seq, tombstone = excluded.tombstone, status = excluded.status,
-		local = excluded.local, owner = excluded.owner, host_peer_id = excluded.host_peer_id,
-		tags = excluded.tags, expires_at = excluded.expires_at, last_seen = excluded.last_seen,
-		updated_at = excluded.updated_at, search = excluded.search,
-		search_title = excluded.search_title, search_head = excluded.search_head
-	WHERE a.seq < excluded.seq
-	RETURNING a.id, a.visible
+	` + onConflictAgents + `
 ), rec AS (
-	INSERT INTO agent_records AS r (id, name, display_name, description, skills, endpoints,
-		version, publisher, issued_at, envelope, public_json)
+	` + insertRecords + `
 	SELECT id, $12, $13, $14, $15::jsonb, $16::jsonb, $17, $18, $19, $20, $21 FROM up
-	ON CONFLICT (id) DO UPDATE SET
-		name = excluded.name, display_name = excluded.display_name,
-		description = excluded.description, skills = excluded.skills,
-		endpoints = excluded.endpoints, version = excluded.version,
-		publisher = excluded.publisher, issued_at = excluded.issued_at,
-		envelope = excluded.envelope, public_json = excluded.public_json
+	` + onConflictRecords + `
 )
 SELECT visible FROM up`
 
@@ -85,10 +115,9 @@ const rewriteTagsSQL = `-- name: rewrite_tags
 WITH dropped AS (
 	DELETE FROM agent_tags WHERE agent_id = $1 AND tag <> ALL ($2::text[])
 )
-INSERT INTO agent_tags (agent_id, tag, visible)
+` + insertTags + `
 SELECT DISTINCT $1, t, $3::boolean FROM unnest($2::text[]) AS t
-ON CONFLICT (agent_id, tag) DO UPDATE SET visible = excluded.visible
-WHERE agent_tags.visible <> excluded.visible`
+` + onConflictTags
 
 // syncTagVisibility is appended to a status UPDATE ... RETURNING id,
 // visible (the CTE "changed") so agent_tags.visible follows in the same

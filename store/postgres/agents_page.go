@@ -41,7 +41,9 @@ var pageRowTypes = [pageColumns]string{
 }
 
 // upsertPageSQL is upsertAgentSQL and rewriteTagsSQL for the n rows of
-// input, in one statement: the rows that pass the seq rule (up) get their
+// input, in one statement, built from their fragments (insertAgents,
+// onConflictAgents, insertRecords, onConflictRecords, insertTags,
+// onConflictTags): the rows that pass the seq rule (up) get their
 // record (rec) and their tags (dropped, tagged: disjoint rows of
 // agent_tags, as in rewriteTagsSQL). It returns the id of each row
 // written. dropped finds the page's rows of agent_tags through its key
@@ -73,43 +75,28 @@ WITH input (ord, id, seq, tombstone, status, local, owner, host_peer_id, tags,
 	}
 	b.WriteString(`
 ), up AS (
-	INSERT INTO agents AS a (id, seq, tombstone, status, local, owner, host_peer_id, tags,
-		expires_at, last_seen, updated_at, search, search_title, search_head)
+	` + insertAgents + `
 	SELECT id, seq, tombstone, status, local, owner, host_peer_id, tags, expires_at, last_seen, updated_at,
 		agent_search_vector(name, display_name, tags, description, skills),
 		to_tsvector('simple'::regconfig, name || ' ' || display_name),
 		to_tsvector('simple'::regconfig, name || ' ' || display_name)
 			|| to_tsvector('simple'::regconfig, coalesce(array_to_string(tags, ' '), ''))
 	FROM input ORDER BY ord
-	ON CONFLICT (id) DO UPDATE SET
-		seq = excluded.seq, tombstone = excluded.tombstone, status = excluded.status,
-		local = excluded.local, owner = excluded.owner, host_peer_id = excluded.host_peer_id,
-		tags = excluded.tags, expires_at = excluded.expires_at, last_seen = excluded.last_seen,
-		updated_at = excluded.updated_at, search = excluded.search,
-		search_title = excluded.search_title, search_head = excluded.search_head
-	WHERE a.seq < excluded.seq
-	RETURNING a.id, a.visible
+	` + onConflictAgents + `
 ), rec AS (
-	INSERT INTO agent_records AS r (id, name, display_name, description, skills, endpoints,
-		version, publisher, issued_at, envelope, public_json)
+	` + insertRecords + `
 	SELECT i.id, i.name, i.display_name, i.description, i.skills, i.endpoints,
 		i.version, i.publisher, i.issued_at, i.envelope, i.public_json
 	FROM up JOIN input i ON i.id = up.id ORDER BY i.ord
-	ON CONFLICT (id) DO UPDATE SET
-		name = excluded.name, display_name = excluded.display_name,
-		description = excluded.description, skills = excluded.skills,
-		endpoints = excluded.endpoints, version = excluded.version,
-		publisher = excluded.publisher, issued_at = excluded.issued_at,
-		envelope = excluded.envelope, public_json = excluded.public_json
+	` + onConflictRecords + `
 ), dropped AS (
 	DELETE FROM agent_tags t USING up JOIN input i ON i.id = up.id
 	WHERE t.agent_id = ANY (ARRAY(SELECT id FROM up)) AND t.agent_id = up.id
 		AND t.tag <> ALL (coalesce(i.tags, '{}'::text[]))
 ), tagged AS (
-	INSERT INTO agent_tags (agent_id, tag, visible)
+	` + insertTags + `
 	SELECT DISTINCT up.id, g.tag, up.visible FROM up JOIN input i ON i.id = up.id, unnest(i.tags) AS g (tag)
-	ON CONFLICT (agent_id, tag) DO UPDATE SET visible = excluded.visible
-	WHERE agent_tags.visible <> excluded.visible
+	` + onConflictTags + `
 )
 SELECT id FROM up`)
 	return b.String()
