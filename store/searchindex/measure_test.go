@@ -1,6 +1,7 @@
 package searchindex_test
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -19,6 +20,22 @@ func cpu() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// sample is a measurement under way: the wall-clock and CPU time since
+// startSample.
+type sample struct {
+	start time.Time
+	cpu   time.Duration
+}
+
+func startSample() sample { return sample{time.Now(), cpu()} }
+
+// took is the wall-clock and CPU time since the sample started. Call it
+// before heapInuse in a list of arguments: the collection that runs is not
+// part of what was measured.
+func (s sample) took() string {
+	return fmt.Sprintf("%.2fs, %.2f CPU-s", time.Since(s.start).Seconds(), (cpu() - s.cpu).Seconds())
 }
 
 // heapInuse is the heap in use after a collection.
@@ -45,13 +62,13 @@ func TestMeasureLoad(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	base := heapInuse()
 	s := searchindex.New(db, slog.New(slog.DiscardHandler))
-	start, c := time.Now(), cpu()
+	start := startSample()
 	if err := s.Load(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	n, _, _ := s.Counts()
-	t.Logf("feed load: %d listings in %.2fs, %.2f CPU-s; heap in use %.1f MB (index %.1f MB)",
-		n, time.Since(start).Seconds(), (cpu() - c).Seconds(), float64(heapInuse())/1e6, float64(heapInuse()-base)/1e6)
+	t.Logf("feed load: %d listings in %s; heap in use %.1f MB (index %.1f MB)",
+		n, start.took(), float64(heapInuse())/1e6, float64(heapInuse()-base)/1e6)
 	t.Log(s.IndexSizes())
 	runtime.KeepAlive(s)
 }
@@ -77,39 +94,39 @@ func TestMeasureSnapshot(t *testing.T) {
 	if _, err := os.Stat(snap); err != nil {
 		s := searchindex.New(db, slog.New(slog.DiscardHandler))
 		s.SnapshotPath = snap
-		start, c := time.Now(), cpu()
+		start := startSample()
 		if err := s.Load(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("feed load: %.2fs, %.2f CPU-s; index heap %.1f MB", time.Since(start).Seconds(), (cpu() - c).Seconds(), float64(heapInuse()-base)/1e6)
-		start, c = time.Now(), cpu()
+		t.Logf("feed load: %s; index heap %.1f MB", start.took(), float64(heapInuse()-base)/1e6)
+		start = startSample()
 		s.Save()
 		fi, err := os.Stat(snap)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("snapshot written: %.1f MB in %.2fs, %.2f CPU-s", float64(fi.Size())/1e6, time.Since(start).Seconds(), (cpu() - c).Seconds())
+		t.Logf("snapshot written: %.1f MB in %s", float64(fi.Size())/1e6, start.took())
 		runtime.KeepAlive(s)
 	}
 	base = heapInuse()
 	s2 := searchindex.New(db, slog.New(slog.DiscardHandler))
 	s2.SnapshotPath = snap
-	start, c := time.Now(), cpu()
+	start := startSample()
 	ok, err := s2.Restore(t.Context())
 	if err != nil || !ok {
 		t.Fatalf("Restore: %v %v", ok, err)
 	}
 	n, _, _ := s2.Counts()
-	t.Logf("snapshot load: %d listings in %.2fs, %.2f CPU-s; index heap %.1f MB, heap in use %.1f MB", n, time.Since(start).Seconds(), (cpu() - c).Seconds(), float64(heapInuse()-base)/1e6, float64(heapInuse())/1e6)
+	t.Logf("snapshot load: %d listings in %s; index heap %.1f MB, heap in use %.1f MB", n, start.took(), float64(heapInuse()-base)/1e6, float64(heapInuse())/1e6)
 	t.Log(s2.IndexSizes())
 	t.Log(s2.DisjointSizes())
 	again := filepath.Join(t.TempDir(), "again.snap")
-	start, c = time.Now(), cpu()
+	start = startSample()
 	size, err := s2.WriteSnapshotTo(again)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("snapshot written again: %.1f MB in %.2fs, %.2f CPU-s", float64(size)/1e6, time.Since(start).Seconds(), (cpu() - c).Seconds())
+	t.Logf("snapshot written again: %.1f MB in %s", float64(size)/1e6, start.took())
 	runtime.KeepAlive(s2)
 }
 
