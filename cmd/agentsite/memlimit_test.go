@@ -16,9 +16,9 @@ func TestMemoryLimit(t *testing.T) {
 	}{
 		{0, memFloor},
 		{30 << 20, memFloor},
-		{memFloor / 3 * 2, memFloor},
-		{100 << 20, 150 << 20},
-		{1 << 30, 3 << 29},
+		{memFloor / 4 * 3, memFloor},
+		{96 << 20, 128 << 20},
+		{3 << 30, 4 << 30},
 	} {
 		if got := memoryLimit(c.live); got != c.want {
 			t.Errorf("memoryLimit(%d MiB) = %d MiB, want %d MiB", c.live>>20, got>>20, c.want>>20)
@@ -59,6 +59,6 @@ func TestTuneMemoryFollowsLiveHeap(t *testing.T) {
 		live[i] = byte(i)
 	}
 	runtime.GC()
-	waitLimit("at least 1.5 × 96 MiB once 96 MiB are live", func(l int64) bool { return l >= 144<<20 })
+	waitLimit("at least 4/3 × 96 MiB once 96 MiB are live", func(l int64) bool { return l >= 128<<20 })
 	runtime.KeepAlive(live)
 }
