@@ -38,19 +38,37 @@ UPDATE agents SET status = 'offline' WHERE status <> 'offline' AND expires_at <=
 	return rowsAffected(res, "expire listings")
 }
 
+// expireUnheardSQL is one batch of ExpireUnheard (?1 before, ?2 the
+// batch): the hosts of the catalogue walked in agents_host, one seek each
+// (a loose index scan), those without a node row kept, and their stale
+// listings that are not local, found in agents_host too (CROSS JOIN: the
+// hosts are the outer loop), expired.
 const expireUnheardSQL = `-- name: expire_unheard
+WITH RECURSIVE hosts (h) AS (
+	SELECT (SELECT host_peer_id FROM agents WHERE host_peer_id >= '' ORDER BY host_peer_id LIMIT 1)
+	UNION ALL
+	SELECT (SELECT a.host_peer_id FROM agents a WHERE a.host_peer_id > hosts.h
+		ORDER BY a.host_peer_id LIMIT 1)
+	FROM hosts WHERE hosts.h IS NOT NULL
+), unheard (h) AS (
+	SELECT h FROM hosts
+	WHERE h IS NOT NULL AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.peer_id = hosts.h)
+)
 UPDATE agents SET status = 'offline'
-WHERE pos IN (SELECT a.pos FROM agents a
-	WHERE a.status = 'stale' AND a.local = 0 AND a.last_seen < ?1
-	  AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.peer_id = a.host_peer_id)
+WHERE pos IN (SELECT c.pos FROM unheard u CROSS JOIN agents c
+	WHERE c.host_peer_id = u.h AND c.status = 'stale' AND c.local = 0 AND c.last_seen < ?1
 	LIMIT ?2)`
 
-// ExpireUnheard implements store.Network: a walk of agents_unheard up to
-// before, each candidate's host probed in the nodes table's primary key,
-// store.ExpireBatch listings a statement, each committed on its own: a
-// backlog of a million never-heard listings is taken in steps that each
-// end well within the store deadline, and what a cut-short sweep expired
-// stays expired.
+// ExpireUnheard implements store.Network: the hosts of the catalogue are
+// walked once each, and the stale listings of those never heard (no node
+// row) that were last seen before before are expired, store.ExpireBatch
+// listings a statement, each committed on its own: a backlog of a million
+// never-heard listings is taken in steps that each end well within the
+// store deadline, and what a cut-short sweep expired stays expired.
+// Walking the candidate listings instead (agents_unheard, each one's host
+// probed) read every stale listing on every sweep when their hosts were
+// heard: at 1M stale listings of 50 heard hosts, 3 CPU-s every 10 s, a
+// fifth of a core while idle, and RSS up ~55 MB at each sweep.
 func (db *DB) ExpireUnheard(ctx context.Context, before time.Time) (int, error) {
 	return store.ExpireInBatches(ctx, func(ctx context.Context) (int, error) {
 		res, err := db.w.ExecContext(ctx, expireUnheardSQL, nanos(before), store.ExpireBatch)

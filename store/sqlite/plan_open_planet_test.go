@@ -10,7 +10,9 @@ import (
 // TestOpenPlanetPlans keeps the statements that bound what never-heard
 // peers can make this node hold index-driven, so their cost follows what
 // they count or change, not the size of the catalogue: the quota counts
-// from agents_publisher alone, ExpireUnheard walks agents_unheard, and the
+// from agents_publisher alone, ExpireUnheard walks the hosts and then the
+// listings of those never heard in agents_host (not every stale listing,
+// whose hosts may all be heard), and the
 // nodes are paged along the primary key without a sort.
 func TestOpenPlanetPlans(t *testing.T) {
 	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "plans.db"), nil)
@@ -26,7 +28,7 @@ func TestOpenPlanetPlans(t *testing.T) {
 		{"has_agent", hasAgentSQL, []any{"id"}, "SEARCH agents USING COVERING INDEX sqlite_autoindex_agents_1 (id=?)"},
 		{"count_published", countPublishedSQL, []any{"pub", 10}, "SEARCH agents USING COVERING INDEX agents_publisher (publisher=?)"},
 		{"count_hosted", countHostedSQL, []any{"host", 10}, "SEARCH agents USING INDEX agents_host (host_peer_id=?)"},
-		{"expire_unheard", expireUnheardSQL, []any{int64(1), 1000}, "SEARCH a USING INDEX agents_unheard (last_seen<?)"},
+		{"expire_unheard", expireUnheardSQL, []any{int64(1), 1000}, "SEARCH c USING INDEX agents_host (host_peer_id=?)"},
 		{"list_nodes", listNodesSQL, []any{"", 101}, "SEARCH nodes USING INDEX sqlite_autoindex_nodes_1 (peer_id>?)"},
 		{"list_nodes_before", listNodesBeforeSQL, []any{"z", 101}, "SEARCH nodes USING INDEX sqlite_autoindex_nodes_1 (peer_id<?)"},
 	} {
