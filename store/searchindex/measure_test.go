@@ -38,6 +38,22 @@ func (s sample) took() string {
 	return fmt.Sprintf("%.2fs, %.2f CPU-s", time.Since(s.start).Seconds(), (cpu() - s.cpu).Seconds())
 }
 
+// measureDB opens $AGENTSITE_INDEX_DB for a measure test, closed when the
+// test ends; the test is skipped without it.
+func measureDB(t *testing.T) *sqlite.DB {
+	t.Helper()
+	path := os.Getenv("AGENTSITE_INDEX_DB")
+	if path == "" {
+		t.Skip("AGENTSITE_INDEX_DB not set")
+	}
+	db, err := sqlite.Open(t.Context(), path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // heapInuse is the heap in use after a collection.
 func heapInuse() uint64 {
 	runtime.GC()
@@ -51,15 +67,7 @@ func heapInuse() uint64 {
 // reports how long it took, its CPU time and the heap in use after it:
 // the figures of BENCHMARKS.md's 1M catalogue. Skipped without it.
 func TestMeasureLoad(t *testing.T) {
-	path := os.Getenv("AGENTSITE_INDEX_DB")
-	if path == "" {
-		t.Skip("AGENTSITE_INDEX_DB not set")
-	}
-	db, err := sqlite.Open(t.Context(), path, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := measureDB(t)
 	base := heapInuse()
 	s := searchindex.New(db, slog.New(slog.DiscardHandler))
 	start := startSample()
@@ -77,15 +85,7 @@ func TestMeasureLoad(t *testing.T) {
 // feed, writes its snapshot, and loads a second index from it: the
 // snapshot's size, write and load times, and the heap in use after each.
 func TestMeasureSnapshot(t *testing.T) {
-	path := os.Getenv("AGENTSITE_INDEX_DB")
-	if path == "" {
-		t.Skip("AGENTSITE_INDEX_DB not set")
-	}
-	db, err := sqlite.Open(t.Context(), path, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := measureDB(t)
 	snap := filepath.Join(t.TempDir(), "index.snap")
 	if p := os.Getenv("AGENTSITE_INDEX_SNAP"); p != "" {
 		snap = p
@@ -133,15 +133,7 @@ func TestMeasureSnapshot(t *testing.T) {
 // TestMeasureSearchHeap: the heap after many distinct searches, on an
 // index loaded from the feed and on one read from its snapshot.
 func TestMeasureSearchHeap(t *testing.T) {
-	path := os.Getenv("AGENTSITE_INDEX_DB")
-	if path == "" {
-		t.Skip("AGENTSITE_INDEX_DB not set")
-	}
-	db, err := sqlite.Open(t.Context(), path, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := measureDB(t)
 	snap := filepath.Join(t.TempDir(), "index.snap")
 	s := searchindex.New(db, slog.New(slog.DiscardHandler))
 	s.SnapshotPath = snap
