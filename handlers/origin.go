@@ -84,6 +84,58 @@ func (s *Server) fromOwnPages() func(*http.Request) bool {
 	}
 }
 
+// formsSayWhence refuses a state-changing request to the portal's pages
+// that says neither where it comes from (Origin) nor which page sent it
+// (Referer). The Origin rule in front has judged the origin of a request
+// that says it; it lets one that says nothing through, as a script that
+// is not a browser, which is right for the API but not for a form: a
+// portal form is sent by a browser from this site's pages, and browsers
+// send Origin with a POST (and a same-origin Referer, which the site's
+// Referrer-Policy keeps). A Referer alone must be this site's: a page of
+// the request's host or of the public URL, or one the browser itself
+// says is same-origin (Sec-Fetch-Site, which holds behind a proxy that
+// rewrites Host).
+func (s *Server) formsSayWhence(next http.Handler) http.Handler {
+	public := ""
+	if u := s.publicURL(); u != nil {
+		public = browserOrigin(u)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.Header.Get("Origin") != "" || sameSiteReferer(r, public) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		msg := "This form was sent without saying where from (no Origin or Referer header), so it was refused: send it from this site's own pages, in a browser that sends those headers."
+		if r.Header.Get("Referer") != "" {
+			msg = "This form was sent from a page of another site (its Referer), so it was refused: use this site's own pages."
+		}
+		s.renderErrorWithSession(w, r, httpkit.Errorf(http.StatusForbidden, "cross_origin", msg))
+	})
+}
+
+// sameSiteReferer reports whether r's Referer is a page of this site:
+// of r's host, of the public URL's origin, or one the browser says is
+// same-origin.
+func sameSiteReferer(r *http.Request, public string) bool {
+	ref := r.Header.Get("Referer")
+	if ref == "" {
+		return false
+	}
+	if r.Header.Get("Sec-Fetch-Site") == "same-origin" {
+		return true
+	}
+	u, err := url.Parse(ref)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	return strings.EqualFold(u.Host, r.Host) || public != "" && browserOrigin(u) == public
+}
+
 func (s *Server) crossOriginDenied(w http.ResponseWriter, r *http.Request) {
 	s.renderErrorWithSession(w, r, httpkit.Errorf(http.StatusForbidden, "cross_origin",
 		"Cross-origin requests are refused: use this site's own pages, or a client that is not a browser."))

@@ -96,6 +96,7 @@ func (s *Server) Handler() http.Handler {
 	// Portal pages: sessions, form body limits.
 	r.Group(func(r chi.Router) {
 		r.Use(s.sessions.Middleware)
+		r.Use(s.formsSayWhence)          // after the session, so a 403 is a page
 		r.Use(s.limitBody(MaxFormBytes)) // after the session, so a 413 is a page
 		r.MethodNotAllowed(s.pageMethodNotAllowed)
 		r.Get("/", s.pages.PageHome)

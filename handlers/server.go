@@ -112,7 +112,8 @@ type Config struct {
 	SecureCookies bool   // Secure flag on cookies (off only for plain-HTTP tests)
 	BcryptCost    int    // 0: bcrypt.DefaultCost
 	// RateLimit is the number of login and sign-up attempts one IP may make
-	// per minute (registrations and API writes: six times that); at least 1.
+	// per minute (registrations and API writes: six times that), and of
+	// password attempts at one account from anywhere; at least 1.
 	RateLimit int
 	// SearchIndexStatus is the in-process search index's state (loading,
 	// ok, retrying) and, while retrying, the kind of its last failed read
@@ -197,6 +198,12 @@ type Server struct {
 	operatorWrites *httpkit.Rates
 }
 
+// maxLoginAccounts bounds the accounts the per-account password budget
+// holds at once (httpkit.LoginLimits): a bucket is a few hundred bytes,
+// and one that has filled up again (a minute without attempts) is
+// dropped, so only a spray of this many handles a minute reaches it.
+const maxLoginAccounts = 100_000
+
 // New puts the finished services of deps on HTTP with the settings of
 // cfg, and registers its metrics with deps.Metrics.
 func New(deps Deps, cfg Config) (*Server, error) {
@@ -239,7 +246,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	s.operatorWrites = httpkit.NewRates(OperatorWritesPerMinute)
 	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,
 		Registry: s.Registry, Chat: s.Chat, Live: s.Live, Accounts: accounts, Sessions: s.sessions,
-		ChatLimits: s.chatLimits, Health: deps.Health, Tester: deps.Tester,
+		ChatLimits: s.chatLimits, Logins: httpkit.NewLoginLimits(cfg.RateLimit, maxLoginAccounts), Health: deps.Health, Tester: deps.Tester,
 		Logger: logger, Version: cfg.Version, NodeName: cfg.NodeName, Now: now}
 	if u := s.publicURL(); u != nil {
 		s.pages.PublicURL = browserOrigin(u)

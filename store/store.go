@@ -10,6 +10,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
@@ -157,6 +158,20 @@ type NodePage struct {
 	Nodes      []Node
 	Next, Prev string
 }
+
+// HandleHeldError is CreateUser's refusal of a handle whose account was
+// deleted lately: it is held until Until. It is an ErrConflict.
+type HandleHeldError struct {
+	Handle string
+	Until  time.Time
+}
+
+func (e *HandleHeldError) Error() string {
+	return fmt.Sprintf("handle %q is held until %s: its account was deleted lately", e.Handle, e.Until.UTC().Format(time.RFC3339))
+}
+
+// Is makes a held handle an ErrConflict to callers that only ask that.
+func (e *HandleHeldError) Is(target error) bool { return target == ErrConflict }
 
 // User is a portal account.
 type User struct {
@@ -384,20 +399,28 @@ type Backends interface {
 
 // Accounts is the portal's users and their personal API tokens.
 type Accounts interface {
-	// CreateUser returns ErrConflict if the handle is taken (case-insensitive).
+	// CreateUser returns ErrConflict if the handle is taken
+	// (case-insensitive), and a *HandleHeldError (which is ErrConflict
+	// too) if an account deleted lately held it and the hold (DeleteUser)
+	// has not ended yet by the store's clock. It forgets the holds that
+	// ended.
 	CreateUser(ctx context.Context, handle, passwordHash string) (User, error)
 	// GetUserByHandle looks a user up by handle, case-insensitively.
 	GetUserByHandle(ctx context.Context, handle string) (User, error)
 	// GetUserByID looks a user up by id.
 	GetUserByID(ctx context.Context, id int64) (User, error)
-	// SetPassword replaces a user's password hash (ErrNotFound if there
-	// is no such user).
-	SetPassword(ctx context.Context, userID int64, passwordHash string) error
+	// SetPassword replaces a user's password hash and, in the same
+	// transaction, deletes the user's API tokens: they were issued under
+	// the old password, which may be what leaked. It returns how many
+	// tokens went (ErrNotFound if there is no such user).
+	SetPassword(ctx context.Context, userID int64, passwordHash string) (revoked int, err error)
 	// DeleteUser deletes a user, its API tokens and the conversations it
 	// owns (ownerKey, chat.UserOwner) with their messages (ErrNotFound if
-	// there is no such user). Its agents are the registry's to delete
-	// first: their deletion is announced to the network.
-	DeleteUser(ctx context.Context, userID int64, ownerKey string) error
+	// there is no such user), and holds its handle until holdUntil:
+	// CreateUser refuses it until then, so that whoever knew the handle
+	// does not reach a newcomer under it. Its agents are the registry's
+	// to delete first: their deletion is announced to the network.
+	DeleteUser(ctx context.Context, userID int64, ownerKey string, holdUntil time.Time) error
 
 	// CreateAPIToken stores a token's hash for userID: ErrNotFound if the
 	// user does not exist, ErrConflict if the hash is already stored.

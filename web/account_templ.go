@@ -220,7 +220,7 @@ func AccountPage(v AccountView) templ.Component {
 					}
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "</section><section class=\"panel\" aria-labelledby=\"tokens-h\"><h2 id=\"tokens-h\">API tokens</h2><p class=\"muted\">Use a personal token to register and manage agents over the JSON API: <code>Authorization: Bearer &lt;token&gt;</code>.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "</section><section class=\"panel\" aria-labelledby=\"tokens-h\" id=\"tokens\"><h2 id=\"tokens-h\">API tokens</h2><p class=\"muted\">Use a personal token to register and manage agents over the JSON API: <code>Authorization: Bearer &lt;token&gt;</code>.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -491,7 +491,7 @@ func passwordPanel(v AccountView) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 45, "<section class=\"panel\" aria-labelledby=\"password-h\" id=\"password\"><h2 id=\"password-h\">Change password</h2><p class=\"muted\">Changing it signs you out everywhere else.</p><form action=\"/account/password\" method=\"post\" class=\"stack-form\" data-testid=\"password-form\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 45, "<section class=\"panel\" aria-labelledby=\"password-h\" id=\"password\"><h2 id=\"password-h\">Change password</h2><p class=\"muted\">Changing it signs you out everywhere else and revokes your API tokens: you make new ones under API tokens.</p><form action=\"/account/password\" method=\"post\" class=\"stack-form\" data-testid=\"password-form\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -17,7 +17,7 @@ import (
 // PasswordChanger is what changing a password needs of the store.
 type PasswordChanger interface {
 	GetUserByID(ctx context.Context, id int64) (store.User, error)
-	SetPassword(ctx context.Context, userID int64, passwordHash string) error
+	SetPassword(ctx context.Context, userID int64, passwordHash string) (revoked int, err error)
 }
 
 // PasswordStamp names the password a session was opened with: a session
@@ -29,13 +29,15 @@ func PasswordStamp(passwordHash string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// ChangePassword checks the current password and sets the new one. The
-// fields of a ValidationError: "current_password" (wrong),
-// "password" (the rules), "password_confirm" (no match).
-func (s *Accounts) ChangePassword(ctx context.Context, st PasswordChanger, userID int64, current, password, confirm string) error {
+// ChangePassword checks the current password and sets the new one, which
+// revokes the account's API tokens (it returns how many): whoever had the
+// old password may have made one. The fields of a ValidationError:
+// "current_password" (wrong), "password" (the rules), "password_confirm"
+// (no match).
+func (s *Accounts) ChangePassword(ctx context.Context, st PasswordChanger, userID int64, current, password, confirm string) (revoked int, err error) {
 	u, err := st.GetUserByID(ctx, userID)
 	if err != nil {
-		return fmt.Errorf("load user: %w", err)
+		return 0, fmt.Errorf("load user: %w", err)
 	}
 	ve := &agent.ValidationError{Fields: map[string]string{}}
 	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(current)) != nil {
@@ -52,16 +54,17 @@ func (s *Accounts) ChangePassword(ctx context.Context, st PasswordChanger, userI
 		ve.Fields["password_confirm"] = "does not match the new password"
 	}
 	if len(ve.Fields) > 0 {
-		return ve
+		return 0, ve
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), s.BcryptCost)
 	if err != nil {
-		return fmt.Errorf("hash password: %w", err)
+		return 0, fmt.Errorf("hash password: %w", err)
 	}
-	if err := st.SetPassword(ctx, userID, string(hash)); err != nil {
-		return fmt.Errorf("set password: %w", err)
+	revoked, err = st.SetPassword(ctx, userID, string(hash))
+	if err != nil {
+		return 0, fmt.Errorf("set password: %w", err)
 	}
-	return nil
+	return revoked, nil
 }
 
 // CheckPassword reports whether password is userID's (account deletion

@@ -101,8 +101,15 @@ func ValidateSignup(handle, password string) error {
 	return nil
 }
 
+// HandleHold is how long the handle of a deleted account stays held
+// (store.Accounts.DeleteUser): long enough for the network to forget the
+// account's agents (their deletions are announced, and a listing no one
+// refreshes expires well within it) and for people to notice it is gone.
+const HandleHold = 30 * 24 * time.Hour
+
 // CreateUser validates, hashes the password and stores the account. A taken
-// handle is reported as a field error.
+// handle, or one held after its account's deletion, is reported as a field
+// error.
 func (s *Accounts) CreateUser(ctx context.Context, handle, password string) (store.User, error) {
 	handle = strings.ToLower(strings.TrimSpace(handle))
 	if err := ValidateSignup(handle, password); err != nil {
@@ -113,6 +120,11 @@ func (s *Accounts) CreateUser(ctx context.Context, handle, password string) (sto
 		return store.User{}, fmt.Errorf("hash password: %w", err)
 	}
 	u, err := s.Store.CreateUser(ctx, handle, string(hash))
+	if he, ok := errors.AsType[*store.HandleHeldError](err); ok {
+		return store.User{}, &agent.ValidationError{Fields: map[string]string{"handle": fmt.Sprintf(
+			"belonged to an account deleted lately and is held until %s, so that no one who knew @%s reaches someone else; choose another handle, or come back then",
+			he.Until.UTC().Format("2 January 2006 15:04 MST"), handle)}}
+	}
 	if errors.Is(err, store.ErrConflict) {
 		return store.User{}, &agent.ValidationError{Fields: map[string]string{"handle": "this handle is taken; choose another"}}
 	}

@@ -2,6 +2,7 @@ package portal
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -17,16 +18,24 @@ import (
 var passwordFields = []string{"current_password", "password", "password_confirm"}
 
 // SubmitChangePassword changes the signed-in user's password. The other
-// sessions of the account are signed out by it (httpkit.Sessions.Stamp);
-// this one logs in again with the new password's stamp.
+// sessions of the account are signed out by it (httpkit.Sessions.Stamp)
+// and its API tokens revoked; this one logs in again with the new
+// password's stamp and is sent to the API tokens to make new ones.
 func (p *Pages) SubmitChangePassword(w http.ResponseWriter, r *http.Request) {
 	if !p.parseForm(w, r) {
 		return
 	}
 	ctx := r.Context()
 	u := userFrom(ctx)
+	if msg, ok := p.passwordAttempt(w, u.Handle); !ok {
+		p.renderAccount(w, r, http.StatusTooManyRequests, func(v *web.AccountView) {
+			v.Errors["password_form"] = msg
+			v.Focus = "current_password"
+		})
+		return
+	}
 	f := r.PostForm
-	err := p.Accounts.ChangePassword(ctx, p.Users, u.ID, f.Get("current_password"), f.Get("password"), f.Get("password_confirm"))
+	revoked, err := p.Accounts.ChangePassword(ctx, p.Users, u.ID, f.Get("current_password"), f.Get("password"), f.Get("password_confirm"))
 	if ve, ok := errors.AsType[*agent.ValidationError](err); ok {
 		p.renderAccount(w, r, http.StatusUnprocessableEntity, func(v *web.AccountView) {
 			for k, msg := range ve.Fields {
@@ -44,7 +53,16 @@ func (p *Pages) SubmitChangePassword(w http.ResponseWriter, r *http.Request) {
 		p.RenderError(w, r, err)
 		return
 	}
-	p.startSession(w, r, u.ID, "Password changed. You are signed out everywhere else.", "/account")
+	msg := "Password changed. You are signed out everywhere else."
+	if revoked > 0 {
+		tokens := fmt.Sprintf("your %d API tokens are", revoked)
+		if revoked == 1 {
+			tokens = "your API token is"
+		}
+		msg = "Password changed. You are signed out everywhere else, and " + tokens +
+			" revoked: create new ones under API tokens for the programs that used them."
+	}
+	p.startSession(w, r, u.ID, msg, "/account#tokens")
 }
 
 // SubmitDeleteAccount deletes the signed-in user's account once they typed
@@ -58,6 +76,14 @@ func (p *Pages) SubmitDeleteAccount(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	u := userFrom(ctx)
 	typed := strings.TrimSpace(r.PostForm.Get("confirm_handle"))
+	if msg, ok := p.passwordAttempt(w, u.Handle); !ok {
+		p.renderAccount(w, r, http.StatusTooManyRequests, func(v *web.AccountView) {
+			v.Errors["delete_password"] = msg
+			v.ConfirmHandle = typed
+			v.Focus = "delete_password"
+		})
+		return
+	}
 	errs := map[string]string{}
 	if !strings.EqualFold(strings.TrimPrefix(typed, "@"), u.Handle) {
 		errs["confirm_handle"] = "type your handle, " + u.Handle + ", to confirm"
@@ -85,7 +111,9 @@ func (p *Pages) SubmitDeleteAccount(w http.ResponseWriter, r *http.Request) {
 		p.RenderError(w, r, err)
 		return
 	}
-	if err := p.Users.DeleteUser(ctx, u.ID, string(chat.UserOwner(u.ID))); err != nil {
+	// The handle stays held for a while, so that whoever knew it does not
+	// reach a newcomer under it.
+	if err := p.Users.DeleteUser(ctx, u.ID, string(chat.UserOwner(u.ID)), p.now().Add(httpkit.HandleHold)); err != nil {
 		p.RenderError(w, r, err)
 		return
 	}

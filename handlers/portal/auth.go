@@ -2,7 +2,9 @@ package portal
 
 import (
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/agentsite/agentsite/agent"
@@ -133,6 +135,11 @@ func (p *Pages) SubmitLogin(w http.ResponseWriter, r *http.Request) {
 		p.render(w, r, http.StatusUnprocessableEntity, web.LoginPage(v))
 		return
 	}
+	if msg, ok := p.passwordAttempt(w, handle); !ok {
+		v.FormError = msg
+		p.render(w, r, http.StatusTooManyRequests, web.LoginPage(v))
+		return
+	}
 	u, err := p.Accounts.Authenticate(r.Context(), handle, password)
 	var e *httpkit.Error
 	if errors.As(err, &e) && e.Status == http.StatusUnauthorized {
@@ -145,6 +152,19 @@ func (p *Pages) SubmitLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.startSession(w, r, u.ID, "Logged in as @"+u.Handle+".", afterLogin(next, "/"))
+}
+
+// passwordAttempt takes one password attempt at handle's account from its
+// budget (Logins). Without one left it sets Retry-After and returns what
+// to tell the visitor.
+func (p *Pages) passwordAttempt(w http.ResponseWriter, handle string) (string, bool) {
+	ok, wait := p.Logins.Allow(handle, p.now())
+	if ok {
+		return "", true
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+	return "Too many password attempts at @" + strings.ToLower(strings.TrimSpace(handle)) +
+		" from everywhere: try again " + httpkit.TryAgainIn(wait) + ".", false
 }
 
 // startSession logs userID in (a new session token, against fixation),

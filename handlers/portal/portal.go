@@ -51,8 +51,8 @@ type Users interface {
 	DeleteAPIToken(ctx context.Context, userID, tokenID int64) error
 	// SetPassword and DeleteUser change and delete the account (the
 	// account page).
-	SetPassword(ctx context.Context, userID int64, passwordHash string) error
-	DeleteUser(ctx context.Context, userID int64, ownerKey string) error
+	SetPassword(ctx context.Context, userID int64, passwordHash string) (revoked int, err error)
+	DeleteUser(ctx context.Context, userID int64, ownerKey string, holdUntil time.Time) error
 }
 
 // Conversations is what AgentChat reads back: the side list and the
@@ -99,8 +99,12 @@ type Pages struct {
 	// with the WebSocket and the message API so that switching surfaces
 	// does not buy more turns.
 	ChatLimits *httpkit.Rates
-	Logger     *slog.Logger
-	Version    string // shown on the network page
+	// Logins is the per-account budget of password attempts (logging in,
+	// changing the password, deleting the account), beside the per-IP
+	// one the routes apply.
+	Logins  *httpkit.LoginLimits
+	Logger  *slog.Logger
+	Version string // shown on the network page
 	// NodeName is this node's name for people (--node-name); "": it is
 	// shown by its peer id.
 	NodeName string

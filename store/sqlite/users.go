@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -28,14 +29,41 @@ func scanUser(row scanner, extra ...any) (store.User, error) {
 	return u, nil
 }
 
-// CreateUser implements store.Accounts; the handle column is COLLATE NOCASE and
-// unique, so "Alice" and "alice" conflict.
-func (db *DB) CreateUser(ctx context.Context, handle, passwordHash string) (store.User, error) {
-	u, err := scanUser(db.w.QueryRowContext(ctx, `-- name: create_user
+const (
+	pruneHeldHandlesSQL = `-- name: prune_held_handles
+DELETE FROM held_handles WHERE held_until <= ?`
+	heldHandleSQL = `-- name: held_handle
+SELECT held_until FROM held_handles WHERE handle = ?`
+	createUserSQL = `-- name: create_user
 INSERT INTO users (handle, password_hash, created_at) VALUES (?, ?, ?)
-RETURNING id, handle, password_hash, created_at`, handle, passwordHash, time.Now().UnixNano()))
+RETURNING id, handle, password_hash, created_at`
+)
+
+// CreateUser implements store.Accounts; the handle column is COLLATE NOCASE and
+// unique, so "Alice" and "alice" conflict, and so is held_handles'. One
+// transaction on the one writer: a deletion cannot slip between the look
+// at the holds and the insert.
+func (db *DB) CreateUser(ctx context.Context, handle, passwordHash string) (store.User, error) {
+	op := "create user " + handle
+	now := time.Now()
+	var u store.User
+	err := db.inTx(ctx, func(ctx context.Context, tx execer) error {
+		if _, err := tx.ExecContext(ctx, pruneHeldHandlesSQL, now.UnixNano()); err != nil {
+			return dbErr(op+": forget the holds that ended", err)
+		}
+		var until int64
+		err := dbErr(op, tx.QueryRowContext(ctx, heldHandleSQL, handle).Scan(&until))
+		if err == nil {
+			return &store.HandleHeldError{Handle: handle, Until: time.Unix(0, until).UTC()}
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		u, err = scanUser(tx.QueryRowContext(ctx, createUserSQL, handle, passwordHash, now.UnixNano()))
+		return dbErr(op, err)
+	}, pruneHeldHandlesSQL, heldHandleSQL, createUserSQL)
 	if err != nil {
-		return store.User{}, dbErr("create user "+handle, err)
+		return store.User{}, err
 	}
 	return u, nil
 }
@@ -60,33 +88,65 @@ func (db *DB) GetUserByID(ctx context.Context, id int64) (store.User, error) {
 	return u, nil
 }
 
-// SetPassword implements store.Accounts.
-func (db *DB) SetPassword(ctx context.Context, userID int64, passwordHash string) error {
+const (
+	setPasswordSQL = `-- name: set_password
+UPDATE users SET password_hash = ? WHERE id = ?`
+	revokeAPITokensSQL = `-- name: revoke_api_tokens
+DELETE FROM api_tokens WHERE user_id = ?`
+	deleteUserConversationsSQL = `-- name: delete_user_conversations
+DELETE FROM conversations WHERE owner_key = ?`
+	deleteUserSQL = `-- name: delete_user
+DELETE FROM users WHERE id = ? RETURNING handle`
+	holdHandleSQL = `-- name: hold_handle
+INSERT INTO held_handles (handle, held_until) VALUES (?, ?)
+ON CONFLICT (handle) DO UPDATE SET held_until = max(held_until, excluded.held_until)`
+)
+
+// SetPassword implements store.Accounts: the new hash and the end of the
+// API tokens in one transaction.
+func (db *DB) SetPassword(ctx context.Context, userID int64, passwordHash string) (int, error) {
 	op := "set password of user " + strconv.FormatInt(userID, 10)
-	res, err := db.w.ExecContext(ctx, `-- name: set_password
-UPDATE users SET password_hash = ? WHERE id = ?`, passwordHash, userID)
+	var revoked int
+	err := db.inTx(ctx, func(ctx context.Context, tx execer) error {
+		res, err := tx.ExecContext(ctx, setPasswordSQL, passwordHash, userID)
+		if err != nil {
+			return dbErr(op, err)
+		}
+		if err := oneRow(res, op); err != nil {
+			return err
+		}
+		res, err = tx.ExecContext(ctx, revokeAPITokensSQL, userID)
+		if err != nil {
+			return dbErr(op+": revoke its API tokens", err)
+		}
+		revoked, err = rowsAffected(res, op)
+		return err
+	}, setPasswordSQL, revokeAPITokensSQL)
 	if err != nil {
-		return dbErr(op, err)
+		return 0, err
 	}
-	return oneRow(res, op)
+	return revoked, nil
 }
 
-// DeleteUser implements store.Accounts: the conversations, then the user
-// (its API tokens go by ON DELETE CASCADE, as do the messages). Two
-// statements: a failure between them leaves the account, which a retry
-// deletes.
-func (db *DB) DeleteUser(ctx context.Context, userID int64, ownerKey string) error {
+// DeleteUser implements store.Accounts: the conversations, the user (its
+// API tokens go by ON DELETE CASCADE, as do the messages) and the hold on
+// its handle, in one transaction.
+func (db *DB) DeleteUser(ctx context.Context, userID int64, ownerKey string, holdUntil time.Time) error {
 	op := "delete user " + strconv.FormatInt(userID, 10)
-	if _, err := db.w.ExecContext(ctx, `-- name: delete_user_conversations
-DELETE FROM conversations WHERE owner_key = ?`, ownerKey); err != nil {
-		return dbErr(op, err)
-	}
-	res, err := db.w.ExecContext(ctx, `-- name: delete_user
-DELETE FROM users WHERE id = ?`, userID)
-	if err != nil {
-		return dbErr(op, err)
-	}
-	return oneRow(res, op)
+	return db.inTx(ctx, func(ctx context.Context, tx execer) error {
+		if _, err := tx.ExecContext(ctx, deleteUserConversationsSQL, ownerKey); err != nil {
+			return dbErr(op, err)
+		}
+		var handle string
+		if err := tx.QueryRowContext(ctx, deleteUserSQL, userID).Scan(&handle); err != nil {
+			return dbErr(op, err)
+		}
+		if holdUntil.IsZero() {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, holdHandleSQL, handle, holdUntil.UnixNano())
+		return dbErr(op+": hold its handle", err)
+	}, deleteUserConversationsSQL, deleteUserSQL, holdHandleSQL)
 }
 
 func oneRow(res sql.Result, op string) error {
