@@ -30,7 +30,7 @@ func TestSlowBodyIsCut(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: 60000\r\n\r\n{", path, e.TS.Listener.Addr(), OperatorToken, ctype)
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nOrigin: %s\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: 60000\r\n\r\n{", path, e.TS.Listener.Addr(), e.TS.URL, OperatorToken, ctype)
 		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 		start := time.Now()
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)

@@ -114,7 +114,7 @@ func (s *Server) formsSayWhence(next http.Handler) http.Handler {
 		if r.Header.Get("Referer") != "" {
 			msg = "This form was sent from a page of another site (its Referer), so it was refused: use this site's own pages."
 		}
-		s.renderErrorWithSession(w, r, httpkit.Errorf(http.StatusForbidden, "cross_origin", msg))
+		s.renderErrorWithSession(w, r, httpkit.Errorf(http.StatusForbidden, codeCrossOrigin, msg))
 	})
 }
 
@@ -136,8 +136,12 @@ func sameSiteReferer(r *http.Request, public string) bool {
 	return strings.EqualFold(u.Host, r.Host) || public != "" && browserOrigin(u) == public
 }
 
+// codeCrossOrigin is the code of the Origin rule's refusals and of a form
+// that does not say whence.
+const codeCrossOrigin = "cross_origin"
+
 func (s *Server) crossOriginDenied(w http.ResponseWriter, r *http.Request) {
-	s.renderErrorWithSession(w, r, httpkit.Errorf(http.StatusForbidden, "cross_origin",
+	s.renderErrorWithSession(w, r, httpkit.Errorf(http.StatusForbidden, codeCrossOrigin,
 		"Cross-origin requests are refused: use this site's own pages, or a client that is not a browser."))
 }
 

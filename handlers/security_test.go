@@ -28,6 +28,7 @@ func TestFormLimits(t *testing.T) {
 		}
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.TS.URL+"/register", body)
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", e.TS.URL)
 		req.Header.Set("Sec-Fetch-Site", "same-origin")
 		resp, err := e.Client.Do(req)
 		if err != nil {

@@ -121,6 +121,7 @@ func TestAbuseOneAnonymousClient(t *testing.T) {
 		burst(t, fresh(), 60, func(int) *http.Request {
 			req, _ := http.NewRequest(http.MethodPost, base+"/login", strings.NewReader(form))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", base) // as a browser's form
 			return req
 		})
 	})

@@ -31,7 +31,14 @@ func TestPortalHealthWired(t *testing.T) {
 		if method == http.MethodGet {
 			resp, err = c.Get(m.HTTPURL() + path)
 		} else {
-			resp, err = c.PostForm(m.HTTPURL()+path, vals) // no Origin: not a browser
+			// A browser's form: it says whence (Origin).
+			req, rerr := http.NewRequestWithContext(t.Context(), method, m.HTTPURL()+path, strings.NewReader(vals.Encode()))
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", m.HTTPURL())
+			resp, err = c.Do(req)
 		}
 		if err != nil {
 			t.Fatal(err)
