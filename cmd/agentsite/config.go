@@ -90,7 +90,8 @@ var defaultP2PListen = []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v
 // the flags' defaults.
 const (
 	// loginRateLimit is the login and sign-up attempts one client IP may
-	// make per minute (registrations and API writes: six times that).
+	// make per minute (registrations and API writes: six times that), and
+	// the password attempts at one account from anywhere.
 	loginRateLimit = 10
 	// streamWriteTimeout is --write-timeout for the responses that run a
 	// whole chat turn (/mcp, the message API, the no-JS chat form).
