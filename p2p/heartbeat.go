@@ -301,6 +301,9 @@ func decodeHeartbeat(data []byte, author peer.ID, now time.Time) (*agent.Heartbe
 	if err := agent.CheckHeartbeatDomains(hb.Domains); err != nil {
 		return nil, fmt.Errorf("heartbeat domains: %w", err)
 	}
+	// An address no one should be sent to is dropped, not the round: its
+	// liveness and health still hold (agent.CheckAnnouncedAddr).
+	hb.Addrs, _ = agent.AnnouncedAddrs(hb.Addrs)
 	if err := checkHealth(hb.Health, author, now); err != nil {
 		return nil, err
 	}
