@@ -94,3 +94,27 @@ func TestHeartbeatCarriesDomains(t *testing.T) {
 		return ok && len(d) == 0
 	})
 }
+
+// A heartbeat's addresses are checked as it is received: the ones no one
+// should be sent to (an IP literal or a user-info spoof in a /dns value,
+// an IPv6 form embedding IPv4) are dropped and the round is kept; LAN and
+// loopback addresses stay (nodes on one network announce them).
+func TestHeartbeatAddrsChecked(t *testing.T) {
+	_, self := newKey(t)
+	now := time.Now()
+	good := []string{"/ip4/127.0.0.1/tcp/4001", "/dns4/agents.example.org/tcp/443/tls/http"}
+	bad := []string{"/dns4/127.0.0.1/tcp/21599/http", "/dns4/169.254.169.254/tcp/80/http",
+		"/dns4/trusted.example.org@127.0.0.1/tcp/80/http", "/ip6/64:ff9b::a9fe:a9fe/tcp/80/http", "/ip6/2002:7f00:1::/tcp/80/http"}
+	b, err := json.Marshal(agent.Heartbeat{PeerID: self.String(), Version: "v", SentAt: now.UTC(), IntervalMS: 10_000,
+		Addrs: append(slices.Clone(good), bad...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := decodeHeartbeat(b, self, now)
+	if err != nil {
+		t.Fatalf("the round is refused: %v", err)
+	}
+	if !slices.Equal(hb.Addrs, good) {
+		t.Errorf("addrs kept = %v, want %v", hb.Addrs, good)
+	}
+}
