@@ -62,6 +62,8 @@ func (c *claimsSeen) Claim(peerID string, domains []string) {
 	c.last[peerID] = domains
 }
 
+func (c *claimsSeen) Due(_ string, domains []string) []string { return domains }
+
 func (c *claimsSeen) get(peerID string) ([]string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -116,5 +118,49 @@ func TestHeartbeatAddrsChecked(t *testing.T) {
 	}
 	if !slices.Equal(hb.Addrs, good) {
 		t.Errorf("addrs kept = %v, want %v", hb.Addrs, good)
+	}
+}
+
+// claimsDue is a DomainClaims whose Due is what the peer did not claim
+// before (what a real Claims would prove).
+type claimsDue struct{ claimsSeen }
+
+func (c *claimsDue) Due(peerID string, domains []string) []string {
+	prev, _ := c.get(peerID)
+	var out []string
+	for _, d := range domains {
+		if !slices.Contains(prev, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// The domains a heartbeat brings that would cost a proof are charged to
+// the introduction allowance of the peer it came from: past it, the
+// round's claims are not handed on (the earlier ones stand).
+func TestClaimsChargedToForwarder(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		mine = []string{"a.example", "b.example"}
+	)
+	b := startNode(t, nil, Config{Cache: &hostCache{}, HeartbeatInterval: 100 * time.Millisecond, NoSyncOnConnect: true,
+		Domains: func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(mine) }})
+	seen := &claimsDue{claimsSeen{last: map[string][]string{}}}
+	a := startNode(t, nil, Config{Cache: &hostCache{}, HeartbeatInterval: 100 * time.Millisecond, NoSyncOnConnect: true,
+		Claims: seen, Admission: Admission{IntroducedPerHour: 3, IPGroupFactor: 1}})
+	connect(t, a, b)
+	eventually(t, 30*time.Second, "B's first claims at A", func() bool {
+		d, _ := seen.get(b.PeerID())
+		return slices.Equal(d, mine)
+	})
+	mu.Lock()
+	mine = []string{"c.example", "d.example"} // two more to prove: 4 > 3
+	mu.Unlock()
+	eventually(t, 30*time.Second, "A to refuse B's new claims", func() bool {
+		return a.AdmissionPenalty(b.host.ID()) > 0
+	})
+	if d, _ := seen.get(b.PeerID()); !slices.Equal(d, []string{"a.example", "b.example"}) {
+		t.Errorf("claims handed on past the allowance: %v", d)
 	}
 }

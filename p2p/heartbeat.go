@@ -239,7 +239,7 @@ func (n *Node) handleStatusMsg(ctx context.Context, msg *pubsub.Message) {
 		return // a newer node's copy for older nodes: its status/2 round is the one read
 	}
 	n.metrics.heartbeats.Inc()
-	n.claimDomains(hb.PeerID, hb.Domains)
+	n.claimDomains(msg.ReceivedFrom, hb.PeerID, hb.Domains)
 	h := heard{beat: *hb}
 	if len(hb.Health) > 0 {
 		// A refresh slice this node stored as it is costs nothing; the
