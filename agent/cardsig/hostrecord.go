@@ -107,6 +107,14 @@ func HostSkills(rec *agent.Record) []HostSkill {
 	return out
 }
 
+// CallerTasksSkill is the skill a node's extended card adds for an
+// authenticated caller, also on the card of an agent hosted elsewhere:
+// the node's, not the host's, so VerifyHostRecord accepts it, exactly
+// this, as the last skill.
+var CallerTasksSkill = HostSkill{ID: "my_tasks", Name: "Your tasks",
+	Description: "You are authenticated: ListTasks lists the tasks you made here (the last hour's, newest first), " +
+		"and no other caller can read or cancel them.", Tags: []string{"tasks"}}
+
 // HostVersion is the version a card shows of an agent: its record's, or
 // the record's revision when it names none.
 func HostVersion(rec *agent.Record) string {
@@ -247,6 +255,9 @@ func matchesRecord(card []byte, rec *agent.Record, host string, env []byte) erro
 	}
 	if schemes == nil {
 		delete(want, "securitySchemes")
+	}
+	if skills, _ := raw["skills"].([]any); len(skills) > 0 && sameJSON(skills[len(skills)-1], CallerTasksSkill) {
+		want["skills"] = append(HostSkills(rec), CallerTasksSkill) // an extended card
 	}
 	got, exp := prune(normalize(raw, agentCard)), prune(normalize(roundTrip(want), agentCard))
 	gm, _ := got.(map[string]any)

@@ -89,10 +89,10 @@ func card(url string) Card {
 	}
 }
 
-// mySkill is on extended cards only: what an authenticated caller has.
-var mySkill = a2a.AgentSkill{ID: "my_tasks", Name: "Your tasks",
-	Description: "You are authenticated: ListTasks lists the tasks you made here (the last hour's, newest first), " +
-		"and no other caller can read or cancel them.", Tags: []string{"tasks"}}
+// mySkill is on extended cards only: what an authenticated caller has
+// (cardsig.CallerTasksSkill, the one skill a card may add to its host's).
+var mySkill = a2a.AgentSkill{ID: cardsig.CallerTasksSkill.ID, Name: cardsig.CallerTasksSkill.Name,
+	Description: cardsig.CallerTasksSkill.Description, Tags: cardsig.CallerTasksSkill.Tags}
 
 // agentCardFor is the card of any agent on the planet, hosted here or
 // elsewhere (GET /a2a/{id}/agent-card.json, or GET on the card's url
@@ -272,9 +272,7 @@ func (s *Server) extendedCard(w http.ResponseWriter, r *http.Request, c *call, w
 		}
 		cd = agentCard(l, s.base(r))
 	}
-	// The caller's own skill is the node's: not on the card of an agent
-	// hosted elsewhere, which says what its host's record says.
-	if who.authed && len(cd.Capabilities.Extensions) == 0 {
+	if who.authed {
 		cd.Skills = append(slices.Clone(cd.Skills), mySkill)
 	}
 	body, err := s.signed(cd, c.d != dialect03)
