@@ -225,12 +225,16 @@ func referrableHost(v string, private bool) (string, bool) {
 	}
 	switch {
 	case !agent.IsSpecialAddr(ip):
-	case private && !ip.Is4In6() && (ip.IsLoopback() || ip.IsPrivate()):
+	case private && !ip.Is4In6() && (ip.IsLoopback() || ip.IsPrivate()) && ip != awsMetadataV6:
 	default:
 		return "", false
 	}
 	return ip.String(), true
 }
+
+// awsMetadataV6 is a cloud metadata service in the unique-local block,
+// which a private origin may otherwise be referred to.
+var awsMetadataV6 = netip.MustParseAddr("fd00:ec2::254")
 
 // heardLongEnough says the node peer has been seen online, by the
 // referral answers, for ReferAfter: a fresh identity is not referred at

@@ -48,6 +48,8 @@ func TestRegistryURL(t *testing.T) {
 		{[]string{"/ip6/::ffff:169.254.169.254/tcp/80/http"}, false, ""},
 		{[]string{"/ip6/fe80::1/tcp/80/http"}, true, ""},
 		{[]string{"/dns6/::1/tcp/80/http"}, false, ""},
+		{[]string{"/ip6/fd00:ec2::254/tcp/80/http"}, true, ""},
+		{[]string{"/ip6/fd00::1/tcp/80/http"}, true, "http://[fd00::1]/ard/search"},
 		{[]string{"/dns4/93.184.216.34/tcp/80/http"}, false, "http://93.184.216.34/ard/search"},
 		{[]string{"/dns4/Agents.Example.ORG./tcp/443/https"}, false, "https://agents.example.org/ard/search"},
 	} {
