@@ -14,7 +14,12 @@ const MaxHeartbeatDomains = 8
 // NormalizeDomain checks a claimed domain and returns its one spelling: a
 // lower-case DNS name of at least two labels, letters, digits and hyphens
 // (IDNs in their xn-- form), without a trailing dot. It lives here, not in
-// agent/verify, because the heartbeat's validation needs it too.
+// agent/verify, because the heartbeat's validation needs it too. An IP
+// literal is no domain (a proof of one would be a fetch from whatever
+// address a stranger names), nor is a name whose last label a URL parser
+// reads as a number (127.1, 0x7f), nor one under a special-use TLD that
+// only means something inside one network (localhost, local, internal,
+// arpa, invalid, onion).
 func NormalizeDomain(d string) (string, error) {
 	d = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(d)), ".")
 	if len(d) < 3 || len(d) > 253 {
@@ -33,6 +38,13 @@ func NormalizeDomain(d string) (string, error) {
 				return "", fmt.Errorf("%q is not a domain name (letters, digits and hyphens; IDNs in their xn-- form)", d)
 			}
 		}
+	}
+	if last := labels[len(labels)-1]; numericLabel(last) {
+		return "", fmt.Errorf("%q is an IP address or ends in a number, not a domain name", d)
+	}
+	switch labels[len(labels)-1] {
+	case "localhost", "local", "internal", "arpa", "invalid", "onion":
+		return "", fmt.Errorf("%q is under a special-use name that is not public", d)
 	}
 	return d, nil
 }

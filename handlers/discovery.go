@@ -15,6 +15,7 @@ import (
 func (s *Server) discoveryRoutes(r chi.Router) {
 	reg := ard.New(s.Store, s.Node, s.Registry, s.Config.PublicURL, s.renderError)
 	reg.Now = s.Now
+	reg.ReferAfter = s.Config.ReferAfter
 	if s.verified != nil { // nil leaves ARD's memo of answers on
 		reg.Publishers = s.verified
 	}

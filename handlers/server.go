@@ -148,6 +148,9 @@ type Config struct {
 	// with 507 storage_full while reads are served, and /readyz says so.
 	// nil: the engine cannot tell.
 	StorageFull func() bool
+	// ReferAfter is how long another node must have been seen online
+	// before ARD referrals name it (a few heartbeat intervals; 0: at once).
+	ReferAfter time.Duration
 }
 
 // check refuses the settings that have no "off".

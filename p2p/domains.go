@@ -1,6 +1,12 @@
 package p2p
 
-import "github.com/agentsite/agentsite/agent"
+import (
+	"fmt"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agentsite/agentsite/agent"
+)
 
 // Verified publishers (issue 22, agent/verify): a node's heartbeats carry
 // the domains it proved it controls, and each receiver hands the claims to
@@ -14,8 +20,15 @@ import "github.com/agentsite/agentsite/agent"
 // agent.CheckHeartbeatDomains (nil: it claims none, or no longer does).
 // It must return at once: the proofs run elsewhere, under their own
 // budget.
+//
+// Due is the domains of a claim that would cost the receiver a proof (a
+// DNS look-up, an HTTPS fetch): each is charged to the introduction
+// budget of the peer that forwarded the heartbeat, as a never-heard
+// author is, so a rogue naming strangers' domains pays with its
+// forwarders' allowance instead of making every node a reflector.
 type DomainClaims interface {
 	Claim(peerID string, domains []string)
+	Due(peerID string, domains []string) []string
 }
 
 // ownDomains is what this round's heartbeat says this node proved
@@ -37,9 +50,23 @@ func (n *Node) ownDomains() []string {
 	return d
 }
 
-// claimDomains hands an accepted heartbeat's domains to Config.Claims.
-func (n *Node) claimDomains(author string, domains []string) {
-	if n.cfg.Claims != nil {
-		n.cfg.Claims.Claim(author, domains)
+// claimDomains hands an accepted heartbeat's domains, forwarded by from,
+// to Config.Claims, once the ones due a proof are charged to from's
+// introduction allowance (and its IP group's). Over it, the round's
+// claims are not handed on (the author's earlier ones stand) and the
+// refusal is counted against from, as an introduction over it is.
+func (n *Node) claimDomains(from peer.ID, author string, domains []string) {
+	if n.cfg.Claims == nil {
+		return
 	}
+	if from != "" && from != n.host.ID() {
+		now, group := n.now(), ipGroup(n.host.Network(), from)
+		for _, d := range n.cfg.Claims.Due(author, domains) {
+			if err := n.adm.introduce("claim "+author+" "+d, from, group, now); err != nil {
+				n.refuse(pathHeartbeat, from, fmt.Errorf("domain claims of %s: %w", author, err))
+				return
+			}
+		}
+	}
+	n.cfg.Claims.Claim(author, domains)
 }

@@ -62,6 +62,8 @@ func (c *claimsSeen) Claim(peerID string, domains []string) {
 	c.last[peerID] = domains
 }
 
+func (c *claimsSeen) Due(_ string, domains []string) []string { return domains }
+
 func (c *claimsSeen) get(peerID string) ([]string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -93,4 +95,72 @@ func TestHeartbeatCarriesDomains(t *testing.T) {
 		d, ok := seen.get(b.PeerID())
 		return ok && len(d) == 0
 	})
+}
+
+// A heartbeat's addresses are checked as it is received: the ones no one
+// should be sent to (an IP literal or a user-info spoof in a /dns value,
+// an IPv6 form embedding IPv4) are dropped and the round is kept; LAN and
+// loopback addresses stay (nodes on one network announce them).
+func TestHeartbeatAddrsChecked(t *testing.T) {
+	_, self := newKey(t)
+	now := time.Now()
+	good := []string{"/ip4/127.0.0.1/tcp/4001", "/dns4/agents.example.org/tcp/443/tls/http"}
+	bad := []string{"/dns4/127.0.0.1/tcp/21599/http", "/dns4/169.254.169.254/tcp/80/http",
+		"/dns4/trusted.example.org@127.0.0.1/tcp/80/http", "/ip6/64:ff9b::a9fe:a9fe/tcp/80/http", "/ip6/2002:7f00:1::/tcp/80/http"}
+	b, err := json.Marshal(agent.Heartbeat{PeerID: self.String(), Version: "v", SentAt: now.UTC(), IntervalMS: 10_000,
+		Addrs: append(slices.Clone(good), bad...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := decodeHeartbeat(b, self, now)
+	if err != nil {
+		t.Fatalf("the round is refused: %v", err)
+	}
+	if !slices.Equal(hb.Addrs, good) {
+		t.Errorf("addrs kept = %v, want %v", hb.Addrs, good)
+	}
+}
+
+// claimsDue is a DomainClaims whose Due is what the peer did not claim
+// before (what a real Claims would prove).
+type claimsDue struct{ claimsSeen }
+
+func (c *claimsDue) Due(peerID string, domains []string) []string {
+	prev, _ := c.get(peerID)
+	var out []string
+	for _, d := range domains {
+		if !slices.Contains(prev, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// The domains a heartbeat brings that would cost a proof are charged to
+// the introduction allowance of the peer it came from: past it, the
+// round's claims are not handed on (the earlier ones stand).
+func TestClaimsChargedToForwarder(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		mine = []string{"a.example", "b.example"}
+	)
+	b := startNode(t, nil, Config{Cache: &hostCache{}, HeartbeatInterval: 100 * time.Millisecond, NoSyncOnConnect: true,
+		Domains: func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(mine) }})
+	seen := &claimsDue{claimsSeen{last: map[string][]string{}}}
+	a := startNode(t, nil, Config{Cache: &hostCache{}, HeartbeatInterval: 100 * time.Millisecond, NoSyncOnConnect: true,
+		Claims: seen, Admission: Admission{IntroducedPerHour: 3, IPGroupFactor: 1}})
+	connect(t, a, b)
+	eventually(t, 30*time.Second, "B's first claims at A", func() bool {
+		d, _ := seen.get(b.PeerID())
+		return slices.Equal(d, mine)
+	})
+	mu.Lock()
+	mine = []string{"c.example", "d.example"} // two more to prove: 4 > 3
+	mu.Unlock()
+	eventually(t, 30*time.Second, "A to refuse B's new claims", func() bool {
+		return a.AdmissionPenalty(b.host.ID()) > 0
+	})
+	if d, _ := seen.get(b.PeerID()); !slices.Equal(d, []string{"a.example", "b.example"}) {
+		t.Errorf("claims handed on past the allowance: %v", d)
+	}
 }

@@ -239,7 +239,7 @@ func (n *Node) handleStatusMsg(ctx context.Context, msg *pubsub.Message) {
 		return // a newer node's copy for older nodes: its status/2 round is the one read
 	}
 	n.metrics.heartbeats.Inc()
-	n.claimDomains(hb.PeerID, hb.Domains)
+	n.claimDomains(msg.ReceivedFrom, hb.PeerID, hb.Domains)
 	h := heard{beat: *hb}
 	if len(hb.Health) > 0 {
 		// A refresh slice this node stored as it is costs nothing; the
@@ -301,6 +301,9 @@ func decodeHeartbeat(data []byte, author peer.ID, now time.Time) (*agent.Heartbe
 	if err := agent.CheckHeartbeatDomains(hb.Domains); err != nil {
 		return nil, fmt.Errorf("heartbeat domains: %w", err)
 	}
+	// An address no one should be sent to is dropped, not the round: its
+	// liveness and health still hold (agent.CheckAnnouncedAddr).
+	hb.Addrs, _ = agent.AnnouncedAddrs(hb.Addrs)
 	if err := checkHealth(hb.Health, author, now); err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ func TestA2ACardsHostRecord(t *testing.T) {
 	}
 	cardOf := func(description string) string {
 		b, _ := json.Marshal(map[string]any{"name": "Far Bot", "description": description, "version": "1",
-			"supportedInterfaces": []any{map[string]string{"url": "https://mirror.example/a2a/x", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}},
+			"supportedInterfaces": []any{map[string]string{"url": "https://mirror.example/a2a/" + opened.ID, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}},
 			"capabilities":        map[string]any{"extensions": []any{cardsig.HostRecordExtension(opened.Publisher, env)}},
 			"skills":              []any{map[string]string{"id": "far-bot", "name": "Far Bot", "description": description}}})
 		return string(b)

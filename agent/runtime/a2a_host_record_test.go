@@ -42,7 +42,7 @@ func TestA2AHostRecordIsChecked(t *testing.T) {
 	defer srv.Close()
 	cardOf := func(description string) []byte {
 		b, _ := json.Marshal(map[string]any{"name": "Far Bot", "description": description, "version": "1",
-			"supportedInterfaces": []any{map[string]string{"url": srv.URL + "/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}},
+			"supportedInterfaces": []any{map[string]string{"url": srv.URL + "/a2a/" + opened.ID, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}},
 			"capabilities":        map[string]any{"extensions": []any{cardsig.HostRecordExtension(opened.Publisher, env)}},
 			"skills":              []any{map[string]string{"id": "far-bot", "name": "Far Bot", "description": description}}})
 		return b

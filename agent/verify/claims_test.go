@@ -72,7 +72,8 @@ func TestClaimsBudget(t *testing.T) {
 		return nil, nil
 	}}
 	for i := range 4 {
-		c.Claim(peerID+string(rune('a'+i)), []string{"a.example", "b.example"})
+		p := string(rune('a' + i))
+		c.Claim(peerID+p, []string{p + "1.example", p + "2.example"})
 	}
 	if n := c.CheckQueued(t.Context()); n != 3 || looked.Load() != 3 {
 		t.Fatalf("first minute: %d proofs (%d look-ups), want 3", n, looked.Load())

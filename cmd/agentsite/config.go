@@ -436,6 +436,9 @@ func (c *Config) httpConfig() handlers.Config {
 		MetricsToken:        c.MetricsToken,
 		PublicURL:           c.PublicURL,
 		NodeName:            c.NodeName,
+		// Referrals wait for a node heard through two silences that
+		// would have made it stale: a fresh identity is not referred.
+		ReferAfter: 2 * c.staleAfter(),
 	}
 }
 

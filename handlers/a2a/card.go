@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -60,23 +59,14 @@ type Interface struct {
 }
 
 // textModes: every agent here reads and writes plain text.
-var textModes = []string{"text/plain"}
+var textModes = cardsig.NodeTextModes
 
-// bearerScheme says what the node accepts: anonymous callers, or a bearer
-// token (the operator token, or a portal account's API token), which
-// makes the caller's tasks its own and opens the extended card. No
-// scheme is required, so the card lists no security requirement.
-var bearerScheme = map[string]any{
-	"bearer": map[string]any{
-		"type": "http", "scheme": "bearer",
-		"description":            bearerHelp,
-		"httpAuthSecurityScheme": map[string]any{"scheme": "Bearer", "description": bearerHelp},
-	},
-}
-
-const bearerHelp = "Optional. Authorization: Bearer <the node operator's token, or an API token of an account on this node>: " +
-	"your tasks and contexts are then your own (ListTasks lists them; no other caller reads them), and " +
-	"GetExtendedAgentCard answers. Without it, a task id is the capability to read or cancel that task."
+// bearerScheme says what the node accepts (cardsig.NodeSecuritySchemes):
+// anonymous callers, or a bearer token (the operator token, or a portal
+// account's API token), which makes the caller's tasks its own and opens
+// the extended card. No scheme is required, so the card lists no
+// security requirement.
+var bearerScheme = cardsig.NodeSecuritySchemes(false)
 
 // card is the part every card shares: the endpoints at url.
 func card(url string) Card {
@@ -99,10 +89,10 @@ func card(url string) Card {
 	}
 }
 
-// mySkill is on extended cards only: what an authenticated caller has.
-var mySkill = a2a.AgentSkill{ID: "my_tasks", Name: "Your tasks",
-	Description: "You are authenticated: ListTasks lists the tasks you made here (the last hour's, newest first), " +
-		"and no other caller can read or cancel them.", Tags: []string{"tasks"}}
+// mySkill is on extended cards only: what an authenticated caller has
+// (cardsig.CallerTasksSkill, the one skill a card may add to its host's).
+var mySkill = a2a.AgentSkill{ID: cardsig.CallerTasksSkill.ID, Name: cardsig.CallerTasksSkill.Name,
+	Description: cardsig.CallerTasksSkill.Description, Tags: cardsig.CallerTasksSkill.Tags}
 
 // agentCardFor is the card of any agent on the planet, hosted here or
 // elsewhere (GET /a2a/{id}/agent-card.json, or GET on the card's url
@@ -125,25 +115,13 @@ func agentCard(l store.Listing, base string) Card {
 	c := card(base + "/a2a/" + rec.ID)
 	c.Name = rec.DisplayName
 	c.Description = rec.Description
-	c.Version = rec.Version
-	if c.Version == "" {
-		c.Version = strconv.FormatUint(rec.Seq, 10) // the record's revision
-	}
+	c.Version = cardsig.HostVersion(&rec) // the record's, else its revision
 	c.DocumentationURL = base + "/agents/" + rec.ID
-	c.Provider = &a2a.AgentProvider{Org: "AgentSite node " + shortID(l.HostPeerID), URL: base}
-	tags := rec.Tags
-	if tags == nil {
-		tags = []string{}
-	}
-	for _, sk := range rec.Skills {
-		desc := sk.Description
-		if desc == "" {
-			desc = rec.Description
-		}
-		c.Skills = append(c.Skills, a2a.AgentSkill{ID: sk.ID, Name: sk.Name, Description: desc, Examples: sk.Examples, Tags: tags})
-	}
-	if len(c.Skills) == 0 { // the agent as its own one skill
-		c.Skills = []a2a.AgentSkill{{ID: rec.Name, Name: rec.DisplayName, Description: rec.Description, Tags: tags}}
+	c.Provider = &a2a.AgentProvider{Org: cardsig.HostProvider(l.HostPeerID), URL: base}
+	// The card says of the agent what its record says, no more: a card
+	// of an agent hosted elsewhere is held to it (cardsig.VerifyHostRecord).
+	for _, sk := range cardsig.HostSkills(&rec) {
+		c.Skills = append(c.Skills, a2a.AgentSkill{ID: sk.ID, Name: sk.Name, Description: sk.Description, Examples: sk.Examples, Tags: sk.Tags})
 	}
 	if !l.Local && len(l.Envelope) > 0 {
 		// This node's signature binds its own url; the host's signature
@@ -225,8 +203,7 @@ func v1Only(body []byte) ([]byte, error) {
 		delete(m, k)
 	}
 	if m["securitySchemes"] != nil {
-		m["securitySchemes"] = map[string]any{"bearer": map[string]any{
-			"httpAuthSecurityScheme": map[string]any{"scheme": "Bearer", "description": bearerHelp}}}
+		m["securitySchemes"] = cardsig.NodeSecuritySchemes(true)
 	}
 	return json.Marshal(m)
 }

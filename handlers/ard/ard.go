@@ -142,6 +142,9 @@ type Handler struct {
 	// node's peer id, never referred to.
 	Nodes Nodes
 	Self  string
+	// ReferAfter is how long a node must have been seen online before it
+	// is referred to (a few heartbeat intervals; 0: at once).
+	ReferAfter time.Duration
 	// PublicURL is --public-url ("": the request's origin).
 	PublicURL string
 	Now       func() time.Time
@@ -154,6 +157,7 @@ type Handler struct {
 	mirror    Mirror
 	mirrorAt  time.Time
 	mirrorSet bool
+	referAges map[string]time.Time // peer id → first seen online (referrals)
 }
 
 // New is a Handler; set its optional fields before serving. A catalog

@@ -191,7 +191,7 @@ func TestReferrals(t *testing.T) {
 	_, self := newPeer(t)
 	node := func(pid, status string, addrs ...string) {
 		t.Helper()
-		n := store.Node{PeerID: pid, Name: "node-" + pid[len(pid)-4:], Version: "test", LastHeartbeat: time.Now(), Status: status}
+		n := store.Node{PeerID: pid, Name: "node-" + pid[len(pid)-4:], Version: "test", LastHeartbeat: time.Now(), Status: status, AgentsHosted: 1}
 		for _, a := range addrs {
 			n.Addrs = append(n.Addrs, a+"/p2p/"+pid)
 		}

@@ -8,9 +8,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -23,11 +25,21 @@ import (
 // /http-path is kept), e.g. with --announce. The hosts of the page's
 // listings come first (they hold those agents), then the other nodes in
 // peer id order.
+//
+// A referral sends a stranger somewhere on a peer's word, so only nodes
+// that earned it are named: online, hosting listings this node holds
+// (the row's agents_hosted, which the Sink caps by what it holds), heard
+// for ReferAfter, at an address that is a public host name or a public
+// unicast IP (agent.CheckHostname, agent.IsSpecialAddr). A swarm of fresh
+// identities that host nothing fills no slot.
 const (
 	// MaxReferrals bounds the referrals of one answer.
 	MaxReferrals = 10
 	// maxReferralScan bounds the node rows one answer reads for them.
 	maxReferralScan = 500
+	// maxReferralAges bounds the nodes whose first sighting is kept;
+	// past it the sightings start again (referrals wait ReferAfter).
+	maxReferralAges = 4096
 )
 
 // Nodes is what this node knows of the planet's other nodes: their rows,
@@ -38,9 +50,10 @@ type Nodes interface {
 }
 
 // referralRun is what a referrals answer looked at (the AgentSite-Federation
-// header): Online nodes heard (of Scanned rows read), Referred of them.
+// header): Online nodes heard (of Scanned rows read), Addressed of them at
+// an address it may refer to, Referred of those.
 type referralRun struct {
-	Scanned, Online, Referred int
+	Scanned, Online, Addressed, Referred int
 }
 
 // referrals are the registries of the nodes this one hears, hosts of
@@ -54,7 +67,11 @@ func (h *Handler) referrals(ctx context.Context, listings []store.Listing, priva
 		return out, run, nil
 	}
 	seen := map[string]bool{h.Self: true}
-	consider := func(nodes []store.Node) {
+	now := h.Now()
+	// hostsOfPage: the nodes hosting the page's listings, which this node
+	// holds by the page itself (a row's agents_hosted may lag a mirror
+	// still filling by a minute).
+	consider := func(nodes []store.Node, hostsOfPage bool) {
 		for _, n := range nodes {
 			if len(out) >= MaxReferrals || seen[n.PeerID] {
 				continue
@@ -62,11 +79,16 @@ func (h *Handler) referrals(ctx context.Context, listings []store.Listing, priva
 			seen[n.PeerID] = true
 			run.Scanned++
 			if n.Status != store.StatusOnline {
+				h.forgetAge(n.PeerID)
 				continue
 			}
 			run.Online++
 			u, ok := registryURL(n.Addrs, private)
 			if !ok {
+				continue
+			}
+			run.Addressed++
+			if !hostsOfPage && n.AgentsHosted <= 0 || !h.heardLongEnough(n.PeerID, now) {
 				continue
 			}
 			name := n.Name
@@ -92,7 +114,7 @@ func (h *Handler) referrals(ctx context.Context, listings []store.Listing, priva
 		if err != nil {
 			return nil, run, err
 		}
-		consider(nodes)
+		consider(nodes, true)
 	}
 	q := store.NodeQuery{Limit: store.MaxLimit}
 	for len(out) < MaxReferrals && run.Scanned < maxReferralScan {
@@ -100,7 +122,7 @@ func (h *Handler) referrals(ctx context.Context, listings []store.Listing, priva
 		if err != nil {
 			return nil, run, err
 		}
-		consider(page.Nodes)
+		consider(page.Nodes, false)
 		if page.Next == "" {
 			break
 		}
@@ -143,18 +165,9 @@ func httpBase(addr string, private bool) (base string, secure, ok bool) {
 	for i, c := range m {
 		code := c.Protocol().Code
 		switch {
-		case i == 0 && (code == ma.P_IP4 || code == ma.P_IP6):
-			ip, err := netip.ParseAddr(c.Value())
-			if err != nil || ip.IsUnspecified() || ip.IsMulticast() {
-				return "", false, false
-			}
-			if !private && (ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast()) {
-				return "", false, false
-			}
-			host = ip.String()
-		case i == 0 && (code == ma.P_DNS || code == ma.P_DNS4 || code == ma.P_DNS6):
-			host = c.Value()
-			if !private && (host == "localhost" || strings.HasSuffix(host, ".localhost")) {
+		case i == 0 && (code == ma.P_IP4 || code == ma.P_IP6 || code == ma.P_DNS || code == ma.P_DNS4 || code == ma.P_DNS6):
+			var ok bool
+			if host, ok = referrableHost(c.Value(), private); !ok {
 				return "", false, false
 			}
 		case i == 1 && code == ma.P_TCP:
@@ -196,6 +209,60 @@ func httpBase(addr string, private bool) (base string, secure, ok bool) {
 	return fmt.Sprintf("%s://%s%s", scheme, hostport, path), secure, true
 }
 
+// referrableHost is the URL host of an address's first component (an IP,
+// or a DNS name, which may itself be an IP literal: it is read as one),
+// when a client may be sent there: a host name (agent.CheckHostname, so
+// no user-info, port, path or numeric spoof) not local-only, or a public
+// unicast IP; with private, loopback and private IPs and names too, never
+// link-local (cloud metadata) nor an IPv6 form embedding an IPv4 address.
+func referrableHost(v string, private bool) (string, bool) {
+	ip, err := netip.ParseAddr(v)
+	if err != nil {
+		if agent.CheckHostname(v) != nil || !private && agent.LocalOnlyName(v) {
+			return "", false
+		}
+		return strings.ToLower(strings.TrimSuffix(v, ".")), true
+	}
+	switch {
+	case !agent.IsSpecialAddr(ip):
+	case private && !ip.Is4In6() && (ip.IsLoopback() || ip.IsPrivate()) && ip != awsMetadataV6:
+	default:
+		return "", false
+	}
+	return ip.String(), true
+}
+
+// awsMetadataV6 is a cloud metadata service in the unique-local block,
+// which a private origin may otherwise be referred to.
+var awsMetadataV6 = netip.MustParseAddr("fd00:ec2::254")
+
+// heardLongEnough says the node peer has been seen online, by the
+// referral answers, for ReferAfter: a fresh identity is not referred at
+// once. A node seen offline starts again (forget).
+func (h *Handler) heardLongEnough(peer string, now time.Time) bool {
+	if h.ReferAfter <= 0 {
+		return true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	first, ok := h.referAges[peer]
+	if !ok {
+		if h.referAges == nil || len(h.referAges) >= maxReferralAges {
+			h.referAges = map[string]time.Time{}
+		}
+		h.referAges[peer] = now
+		return false
+	}
+	return now.Sub(first) >= h.ReferAfter
+}
+
+// forgetAge drops the first sighting of a node seen not online.
+func (h *Handler) forgetAge(peer string) {
+	h.mu.Lock()
+	delete(h.referAges, peer)
+	h.mu.Unlock()
+}
+
 // privateOrigin says whether origin (the base URL the client reached this
 // node at) is on loopback or a private network: then the nodes it refers
 // to may be too (a test or a LAN); a public node never refers clients to
@@ -223,6 +290,8 @@ func (r referralRun) note(hasNodes bool) string {
 		return "no referrals: this node keeps no record of other nodes"
 	case r.Online == 0:
 		return "no referrals: this node hears no other online node"
+	case r.Addressed > 0:
+		return fmt.Sprintf("no referrals: none of the %d online nodes at an address it may refer to hosts listings this node holds and has been heard long enough", r.Addressed)
 	}
 	return fmt.Sprintf("no referrals: none of the %d online nodes this node hears announces an HTTP address it may refer to (an /http or /tls/http multiaddr in its heartbeat, e.g. --announce /dns4/agents.example.org/tcp/443/tls/http)", r.Online)
 }
