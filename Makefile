@@ -109,9 +109,12 @@ lint: ## go vet, gofmt, and generated files up to date
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@$(GO) tool templ generate >/dev/null 2>&1; if ! git diff --quiet -- '*_templ.go'; then echo "generated templ files are stale: run make generate and commit"; exit 1; fi
 
-fuzz: ## fuzz record opening and validation for a minute each
+fuzz: ## fuzz record opening and validation, the heartbeat decoder and both sync page readers, a minute each
 	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime 60s ./agent/
 	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 60s ./agent/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeHeartbeat$$' -fuzztime 60s ./p2p/
+	$(GO) test -run '^$$' -fuzz '^FuzzReadFeedPage$$' -fuzztime 60s ./p2p/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSyncPage$$' -fuzztime 60s ./p2p/
 
 clean: ## remove build output (not ./data)
 	rm -rf bin

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -223,5 +226,113 @@ func TestSyncServeLetsAnHonestSyncFinish(t *testing.T) {
 				t.Fatalf("pages paced %v, refused %v: want the budget to pace the sync, never refuse it", paced, refused)
 			}
 		})
+	}
+}
+
+// BenchmarkRogueSyncPull: the bytes one peer pulls from a node holding
+// 650 listings of ~1 KB in 20 s (ROGUE_PULL_SECONDS) when it opens 16
+// sync streams (1.1.0) and keeps 4 requests in flight on each, opening a
+// stream again whenever one ends (after 50 ms when it was refused).
+// "unbounded" lifts the serving budget and stream limit (as before they
+// existed), "default" is the node's defaults.
+//
+//	go test -run '^$' -bench RogueSyncPull -benchtime 1x ./p2p/
+func BenchmarkRogueSyncPull(b *testing.B) {
+	const listings, streams, inFlight = 650, 16, 4
+	secs := 20
+	if v, err := strconv.Atoi(os.Getenv("ROGUE_PULL_SECONDS")); err == nil && v > 0 {
+		secs = v
+	}
+	srcKey, _ := genKey(b)
+	src := &memCache{}
+	now := time.Now().UTC()
+	desc := strings.Repeat("d", 600)
+	for i := range listings {
+		r, env := sealRecord(b, srcKey, fmt.Sprintf("bot-%d", i), 1, now, time.Hour, desc)
+		if _, err := src.Put(context.Background(), r, env); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, bc := range []struct {
+		name string
+		lim  SyncServeLimits
+	}{
+		{"unbounded", SyncServeLimits{BytesPerSecond: 1 << 40, Burst: 1 << 40, StreamsPerPeer: 1 << 20}},
+		{"default", SyncServeLimits{}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for range b.N {
+				s, err := New(context.Background(), srcKey, Config{ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}, Cache: src, NoSyncOnConnect: true, SyncServe: bc.lim}, testLogger())
+				if err != nil {
+					b.Fatal(err)
+				}
+				rogueKey, _ := genKey(b)
+				rogue, err := New(context.Background(), rogueKey, Config{ListenAddrs: []string{"/ip4/127.0.0.1/tcp/0"}}, testLogger())
+				if err == nil {
+					err = rogue.Connect(context.Background(), peer.AddrInfo{ID: s.Host().ID(), Addrs: s.Host().Addrs()})
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs)*time.Second)
+				var got, refused atomic.Int64
+				var wg sync.WaitGroup
+				for range streams {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for ctx.Err() == nil {
+							n, err := roguePullUntil(ctx, rogue, s.Host().ID(), inFlight)
+							got.Add(n)
+							if errors.Is(err, errSyncRefused) {
+								refused.Add(1)
+								select {
+								case <-ctx.Done():
+								case <-time.After(50 * time.Millisecond):
+								}
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				cancel()
+				b.ReportMetric(float64(got.Load())/1e6, "MB-pulled")
+				b.ReportMetric(float64(got.Load())*8/1e6/float64(secs), "Mbit/s")
+				b.ReportMetric(float64(refused.Load()), "streams-refused")
+				_ = rogue.Close()
+				_ = s.Close()
+			}
+		})
+	}
+}
+
+// roguePullUntil pulls the feed's first page over and over on
+// one stream, inFlight requests ahead, until ctx ends or the stream does.
+func roguePullUntil(ctx context.Context, rogue *Node, to peer.ID, inFlight int) (int64, error) {
+	s, err := rogue.Host().NewStream(ctx, to, SyncFeedProtocol)
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
+	req, _ := json.Marshal(feedRequest{Limit: syncPageSize})
+	req = append(req, '\n')
+	for range inFlight {
+		if _, err := s.Write(req); err != nil {
+			return 0, err
+		}
+	}
+	r := bufio.NewReaderSize(s, maxFeedHeader)
+	var total int64
+	for {
+		_, n, err := readFeedPage(r, feedRequest{Limit: syncPageSize})
+		total += int64(n)
+		if err != nil {
+			return total, err
+		}
+		if _, err := s.Write(req); err != nil {
+			return total, err
+		}
 	}
 }
