@@ -87,8 +87,9 @@ bench-planet: ## whole nodes at 50 ms RTT (a delaying dialer, -tags agentsite_te
 bench-nat: ## behind NAT (root; network namespaces): chat turns over the relay vs direct, time to reservation and to hole punch, relay cost with 50 reservations
 	$(GO) test -run '^$$' -bench 'BenchmarkNAT' -benchtime 1x -timeout 30m ./cmd/agentsite/
 
-bench-rogue: ## rogue peers: heap per 10k DHT PUTs, heap under an endless sync reply, an honest agent's rank under 10k and 100k valid spam
+bench-rogue: ## rogue peers: heap per 10k DHT PUTs, bytes a pipelining sync peer pulls in 20 s, heap under an endless sync reply, an honest agent's rank under 10k and 100k valid spam
 	$(GO) test -run '^$$' -bench BenchmarkRogueDHTPut -benchtime 1x -timeout 30m ./p2p/
+	$(GO) test -run '^$$' -bench BenchmarkRogueSyncPull -benchtime 1x -timeout 30m ./p2p/
 	$(GO) test -run '^$$' -bench BenchmarkRogueEndlessReply -benchtime 1x -timeout 30m ./cmd/agentsite/
 	ROGUE_SPAM=10000 ROGUE_IDS=100 $(GO) test -run '^$$' -bench BenchmarkRogueSpamRank -benchtime 1x -timeout 30m ./cmd/agentsite/
 	ROGUE_SPAM=100000 ROGUE_IDS=1000 $(GO) test -run '^$$' -bench BenchmarkRogueSpamRank -benchtime 1x -timeout 60m ./cmd/agentsite/
