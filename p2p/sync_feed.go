@@ -309,7 +309,11 @@ func (c *feedClient) read(req feedRequest) (feedResponse, error) {
 		c.n.metrics.sync.bytes.WithLabelValues(kindOf(req), c.round).Add(float64(read))
 	}
 	if err != nil {
-		if errors.Is(err, errBadPage) || errors.Is(err, agent.ErrTooLarge) {
+		switch {
+		case errors.Is(err, agent.ErrTooLarge):
+			c.n.reject(pathSync, c.p, err)
+			return feedResponse{}, fmt.Errorf("peer %s sent an oversized sync page: %w", c.p, err)
+		case errors.Is(err, errBadPage):
 			c.n.reject(pathSync, c.p, err)
 		}
 		return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
