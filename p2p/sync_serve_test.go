@@ -336,3 +336,31 @@ func roguePullUntil(ctx context.Context, rogue *Node, to peer.ID, inFlight int) 
 		}
 	}
 }
+
+// TestSyncClientReadsARefusal: a node whose sync a peer refuses (it is
+// over its budget there) gets errSyncRefused with the peer's reason, over
+// both protocols, and holds the peer no strike for it.
+func TestSyncClientReadsARefusal(t *testing.T) {
+	srcKey, _ := genKey(t)
+	src := &memCache{}
+	fillSource(t, srcKey, 300, src)
+	page := syncPageSize * len(src.order[0])
+	lim := SyncServeLimits{BytesPerSecond: 1, Burst: page + page/2, MaxWait: 10 * time.Millisecond, now: frozen()}
+	s := startNode(t, srcKey, Config{Cache: src, NoSyncOnConnect: true, SyncServe: lim})
+	m := startNode(t, nil, Config{Cache: &memCache{}, NoSyncOnConnect: true})
+	connect(t, m, s)
+	for name, sync := range map[string]func() error{
+		"1.1.0": func() error { _, err := m.FeedSync(context.Background(), s.Host().ID(), false); return err },
+		"1.0.0": func() error { _, err := m.SyncFrom(context.Background(), s.Host().ID(), ""); return err },
+	} {
+		err := sync()
+		if !errors.Is(err, errSyncRefused) || !strings.Contains(err.Error(), "ask again later") {
+			t.Errorf("%s: sync = %v, want the peer's refusal with its reason", name, err)
+		}
+	}
+	for _, reason := range []string{"malformed", "size", "invalid"} {
+		if n := counterValue(m.metrics.rejected.WithLabelValues(pathSync, reason)); n != 0 {
+			t.Errorf("the refusals counted %v rejected records (%s) against the peer", n, reason)
+		}
+	}
+}
