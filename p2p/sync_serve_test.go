@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -364,3 +365,47 @@ func TestSyncClientReadsARefusal(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncServeLogsAPeerOncePerInterval: a peer held back is named in the
+// log once per serveLogEvery however often it is held back.
+func TestSyncServeLogsAPeerOncePerInterval(t *testing.T) {
+	var mu sync.Mutex
+	at := time.Now()
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return at }
+	var logged atomic.Int64
+	logger := slog.New(countingHandler{&logged})
+	l, err := newServeLimiter(SyncServeLimits{StreamsPerPeer: 1}, now, logger, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, p := genKey(t)
+	if _, err := l.open(p, "192.0.2.0/24", SyncFeedProtocol); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := l.open(p, "192.0.2.0/24", SyncFeedProtocol); !errors.Is(err, errServeLimited) {
+			t.Fatalf("a second stream with a limit of one: %v", err)
+		}
+	}
+	if n := logged.Load(); n != 1 {
+		t.Fatalf("5 refusals logged %d times, want once", n)
+	}
+	mu.Lock()
+	at = at.Add(serveLogEvery)
+	mu.Unlock()
+	_, _ = l.open(p, "192.0.2.0/24", SyncFeedProtocol)
+	if n := logged.Load(); n != 2 {
+		t.Fatalf("a refusal an interval later: logged %d times in all, want 2", n)
+	}
+	if n := counterValue(l.limited.WithLabelValues(SyncFeedProtocol, serveActionBusy)); n != 6 {
+		t.Fatalf("%v refusals counted, want 6", n)
+	}
+}
+
+// countingHandler counts the records logged at Info or above.
+type countingHandler struct{ n *atomic.Int64 }
+
+func (h countingHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+func (h countingHandler) Handle(context.Context, slog.Record) error    { h.n.Add(1); return nil }
+func (h countingHandler) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h countingHandler) WithGroup(string) slog.Handler                { return h }
