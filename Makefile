@@ -87,8 +87,9 @@ bench-planet: ## whole nodes at 50 ms RTT (a delaying dialer, -tags agentsite_te
 bench-nat: ## behind NAT (root; network namespaces): chat turns over the relay vs direct, time to reservation and to hole punch, relay cost with 50 reservations
 	$(GO) test -run '^$$' -bench 'BenchmarkNAT' -benchtime 1x -timeout 30m ./cmd/agentsite/
 
-bench-rogue: ## rogue peers: heap per 10k DHT PUTs, heap under an endless sync reply, an honest agent's rank under 10k and 100k valid spam
+bench-rogue: ## rogue peers: heap per 10k DHT PUTs, bytes a pipelining sync peer pulls in 20 s, heap under an endless sync reply, an honest agent's rank under 10k and 100k valid spam
 	$(GO) test -run '^$$' -bench BenchmarkRogueDHTPut -benchtime 1x -timeout 30m ./p2p/
+	$(GO) test -run '^$$' -bench BenchmarkRogueSyncPull -benchtime 1x -timeout 30m ./p2p/
 	$(GO) test -run '^$$' -bench BenchmarkRogueEndlessReply -benchtime 1x -timeout 30m ./cmd/agentsite/
 	ROGUE_SPAM=10000 ROGUE_IDS=100 $(GO) test -run '^$$' -bench BenchmarkRogueSpamRank -benchtime 1x -timeout 30m ./cmd/agentsite/
 	ROGUE_SPAM=100000 ROGUE_IDS=1000 $(GO) test -run '^$$' -bench BenchmarkRogueSpamRank -benchtime 1x -timeout 60m ./cmd/agentsite/
@@ -109,9 +110,12 @@ lint: ## go vet, gofmt, and generated files up to date
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@$(GO) tool templ generate >/dev/null 2>&1; if ! git diff --quiet -- '*_templ.go'; then echo "generated templ files are stale: run make generate and commit"; exit 1; fi
 
-fuzz: ## fuzz record opening and validation for a minute each
+fuzz: ## fuzz record opening and validation, the heartbeat decoder and both sync page readers, a minute each
 	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime 60s ./agent/
 	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 60s ./agent/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeHeartbeat$$' -fuzztime 60s ./p2p/
+	$(GO) test -run '^$$' -fuzz '^FuzzReadFeedPage$$' -fuzztime 60s ./p2p/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSyncPage$$' -fuzztime 60s ./p2p/
 
 clean: ## remove build output (not ./data)
 	rm -rf bin

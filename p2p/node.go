@@ -110,6 +110,9 @@ type Config struct {
 	// DHTStore bounds the DHT values held for other peers (zero: the
 	// defaults).
 	DHTStore DHTStoreLimits
+	// SyncServe bounds what peers may pull from this node's catalogue
+	// (sync_serve.go; zero: the defaults).
+	SyncServe SyncServeLimits
 	// LinkDelay, for benchmarks and tests only (builds with -tags
 	// agentsite_testnet; refused otherwise), is the round-trip time every
 	// connection is given: a wide-area planet on one machine
@@ -153,6 +156,7 @@ type Node struct {
 	traffic *lpmetrics.BandwidthCounter
 	strikes *strikes
 	syncs   *syncTracker
+	serving *serveLimiter // the budgets of the peers served sync (sync_serve.go)
 	scores  peerScores
 	mcp     mcpState                  // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
 	hostp   atomic.Pointer[host.Host] // the host, for libp2p's own goroutines (autorelay's peer source)
@@ -206,6 +210,9 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 		}
 	}
 	n.syncs = newSyncTracker()
+	if n.serving, err = newServeLimiter(cfg.SyncServe, n.now, logger, cfg.Registerer); err != nil {
+		return nil, fmt.Errorf("p2p metrics: %w", err)
+	}
 
 	cm, err := connmgr.NewConnManager(100, 400, connmgr.WithGracePeriod(time.Minute))
 	if err != nil {

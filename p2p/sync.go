@@ -54,8 +54,12 @@ const (
 // serveSync answers catalogue pages from the cache.
 func (n *Node) serveSync(s network.Stream) {
 	defer s.Close()
+	st := n.openServe(s, SyncProtocol)
+	if st == nil {
+		return
+	}
+	defer st.close()
 	r := bufio.NewReaderSize(io.LimitReader(s, 1<<20), maxSyncRequest)
-	enc := json.NewEncoder(s)
 	for {
 		_ = s.SetReadDeadline(time.Now().Add(syncStreamIdle))
 		line, err := r.ReadSlice('\n')
@@ -76,8 +80,19 @@ func (n *Node) serveSync(s network.Stream) {
 			_ = s.Reset()
 			return
 		}
+		page, err := json.Marshal(syncResponse{Envelopes: envs, Next: next})
+		if err != nil {
+			return
+		}
+		page = append(page, '\n')
+		if err := st.pace(n.ctx, len(page)); err != nil {
+			if errors.Is(err, errServeLimited) {
+				refuseStream(s, err)
+			}
+			return
+		}
 		_ = s.SetWriteDeadline(time.Now().Add(syncStreamIdle))
-		if err := enc.Encode(syncResponse{Envelopes: envs, Next: next}); err != nil {
+		if _, err := s.Write(page); err != nil {
 			return
 		}
 	}
@@ -194,14 +209,20 @@ func (n *Node) takePage(ctx context.Context, p peer.ID, round string, envs [][]b
 
 var errBadPage = errors.New("sync page is not one JSON object")
 
-// readSyncPage reads one page: a line of at most r's buffer size
-// (maxSyncResponse) within syncPageTimeout, then decodes it. A longer line
-// is bufio.ErrBufferFull: the peer broke the protocol's page limit.
+// readSyncPage reads one page within syncPageTimeout (decodeSyncPage).
 func readSyncPage(s network.Stream, r *bufio.Reader) (syncResponse, error) {
 	_ = s.SetReadDeadline(time.Now().Add(syncPageTimeout))
+	return decodeSyncPage(r)
+}
+
+// decodeSyncPage reads one page: a line of at most r's buffer size
+// (maxSyncResponse), then decodes it. A longer line is
+// bufio.ErrBufferFull: the peer broke the protocol's page limit; the end
+// of the stream after a refusal (sync_serve.go) is errSyncRefused.
+func decodeSyncPage(r *bufio.Reader) (syncResponse, error) {
 	line, err := r.ReadSlice('\n')
 	if err != nil {
-		return syncResponse{}, err
+		return syncResponse{}, asRefusal(line, err)
 	}
 	var resp syncResponse
 	if err := json.Unmarshal(line, &resp); err != nil {
@@ -686,7 +707,14 @@ func (n *Node) syncOnce(ctx context.Context, p peer.ID, sync func(context.Contex
 	if changed > 0 {
 		n.logger.Info("catalogue sync", "peer", p, "records", changed, "took", time.Since(start).Round(time.Millisecond))
 	}
-	if err != nil && ctx.Err() == nil {
+	switch {
+	case err == nil || ctx.Err() != nil:
+	case errors.Is(err, errSyncRefused):
+		// The peer is over its serving budget for this node (or holds
+		// its streams elsewhere): the next round resumes where this one
+		// stopped.
+		n.logger.Info("a peer refused part of a catalogue sync; it resumes at the next round", "peer", p, "err", err)
+	default:
 		n.logger.Debug("catalogue sync failed", "peer", p, "err", err)
 	}
 	return err

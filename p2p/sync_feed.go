@@ -141,6 +141,11 @@ func shardRange(i int) (lo, hi string) {
 // serveFeed answers pages of the cache's change feed.
 func (n *Node) serveFeed(s network.Stream) {
 	defer s.Close()
+	st := n.openServe(s, SyncFeedProtocol)
+	if st == nil {
+		return
+	}
+	defer st.close()
 	r := bufio.NewReaderSize(io.LimitReader(s, 4<<20), maxFeedRequest)
 	w := bufio.NewWriterSize(s, 64<<10)
 	feed := ""
@@ -188,11 +193,31 @@ func (n *Node) serveFeed(s network.Stream) {
 			}
 		}
 		h.Count = len(envs)
+		line, merr := json.Marshal(h)
+		if merr != nil {
+			return
+		}
+		if err := st.pace(n.ctx, feedPageSize(line, envs)); err != nil {
+			if errors.Is(err, errServeLimited) {
+				refuseStream(s, err)
+			}
+			return
+		}
 		_ = s.SetWriteDeadline(time.Now().Add(syncStreamIdle))
-		if err := writeFeedPage(w, h, envs); err != nil {
+		if err := writeFeedPage(w, line, envs); err != nil {
 			return
 		}
 	}
+}
+
+// feedPageSize is the bytes of a page on the wire: its header line and
+// frames.
+func feedPageSize(line []byte, envs [][]byte) int {
+	size := len(line) + 1
+	for _, env := range envs {
+		size += uvarintLen(uint64(len(env))) + len(env)
+	}
+	return size
 }
 
 // digestSize is the bytes of an envelope's digest: a prefix of its
@@ -223,12 +248,9 @@ func wanted(envs [][]byte, want []string) [][]byte {
 	return out
 }
 
-// writeFeedPage writes the header line, then each envelope as a frame.
-func writeFeedPage(w *bufio.Writer, h feedHeader, envs [][]byte) error {
-	line, err := json.Marshal(h)
-	if err != nil {
-		return err
-	}
+// writeFeedPage writes the header line (JSON, without its newline), then
+// each envelope as a frame.
+func writeFeedPage(w *bufio.Writer, line []byte, envs [][]byte) error {
 	if _, err := w.Write(append(line, '\n')); err != nil {
 		return err
 	}
@@ -278,55 +300,70 @@ func (c *feedClient) send(req feedRequest) error {
 }
 
 // read reads the answer to req: a header line, then its frames, within
-// syncPageTimeout.
+// syncPageTimeout. A page that breaks the protocol counts against the
+// peer (reject); a refusal (sync_serve.go) or a cut stream does not.
 func (c *feedClient) read(req feedRequest) (feedResponse, error) {
 	_ = c.s.SetReadDeadline(time.Now().Add(syncPageTimeout))
-	line, err := c.r.ReadSlice('\n')
+	resp, read, err := readFeedPage(c.r, req)
+	if read > 0 {
+		c.n.metrics.sync.bytes.WithLabelValues(kindOf(req), c.round).Add(float64(read))
+	}
+	if err != nil {
+		switch {
+		case errors.Is(err, agent.ErrTooLarge):
+			c.n.reject(pathSync, c.p, err)
+			return feedResponse{}, fmt.Errorf("peer %s sent an oversized sync page: %w", c.p, err)
+		case errors.Is(err, errBadPage):
+			c.n.reject(pathSync, c.p, err)
+		}
+		return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
+	}
+	return resp, nil
+}
+
+// readFeedPage decodes the answer to req from r (its buffer, maxFeedHeader,
+// bounds the header line): it returns the page, the bytes read once the
+// header was, and an error that wraps errBadPage or agent.ErrTooLarge when
+// the page breaks the protocol, errSyncRefused when the server refused.
+func readFeedPage(r *bufio.Reader, req feedRequest) (feedResponse, int, error) {
+	line, err := r.ReadSlice('\n')
 	if err != nil {
 		if errors.Is(err, bufio.ErrBufferFull) {
-			c.n.reject(pathSync, c.p, fmt.Errorf("%w: sync page header over %d bytes", agent.ErrTooLarge, maxFeedHeader))
+			return feedResponse{}, 0, fmt.Errorf("%w: sync page header over %d bytes", agent.ErrTooLarge, maxFeedHeader)
 		}
-		return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
+		return feedResponse{}, 0, asRefusal(line, err)
 	}
+	read := len(line)
 	var h feedHeader
 	if err := json.Unmarshal(line, &h); err != nil {
-		err = fmt.Errorf("%w: %w", errBadPage, err)
-		c.n.reject(pathSync, c.p, err)
-		return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
+		return feedResponse{}, read, fmt.Errorf("%w: %w", errBadPage, err)
 	}
 	if h.Count < 0 || h.Count > syncPageSize || (req.Limit == 0 && h.Count > 0) || (req.Want != nil && h.Count > len(req.Want)) {
-		c.n.reject(pathSync, c.p, fmt.Errorf("%w: page of %d records", agent.ErrTooLarge, h.Count))
-		return feedResponse{}, fmt.Errorf("peer %s sent an oversized sync page", c.p)
+		return feedResponse{}, read, fmt.Errorf("%w: page of %d records", agent.ErrTooLarge, h.Count)
 	}
 	if (h.Digest && !req.Digest) || (h.Own && !req.Own) || len(h.NextID) > maxOwnID {
-		err := fmt.Errorf("%w: a page not asked for", errBadPage)
-		c.n.reject(pathSync, c.p, err)
-		return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
+		return feedResponse{}, read, fmt.Errorf("%w: a page not asked for", errBadPage)
 	}
 	resp := feedResponse{Feed: h.Feed, Next: h.Next, More: h.More, Digest: h.Digest, Own: h.Own, NextID: h.NextID, Envelopes: make([][]byte, 0, h.Count)}
-	read := len(line)
-	defer func() { c.n.metrics.sync.bytes.WithLabelValues(kindOf(req), c.round).Add(float64(read)) }()
 	for range h.Count {
-		size, err := binary.ReadUvarint(c.r)
+		size, err := binary.ReadUvarint(r)
 		if err != nil {
-			return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
+			return feedResponse{}, read, err
 		}
 		if size == 0 || size > agent.MaxRecordBytes || (h.Digest && size != digestSize) {
-			c.n.reject(pathSync, c.p, fmt.Errorf("%w: sync frame of %d bytes", agent.ErrTooLarge, size))
-			return feedResponse{}, fmt.Errorf("peer %s sent an oversized sync frame", c.p)
+			return feedResponse{}, read, fmt.Errorf("%w: sync frame of %d bytes", agent.ErrTooLarge, size)
 		}
 		env := make([]byte, size)
-		if _, err := io.ReadFull(c.r, env); err != nil {
-			return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
+		if _, err := io.ReadFull(r, env); err != nil {
+			return feedResponse{}, read, err
 		}
 		read += uvarintLen(size) + len(env)
 		resp.Envelopes = append(resp.Envelopes, env)
 	}
 	if resp.Feed == "" || len(resp.Feed) > 64 || resp.Next < 0 {
-		c.n.reject(pathSync, c.p, fmt.Errorf("%w: sync page without a feed", errBadPage))
-		return feedResponse{}, fmt.Errorf("peer %s sent a page without a feed", c.p)
+		return feedResponse{}, read, fmt.Errorf("%w: sync page without a feed", errBadPage)
 	}
-	return resp, nil
+	return resp, read, nil
 }
 
 // take verifies, admits and caches a page's records; it reports whether

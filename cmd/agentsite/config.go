@@ -67,6 +67,10 @@ type Config struct {
 	DHTValuesPerPeer    int
 	DHTValuesPerIPGroup int
 
+	// What peers may pull from this node's catalogue (p2p.SyncServeLimits).
+	SyncServeRate  int
+	SyncServeBurst int
+
 	// Admission of network listings (p2p.Admission).
 	BlockPeers     []string
 	TrustPeers     []string
@@ -175,6 +179,9 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.DHTStoreMiB, "dht-store-mib", 64, "MiB of DHT values this node holds for other peers; when full, the oldest go (0: the default)")
 	fs.IntVar(&c.DHTValuesPerPeer, "dht-values-per-peer", 256, "DHT values one peer may have stored here; more PUTs are refused")
 	fs.IntVar(&c.DHTValuesPerIPGroup, "dht-values-per-ip-group", 1024, "DHT values the peers of one IP group (/24 of IPv4, /48 of IPv6) may have stored here together")
+	// What one peer may pull from this node's catalogue (an IP group 4× as much).
+	fs.IntVar(&c.SyncServeRate, "sync-serve-rate", 4, "MiB a second one peer may pull from this node's catalogue by sync once its burst is spent (an IP group 4x as much); past it its pages wait, then its streams end. An honest mirror's fill takes 1-2 MiB/s")
+	fs.IntVar(&c.SyncServeBurst, "sync-serve-burst", 16, "MiB one peer may pull from this node's catalogue by sync at once before --sync-serve-rate applies (an IP group 4x as much)")
 	// Admission of network listings: who may place them here, how many.
 	fs.Var(&stringList{vals: &c.BlockPeers}, "block-peer", "peer ID refused as a peer and as a publisher: no connection, its listings dropped (repeatable)")
 	fs.Var(&stringList{vals: &c.TrustPeers}, "trust-peer", "peer ID exempt from the admission quotas, as publisher and relayer (repeatable)")
@@ -352,6 +359,9 @@ func (c *Config) Validate() error {
 	if c.DHTStoreMiB < 0 || c.DHTValuesPerPeer < 0 || c.DHTValuesPerIPGroup < 0 {
 		errs = append(errs, errors.New("--dht-store-mib, --dht-values-per-peer and --dht-values-per-ip-group must not be negative (0: the defaults, 64, 256 and 1024)"))
 	}
+	if c.SyncServeRate < 1 || c.SyncServeBurst < 1 {
+		errs = append(errs, errors.New("--sync-serve-rate and --sync-serve-burst must be at least 1 (MiB/s and MiB; the defaults are 4 and 16)"))
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		errs = append(errs, errors.New("--log-format must be text or json"))
 	}
@@ -471,6 +481,7 @@ func (c *Config) p2pConfig() p2p.Config {
 		SyncInterval:      c.SyncInterval,
 		Admission:         c.admission(),
 		DHTStore:          c.dhtStore(),
+		SyncServe:         p2p.SyncServeLimits{BytesPerSecond: c.SyncServeRate << 20, Burst: c.SyncServeBurst << 20},
 	}
 }
 

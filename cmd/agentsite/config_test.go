@@ -55,6 +55,7 @@ func TestConfigErrorsSayHowToFix(t *testing.T) {
 		{[]string{"--record-ttl", "1s"}, nil, "--record-ttl"},
 		{[]string{"--log-level", "loud"}, nil, "--log-level"},
 		{[]string{"--store-timeout", "1ms"}, nil, "--store-timeout"},
+		{[]string{"--sync-serve-rate", "0"}, nil, "--sync-serve-rate"},
 		{nil, map[string]string{"AGENTSITE_DEMO_AGENTS": "maybe"}, "AGENTSITE_DEMO_AGENTS"},
 		{[]string{"stray"}, nil, "unexpected argument"},
 		{[]string{"--public-url", "agents.example.org"}, nil, "--public-url"},

@@ -225,7 +225,7 @@ func fillMirror(b *testing.B, seed string, n, sources int, legacy bool) (time.Du
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = db.Close() })
-		node := startBenchNode(b, p2p.Config{Cache: countingCache{&store.Sink{Store: db, SelfID: "<source>"}, &received}, NoSyncOnConnect: true}, logger)
+		node := startBenchNode(b, p2p.Config{Cache: countingCache{&store.Sink{Store: db, SelfID: "<source>"}, &received}, NoSyncOnConnect: true, SyncServe: benchServeLimits()}, logger)
 		if legacy {
 			node.Host().RemoveStreamHandler(p2p.SyncFeedProtocol)
 		}
@@ -318,4 +318,13 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchServeLimits are the sources' sync serving budgets: the defaults,
+// or none with AGENTSITE_BENCH_MIRROR_SERVE=unbounded (to compare).
+func benchServeLimits() p2p.SyncServeLimits {
+	if os.Getenv("AGENTSITE_BENCH_MIRROR_SERVE") == "unbounded" {
+		return p2p.SyncServeLimits{BytesPerSecond: 1 << 40, Burst: 1 << 40, StreamsPerPeer: 1 << 20}
+	}
+	return p2p.SyncServeLimits{}
 }
