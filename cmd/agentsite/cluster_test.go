@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
 )
@@ -80,6 +82,9 @@ func startClusterNode(t testing.TB, o nodeOpts) *clusterNode {
 	n.m.HealthSource = o.health
 	n.m.LinkDelay = o.link
 	n.m.VerifyHTTPSPort = o.verifyTLS
+	if o.verifyTLS != 0 { // proofs are never fetched from loopback but in tests
+		n.m.OutboundTestAllow = runtime.AllowList{{Prefix: netip.MustParsePrefix("127.0.0.1/32"), Port: uint16(o.verifyTLS)}}
+	}
 	if err := n.m.ParseFlags(args, func(string) string { return "" }, io.Discard); err != nil {
 		t.Fatal(err)
 	}
