@@ -59,8 +59,8 @@ type Registry struct {
 	// AllowEndpoints lets backends live at these endpoints of the
 	// operator's own networks (--allow-endpoint), and nowhere else private.
 	AllowEndpoints runtime.AllowList
-	Logger       *slog.Logger
-	Now          func() time.Time
+	Logger         *slog.Logger
+	Now            func() time.Time
 }
 
 // Actor is who asks for a change: a portal account (by handle) or the
