@@ -138,7 +138,7 @@ func (m *Main) buildHTTP(metrics prometheus.Registerer) error {
 	srv, err := handlers.New(handlers.Deps{
 		Store: a.full, Node: a.node, Registry: a.registry, Chat: a.chat, Live: a.live,
 		Health: a.health, Tester: a.prober, Lifetime: a.lifetime, Logger: m.Logger, Metrics: metrics,
-		CardKey: a.key, PushClient: runtime.NewPurposeClient(a.outbound, runtime.PurposePush, 10*time.Second),
+		CardKey: a.key, Push: a.outbound.Policy(runtime.PurposePush),
 		Verified: a.verify,
 	}, cfg)
 	if err != nil {
