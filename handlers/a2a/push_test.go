@@ -21,8 +21,8 @@ import (
 
 	"github.com/agentsite/agentsite/agent/runtime"
 	srv "github.com/agentsite/agentsite/handlers/a2a"
-	"github.com/agentsite/agentsite/handlers/httpkit"
 	. "github.com/agentsite/agentsite/handlers/handlertest"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
 // pushReceiver is a callback URL on loopback that counts the POSTs it gets
