@@ -185,7 +185,9 @@ func ParseAllowEntry(s string) ([]AllowEntry, error) {
 }
 
 // checkPrivate refuses an entry that is not wholly inside one range of the
-// operator's own networks, or that holds an address no policy opens.
+// operator's own networks. Addresses inside it that no policy opens (a
+// cloud metadata address in link-local space) stay refused: the guard
+// admits an allowed address only if its own range is a private one.
 func (e AllowEntry) checkPrivate() error {
 	p := e.Prefix
 	if p.Addr().Is4In6() {
@@ -193,12 +195,7 @@ func (e AllowEntry) checkPrivate() error {
 	}
 	row, ok := lookupSpecial(p.Addr())
 	if !ok || row.reach != reachPrivate || row.prefix.Bits() > p.Bits() {
-		return errors.New("only addresses of the operator's own networks (loopback, private use, unique-local, link-local, 100.64.0.0/10) can be allowed; public ones need no entry")
-	}
-	for _, r := range specialRanges {
-		if r.reach != reachPrivate && r.prefix.Bits() > row.prefix.Bits() && p.Overlaps(r.prefix) {
-			return fmt.Errorf("it holds %s (%s), which no backend is allowed to reach", r.prefix, r.name)
-		}
+		return errors.New("only addresses of the operator's own networks (loopback, private use, unique-local, link-local, 100.64.0.0/10) can be allowed; public ones need no entry, and cloud metadata, unspecified, multicast and translated addresses none can open")
 	}
 	return nil
 }

@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/runtime/fakellm"
 )
 
@@ -122,5 +126,69 @@ func TestAllowEndpointOpensOneBackend(t *testing.T) {
 	}
 	if err := (&Config{AllowEndpoints: []string{"169.254.169.254:80"}, DataDir: "x", RecordTTL: 3600e9}).validateShared(); len(err) == 0 {
 		t.Error("--allow-endpoint opened the cloud metadata address")
+	}
+}
+
+// acceptCounter is a TCP listener on loopback that counts the connections
+// that reach it.
+func acceptCounter(t *testing.T) (addr string, accepted *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted = new(atomic.Int64)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	return ln.Addr().String(), accepted
+}
+
+// Every client the node dials out with goes through the guard of its
+// purpose. On a node that allows private backends, a loopback listener is
+// never reached by a domain proof, a push notification or an import (of a
+// catalogue or of a card), and a backend never reaches the cloud metadata
+// address nor loopback through NAT64 or 6to4.
+func TestOutboundClientsUseTheGuard(t *testing.T) {
+	addr, accepted := acceptCounter(t)
+	_, port, _ := net.SplitHostPort(addr)
+	n := startClusterNode(t, nodeOpts{extra: []string{"--allow-private-endpoints"}})
+	ctx := t.Context()
+
+	if _, err := n.m.app.verify.Claims.Fetch(ctx, "https://"+addr+"/.well-known/agentsite.json", 1024); !errors.Is(err, agent.ErrBlockedAddress) {
+		t.Errorf("domain proof from loopback: %v, want ErrBlockedAddress", err)
+	}
+	if resp, err := n.m.Server.A2A.PushClient.Post("http://"+addr+"/hook", "application/json", strings.NewReader("{}")); err == nil {
+		resp.Body.Close()
+		t.Error("the push client reached loopback")
+	} else if !errors.Is(err, agent.ErrBlockedAddress) {
+		t.Errorf("push to loopback: %v, want ErrBlockedAddress", err)
+	}
+	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", "http://[64:ff9b::7f00:1]:" + port + "/", "http://[2002:7f00:1::1]:" + port + "/", "http://[fd00:ec2::254]/"} {
+		if _, err := n.m.Runtime.FetchA2ACard(ctx, u); !errors.Is(err, agent.ErrBlockedAddress) {
+			t.Errorf("backend card fetch %s: %v, want ErrBlockedAddress", u, err)
+		}
+	}
+
+	dir := t.TempDir()
+	if _, _, err := runCmd(t, "import", "--format", "ai-catalog", "--data-dir", dir, "--allow-private-endpoints", "http://"+addr+"/.well-known/ai-catalog.json"); err == nil {
+		t.Error("an import read a catalogue on loopback")
+	}
+	cards := filepath.Join(t.TempDir(), "cards.txt")
+	if err := os.WriteFile(cards, []byte("http://"+addr+"/agent-card.json\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := runCmd(t, "import", "--format", "a2a-cards", "--data-dir", dir, "--allow-private-endpoints", cards)
+	wantRefused(t, err, 1, 1)
+	if a := accepted.Load(); a != 0 {
+		t.Fatalf("the loopback listener accepted %d connections", a)
 	}
 }
