@@ -80,7 +80,7 @@ func parseImport(args []string, getenv func(string) string, out io.Writer) (impo
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for _, name := range []string{"data-dir", "database-url", "operator-token", "record-ttl", "allow-private-endpoints"} {
+	for _, name := range []string{"data-dir", "database-url", "operator-token", "record-ttl", "allow-private-endpoints", "allow-endpoint"} {
 		if v, ok := lookupEnv(getenv, EnvName(name)); ok && !given[name] {
 			if err := fs.Set(name, v); err != nil {
 				return c, fmt.Errorf("%s=%q: %w", EnvName(name), v, err)
