@@ -163,14 +163,19 @@ func TestOutboundClientsUseTheGuard(t *testing.T) {
 	n := startClusterNode(t, nodeOpts{extra: []string{"--allow-private-endpoints"}})
 	ctx := t.Context()
 
-	if _, err := n.m.app.verify.Claims.Fetch(ctx, "https://"+addr+"/.well-known/agentsite.json", 1024); !errors.Is(err, agent.ErrBlockedAddress) {
-		t.Errorf("domain proof from loopback: %v, want ErrBlockedAddress", err)
-	}
-	if resp, err := n.m.Server.A2A.PushClient.Post("http://"+addr+"/hook", "application/json", strings.NewReader("{}")); err == nil {
-		resp.Body.Close()
-		t.Error("the push client reached loopback")
-	} else if !errors.Is(err, agent.ErrBlockedAddress) {
-		t.Errorf("push to loopback: %v, want ErrBlockedAddress", err)
+	// Loopback as itself and in the IPv6 forms that carry it, and the
+	// cloud metadata address.
+	forms := []string{addr, "[::ffff:127.0.0.1]:" + port, "[64:ff9b::7f00:1]:" + port, "[2002:7f00:1::1]:" + port, "169.254.169.254:80"}
+	for _, hostport := range forms {
+		if _, err := n.m.app.verify.Claims.Fetch(ctx, "https://"+hostport+"/.well-known/agentsite.json", 1024); !errors.Is(err, agent.ErrBlockedAddress) {
+			t.Errorf("domain proof from %s: %v, want ErrBlockedAddress", hostport, err)
+		}
+		if resp, err := n.m.Server.A2A.PushClient.Post("http://"+hostport+"/hook", "application/json", strings.NewReader("{}")); err == nil {
+			resp.Body.Close()
+			t.Errorf("the push client reached %s", hostport)
+		} else if !errors.Is(err, agent.ErrBlockedAddress) {
+			t.Errorf("push to %s: %v, want ErrBlockedAddress", hostport, err)
+		}
 	}
 	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", "http://[64:ff9b::7f00:1]:" + port + "/", "http://[2002:7f00:1::1]:" + port + "/", "http://[fd00:ec2::254]/"} {
 		if _, err := n.m.Runtime.FetchA2ACard(ctx, u); !errors.Is(err, agent.ErrBlockedAddress) {
@@ -179,8 +184,10 @@ func TestOutboundClientsUseTheGuard(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	if _, _, err := runCmd(t, "import", "--format", "ai-catalog", "--data-dir", dir, "--allow-private-endpoints", "http://"+addr+"/.well-known/ai-catalog.json"); err == nil {
-		t.Error("an import read a catalogue on loopback")
+	for _, hostport := range forms {
+		if _, _, err := runCmd(t, "import", "--format", "ai-catalog", "--data-dir", dir, "--allow-private-endpoints", "http://"+hostport+"/.well-known/ai-catalog.json"); !errors.Is(err, agent.ErrBlockedAddress) {
+			t.Errorf("an import of a catalogue at %s: %v, want ErrBlockedAddress", hostport, err)
+		}
 	}
 	cards := filepath.Join(t.TempDir(), "cards.txt")
 	if err := os.WriteFile(cards, []byte("http://"+addr+"/agent-card.json\n"), 0o600); err != nil {
