@@ -25,6 +25,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers/a2a"
 	"github.com/agentsite/agentsite/handlers/api"
 	"github.com/agentsite/agentsite/handlers/chatws"
@@ -73,11 +74,12 @@ type Deps struct {
 	// Metrics receives the HTTP and store metrics.
 	Metrics prometheus.Registerer
 	// CardKey, if set, signs the A2A cards the node serves (its libp2p
-	// identity, bound to Node.PeerID); PushClient, if set, makes A2A push
-	// notification calls (the guarded client; nil: one refusing private
-	// addresses).
-	CardKey    crypto.PrivKey
-	PushClient *http.Client
+	// identity, bound to Node.PeerID).
+	CardKey crypto.PrivKey
+	// Push is what A2A push callbacks may reach: the node's outbound
+	// policy for push (the zero Policy, the public internet only, except
+	// in tests).
+	Push runtime.Policy
 	// Verified is the verified publishers (verified.go): the badges, the
 	// "verified publishers only" filter, ARD's ranking; nil: none.
 	Verified Verified
@@ -269,9 +271,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	s.A2A.Now = now
 	s.A2A.Accounts, s.A2A.CardKey = accounts, deps.CardKey
 	s.A2A.Sessions, s.A2A.SameOrigin = s.sessions, s.fromOwnPages()
-	if deps.PushClient != nil {
-		s.A2A.PushClient = deps.PushClient
-	}
+	s.A2A.PushPolicy, s.A2A.PushClient = deps.Push, a2a.NewPushClient(deps.Push)
 	s.MCPRegistry = &mcpregistry.Handler{Catalog: st, PublicURL: cfg.PublicURL, Fail: s.renderError}
 	m, err := newMetrics(deps.Metrics, st)
 	if err != nil {

@@ -48,10 +48,10 @@ func normalizeBackend(b *agent.Backend) {
 
 // validate merges record and backend errors into one ValidationError so a
 // form shows every problem at once.
-func validate(rec *agent.Record, b agent.Backend, now time.Time, allowPrivate bool) error {
+func validate(rec *agent.Record, b agent.Backend, now time.Time, backends runtime.Policy) error {
 	fields := map[string]string{}
 	var ve *agent.ValidationError
-	for _, err := range []error{rec.Validate(now), backendErrors(b, allowPrivate)} {
+	for _, err := range []error{rec.Validate(now), backendErrors(b, backends)} {
 		switch {
 		case errors.As(err, &ve):
 			maps.Copy(fields, ve.Fields)
@@ -67,12 +67,13 @@ func validate(rec *agent.Record, b agent.Backend, now time.Time, allowPrivate bo
 
 // ValidateBackend checks b as saving it would, before anything calls it
 // (the forms' Test backend button): its settings, and that its URL's host
-// is one this node may call (no loopback or private address unless
-// allowPrivate). It returns b trimmed as saving would store it, and a
+// is one this node may call under backends, the node's policy for agent
+// backends (no loopback or private address unless the operator allows
+// it). It returns b trimmed as saving would store it, and a
 // *agent.ValidationError keyed as saving's ("backend.url").
-func ValidateBackend(b agent.Backend, allowPrivate bool) (agent.Backend, error) {
+func ValidateBackend(b agent.Backend, backends runtime.Policy) (agent.Backend, error) {
 	normalizeBackend(&b)
-	return b, backendErrors(b, allowPrivate)
+	return b, backendErrors(b, backends)
 }
 
 // KeepKey is b with old's API key when b is an llm or a2a backend without
@@ -91,7 +92,7 @@ func KeepKey(b, old agent.Backend) agent.Backend {
 
 // backendErrors are b's setting errors and, for a URL that is otherwise
 // valid, the host rule's.
-func backendErrors(b agent.Backend, allowPrivate bool) error {
+func backendErrors(b agent.Backend, backends runtime.Policy) error {
 	err := b.Validate()
 	var ve *agent.ValidationError
 	if err != nil && !errors.As(err, &ve) {
@@ -101,7 +102,7 @@ func backendErrors(b agent.Backend, allowPrivate bool) error {
 		ve = &agent.ValidationError{Fields: map[string]string{}}
 	}
 	if _, bad := ve.Fields["backend.url"]; !bad && b.URL != "" {
-		if err := runtime.CheckHost(b.URL, allowPrivate); err != nil {
+		if err := backends.CheckURL(b.URL); err != nil {
 			ve.Fields["backend.url"] = err.Error()
 		}
 	}

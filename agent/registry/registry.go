@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -52,10 +53,14 @@ type Registry struct {
 	PeerID string
 	// TTL is the lifetime of the records this node signs.
 	TTL time.Duration
-	// AllowPrivate lets backends live on loopback and private addresses.
+	// AllowPrivate lets backends live on loopback and private addresses
+	// (--allow-private-endpoints).
 	AllowPrivate bool
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// AllowEndpoints lets backends live at these endpoints of the
+	// operator's own networks (--allow-endpoint), and nowhere else private.
+	AllowEndpoints runtime.AllowList
+	Logger         *slog.Logger
+	Now            func() time.Time
 }
 
 // Actor is who asks for a change: a portal account (by handle) or the
@@ -122,6 +127,12 @@ const (
 	MsgNameReserved = "this name belonged to a deleted agent of another account; choose another name"
 	msgNameFixed    = "the name of a registered agent cannot change"
 )
+
+// BackendPolicy is what this node's agent backends may reach: the one
+// rule registration and the Test backend button check a URL against.
+func (r *Registry) BackendPolicy() runtime.Policy {
+	return runtime.Policy{Private: r.AllowPrivate, Allow: r.AllowEndpoints}
+}
 
 func (r *Registry) now() time.Time {
 	if r.Now == nil {
@@ -258,7 +269,7 @@ func (r *Registry) newRecord(id, owner string, prevSeq uint64, in Input) (*agent
 		IssuedAt:    now,
 		ExpiresAt:   now.Add(r.TTL),
 	}
-	if err := validate(rec, in.Backend, now, r.AllowPrivate); err != nil {
+	if err := validate(rec, in.Backend, now, r.BackendPolicy()); err != nil {
 		return nil, err
 	}
 	return rec, nil

@@ -6,25 +6,26 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/agent/runtime"
 )
 
 // TestValidateBackend: the Test backend button checks a backend as saving
 // does, host rule included, and probes it trimmed as it would be stored.
 func TestValidateBackend(t *testing.T) {
 	hook := agent.Backend{Kind: " webhook ", URL: " http://127.0.0.1:9/hook "}
-	_, err := registry.ValidateBackend(hook, false)
+	_, err := registry.ValidateBackend(hook, runtime.Policy{})
 	var ve *agent.ValidationError
 	if !errors.As(err, &ve) || ve.Fields["backend.url"] == "" {
 		t.Fatalf("private webhook without allowPrivate: %v, want a backend.url error", err)
 	}
-	b, err := registry.ValidateBackend(hook, true)
+	b, err := registry.ValidateBackend(hook, runtime.Policy{Private: true})
 	if err != nil {
 		t.Fatalf("private webhook with allowPrivate: %v", err)
 	}
 	if b.Kind != agent.BackendWebhook || b.URL != "http://127.0.0.1:9/hook" {
 		t.Errorf("backend not trimmed: %+v", b)
 	}
-	_, err = registry.ValidateBackend(agent.Backend{Kind: agent.BackendLLM, URL: "ftp://x"}, true)
+	_, err = registry.ValidateBackend(agent.Backend{Kind: agent.BackendLLM, URL: "ftp://x"}, runtime.Policy{Private: true})
 	if !errors.As(err, &ve) || ve.Fields["backend.url"] == "" || ve.Fields["backend.model"] == "" {
 		t.Errorf("bad llm backend: %v, want url and model errors", err)
 	}

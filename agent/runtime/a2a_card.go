@@ -397,10 +397,10 @@ func (r *Runtime) checkA2AEndpoint(raw, cardURL string) (string, error) {
 	switch {
 	case agent.CheckHTTPURL(u.String()) != nil:
 		return "", kindError(agent.ErrBadBackendReply, agent.BackendA2A, "the agent card's url is not a usable http(s) URL")
-	case u.Scheme != "https" && !r.opts.AllowPrivate:
+	case u.Scheme != "https" && !r.opts.AllowPrivate && !r.opts.Allow.admitsURL(u):
 		return "", kindError(agent.ErrBlockedAddress, agent.BackendA2A, "the agent card's url does not use https")
 	}
-	if err := CheckHost(u.String(), r.opts.AllowPrivate); err != nil {
+	if err := r.opts.policy().CheckURL(u.String()); err != nil {
 		return "", &BackendError{Kind: agent.ErrBlockedAddress, Backend: agent.BackendA2A, Public: "the agent card's url is not a public address", Err: err}
 	}
 	return u.String(), nil

@@ -18,11 +18,11 @@ import (
 
 // GuardOptions configures NewGuardedClientWithOptions.
 type GuardOptions struct {
-	// AllowPrivate lets requests reach the operator's own networks
-	// (loopback, private use, unique-local, link-local, CGNAT): the
-	// operator's --allow-private-endpoints, and tests. Multicast,
-	// unspecified and the other special ranges stay refused.
-	AllowPrivate bool
+	// Policy is what the client may reach besides the public internet:
+	// the policy of the purpose it serves (Outbound.Policy). Multicast,
+	// unspecified, cloud metadata and the other special ranges stay
+	// refused whatever it says.
+	Policy Policy
 	// Timeout bounds a whole request, body included; 0 means none (the
 	// caller's context then bounds it).
 	Timeout time.Duration
@@ -40,20 +40,26 @@ const (
 	maxResponseHeaderSize = 64 << 10
 )
 
-// NewGuardedClient returns the one HTTP client for calls to URLs that agent
-// owners registered (llm, mcp, webhook, a2a backends). It refuses to connect to
-// non-public addresses (CheckAddr; allowPrivate admits the operator's own
-// networks), checked on the resolved IP right before connect(2), so neither
-// DNS names that resolve to private space nor redirects get around it. timeout bounds each request, body
-// included.
+// NewGuardedClient returns the guarded HTTP client, the only kind the node
+// dials out with. It refuses to connect to non-public addresses (CheckAddr;
+// allowPrivate admits the operator's own networks), checked on the resolved
+// IP right before connect(2), so neither DNS names that resolve to private
+// space nor redirects get around it. timeout bounds each request, body
+// included. NewPurposeClient gives the client of one purpose.
 func NewGuardedClient(allowPrivate bool, timeout time.Duration) *http.Client {
-	return NewGuardedClientWithOptions(GuardOptions{AllowPrivate: allowPrivate, Timeout: timeout})
+	return NewGuardedClientWithOptions(GuardOptions{Policy: Policy{Private: allowPrivate}, Timeout: timeout})
+}
+
+// NewPurposeClient is the guarded client of purpose p under the operator's
+// outbound policy o.
+func NewPurposeClient(o Outbound, p Purpose, timeout time.Duration) *http.Client {
+	return NewGuardedClientWithOptions(GuardOptions{Policy: o.Policy(p), Timeout: timeout})
 }
 
 // NewGuardedClientWithOptions is NewGuardedClient with every option.
 func NewGuardedClientWithOptions(o GuardOptions) *http.Client {
 	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second, Resolver: o.Resolver,
-		Control: func(_, address string, _ syscall.RawConn) error { return checkDialAddr(address, o.AllowPrivate) }}
+		Control: func(_, address string, _ syscall.RawConn) error { return checkDialAddr(address, o.Policy) }}
 	headerTimeout := defaultHeaderTimeout
 	if o.Timeout > 0 {
 		headerTimeout = o.Timeout
@@ -75,12 +81,12 @@ func NewGuardedClientWithOptions(o GuardOptions) *http.Client {
 
 // checkDialAddr is the dialer's Control hook: address is the resolved
 // IP:port about to be connected, after DNS and on every redirect.
-func checkDialAddr(address string, allowPrivate bool) error {
+func checkDialAddr(address string, p Policy) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("%w: cannot check %q", agent.ErrBlockedAddress, address)
 	}
-	if err := CheckAddr(ap.Addr(), allowPrivate); err != nil {
+	if err := p.CheckAddrPort(ap); err != nil {
 		return fmt.Errorf("%w: %w", agent.ErrBlockedAddress, err)
 	}
 	return nil

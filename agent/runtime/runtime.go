@@ -21,6 +21,9 @@ type RuntimeOptions struct {
 	// AllowPrivate lets backends live on loopback, private and link-local
 	// addresses (--allow-private-endpoints).
 	AllowPrivate bool
+	// Allow lets backends live at these endpoints of the operator's own
+	// networks (--allow-endpoint), without opening the rest.
+	Allow AllowList
 	// Timeout bounds one turn, streaming included. Default 60s.
 	Timeout time.Duration
 	// MaxReplyBytes bounds a reply. Default 64 KiB.
@@ -37,6 +40,9 @@ type RuntimeOptions struct {
 	// speed. Default time.Now.
 	Now func() time.Time
 }
+
+// policy is what the backends may reach.
+func (o RuntimeOptions) policy() Policy { return Policy{Private: o.AllowPrivate, Allow: o.Allow} }
 
 // Defaults of RuntimeOptions.
 const (
@@ -81,7 +87,7 @@ func NewRuntime(lookup func(ctx context.Context, agentID string) (agent.Backend,
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	client := NewGuardedClient(opts.AllowPrivate, opts.Timeout)
+	client := NewGuardedClientWithOptions(GuardOptions{Policy: opts.policy(), Timeout: opts.Timeout})
 	return &Runtime{
 		lookup: lookup,
 		opts:   opts,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -22,16 +23,30 @@ const privateRefused = "this node does not allow private addresses for agent bac
 // pass, but addresses no backend can live at (multicast, unspecified,
 // documentation, ...) are refused even then.
 func CheckHost(raw string, allowPrivate bool) error {
+	return Policy{Private: allowPrivate}.CheckURL(raw)
+}
+
+// CheckURL is CheckHost under p: a literal address passes when p admits
+// it at the URL's port, a local name (localhost) when p admits loopback
+// at that port.
+func (p Policy) CheckURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("is not a URL")
 	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	if !allowPrivate && (host == "localhost" || strings.HasSuffix(host, ".localhost") || strings.HasSuffix(host, ".internal") || strings.HasSuffix(host, ".local")) {
+	port := urlPort(u)
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		if p.Private || p.Allow.Contains(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)) || p.Allow.Contains(netip.AddrPortFrom(netip.IPv6Loopback(), port)) {
+			return nil
+		}
+		return fmt.Errorf("points at a local or internal host; %s", privateRefused)
+	}
+	if !p.Private && (strings.HasSuffix(host, ".internal") || strings.HasSuffix(host, ".local")) {
 		return fmt.Errorf("points at a local or internal host; %s", privateRefused)
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
-		if err := CheckAddr(ip, allowPrivate); err != nil {
+		if err := p.CheckAddrPort(netip.AddrPortFrom(ip, port)); err != nil {
 			var ae *addrError
 			if errors.As(err, &ae) && ae.row.reach == reachPrivate {
 				return fmt.Errorf("points at %v; %s", err, privateRefused)
@@ -44,6 +59,20 @@ func CheckHost(raw string, allowPrivate bool) error {
 		return fmt.Errorf("is an IP address in a non-standard form; write it as a dotted quad")
 	}
 	return nil
+}
+
+// urlPort is the port u names, or its scheme's (0 if neither says).
+func urlPort(u *url.URL) uint16 {
+	if n, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
+		return uint16(n)
+	}
+	switch u.Scheme {
+	case "https":
+		return 443
+	case "http":
+		return 80
+	}
+	return 0
 }
 
 // endsInNumber reports whether the last label of host is a decimal or 0x
@@ -93,6 +122,12 @@ func CheckAddr(ip netip.Addr, allowPrivate bool) error {
 	case row.reach == reachEmbedded:
 		b := ip.As16()
 		return CheckAddr(netip.AddrFrom4([4]byte(b[12:])), allowPrivate)
+	case row.reach == reachTranslated:
+		b := ip.As16()
+		if err := CheckAddr(netip.AddrFrom4([4]byte(b[12:])), false); err != nil {
+			return &addrError{ip: ip, row: row, inner: err}
+		}
+		return nil
 	case row.reach == reachPrivate && allowPrivate:
 		return nil
 	}
@@ -101,10 +136,14 @@ func CheckAddr(ip netip.Addr, allowPrivate bool) error {
 
 // addrError names the range that refused an address, so an owner sees why.
 type addrError struct {
-	ip  netip.Addr
-	row specialRange
+	ip    netip.Addr
+	row   specialRange
+	inner error // why the IPv4 address a translation prefix carries is refused
 }
 
 func (e *addrError) Error() string {
+	if e.inner != nil {
+		return fmt.Sprintf("%s, which is in %s (%s) and carries %v", e.ip, e.row.prefix, e.row.name, e.inner)
+	}
 	return fmt.Sprintf("%s, which is in %s (%s), not a public address", e.ip, e.row.prefix, e.row.name)
 }

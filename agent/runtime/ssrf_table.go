@@ -15,8 +15,13 @@ const (
 	// --allow-private-endpoints.
 	reachPrivate
 	// reachEmbedded: the range carries an IPv4 address in its low 32 bits
-	// and translates to it; that address is judged instead.
+	// and is that address (IPv4-mapped); that address is judged instead.
 	reachEmbedded
+	// reachTranslated: the range carries an IPv4 address in its low 32
+	// bits that a translator (NAT64) dials for us. Only a public address
+	// passes: a private one would be the translator's network, never the
+	// operator's, so no policy opens it.
+	reachTranslated
 )
 
 // specialRange is one row of the IANA special-purpose address registries
@@ -46,6 +51,10 @@ var specialRanges = []specialRange{
 	{netip.MustParsePrefix("100.64.0.0/10"), "shared address space (carrier-grade NAT)", reachPrivate},
 	{netip.MustParsePrefix("127.0.0.0/8"), "loopback", reachPrivate},
 	{netip.MustParsePrefix("169.254.0.0/16"), "link local", reachPrivate},
+	// Cloud instance metadata services hand out credentials: never
+	// reachable, though the ranges around them may be.
+	{netip.MustParsePrefix("169.254.169.254/32"), "cloud instance metadata service", reachNever},
+	{netip.MustParsePrefix("100.100.100.200/32"), "cloud instance metadata service (Alibaba)", reachNever},
 	{netip.MustParsePrefix("172.16.0.0/12"), "private use", reachPrivate},
 	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignments", reachNever},
 	{netip.MustParsePrefix("192.0.0.0/29"), "IPv4 service continuity prefix", reachNever},
@@ -74,7 +83,7 @@ var specialRanges = []specialRange{
 	{netip.MustParsePrefix("::ffff:0:0/96"), "IPv4-mapped address", reachEmbedded},
 	// Globally reachable: with DNS64 an IPv6-only node reaches IPv4-only
 	// backends through it, so the IPv4 address inside decides.
-	{netip.MustParsePrefix("64:ff9b::/96"), "IPv4/IPv6 translation (NAT64)", reachEmbedded},
+	{netip.MustParsePrefix("64:ff9b::/96"), "IPv4/IPv6 translation (NAT64)", reachTranslated},
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "local-use IPv4/IPv6 translation", reachNever},
 	{netip.MustParsePrefix("100::/64"), "discard-only", reachNever},
 	{netip.MustParsePrefix("100:0:0:1::/64"), "dummy IPv6 prefix", reachNever},
@@ -97,6 +106,7 @@ var specialRanges = []specialRange{
 	{netip.MustParsePrefix("3fff::/20"), "documentation", reachNever},
 	{netip.MustParsePrefix("5f00::/16"), "segment routing (SRv6) SIDs", reachNever},
 	{netip.MustParsePrefix("fc00::/7"), "unique local", reachPrivate},
+	{netip.MustParsePrefix("fd00:ec2::254/128"), "cloud instance metadata service (IPv6)", reachNever},
 	{netip.MustParsePrefix("fe80::/10"), "link-local unicast", reachPrivate},
 
 	// IPv6 addressing architecture (RFC 4291).

@@ -128,7 +128,7 @@ func TestSpecialRangesRefused(t *testing.T) {
 			if err := CheckHost(hostURL(ip), false); err == nil {
 				t.Errorf("registration accepts %s", hostURL(ip))
 			}
-			if err := checkDialAddr(netip.AddrPortFrom(ip, 443).String(), false); !errors.Is(err, agent.ErrBlockedAddress) {
+			if err := checkDialAddr(netip.AddrPortFrom(ip, 443).String(), Policy{}); !errors.Is(err, agent.ErrBlockedAddress) {
 				t.Errorf("dialer check of %s: %v, want ErrBlockedAddress", ip, err)
 			}
 			var ae *addrError
@@ -139,7 +139,7 @@ func TestSpecialRangesRefused(t *testing.T) {
 			if err := CheckHost(hostURL(ip), true); (err == nil) != wantPrivateOK {
 				t.Errorf("registration with private allowed: %v, want allowed=%v", err, wantPrivateOK)
 			}
-			if err := checkDialAddr(netip.AddrPortFrom(ip, 443).String(), true); (err == nil) != wantPrivateOK {
+			if err := checkDialAddr(netip.AddrPortFrom(ip, 443).String(), Policy{Private: true}); (err == nil) != wantPrivateOK {
 				t.Errorf("dialer check with private allowed: %v, want allowed=%v", err, wantPrivateOK)
 			}
 		})
@@ -190,7 +190,7 @@ func TestCheckAddrGlobal(t *testing.T) {
 		if err := CheckAddr(ip, false); err != nil {
 			t.Errorf("CheckAddr(%s) = %v, want nil", s, err)
 		}
-		if err := checkDialAddr(netip.AddrPortFrom(ip, 443).String(), false); err != nil {
+		if err := checkDialAddr(netip.AddrPortFrom(ip, 443).String(), Policy{}); err != nil {
 			t.Errorf("checkDialAddr(%s) = %v, want nil", s, err)
 		}
 	}

@@ -34,7 +34,8 @@ func TestA2ABackendThroughAnotherNode(t *testing.T) {
 	if err := os.WriteFile(file, []byte(cardURL+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := runCmd(t, "import", "--format", "a2a-cards", "--data-dir", dirA, "--allow-private-endpoints", file)
+	// An import reaches a private address only where --allow-endpoint says.
+	out, _, err := runCmd(t, "import", "--format", "a2a-cards", "--data-dir", dirA, "--allow-endpoint", strings.TrimPrefix(b.HTTPURL(), "http://"), file)
 	if err != nil || !strings.Contains(out, "1 created") {
 		t.Fatalf("import: %v\n%s", err, out)
 	}

@@ -124,8 +124,9 @@ func waitPush(t *testing.T, got chan pushed, taskID, want string) pushed {
 func TestA2A1ClientsAcrossTwoNodes(t *testing.T) {
 	llm, started, canceled := fakeBlockingOpenAI(t)
 	hook, pushes := pushReceiver(t)
-	a := startClusterNode(t, nodeOpts{extra: []string{"--allow-private-endpoints"}})
-	b := startClusterNode(t, nodeOpts{bootstrap: []string{a.addr()}, extra: []string{"--allow-private-endpoints"}})
+	// Push never reaches loopback but where a test opens it (reach).
+	a := startClusterNode(t, nodeOpts{extra: []string{"--allow-private-endpoints"}, reach: []string{hook}})
+	b := startClusterNode(t, nodeOpts{bootstrap: []string{a.addr()}, extra: []string{"--allow-private-endpoints"}, reach: []string{hook}})
 	code, body := b.api("POST", "/api/v1/agents", map[string]any{
 		"name": "memory-bot", "display_name": "Memory Bot", "description": "Remembers the conversation.", "tags": []string{"test"},
 		"backend": map[string]string{"kind": "llm", "url": llm, "model": "fake-model"},

@@ -65,9 +65,10 @@ type app struct {
 	// sweep, probes), ended by close.
 	loops     context.Context
 	stopLoops context.CancelFunc
-	looping   bool          // some background work was started
-	usage     *uses         // counts the week's conversations for the heartbeats; nil with a test's health source
-	verify    *verification // this node's domains and other nodes' claims (verify.go)
+	looping   bool             // some background work was started
+	usage     *uses            // counts the week's conversations for the heartbeats; nil with a test's health source
+	verify    *verification    // this node's domains and other nodes' claims (verify.go)
+	outbound  runtime.Outbound // what each purpose of outbound calls may reach
 	wg        sync.WaitGroup
 }
 
@@ -88,6 +89,9 @@ type appDeps struct {
 	// VerifyHTTPSPort, for tests only, is the port HTTPS proofs are
 	// fetched from (0: 443).
 	VerifyHTTPSPort int
+	// OutboundTestAllow, for tests only, is runtime.Outbound.TestAllow:
+	// endpoints on loopback every outbound purpose may reach.
+	OutboundTestAllow runtime.AllowList
 }
 
 // buildApp builds a node's services from cfg: open the store, start p2p,
@@ -95,7 +99,8 @@ type appDeps struct {
 // turns. ctx bounds the start and is the parent of the background work.
 // On error, what was started is closed again.
 func buildApp(ctx context.Context, cfg Config, deps appDeps) (_ *app, err error) {
-	a := &app{cfg: cfg, logger: deps.Logger}
+	a := &app{cfg: cfg, logger: deps.Logger, outbound: cfg.outbound()}
+	a.outbound.TestAllow = deps.OutboundTestAllow
 	a.loops, a.stopLoops = context.WithCancel(ctx)
 	a.lifetime, a.endLifetime = context.WithCancel(context.Background())
 	defer func() {
@@ -207,6 +212,7 @@ func (a *app) startP2P(ctx context.Context, deps appDeps) error {
 func (a *app) buildUseCases(metrics prometheus.Registerer) error {
 	a.runtime = runtime.NewRuntime(backendLookup(a.engine), runtime.RuntimeOptions{
 		AllowPrivate: a.cfg.AllowPrivateEndpoints,
+		Allow:        a.outbound.Policy(runtime.PurposeBackend).Allow,
 		UserAgent:    "AgentSite/" + buildVersion(),
 		Logger:       a.logger,
 		EchoDelay:    a.cfg.EchoDelay,
@@ -231,7 +237,7 @@ func (a *app) buildUseCases(metrics prometheus.Registerer) error {
 // is nil offline (the cache only).
 func newRegistry(cfg Config, st registry.Store, pub registry.Publisher, network registry.Network, peerID string, logger *slog.Logger) *registry.Registry {
 	return &registry.Registry{Store: st, Publisher: pub, Network: network, PeerID: peerID,
-		TTL: cfg.RecordTTL, AllowPrivate: cfg.AllowPrivateEndpoints, Logger: logger}
+		TTL: cfg.RecordTTL, AllowPrivate: cfg.AllowPrivateEndpoints, AllowEndpoints: cfg.outbound().Allow, Logger: logger}
 }
 
 // closeDelegationLoop closes the one cycle of the services: the runtime

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
 )
@@ -41,6 +44,7 @@ type nodeOpts struct {
 	health    p2p.HealthSource // Main.HealthSource; nil: the node's own
 	link      time.Duration    // Main.LinkDelay (-tags agentsite_testnet)
 	verifyTLS int              // Main.VerifyHTTPSPort: HTTPS domain proofs' port (verify_test.go)
+	reach     []string         // Main.OutboundTestAllow: loopback URLs every outbound purpose may reach (push receivers)
 }
 
 // startClusterNode starts a whole node on 127.0.0.1 the way the binary does.
@@ -80,6 +84,20 @@ func startClusterNode(t testing.TB, o nodeOpts) *clusterNode {
 	n.m.HealthSource = o.health
 	n.m.LinkDelay = o.link
 	n.m.VerifyHTTPSPort = o.verifyTLS
+	if o.verifyTLS != 0 { // proofs are never fetched from loopback but in tests
+		n.m.OutboundTestAllow = runtime.AllowList{{Prefix: netip.MustParsePrefix("127.0.0.1/32"), Port: uint16(o.verifyTLS)}}
+	}
+	for _, raw := range o.reach { // nor are push notifications sent there
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := runtime.ParseAllowEntry(u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.m.OutboundTestAllow = append(n.m.OutboundTestAllow, e...)
+	}
 	if err := n.m.ParseFlags(args, func(string) string { return "" }, io.Discard); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/p2p"
@@ -36,6 +37,7 @@ type Config struct {
 	DemoAgents            bool
 	EchoDelay             time.Duration
 	AllowPrivateEndpoints bool
+	AllowEndpoints        []string
 	OperatorToken         string
 	SecureCookies         bool
 	RecordTTL             time.Duration
@@ -203,7 +205,8 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 func (c *Config) declareShared(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory for the node key and the embedded SQLite database")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "postgres://... to use Postgres (or sqlite:PATH); empty for embedded SQLite in the data dir")
-	fs.BoolVar(&c.AllowPrivateEndpoints, "allow-private-endpoints", false, "allow agent backends on loopback/private addresses")
+	fs.BoolVar(&c.AllowPrivateEndpoints, "allow-private-endpoints", false, "allow agent backends on every loopback/private address (the broad switch; prefer --allow-endpoint). Push callbacks, domain proofs and referrals never reach private addresses")
+	fs.Var(&stringList{vals: &c.AllowEndpoints}, "allow-endpoint", "an endpoint of your own network that agent backends and imports may reach, and nothing else private: IP:port (127.0.0.1:11434, [::1]:8080, localhost:11434) or a CIDR for every port (10.1.2.0/24) (repeatable)")
 	fs.DurationVar(&c.RecordTTL, "record-ttl", agent.DefaultTTL, "lifetime of the records this node signs; they are re-announced at half of it")
 }
 
@@ -259,7 +262,23 @@ func (c *Config) validateShared() []error {
 	if c.RecordTTL < 5*time.Second || c.RecordTTL > 24*time.Hour {
 		errs = append(errs, errors.New("--record-ttl must be between 5s and 24h (docs/architecture.md default: 1h)"))
 	}
+	for _, e := range c.AllowEndpoints {
+		if _, err := runtime.ParseAllowEntry(e); err != nil {
+			errs = append(errs, fmt.Errorf("--allow-endpoint %w", err))
+		}
+	}
 	return errs
+}
+
+// outbound is the outbound policy of --allow-private-endpoints and
+// --allow-endpoint (validated: a bad entry was refused at start).
+func (c *Config) outbound() runtime.Outbound {
+	o := runtime.Outbound{AllowPrivate: c.AllowPrivateEndpoints}
+	for _, e := range c.AllowEndpoints {
+		entries, _ := runtime.ParseAllowEntry(e)
+		o.Allow = append(o.Allow, entries...)
+	}
+	return o
 }
 
 // Validate checks the configuration and says how to fix what is wrong.

@@ -80,7 +80,7 @@ func parseImport(args []string, getenv func(string) string, out io.Writer) (impo
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for _, name := range []string{"data-dir", "database-url", "operator-token", "record-ttl", "allow-private-endpoints"} {
+	for _, name := range []string{"data-dir", "database-url", "operator-token", "record-ttl", "allow-private-endpoints", "allow-endpoint"} {
 		if v, ok := lookupEnv(getenv, EnvName(name)); ok && !given[name] {
 			if err := fs.Set(name, v); err != nil {
 				return c, fmt.Errorf("%s=%q: %w", EnvName(name), v, err)
@@ -136,11 +136,15 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		defer pprof.StopCPUProfile()
 	}
-	rt := runtime.NewRuntime(nil, runtime.RuntimeOptions{AllowPrivate: c.Serve.AllowPrivateEndpoints, UserAgent: "AgentSite/" + buildVersion(),
+	// What an import reads is named by remote catalogues: it reaches the
+	// public internet and the --allow-endpoint entries, never the rest of
+	// the operator's networks (--allow-private-endpoints is for backends).
+	outbound := c.Serve.outbound()
+	rt := runtime.NewRuntime(nil, runtime.RuntimeOptions{Allow: outbound.Policy(runtime.PurposeImport).Allow, UserAgent: "AgentSite/" + buildVersion(),
 		Logger: slog.New(slog.DiscardHandler)})
 	defer rt.Close()
 	opts := bulk.Options{Format: c.Format, MCPTool: c.MCPTool, FetchCard: cardFetcher(rt),
-		FetchDoc: docFetcher(runtime.NewGuardedClient(c.Serve.AllowPrivateEndpoints, docTimeout))}
+		FetchDoc: docFetcher(runtime.NewPurposeClient(outbound, runtime.PurposeImport, docTimeout))}
 	items, closeIn, err := importItems(ctx, c, stdin, stderr, opts)
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ func TestImportAICatalogFromANode(t *testing.T) {
 	a := startClusterNode(t, nodeOpts{})
 	a.register("weather-bot", "weather")
 	dir := t.TempDir()
-	stdout, stderr, err := runCmd(t, "import", "--format", "ai-catalog", "--data-dir", dir, "--allow-private-endpoints",
+	stdout, stderr, err := runCmd(t, "import", "--format", "ai-catalog", "--data-dir", dir, "--allow-endpoint", strings.TrimPrefix(a.m.HTTPURL(), "http://"),
 		a.m.HTTPURL()+"/.well-known/ai-catalog.json")
 	// weather-bot's A2A card (an a2a agent) and its MCP server card (an
 	// mcp agent named after the card), and the registry, refused.

@@ -41,6 +41,10 @@ type Main struct {
 	// libp2p connection (p2p.Config.LinkDelay: benchmarks and tests built
 	// with -tags agentsite_testnet only).
 	LinkDelay time.Duration
+	// OutboundTestAllow, when set before Run (tests only), opens these
+	// loopback endpoints to every outbound purpose, push and proofs
+	// included: a test's receivers live nowhere else.
+	OutboundTestAllow runtime.AllowList
 	// VerifyHTTPSPort, when set before Run, is the port HTTPS domain
 	// proofs are fetched from in place of 443 (tests only).
 	VerifyHTTPSPort int
@@ -99,7 +103,7 @@ func (m *Main) Run(ctx context.Context) error {
 	ctx, m.cancel = context.WithCancel(ctx)
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	a, err := buildApp(ctx, m.Config, appDeps{Logger: m.Logger, Metrics: metrics, HealthSource: m.HealthSource, LinkDelay: m.LinkDelay, VerifyHTTPSPort: m.VerifyHTTPSPort})
+	a, err := buildApp(ctx, m.Config, appDeps{Logger: m.Logger, Metrics: metrics, HealthSource: m.HealthSource, LinkDelay: m.LinkDelay, VerifyHTTPSPort: m.VerifyHTTPSPort, OutboundTestAllow: m.OutboundTestAllow})
 	if err != nil {
 		return err
 	}
@@ -134,7 +138,7 @@ func (m *Main) buildHTTP(metrics prometheus.Registerer) error {
 	srv, err := handlers.New(handlers.Deps{
 		Store: a.full, Node: a.node, Registry: a.registry, Chat: a.chat, Live: a.live,
 		Health: a.health, Tester: a.prober, Lifetime: a.lifetime, Logger: m.Logger, Metrics: metrics,
-		CardKey: a.key, PushClient: runtime.NewGuardedClient(m.Config.AllowPrivateEndpoints, 10*time.Second),
+		CardKey: a.key, Push: a.outbound.Policy(runtime.PurposePush),
 		Verified: a.verify,
 	}, cfg)
 	if err != nil {

@@ -139,7 +139,9 @@ func (a *app) buildVerify(httpsPort int) error {
 		}}
 	}
 	client := runtime.NewGuardedClientWithOptions(runtime.GuardOptions{
-		AllowPrivate: a.cfg.AllowPrivateEndpoints, Timeout: verifyFetchTimeout, Resolver: resolver,
+		// A peer names the domain: its proof is never fetched from a
+		// private address, whatever the operator allows its backends.
+		Policy: a.outbound.Policy(runtime.PurposeProof), Timeout: verifyFetchTimeout, Resolver: resolver,
 	})
 	if v.CAFile != "" {
 		pool, err := loadCA(v.CAFile)

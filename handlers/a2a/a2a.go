@@ -83,11 +83,19 @@ type Server struct {
 	// CardKey signs every card served (JWS over the card's JCS form, bound
 	// to NodeID); nil: cards go unsigned.
 	CardKey crypto.PrivKey
-	// PushClient makes push notification calls: the guarded client, whose
-	// SSRF guard applies to every callback URL. PushBackoff is the first
-	// wait between two tries of one notification.
+	// PushPolicy is what a callback URL may reach, checked when a config
+	// is made; PushClient, the guarded client of that policy
+	// (NewPushClient), checks it again on the address it dials.
+	// PushBackoff is the first wait between two tries of one
+	// notification.
+	PushPolicy  runtime.Policy
 	PushClient  *http.Client
 	PushBackoff time.Duration
+	// PushCallerWrites and PushTaskWrites are the budgets of push config
+	// writes (creates and deletes): per caller (its IP, and its account)
+	// and per task.
+	PushCallerWrites *httpkit.Rates
+	PushTaskWrites   *httpkit.Rates
 
 	lifetime context.Context // ends at shutdown, and with it every turn
 	tasks    *taskStore
@@ -109,10 +117,18 @@ func New(lifetime context.Context, ch *chat.Chat, cat Catalog, rates *httpkit.Ra
 	}
 	return &Server{
 		Chat: ch, Catalog: cat, Rates: rates, Logger: logger, Now: time.Now, Config: cfg,
-		PushClient: runtime.NewGuardedClient(false, 10*time.Second), PushBackoff: time.Second,
-		lifetime: lifetime,
-		tasks:    newTaskStore(cfg.MaxTasks, cfg.MaxRunning, cfg.TaskTTL),
+		PushClient: NewPushClient(runtime.Policy{}), PushBackoff: time.Second,
+		lifetime:         lifetime,
+		tasks:            newTaskStore(cfg.MaxTasks, cfg.MaxRunning, cfg.TaskTTL),
+		PushCallerWrites: httpkit.NewRates(pushWritesPerCaller),
+		PushTaskWrites:   httpkit.NewRates(pushWritesPerTask),
 	}
+}
+
+// NewPushClient is the client push notifications go through: guarded by
+// p, a notification bounded in time.
+func NewPushClient(p runtime.Policy) *http.Client {
+	return runtime.NewGuardedClientWithOptions(runtime.GuardOptions{Policy: p, Timeout: pushTimeout})
 }
 
 func (s *Server) now() time.Time { return s.Now().UTC() }

@@ -4,24 +4,37 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
-// Limits of push notifications. The callback URL is the caller's; it is
-// called only through the guarded client (PushClient), whose SSRF guard
-// refuses non-public addresses at connect time, redirects included.
+// Limits of push notifications. The callback URL is the caller's: it is
+// checked against PushPolicy when a config is made, and called only through
+// the guarded client (PushClient), whose SSRF guard refuses non-public
+// addresses at connect time, after DNS and on redirects. Whatever the
+// operator allows agent backends, push never reaches a private address.
 const (
 	maxPushConfigs  = 4    // per task
 	maxPushURLBytes = 2048 // a callback URL
 	maxPushSecret   = 1024 // a token or credentials
 	pushAttempts    = 3    // tries of one notification
+	pushTimeout     = 10 * time.Second
+	// Push config writes (creates and deletes) a minute, with a burst of
+	// a sixth (httpkit.Rates): a client that sets up a few tasks' callbacks
+	// stays far below, one that churns configs is refused.
+	pushWritesPerCaller = 60
+	pushWritesPerTask   = 30
 )
 
 // pushConfig is where to tell of a task's changes, and how to prove it is
@@ -53,8 +66,10 @@ func (p pushConfig) v03() *a2a.TaskPushConfig {
 func (s *Server) checkPush(_ context.Context, in v1.PushConfig, d dialect) (pushConfig, *RPCError) {
 	u, err := url.Parse(in.URL)
 	switch {
-	case in.URL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
-		return pushConfig{}, invalidParams("The push notification url must be an absolute http(s) URL of a public host.")
+	case in.URL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil:
+		return pushConfig{}, invalidParams("The push notification url must be an absolute http(s) URL of a public host, without user:password (send credentials as authentication).")
+	case s.PushPolicy.CheckURL(in.URL) != nil:
+		return pushConfig{}, invalidParams("The push notification url must name a public host: this node never sends push notifications to loopback, private or other special-purpose addresses.")
 	case len(in.URL) > maxPushURLBytes:
 		return pushConfig{}, invalidParams("The push notification url is too long (2,048 bytes at most).")
 	case len(in.Token) > maxPushSecret || in.Auth != nil && len(in.Auth.Credentials) > maxPushSecret:
@@ -87,7 +102,7 @@ type pushParams struct {
 }
 
 // pushRPC serves the push notification config methods.
-func (s *Server) pushRPC(w http.ResponseWriter, c *call, who caller, scope string, req Request) {
+func (s *Server) pushRPC(w http.ResponseWriter, r *http.Request, c *call, who caller, scope string, req Request) {
 	var p pushParams
 	if err := decodeParams(req.Params, &p); err != nil {
 		c.fail(w, err)
@@ -114,6 +129,13 @@ func (s *Server) pushRPC(w http.ResponseWriter, c *call, who caller, scope strin
 	if t == nil {
 		c.fail(w, errTaskNotFound)
 		return
+	}
+	switch req.Method {
+	case mCreatePush, "tasks/pushNotificationConfig/set", mDeletePush, "tasks/pushNotificationConfig/delete":
+		if !s.allowPushWrite(r, who, t) {
+			c.failHTTP(w, errPushRateLimited)
+			return
+		}
 	}
 	switch req.Method {
 	case mCreatePush, "tasks/pushNotificationConfig/set":
@@ -161,6 +183,23 @@ func (s *Server) pushRPC(w http.ResponseWriter, c *call, who caller, scope strin
 	}
 }
 
+// errPushRateLimited answers a caller, or a task, over its budget of push
+// config writes.
+var errPushRateLimited = &httpkit.Error{Status: http.StatusTooManyRequests, Code: string(agent.CodeRateLimited),
+	Message: "Too many changes of push notification configs; wait a minute and try again.", RetryAfter: 60}
+
+// allowPushWrite spends one push config write (a create or a delete) from
+// the task's budget and the caller's (its IP, and its account if it has
+// one): a write costs the node a follower's work and, at the next change,
+// a POST.
+func (s *Server) allowPushWrite(r *http.Request, who caller, t *task) bool {
+	now := s.now()
+	if !s.PushTaskWrites.Allow(string(t.id), now) || !s.PushCallerWrites.Allow("ip:"+httpkit.ClientKey(r), now) {
+		return false
+	}
+	return who.owner == "" || s.PushCallerWrites.Allow("owner:"+who.owner, now)
+}
+
 var errNoPushConfig = &RPCError{Code: CodeInvalidParams, Message: "The task has no push notification config of that id: list them with ListTaskPushNotificationConfigs."}
 
 func pushOut(c *call, pc pushConfig) any {
@@ -170,27 +209,36 @@ func pushOut(c *call, pc pushConfig) any {
 	return pc.v1()
 }
 
-// addPush keeps pc on t and starts telling of t's changes.
+// addPush keeps pc on t (in place of a config of the same id) and makes
+// sure t has its one push follower: a task is followed once, however many
+// configs come and go, and each change is told to the configs it has then.
 func (s *Server) addPush(t *task, pc pushConfig) *RPCError {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	replaced := false
 	for i, old := range t.pushes {
-		if old.id == pc.id { // replaced
-			t.pushes[i] = pc
-			t.mu.Unlock()
-			return nil
+		if old.id == pc.id {
+			t.pushes[i], replaced = pc, true
 		}
 	}
-	if len(t.pushes) >= maxPushConfigs {
-		t.mu.Unlock()
-		return invalidParams(fmt.Sprintf("A task takes %d push notification configs at most: delete one first.", maxPushConfigs))
+	if !replaced {
+		if len(t.pushes) >= maxPushConfigs {
+			return invalidParams(fmt.Sprintf("A task takes %d push notification configs at most: delete one first.", maxPushConfigs))
+		}
+		t.pushes = append(t.pushes, pc)
 	}
-	t.pushes = append(t.pushes, pc)
-	from := mark{sent: len(t.textLocked()), state: t.state}
-	t.mu.Unlock()
-	if !from.state.Terminal() {
-		go s.pushChanges(t, pc, from)
-	}
+	s.startPushLocked(t, mark{sent: len(t.textLocked()), state: t.state})
 	return nil
+}
+
+// startPushLocked starts t's push follower from `from` unless it has one
+// or has ended; t.mu is held.
+func (s *Server) startPushLocked(t *task, from mark) {
+	if t.pushing || t.state.Terminal() {
+		return
+	}
+	t.pushing = true
+	go s.pushChanges(t, from)
 }
 
 func (t *task) pushList() []pushConfig {
@@ -211,7 +259,7 @@ func (t *task) deletePush(id string) bool {
 	return false
 }
 
-// current is pc as t keeps it now; false once it was deleted.
+// currentPush is the config id as t keeps it now; false once it was deleted.
 func (t *task) currentPush(id string) (pushConfig, bool) {
 	for _, pc := range t.pushList() {
 		if pc.id == id {
@@ -221,42 +269,67 @@ func (t *task) currentPush(id string) (pushConfig, bool) {
 	return pushConfig{}, false
 }
 
-// pushChanges tells pc's URL of each change of t's state, until t ends,
-// the config is deleted, or the node shuts down. Each notification is
-// tried pushAttempts times, PushBackoff apart and doubling; one that
-// still fails is dropped (the task can be read with GetTask).
-func (s *Server) pushChanges(t *task, pc pushConfig, from mark) {
+// pushChanges is t's one push follower: at each change of t's state it
+// tells every config t has at that moment, until t ends or the node shuts
+// down. Each notification is tried pushAttempts times, PushBackoff apart
+// and doubling, while its config lasts; one that still fails is dropped
+// (the task can be read with GetTask).
+func (s *Server) pushChanges(t *task, from mark) {
+	defer func() {
+		t.mu.Lock()
+		t.pushing = false
+		t.mu.Unlock()
+	}()
 	t.follow(s.lifetime, from, func(e a2a.Event) error {
 		if _, isStatus := e.(*a2a.TaskStatusUpdateEvent); !isStatus {
 			return nil
 		}
-		cur, ok := t.currentPush(pc.id)
-		if !ok {
-			return errNoPushConfigErr
+		var v1Body, v03Body []byte
+		var wg sync.WaitGroup
+		for _, pc := range t.pushList() {
+			body := &v1Body
+			if pc.d == dialect03 {
+				body = &v03Body
+			}
+			if *body == nil {
+				var payload any = v1.StreamResponse{Event: v1Value(e).(v1.Event)}
+				if pc.d == dialect03 {
+					payload = t.snapshot(nil)
+				}
+				b, err := json.Marshal(payload)
+				if err != nil {
+					return err
+				}
+				*body = b
+			}
+			wg.Go(func() { s.pushOne(t, pc.id, *body) })
 		}
-		var payload any = v1.StreamResponse{Event: v1Value(e).(v1.Event)}
-		if cur.d == dialect03 {
-			payload = t.snapshot(nil)
-		}
-		body, err := json.Marshal(payload)
-		if err != nil {
-			return err
-		}
-		s.pushOne(cur, body)
+		wg.Wait()
 		return nil
 	})
 }
 
-var errNoPushConfigErr = fmt.Errorf("a2a: push config deleted")
-
-func (s *Server) pushOne(pc pushConfig, body []byte) {
+// pushOne tells config id of t's change, retrying while the config lasts.
+// A callback whose address the guard refuses is not retried.
+func (s *Server) pushOne(t *task, id string, body []byte) {
 	wait := s.PushBackoff
-	for attempt := 1; attempt <= pushAttempts; attempt++ {
-		if s.postPush(pc, body) == nil {
-			return
+	for attempt := 1; ; attempt++ {
+		pc, ok := t.currentPush(id)
+		if !ok {
+			return // deleted meanwhile
 		}
-		if attempt == pushAttempts {
-			break
+		err := s.postPush(pc, body)
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, agent.ErrBlockedAddress):
+			// The host is the caller's; the URL's path and the secrets are
+			// not logged.
+			s.Logger.Info("A2A push notification refused: the callback is not a public address", "task", string(pc.taskID), "host", pushHost(pc.url))
+			return
+		case attempt == pushAttempts:
+			s.Logger.Info("A2A push notification dropped", "task", string(pc.taskID), "host", pushHost(pc.url), "attempts", pushAttempts)
+			return
 		}
 		select {
 		case <-time.After(wait):
@@ -265,11 +338,18 @@ func (s *Server) pushOne(pc pushConfig, body []byte) {
 		}
 		wait *= 2
 	}
-	s.Logger.Info("A2A push notification dropped", "task", string(pc.taskID), "attempts", pushAttempts)
+}
+
+// pushHost is the host of a callback URL, for the log.
+func pushHost(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Host
+	}
+	return ""
 }
 
 func (s *Server) postPush(pc pushConfig, body []byte) error {
-	ctx, cancel := context.WithTimeout(s.lifetime, 10*time.Second)
+	ctx, cancel := context.WithTimeout(s.lifetime, pushTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, pc.url, bytes.NewReader(body))
 	if err != nil {
@@ -280,7 +360,7 @@ func (s *Server) postPush(pc pushConfig, body []byte) error {
 		req.Header.Set("A2A-Notification-Token", pc.token)   // 1.0
 		req.Header.Set("X-A2A-Notification-Token", pc.token) // 0.3
 	}
-	if pc.secret != "" {
+	if pc.secret != "" { // the caller's own credentials for its own URL: sent there only, never logged
 		scheme := "Bearer"
 		if pc.scheme == "Basic" || pc.scheme == "basic" {
 			scheme = "Basic"

@@ -153,27 +153,27 @@ func (s *Server) restTask(w http.ResponseWriter, r *http.Request, c *call, who c
 			return
 		}
 		pc.TaskID = v1.TaskID(id)
-		s.restPush(w, c, who, scope, mCreatePush, pc)
+		s.restPush(w, r, c, who, scope, mCreatePush, pc)
 	case sub == "pushNotificationConfigs" && method == http.MethodGet:
-		s.restPush(w, c, who, scope, mListPush, v1.PushConfig{TaskID: v1.TaskID(id)})
+		s.restPush(w, r, c, who, scope, mListPush, v1.PushConfig{TaskID: v1.TaskID(id)})
 	case strings.HasPrefix(sub, "pushNotificationConfigs/") && (method == http.MethodGet || method == http.MethodDelete):
 		m := mGetPush
 		if method == http.MethodDelete {
 			m = mDeletePush
 		}
-		s.restPush(w, c, who, scope, m, v1.PushConfig{TaskID: v1.TaskID(id), ID: strings.TrimPrefix(sub, "pushNotificationConfigs/")})
+		s.restPush(w, r, c, who, scope, m, v1.PushConfig{TaskID: v1.TaskID(id), ID: strings.TrimPrefix(sub, "pushNotificationConfigs/")})
 	default:
 		c.fail(w, errNoSuchREST)
 	}
 }
 
-func (s *Server) restPush(w http.ResponseWriter, c *call, who caller, scope, method string, pc v1.PushConfig) {
+func (s *Server) restPush(w http.ResponseWriter, r *http.Request, c *call, who caller, scope, method string, pc v1.PushConfig) {
 	params, err := json.Marshal(pc)
 	if err != nil {
 		c.fail(w, errParse)
 		return
 	}
-	s.pushRPC(w, c, who, scope, Request{JSONRPC: "2.0", Method: method, Params: params})
+	s.pushRPC(w, r, c, who, scope, Request{JSONRPC: "2.0", Method: method, Params: params})
 }
 
 // readREST reads a JSON body into v, answering and returning false when

@@ -159,7 +159,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, scope string) {
 	case mCreatePush, mGetPush, mListPush, mDeletePush,
 		"tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get",
 		"tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete":
-		s.pushRPC(w, c, who, scope, req)
+		s.pushRPC(w, r, c, who, scope, req)
 	case mGetExtendedCard, "agent/getAuthenticatedExtendedCard":
 		s.extendedCard(w, r, c, who, scope)
 	default:

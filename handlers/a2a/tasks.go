@@ -48,6 +48,7 @@ type task struct {
 	changed  chan struct{} // closed, and replaced, at every change
 	watchers int           // streams following the task (SubscribeToTask)
 	pushes   []pushConfig  // where to tell of its changes
+	pushing  bool          // its one push follower runs (pushChanges)
 }
 
 // changedLocked wakes whoever follows the task; t.mu is held.

@@ -64,10 +64,12 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request, c *call, spec turn
 		events = newEvents()
 	}
 	first, from := t.snapshotMark() // taken before the turn can change it
-	go s.run(t, cctx, cancel, spec.text, spec.trace, spec.who.chatOwner, events)
 	if spec.push != nil {
-		go s.pushChanges(t, *spec.push, from)
+		t.mu.Lock()
+		s.startPushLocked(t, from)
+		t.mu.Unlock()
 	}
+	go s.run(t, cctx, cancel, spec.text, spec.trace, spec.who.chatOwner, events)
 	if c.stream {
 		s.pipe(w, r, c, first, events)
 		return

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 	v1 "github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/agentsite/agentsite/agent/runtime"
 	srv "github.com/agentsite/agentsite/handlers/a2a"
 	. "github.com/agentsite/agentsite/handlers/handlertest"
 )
@@ -232,9 +235,9 @@ func (l *logLines) has(msg string) bool {
 	return false
 }
 
-// A push notification URL goes through the guarded client: a receiver on
-// loopback is never called (the node does not allow private addresses),
-// the notification is tried a bounded number of times and dropped.
+// A push notification URL is checked twice: a loopback address is refused
+// when the config is made, and the guarded client refuses it again at
+// connect time (a name that resolves there), never calling the receiver.
 func TestPushURLIsGuarded(t *testing.T) {
 	e, f := newEnv(t, nil)
 	id := e.SeedEcho("push-bot", "Push Bot")
@@ -246,10 +249,16 @@ func TestPushURLIsGuarded(t *testing.T) {
 	e.Server.A2A.Logger = slog.New(logs)
 	e.Server.A2A.PushBackoff = time.Millisecond
 
-	bad := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"x"}]},` +
-		`"configuration":{"taskPushNotificationConfig":{"url":"ftp://example.org/hook"}}}}`
-	wantV1Error(t, rpc1(e, "/a2a/"+id, bad), -32602, "INVALID_PARAMS", "1")
+	for _, u := range []string{"ftp://example.org/hook", recv, "http://[::ffff:127.0.0.1]/hook", "http://169.254.169.254/latest", "http://user:pw@example.org/hook"} {
+		bad := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"x"}]},` +
+			`"configuration":{"taskPushNotificationConfig":{"url":"` + u + `"}}}}`
+		wantV1Error(t, rpc1(e, "/a2a/"+id, bad), -32602, "INVALID_PARAMS", "1")
+	}
 
+	// As if the URL's name resolved to loopback once the config was made:
+	// the config passes, the client refuses the address it would dial.
+	port := uint16(srv.Listener.Addr().(*net.TCPAddr).Port)
+	e.Server.A2A.PushPolicy = runtime.Policy{Allow: runtime.AllowList{{Prefix: netip.MustParsePrefix("127.0.0.1/32"), Port: port}}}
 	send := `{"jsonrpc":"2.0","id":2,"method":"SendMessage","params":{"message":{"messageId":"m2","role":"ROLE_USER","parts":[{"text":"block"}]},` +
 		`"configuration":{"returnImmediately":true,"taskPushNotificationConfig":{"url":"` + recv + `","token":"t"}}}}`
 	r := rpc1(e, "/a2a/"+id, send)
@@ -267,9 +276,9 @@ func TestPushURLIsGuarded(t *testing.T) {
 	}
 	<-f.ended
 	deadline := time.Now().Add(10 * time.Second)
-	for !logs.has("A2A push notification dropped") {
+	for !logs.has("A2A push notification refused: the callback is not a public address") {
 		if time.Now().After(deadline) {
-			t.Fatal("the refused notification was never dropped")
+			t.Fatal("the refused notification was never reported")
 		}
 		time.Sleep(5 * time.Millisecond) // polling a log, not waiting for an outcome
 	}

@@ -83,7 +83,7 @@ func (p *Pages) renderAgentForm(w http.ResponseWriter, r *http.Request, status i
 func (p *Pages) testBackend(w http.ResponseWriter, r *http.Request, v web.AgentFormView, b agent.Backend) {
 	status := http.StatusOK
 	var t web.BackendTest
-	b, err := registry.ValidateBackend(b, p.Registry.AllowPrivate)
+	b, err := registry.ValidateBackend(b, p.Registry.BackendPolicy())
 	var ve *agent.ValidationError
 	switch {
 	case errors.As(err, &ve):
