@@ -55,6 +55,11 @@ type Health struct {
 
 	mu     sync.Mutex
 	agents map[string]*healthLog
+	// used holds each agent's last real turn while it is within Recent
+	// (pruned as RecentlyUsed reads it): the few agents people use, kept
+	// apart so the prober's every tick reads them without looking at
+	// every agent's log.
+	used map[string]time.Time
 	// spacing is how far apart the prober says one agent's probes are
 	// now (SetProbeSpacing): longer than the window on a big host whose
 	// probe budget makes a round of all its agents last hours.
@@ -105,7 +110,7 @@ func NewHealth(o HealthOptions) *Health {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Health{opts: o, agents: map[string]*healthLog{}}
+	return &Health{opts: o, agents: map[string]*healthLog{}, used: map[string]time.Time{}}
 }
 
 // RecordTurn counts a real turn of a local agent (chat.Outcomes): ok is
@@ -148,6 +153,7 @@ func (h *Health) record(agentID string, s sample, errText string) {
 	l.checked = s.at
 	if !s.probe {
 		l.lastTurn = s.at
+		h.used[agentID] = s.at
 	}
 	if s.ok {
 		l.lastOK = s.at
@@ -234,16 +240,19 @@ func (h *Health) LastError(agentID string) string {
 }
 
 // RecentlyUsed is the agents with a real turn in the recent window: the
-// ones people use, which the prober probes first.
+// ones people use, which the prober probes first. It reads those agents
+// only, not every agent's log.
 func (h *Health) RecentlyUsed() map[string]bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cutoff := h.opts.Now().Add(-h.opts.Recent)
-	out := map[string]bool{}
-	for id, l := range h.agents {
-		if l.lastTurn.After(cutoff) {
-			out[id] = true
+	out := make(map[string]bool, len(h.used))
+	for id, at := range h.used {
+		if !at.After(cutoff) {
+			delete(h.used, id)
+			continue
 		}
+		out[id] = true
 	}
 	return out
 }
@@ -255,8 +264,17 @@ func (h *Health) Retain(ids map[string]bool) {
 	for id := range h.agents {
 		if !ids[id] {
 			delete(h.agents, id)
+			delete(h.used, id)
 		}
 	}
+}
+
+// Forget forgets agent id (deleted).
+func (h *Health) Forget(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.agents, id)
+	delete(h.used, id)
 }
 
 // summarize computes l's health at now; h.mu is held.
