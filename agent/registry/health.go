@@ -76,6 +76,11 @@ type healthLog struct {
 	lastErr   string        // the last probe's failure, for the owner; "" after a good probe
 	lastProbe time.Time     // the last probe
 	gap       time.Duration // between the last two probes
+	// builtin: the agent answers in this process and is always up
+	// (RecordBuiltin); with nothing else in its window it is healthy as
+	// of when it was marked, a summary that does not change, so an idle
+	// host's heartbeats carry no health delta for its builtins.
+	builtin bool
 }
 
 // sample is one outcome.
@@ -126,6 +131,25 @@ func (h *Health) RecordProbe(agentID string, res runtime.ProbeResult) {
 		return
 	}
 	h.record(agentID, sample{latency: res.Latency, ok: res.OK, probe: true}, res.Message())
+}
+
+// RecordBuiltin marks agentID a builtin, up without a probe: recorded
+// once as a good probe, and healthy from then on whatever its window
+// holds (its real turns still count). Marking it again changes nothing.
+func (h *Health) RecordBuiltin(agentID string) {
+	h.mu.Lock()
+	l := h.agents[agentID]
+	marked := l != nil && l.builtin
+	h.mu.Unlock()
+	if marked {
+		return
+	}
+	h.record(agentID, sample{ok: true, probe: true}, "")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l := h.agents[agentID]; l != nil {
+		l.builtin = true
+	}
 }
 
 // record appends s (stamped now); a probe also sets the agent's run of
@@ -282,6 +306,9 @@ func (h *Health) summarize(l *healthLog, now time.Time) agent.Health {
 	l.prune(now.Add(-h.window(l)))
 	out := agent.Health{State: agent.HealthUnknown, LastOKAt: stamp(l.lastOK), CheckedAt: stamp(l.checked)}
 	if len(l.samples) == 0 {
+		if l.builtin {
+			out.State, out.SuccessRate = agent.HealthHealthy, 1
+		}
 		return out
 	}
 	okCount := 0

@@ -48,11 +48,6 @@ const (
 	DefaultProbeBudget = 600
 	// probeJitter spreads each agent's probes by ±10%.
 	probeJitter = 0.1
-	// builtinEvery is the most often a builtin (always up, never
-	// probed) is recorded as up: each record is a sample the health
-	// window keeps for an hour (40 bytes), 240 MB an hour for 100k
-	// builtins recorded every minute.
-	builtinEvery = 10 * time.Minute
 )
 
 // Prober probes this node's own agents and records what it finds in
@@ -72,8 +67,8 @@ const (
 // within the Budget: at most Budget probes in any minute, paced at
 // Budget a minute. An agent is due Interval (±10%) after its last probe;
 // past the budget, every agent is probed in turn, less often. Builtins
-// need no probe: they are recorded as up every 10 minutes, outside the
-// budget.
+// need no probe: each is marked up once (Health.RecordBuiltin), outside
+// the budget.
 type Prober struct {
 	Store   ProbeStore
 	Runtime Probes
@@ -174,7 +169,7 @@ func (p *Prober) Round(ctx context.Context) error {
 			break
 		}
 		if d.kind == agent.BackendBuiltin {
-			p.Health.RecordProbe(d.id, runtime.ProbeResult{OK: true})
+			p.Health.RecordBuiltin(d.id)
 			continue
 		}
 		g.Go(func() error {
@@ -199,7 +194,7 @@ func (p *Prober) AgentChanged(id, kind string) {
 	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	e := p.entry(id, now)
+	e, _ := p.entry(id, now)
 	e.kind = kind
 	p.place(e, now)
 }
@@ -211,17 +206,17 @@ func (p *Prober) AgentDeleted(id string) {
 	p.Health.Forget(id)
 }
 
-// entry is id's entry, added (due at now) if new. p.mu is held.
-func (p *Prober) entry(id string, now time.Time) *probeEntry {
+// entry is id's entry, added (due at now) if new (fresh). p.mu is held.
+func (p *Prober) entry(id string, now time.Time) (e *probeEntry, fresh bool) {
 	if p.sched == nil {
 		p.sched = map[string]*probeEntry{}
 	}
-	e := p.sched[id]
-	if e == nil {
+	if e = p.sched[id]; e == nil {
 		e = &probeEntry{id: id, due: now, added: now}
 		p.sched[id] = e
+		fresh = true
 	}
-	return e
+	return e, fresh
 }
 
 // place puts e in the heap its kind belongs in, due at due. p.mu is held.
@@ -271,15 +266,11 @@ func (p *Prober) walkPage(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range refs {
-		e := p.entry(r.ID, now)
+		e, fresh := p.entry(r.ID, now)
 		e.walk = p.walk.n
-		if e.kind != r.Kind || e.heap == nil && r.Kind != agent.BackendCatalogue {
+		if fresh || e.kind != r.Kind {
 			e.kind = r.Kind
-			due := e.due
-			if now.Before(due) {
-				due = now
-			}
-			p.place(e, due)
+			p.place(e, now)
 		}
 	}
 	if len(refs) == size {
@@ -316,20 +307,22 @@ func (p *Prober) take(now time.Time) []dueProbe {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []dueProbe
-	for len(p.builtins) > 0 && !p.builtins[0].due.After(now) {
-		e := p.builtins[0]
+	// A builtin is marked up once (Health.RecordBuiltin) and leaves the
+	// heap until its kind changes.
+	for len(p.builtins) > 0 {
+		e := heap.Pop(&p.builtins).(*probeEntry)
+		e.heap = nil
 		out = append(out, dueProbe{id: e.id, kind: e.kind, due: e.due})
-		p.place(e, now.Add(p.jitter(max(builtinEvery, p.interval()))))
 	}
 	allow := p.allowance(now)
 	// Agents people use first, the walk's or not yet (a fresh start of
 	// a big host): a few, sorted.
 	var first []dueProbe
 	for id := range used {
-		e := p.entry(id, now)
-		if e.heap == nil && e.kind == "" {
+		if e, fresh := p.entry(id, now); fresh {
 			p.place(e, now)
 		}
+		e := p.sched[id]
 		if e.heap == &p.probes && !e.due.After(now) {
 			first = append(first, dueProbe{id: id, kind: e.kind, due: e.due, used: true})
 		}

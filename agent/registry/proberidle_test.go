@@ -77,7 +77,8 @@ func (h *bigHost) counts() (pages, backends int) {
 // (Resync), one page a tick, and a backend only for each probe it makes;
 // the ticks between read nothing. Every agent stays healthy. Before, the
 // ids were walked again every Interval (a minute): a host of 100k agents
-// read a page of ids every tick, for ever.
+// read a page of ids every tick, for ever, and each builtin was recorded
+// up again every 10 minutes, a health change for every heartbeat to carry.
 func TestProberIdleReadsWhatIsDue(t *testing.T) {
 	const (
 		builtins = 5000
@@ -91,7 +92,11 @@ func TestProberIdleReadsWhatIsDue(t *testing.T) {
 	p := &registry.Prober{Store: st, Runtime: probes, Health: h, PageSize: page, Tick: time.Second, Now: clock.Now}
 	walk := (builtins+webhooks)/page + 1 // pages of one walk
 	idle := 0                            // ticks that read nothing
-	for range 3 * 3600 {
+	var early map[string]agent.Health    // the health after the walk at start
+	for i := range 3 * 3600 {
+		if i == 600 {
+			early = h.Summaries()
+		}
 		pages, backends := st.counts()
 		if err := p.Round(t.Context()); err != nil {
 			t.Fatal(err)
@@ -122,6 +127,11 @@ func TestProberIdleReadsWhatIsDue(t *testing.T) {
 	for id, s := range sums {
 		if s.State != agent.HealthHealthy {
 			t.Fatalf("%s: %+v, want healthy", id, s)
+		}
+		// A builtin's health does not change: the heartbeats of an idle
+		// host carry no health delta for it.
+		if st.kinds[id] == agent.BackendBuiltin && s != early[id] {
+			t.Fatalf("builtin %s: health %+v after 3 hours, %+v after 10 minutes; want it unchanged", id, s, early[id])
 		}
 	}
 }
