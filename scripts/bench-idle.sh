@@ -8,8 +8,8 @@
 #
 #   AGENTS=100000 STORE=sqlite SETTLE=150 WINDOW=180 scripts/bench-idle.sh [BIN]
 #
-# STORE=postgres uses a database agentsite_bench_idle on PG_URL's server
-# (created, and dropped at the end).
+# STORE=postgres uses the database PG_DB (agentsite_bench_idle) on the
+# Postgres server at 127.0.0.1:5432, created and dropped at the end.
 set -euo pipefail
 BIN=${1:-bin/agentsite}
 AGENTS=${AGENTS:-100000}
@@ -17,26 +17,27 @@ STORE=${STORE:-sqlite}
 SETTLE=${SETTLE:-150}
 WINDOW=${WINDOW:-180}
 PG_ADMIN=${PG_ADMIN:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
-PG_URL=${PG_URL:-postgres://postgres@127.0.0.1:5432/agentsite_bench_idle?sslmode=disable}
+PG_DB=${PG_DB:-agentsite_bench_idle}
+PG_URL="postgres://postgres@127.0.0.1:5432/$PG_DB?sslmode=disable"
 dir=$(mktemp -d /tmp/agentsite-bench-idle.XXXXXX)
 pid=
 cleanup() {
 	if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-	if [ "$STORE" = postgres ]; then psql -q "$PG_ADMIN" -c 'DROP DATABASE IF EXISTS agentsite_bench_idle' || true; fi
+	if [ "$STORE" = postgres ]; then psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $PG_DB" || true; fi
 	rm -rf "$dir"
 }
 trap cleanup EXIT
 
 store=(--data-dir "$dir/data")
 if [ "$STORE" = postgres ]; then
-	psql -q "$PG_ADMIN" -c 'DROP DATABASE IF EXISTS agentsite_bench_idle' -c 'CREATE DATABASE agentsite_bench_idle'
+	psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $PG_DB" -c "CREATE DATABASE $PG_DB"
 	store+=(--database-url "$PG_URL")
 fi
 python3 -c 'import json,sys
 for i in range(int(sys.argv[1])):
 	print(json.dumps({"name":f"agent-{i}","display_name":f"Agent {i}","description":"An agent for weather, travel and code.","tags":["weather","travel"],"version":"1.0.0","backend":{"kind":"builtin","builtin":"echo"}}))' "$AGENTS" > "$dir/agents.jsonl"
 echo "importing $AGENTS agents into $STORE"
-"$BIN" import "${store[@]}" "$dir/agents.jsonl" | tail -1
+"$BIN" import "${store[@]}" "$dir/agents.jsonl" 2> "$dir/import.log" | tail -1
 "$BIN" serve "${store[@]}" --http-addr 127.0.0.1:0 --p2p-listen /ip4/127.0.0.1/tcp/0 > "$dir/serve.log" 2>&1 &
 pid=$!
 echo "serving (pid $pid); settling ${SETTLE}s, then measuring ${WINDOW}s"
