@@ -43,11 +43,21 @@ pid=$!
 echo "serving (pid $pid); settling ${SETTLE}s, then measuring ${WINDOW}s"
 sleep "$SETTLE"
 hz=$(getconf CLK_TCK)
-t0=$(awk '{print $14+$15}' "/proc/$pid/stat")
+# cpu PIDS...: their user+system clock ticks (a process gone counts 0).
+cpu() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done; echo "$t"; }
+# The Postgres backends serving the node (its pool's connections).
+backends() { if [ "$STORE" = postgres ]; then pgrep -f "postgres: postgres $PG_DB " || true; fi; }
+pg=$(backends)
+t0=$(cpu "$pid"); p0=$(cpu $pg)
 m0=$(grep -c 'store deadline' "$dir/serve.log" || true)
 sleep "$WINDOW"
-t1=$(awk '{print $14+$15}' "/proc/$pid/stat")
+t1=$(cpu "$pid"); p1=$(cpu $pg)
 m1=$(grep -c 'store deadline' "$dir/serve.log" || true)
 awk -v a="$t0" -v b="$t1" -v hz="$hz" -v w="$WINDOW" -v n="$AGENTS" -v s="$STORE" \
 	'BEGIN{printf "idle host of %d agents (%s): %.1f s of CPU over %d s = %.3f of a core\n", n, s, (b-a)/hz, w, (b-a)/hz/w}'
+if [ "$STORE" = postgres ]; then
+	awk -v a="$p0" -v b="$p1" -v hz="$hz" -v w="$WINDOW" \
+		'BEGIN{printf "its Postgres backends (the connections open at the start): %.1f s = %.3f of a core\n", (b-a)/hz, (b-a)/hz/w}'
+fi
 echo "store deadlines missed: $m1 since start, $((m1 - m0)) in the window"
+grep 'store deadline' "$dir/serve.log" | sed -e 's/^time=[^ ]* //' -e 's/ err=.*store deadline.*//' | sort | uniq -c || true
