@@ -46,7 +46,7 @@ hz=$(getconf CLK_TCK)
 # cpu PIDS...: their user+system clock ticks (a process gone counts 0).
 cpu() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done; echo "$t"; }
 # The Postgres backends serving the node (its pool's connections).
-backends() { if [ "$STORE" = postgres ]; then pgrep -f "postgres: postgres $PG_DB " || true; fi; }
+backends() { if [ "$STORE" = postgres ]; then pgrep -f "postgres $PG_DB " || true; fi; }
 pg=$(backends)
 t0=$(cpu "$pid"); p0=$(cpu $pg)
 m0=$(grep -c 'store deadline' "$dir/serve.log" || true)
