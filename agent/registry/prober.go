@@ -195,7 +195,7 @@ func (p *Prober) AgentChanged(id, kind string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, _ := p.entry(id, now)
-	e.kind = kind
+	p.rekind(e, kind)
 	p.place(e, now)
 }
 
@@ -217,6 +217,16 @@ func (p *Prober) entry(id string, now time.Time) (e *probeEntry, fresh bool) {
 		fresh = true
 	}
 	return e, fresh
+}
+
+// rekind sets e's backend kind; a builtin that becomes another kind
+// loses its health (marked up once, it would stay healthy unprobed).
+// p.mu is held.
+func (p *Prober) rekind(e *probeEntry, kind string) {
+	if e.kind == agent.BackendBuiltin && kind != agent.BackendBuiltin {
+		p.Health.Forget(e.id)
+	}
+	e.kind = kind
 }
 
 // place puts e in the heap its kind belongs in, due at due. p.mu is held.
@@ -269,7 +279,7 @@ func (p *Prober) walkPage(ctx context.Context) error {
 		e, fresh := p.entry(r.ID, now)
 		e.walk = p.walk.n
 		if fresh || e.kind != r.Kind {
-			e.kind = r.Kind
+			p.rekind(e, r.Kind)
 			p.place(e, now)
 		}
 	}

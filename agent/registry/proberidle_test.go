@@ -138,8 +138,9 @@ func TestProberIdleReadsWhatIsDue(t *testing.T) {
 
 // TestProberHearsRegistryChanges: once the walk at start is over, an
 // agent the registry creates is probed at the next tick, one it changes
-// to a builtin is no longer probed, and one it deletes is forgotten (no
-// probe, no health), all without another walk of the ids. Before, the
+// to a builtin is no longer probed (and back to a webhook, probed again),
+// and one it deletes is forgotten (no probe, no health), all without
+// another walk of the ids. Before, the
 // prober learned of them only by walking every agent's id again.
 func TestProberHearsRegistryChanges(t *testing.T) {
 	st := &countingStore{Store: sqlitetest.Open(t)}
@@ -183,6 +184,23 @@ func TestProberHearsRegistryChanges(t *testing.T) {
 		t.Fatalf("after a change to a builtin: %d probes, health %+v; want no more probes, healthy", probes.count(), h.Summary(l.Record.ID))
 	}
 
+	// Back to a webhook: the builtin's health is forgotten (nothing
+	// probed it), and the next tick probes it.
+	in.Backend = agent.Backend{Kind: agent.BackendWebhook, URL: "http://127.0.0.1:9/hook"}
+	if _, err := e.Registry.Update(ctx, registry.Operator, l.Record.ID, in); err != nil {
+		t.Fatal(err)
+	}
+	if s := h.Summary(l.Record.ID); s.State != agent.HealthUnknown {
+		t.Fatalf("a builtin changed to a webhook is %+v before its first probe, want unknown", s)
+	}
+	clock.Add(time.Second)
+	if err := p.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if probes.count() != 2 || h.Summary(l.Record.ID).State != agent.HealthHealthy {
+		t.Fatalf("after a change back to a webhook: %d probes, health %+v; want it probed", probes.count(), h.Summary(l.Record.ID))
+	}
+
 	if err := e.Registry.Delete(ctx, registry.Operator, l.Record.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +213,7 @@ func TestProberHearsRegistryChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(h.Summaries()) != 0 || probes.count() != 1 {
+	if len(h.Summaries()) != 0 || probes.count() != 2 {
 		t.Fatalf("after a delete: health of %v, %d probes; want none", h.Summaries(), probes.count())
 	}
 	if st.pages != 0 {
