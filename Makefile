@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # they create and drop their own databases.
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: help run build test a2a-sdk axe ard test-short bench bench-search bench-million bench-p2p bench-planet bench-chat bench-nat bench-rogue a2a-tck generate lint fuzz demo clean
+.PHONY: help run build test a2a-sdk axe ard test-short bench bench-search bench-million bench-idle bench-p2p bench-planet bench-chat bench-nat bench-rogue a2a-tck generate lint fuzz demo clean
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{n[NR]=$$1; d[NR]=$$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= NR; i++) printf "  %-*s  %s\n", w, n[i], d[i]}'
@@ -72,6 +72,10 @@ bench-million: ## the 1M catalogue (issue 20): distinct-query search at 1 and 20
 	python3 -c 'import json; [print(json.dumps({"name":f"agent-{i}","display_name":f"Agent {i}","description":"An agent for weather, travel and code.","tags":["weather","travel"],"version":"1.0.0","backend":{"kind":"builtin","builtin":"echo"}})) for i in range(1000000)]' > /tmp/agentsite-million/1m.jsonl
 	/usr/bin/time -v $(BIN) import --data-dir /tmp/agentsite-million/data /tmp/agentsite-million/1m.jsonl 2>&1 | tail -25
 	rm -rf /tmp/agentsite-million
+
+bench-idle: build ## idle CPU of a host of 100,000 agents (no requests, no peers) on SQLite and Postgres, and store deadlines missed (AGENTS=, SETTLE=, WINDOW= seconds)
+	STORE=sqlite scripts/bench-idle.sh $(BIN)
+	STORE=postgres scripts/bench-idle.sh $(BIN)
 
 bench-chat: ## chat turns to echo, local and cross-node, API, WebSocket and A2A, 5/10/20 clients
 	$(GO) test -run '^$$' -bench BenchmarkChatTurns -benchtime 1x -timeout 30m ./cmd/agentsite/

@@ -284,6 +284,7 @@ func (r *Registry) storeFresh(ctx context.Context, tx store.Tx, fp FreshPublishe
 // learns the record at its next refresh.
 func (r *Registry) announceAll(ctx context.Context, fp FreshPublisher, stored []preparedItem) {
 	for _, p := range stored {
+		r.changed(p.opened.ID, p.in.Backend.Kind)
 		if err := fp.Announce(ctx, p.opened, p.env); err != nil {
 			r.logger().WarnContext(ctx, "announcing an imported agent failed; the network gets it at its next refresh", "id", p.opened.ID, "err", err)
 		}

@@ -24,6 +24,14 @@ type countingStore struct {
 	pages     int
 	refs      int
 	biggest   int
+	counts    int
+}
+
+func (c *countingStore) CountLocal(ctx context.Context) (store.LocalCount, error) {
+	c.mu.Lock()
+	c.counts++
+	c.mu.Unlock()
+	return c.Store.CountLocal(ctx)
 }
 
 func (c *countingStore) ListLocal(ctx context.Context) ([]store.Listing, error) {
@@ -53,7 +61,7 @@ func (c *countingStore) LocalRefs(ctx context.Context, q store.LocalQuery) ([]st
 func (c *countingStore) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.listLocal, c.getAgent, c.pages, c.refs, c.biggest = 0, 0, 0, 0, 0
+	c.listLocal, c.getAgent, c.pages, c.refs, c.biggest, c.counts = 0, 0, 0, 0, 0, 0
 }
 
 // hostAgents stores n local listings of e's node straight into st, e's
@@ -164,5 +172,23 @@ func TestRefreshIsSpreadOverTheTTL(t *testing.T) {
 	// What is left due is the later half: the first to expire went first.
 	if want := fmt.Sprintf("agent-%06d", share); first[0] != want {
 		t.Fatalf("after one tick the first due is %s, want %s", first[0], want)
+	}
+}
+
+// TestRefreshTickIdle: a tick of a host of 2,000 agents none of which is
+// due looks once at the index of expiries, finds nothing and reads
+// nothing else: no count of the hosted listings, no ref, no listing.
+// Before, every tick counted every hosted listing first.
+func TestRefreshTickIdle(t *testing.T) {
+	cs := &countingStore{Store: pgtest.Open(t)}
+	e := registrytest.New(t, cs)
+	hostAgents(t, e, cs.Store, 2000, 40*time.Minute, 60*time.Minute, 0) // none due within TTL/2
+	cs.reset()
+	got, err := e.Registry.RefreshTick(t.Context())
+	if err != nil || got != 0 {
+		t.Fatalf("RefreshTick = %d, %v; want nothing re-signed", got, err)
+	}
+	if cs.counts != 0 || cs.pages != 1 || cs.refs != 0 || cs.getAgent != 0 {
+		t.Fatalf("an idle tick made %d counts, read %d pages, %d refs, %d listings; want one empty page and no count", cs.counts, cs.pages, cs.refs, cs.getAgent)
 	}
 }

@@ -55,6 +55,11 @@ type Health struct {
 
 	mu     sync.Mutex
 	agents map[string]*healthLog
+	// used holds each agent's last real turn while it is within Recent
+	// (pruned as RecentlyUsed reads it): the few agents people use, kept
+	// apart so the prober's every tick reads them without looking at
+	// every agent's log.
+	used map[string]time.Time
 	// spacing is how far apart the prober says one agent's probes are
 	// now (SetProbeSpacing): longer than the window on a big host whose
 	// probe budget makes a round of all its agents last hours.
@@ -71,6 +76,11 @@ type healthLog struct {
 	lastErr   string        // the last probe's failure, for the owner; "" after a good probe
 	lastProbe time.Time     // the last probe
 	gap       time.Duration // between the last two probes
+	// builtin: the agent answers in this process and is always up
+	// (RecordBuiltin); with nothing else in its window it is healthy as
+	// of when it was marked, a summary that does not change, so an idle
+	// host's heartbeats carry no health delta for its builtins.
+	builtin bool
 }
 
 // sample is one outcome.
@@ -105,7 +115,7 @@ func NewHealth(o HealthOptions) *Health {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Health{opts: o, agents: map[string]*healthLog{}}
+	return &Health{opts: o, agents: map[string]*healthLog{}, used: map[string]time.Time{}}
 }
 
 // RecordTurn counts a real turn of a local agent (chat.Outcomes): ok is
@@ -121,6 +131,25 @@ func (h *Health) RecordProbe(agentID string, res runtime.ProbeResult) {
 		return
 	}
 	h.record(agentID, sample{latency: res.Latency, ok: res.OK, probe: true}, res.Message())
+}
+
+// RecordBuiltin marks agentID a builtin, up without a probe: recorded
+// once as a good probe, and healthy from then on whatever its window
+// holds (its real turns still count). Marking it again changes nothing.
+func (h *Health) RecordBuiltin(agentID string) {
+	h.mu.Lock()
+	l := h.agents[agentID]
+	marked := l != nil && l.builtin
+	h.mu.Unlock()
+	if marked {
+		return
+	}
+	h.record(agentID, sample{ok: true, probe: true}, "")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l := h.agents[agentID]; l != nil {
+		l.builtin = true
+	}
 }
 
 // record appends s (stamped now); a probe also sets the agent's run of
@@ -148,6 +177,7 @@ func (h *Health) record(agentID string, s sample, errText string) {
 	l.checked = s.at
 	if !s.probe {
 		l.lastTurn = s.at
+		h.used[agentID] = s.at
 	}
 	if s.ok {
 		l.lastOK = s.at
@@ -234,16 +264,19 @@ func (h *Health) LastError(agentID string) string {
 }
 
 // RecentlyUsed is the agents with a real turn in the recent window: the
-// ones people use, which the prober probes first.
+// ones people use, which the prober probes first. It reads those agents
+// only, not every agent's log.
 func (h *Health) RecentlyUsed() map[string]bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cutoff := h.opts.Now().Add(-h.opts.Recent)
-	out := map[string]bool{}
-	for id, l := range h.agents {
-		if l.lastTurn.After(cutoff) {
-			out[id] = true
+	out := make(map[string]bool, len(h.used))
+	for id, at := range h.used {
+		if !at.After(cutoff) {
+			delete(h.used, id)
+			continue
 		}
+		out[id] = true
 	}
 	return out
 }
@@ -255,8 +288,17 @@ func (h *Health) Retain(ids map[string]bool) {
 	for id := range h.agents {
 		if !ids[id] {
 			delete(h.agents, id)
+			delete(h.used, id)
 		}
 	}
+}
+
+// Forget forgets agent id (deleted).
+func (h *Health) Forget(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.agents, id)
+	delete(h.used, id)
 }
 
 // summarize computes l's health at now; h.mu is held.
@@ -264,6 +306,9 @@ func (h *Health) summarize(l *healthLog, now time.Time) agent.Health {
 	l.prune(now.Add(-h.window(l)))
 	out := agent.Health{State: agent.HealthUnknown, LastOKAt: stamp(l.lastOK), CheckedAt: stamp(l.checked)}
 	if len(l.samples) == 0 {
+		if l.builtin {
+			out.State, out.SuccessRate = agent.HealthHealthy, 1
+		}
 		return out
 	}
 	okCount := 0

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"cmp"
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -47,11 +48,6 @@ const (
 	DefaultProbeBudget = 600
 	// probeJitter spreads each agent's probes by ±10%.
 	probeJitter = 0.1
-	// builtinEvery is the most often a builtin (always up, never
-	// probed) is recorded as up: each record is a sample the health
-	// window keeps for an hour (40 bytes), 240 MB an hour for 100k
-	// builtins recorded every minute.
-	builtinEvery = 10 * time.Minute
 )
 
 // Prober probes this node's own agents and records what it finds in
@@ -59,14 +55,20 @@ const (
 // never probes other nodes' agents: their hosts do, and their heartbeats
 // say what they found. Set Store, Runtime and Health before use.
 //
-// It keeps each agent's next probe in memory and learns which agents
-// there are by walking their ids, one page a tick, again at most every
-// Interval. A tick probes the agents that are due, those that people
-// used lately (real turns in Health's recent window) first, then the
-// longest overdue, within the Budget: at most Budget probes in any
-// minute, paced at Budget a minute. An agent is due Interval (±10%)
-// after its last probe; past the budget, every agent is probed in turn,
-// less often.
+// It keeps each agent's next probe in memory, in a heap by due time, so a
+// tick costs what is due, not what is hosted: an idle host of 100k
+// agents reads nothing and looks at nothing but the heap's top. It
+// learns which agents there are by walking their ids once at start, one
+// page a tick, and again every Resync (another replica's agents, one
+// deleted behind its back); between walks the registry tells it of each
+// agent created, changed or deleted (AgentChanged, AgentDeleted). A tick
+// probes the agents that are due, those that people used lately (real
+// turns in Health's recent window) first, then the longest overdue,
+// within the Budget: at most Budget probes in any minute, paced at
+// Budget a minute. An agent is due Interval (±10%) after its last probe;
+// past the budget, every agent is probed in turn, less often. Builtins
+// need no probe: each is marked up once (Health.RecordBuiltin), outside
+// the budget.
 type Prober struct {
 	Store   ProbeStore
 	Runtime Probes
@@ -84,6 +86,9 @@ type Prober struct {
 	// PageSize is how many ids the walk reads a tick. Default
 	// store.MaxLocalPage.
 	PageSize int
+	// Resync is how often the walk of every local agent's id runs again
+	// after the first. Default 1h, at least Interval.
+	Resync time.Duration
 	// Observer, if set, hears every probe (not builtins, which need none).
 	Observer ProbeObserver
 	Logger   *slog.Logger
@@ -92,7 +97,11 @@ type Prober struct {
 
 	mu    sync.Mutex
 	sched map[string]*probeEntry
-	walk  probeWalk
+	// probes holds the agents with a backend to probe, builtins the
+	// builtins, each soonest due first; an agent with nothing hosted
+	// (catalogue) is in neither.
+	probes, builtins dueHeap
+	walk             probeWalk
 	// spent holds when each of the last Budget probes started, oldest
 	// first: the window the budget is counted over.
 	spent []time.Time
@@ -102,12 +111,21 @@ type Prober struct {
 	refilled time.Time
 }
 
+// DefaultProbeResync is how often the prober walks every local agent's id
+// again: the registry tells it of every change it makes, so the walk
+// only catches what it cannot (a replica's agents on a shared database).
+// At 100k agents a walk reads 100 pages.
+const DefaultProbeResync = time.Hour
+
 // probeEntry is one local agent's place in the schedule.
 type probeEntry struct {
+	id    string
 	kind  string
 	due   time.Time
 	walk  uint64    // the last walk that saw the agent
 	added time.Time // when the prober first heard of it
+	heap  *dueHeap  // the heap it is in; nil: none
+	index int       // its place in heap
 }
 
 // probeWalk is where the walk of the local agents' ids is.
@@ -134,10 +152,11 @@ func (p *Prober) Run(ctx context.Context) {
 	}
 }
 
-// Round is one tick: it reads the next page of the walk of local agents
-// (forgetting, at the end of a walk, the agents no longer hosted), then
-// probes the agents that are due, within the budget, and waits for those
-// probes. Builtins are recorded as up without a probe or a budget.
+// Round is one tick: while a walk of the local agents is under way, it
+// reads the walk's next page (forgetting, at the end of a walk, the
+// agents no longer hosted), then probes the agents that are due, within
+// the budget, and waits for those probes. Builtins are recorded as up
+// without a probe or a budget.
 func (p *Prober) Round(ctx context.Context) error {
 	if err := p.walkPage(ctx); err != nil {
 		return err
@@ -150,7 +169,7 @@ func (p *Prober) Round(ctx context.Context) error {
 			break
 		}
 		if d.kind == agent.BackendBuiltin {
-			p.Health.RecordProbe(d.id, runtime.ProbeResult{OK: true})
+			p.Health.RecordBuiltin(d.id)
 			continue
 		}
 		g.Go(func() error {
@@ -169,16 +188,79 @@ func (p *Prober) Round(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// walkPage reads one page of the local agents' ids, starting a walk when
-// none is under way and the last began an Interval ago (or never).
-func (p *Prober) walkPage(ctx context.Context) error {
+// AgentChanged implements Schedule: local agent id was created or
+// changed, its backend now of kind; it is probed at the next tick.
+func (p *Prober) AgentChanged(id, kind string) {
 	now := p.now()
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, _ := p.entry(id, now)
+	p.rekind(e, kind)
+	p.place(e, now)
+}
+
+// AgentDeleted implements Schedule: local agent id is gone; it is no
+// longer probed and its health is forgotten.
+func (p *Prober) AgentDeleted(id string) {
+	p.forget(id)
+	p.Health.Forget(id)
+}
+
+// entry is id's entry, added (due at now) if new (fresh). p.mu is held.
+func (p *Prober) entry(id string, now time.Time) (e *probeEntry, fresh bool) {
 	if p.sched == nil {
 		p.sched = map[string]*probeEntry{}
 	}
+	if e = p.sched[id]; e == nil {
+		e = &probeEntry{id: id, due: now, added: now}
+		p.sched[id] = e
+		fresh = true
+	}
+	return e, fresh
+}
+
+// rekind sets e's backend kind; a builtin that becomes another kind
+// loses its health (marked up once, it would stay healthy unprobed).
+// p.mu is held.
+func (p *Prober) rekind(e *probeEntry, kind string) {
+	if e.kind == agent.BackendBuiltin && kind != agent.BackendBuiltin {
+		p.Health.Forget(e.id)
+	}
+	e.kind = kind
+}
+
+// place puts e in the heap its kind belongs in, due at due. p.mu is held.
+func (p *Prober) place(e *probeEntry, due time.Time) {
+	var h *dueHeap
+	switch e.kind {
+	case agent.BackendCatalogue: // nothing hosted, nothing to probe: its health stays unknown
+	case agent.BackendBuiltin:
+		h = &p.builtins
+	default:
+		h = &p.probes
+	}
+	e.due = due
+	if e.heap != h && e.heap != nil {
+		heap.Remove(e.heap, e.index)
+		e.heap = nil
+	}
+	switch {
+	case h == nil:
+	case e.heap == h:
+		heap.Fix(h, e.index)
+	default:
+		e.heap = h
+		heap.Push(h, e)
+	}
+}
+
+// walkPage reads one page of the local agents' ids, starting a walk when
+// none is under way and the last began a Resync ago (or never).
+func (p *Prober) walkPage(ctx context.Context) error {
+	now := p.now()
+	p.mu.Lock()
 	if !p.walk.active {
-		if p.walk.n > 0 && now.Sub(p.walk.started) < p.interval() {
+		if p.walk.n > 0 && now.Sub(p.walk.started) < p.resync() {
 			p.mu.Unlock()
 			return nil
 		}
@@ -194,12 +276,12 @@ func (p *Prober) walkPage(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range refs {
-		e := p.sched[r.ID]
-		if e == nil {
-			e = &probeEntry{due: now, added: now} // new: due at once
-			p.sched[r.ID] = e
+		e, fresh := p.entry(r.ID, now)
+		e.walk = p.walk.n
+		if fresh || e.kind != r.Kind {
+			p.rekind(e, r.Kind)
+			p.place(e, now)
 		}
-		e.kind, e.walk = r.Kind, p.walk.n
 	}
 	if len(refs) == size {
 		p.walk.after = refs[len(refs)-1].ID
@@ -210,7 +292,7 @@ func (p *Prober) walkPage(ctx context.Context) error {
 	for id, e := range p.sched {
 		// Not seen by this walk, and known from before it began: gone.
 		if e.walk != p.walk.n && e.added.Before(p.walk.started) {
-			delete(p.sched, id)
+			p.drop(e)
 			continue
 		}
 		ids[id] = true
@@ -228,120 +310,75 @@ type dueProbe struct {
 
 // take picks the agents to probe at now: every due builtin, and as many
 // due others as the budget allows, used ones first, then the longest
-// overdue; it moves each one's next probe an Interval on.
+// overdue; it moves each one's next probe an Interval on. It looks at
+// the used agents and the heaps' due tops only.
 func (p *Prober) take(now time.Time) []dueProbe {
 	used := p.Health.RecentlyUsed()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var builtins []dueProbe
+	var out []dueProbe
+	// A builtin is marked up once (Health.RecordBuiltin) and leaves the
+	// heap until its kind changes.
+	for len(p.builtins) > 0 {
+		e := heap.Pop(&p.builtins).(*probeEntry)
+		e.heap = nil
+		out = append(out, dueProbe{id: e.id, kind: e.kind, due: e.due})
+	}
 	allow := p.allowance(now)
-	pick := &topProbes{k: allow}
-	probed := 0 // agents that need a probe (not builtins)
-	for id, e := range p.sched {
-		if e.kind != agent.BackendBuiltin && e.kind != agent.BackendCatalogue {
-			probed++
-		}
-		if e.due.After(now) {
-			continue
-		}
-		d := dueProbe{id: id, kind: e.kind, due: e.due, used: used[id]}
-		if e.kind == agent.BackendCatalogue {
-			// Nothing hosted, nothing to probe: its health stays unknown.
-			e.due = now.Add(p.jitter(max(builtinEvery, p.interval())))
-			continue
-		}
-		if e.kind == agent.BackendBuiltin {
-			e.due = now.Add(p.jitter(max(builtinEvery, p.interval())))
-			builtins = append(builtins, d)
-			continue
-		}
-		pick.offer(d)
-	}
-	// Agents people use that the walk has not reached yet (a fresh start
-	// of a big host) are due too.
+	// Agents people use first, the walk's or not yet (a fresh start of
+	// a big host): a few, sorted.
+	var first []dueProbe
 	for id := range used {
-		if _, known := p.sched[id]; !known {
-			p.sched[id] = &probeEntry{due: now, added: now}
-			pick.offer(dueProbe{id: id, due: now, used: true})
+		if e, fresh := p.entry(id, now); fresh {
+			p.place(e, now)
+		}
+		e := p.sched[id]
+		if e.heap == &p.probes && !e.due.After(now) {
+			first = append(first, dueProbe{id: id, kind: e.kind, due: e.due, used: true})
 		}
 	}
-	p.Health.SetProbeSpacing(p.spacing(probed))
-	others := pick.sorted()
-	n := len(others)
-	for _, d := range others {
-		p.sched[d.id].due = now.Add(p.jitter(p.interval()))
+	slices.SortFunc(first, func(a, b dueProbe) int { return cmp.Or(a.due.Compare(b.due), cmp.Compare(a.id, b.id)) })
+	first = first[:min(len(first), allow)]
+	others := first
+	for _, d := range first {
+		p.place(p.sched[d.id], now.Add(p.jitter(p.interval())))
+	}
+	for len(others) < allow && len(p.probes) > 0 && !p.probes[0].due.After(now) {
+		e := p.probes[0]
+		others = append(others, dueProbe{id: e.id, kind: e.kind, due: e.due})
+		p.place(e, now.Add(p.jitter(p.interval())))
+	}
+	p.Health.SetProbeSpacing(p.spacing(len(p.probes)))
+	for range others {
 		p.spent = append(p.spent, now)
 	}
-	p.tokens -= float64(n)
-	return append(builtins, others...)
+	p.tokens -= float64(len(others))
+	return append(out, others...)
 }
 
-// topProbes keeps the k first of the due probes offered to it (used
-// first, then the longest overdue): a max-heap of k, so a tick of a host
-// of 100k due agents costs n log k, not a sort of n.
-type topProbes struct {
-	k    int
-	heap []dueProbe
-}
+// dueHeap is a min-heap of schedule entries by due time, then id
+// (container/heap).
+type dueHeap []*probeEntry
 
-// before orders probes: used first, then the longest overdue, then id.
-func (a dueProbe) before(b dueProbe) bool {
-	if a.used != b.used {
-		return a.used
-	}
-	return cmp.Or(a.due.Compare(b.due), cmp.Compare(a.id, b.id)) < 0
+func (h dueHeap) Len() int { return len(h) }
+func (h dueHeap) Less(i, j int) bool {
+	return cmp.Or(h[i].due.Compare(h[j].due), cmp.Compare(h[i].id, h[j].id)) < 0
 }
-
-func (t *topProbes) offer(d dueProbe) {
-	if t.k <= 0 {
-		return
-	}
-	if len(t.heap) == t.k {
-		if !d.before(t.heap[0]) {
-			return
-		}
-		t.heap[0] = d
-		t.down(0)
-		return
-	}
-	t.heap = append(t.heap, d)
-	for i := len(t.heap) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if !t.heap[parent].before(t.heap[i]) {
-			break
-		}
-		t.heap[parent], t.heap[i] = t.heap[i], t.heap[parent]
-		i = parent
-	}
+func (h dueHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
 }
-
-// down restores the heap (the last in order at the root) below i.
-func (t *topProbes) down(i int) {
-	for {
-		last, l, r := i, 2*i+1, 2*i+2
-		if l < len(t.heap) && t.heap[last].before(t.heap[l]) {
-			last = l
-		}
-		if r < len(t.heap) && t.heap[last].before(t.heap[r]) {
-			last = r
-		}
-		if last == i {
-			return
-		}
-		t.heap[i], t.heap[last] = t.heap[last], t.heap[i]
-		i = last
-	}
+func (h *dueHeap) Push(x any) {
+	e := x.(*probeEntry)
+	e.index = len(*h)
+	*h = append(*h, e)
 }
-
-// sorted is what was kept, first first.
-func (t *topProbes) sorted() []dueProbe {
-	slices.SortFunc(t.heap, func(a, b dueProbe) int {
-		if a.before(b) {
-			return -1
-		}
-		return 1
-	})
-	return t.heap
+func (h *dueHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
 }
 
 // allowance is how many probes may start at now: what is left of the
@@ -367,7 +404,18 @@ func (p *Prober) allowance(now time.Time) int {
 func (p *Prober) forget(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.sched, id)
+	if e := p.sched[id]; e != nil {
+		p.drop(e)
+	}
+}
+
+// drop takes e out of the schedule. p.mu is held.
+func (p *Prober) drop(e *probeEntry) {
+	if e.heap != nil {
+		heap.Remove(e.heap, e.index)
+		e.heap = nil
+	}
+	delete(p.sched, e.id)
 }
 
 // ProbeAgent probes local agent id's backend now and records the result:
@@ -430,6 +478,13 @@ func (p *Prober) concurrency() int {
 		return DefaultProbeConcurrency
 	}
 	return p.Concurrency
+}
+
+func (p *Prober) resync() time.Duration {
+	if p.Resync <= 0 {
+		return max(DefaultProbeResync, p.interval())
+	}
+	return max(p.Resync, p.interval())
 }
 
 func (p *Prober) tick() time.Duration {

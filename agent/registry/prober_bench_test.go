@@ -93,3 +93,26 @@ func BenchmarkHealthSummaries(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkProberIdleTick: one tick of the prober of a host of 100,000
+// builtins and 100 webhooks at rest, once the walk at start is over and
+// every agent was probed or marked up (a fake store; the clock moves a
+// second a tick). It is what a big host pays every second for probes.
+func BenchmarkProberIdleTick(b *testing.B) {
+	clock := registrytest.NewClock()
+	st := newBigHost(100_000, 100)
+	h := registry.NewHealth(registry.HealthOptions{Now: clock.Now})
+	p := &registry.Prober{Store: st, Runtime: &countedProbes{}, Health: h, Tick: time.Second, Now: clock.Now}
+	for range 120 { // the walk (101 pages) and the first probes
+		if err := p.Round(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		clock.Add(time.Second)
+	}
+	for b.Loop() {
+		if err := p.Round(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		clock.Add(time.Second)
+	}
+}

@@ -27,15 +27,25 @@ func (r *Registry) refreshTick() time.Duration {
 
 // RefreshTick re-signs the listings due now (expiring within half the
 // TTL), at most its share: the hosted count times the tick over a quarter
-// of the TTL, at least 64. It reads a count and the due refs, no more.
+// of the TTL, at least 64. It reads the due refs, no more: an idle tick
+// is one look at the index of expiries that finds nothing, and only a
+// tick with a backlog (64 due) counts the hosted listings for its share.
 func (r *Registry) RefreshTick(ctx context.Context) (int, error) {
+	n, err := r.RefreshDue(ctx, r.TTL/2, refreshMinPerTick)
+	if err != nil || n < refreshMinPerTick {
+		return n, err
+	}
 	c, err := r.Store.CountLocal(ctx)
 	if err != nil {
-		return 0, err
+		return n, err
 	}
 	quarter := max(r.TTL/4, time.Second)
 	share := int((int64(c.N)*int64(r.refreshTick()) + int64(quarter) - 1) / int64(quarter))
-	return r.RefreshDue(ctx, r.TTL/2, max(share, refreshMinPerTick))
+	if share <= n {
+		return n, nil
+	}
+	more, err := r.RefreshDue(ctx, r.TTL/2, share-n)
+	return n + more, err
 }
 
 // RunRefresh re-signs local listings as they come due (RefreshTick), every

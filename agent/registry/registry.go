@@ -43,12 +43,22 @@ type Network interface {
 	Lookup(ctx context.Context, id string) (*agent.Record, error)
 }
 
-// Registry is this node's agents. Set every field but Network (optional),
-// Logger and Now (defaults) before use.
+// Schedule hears of every change the registry makes to this node's
+// agents (the Prober), so it need not walk them all to learn of one: a
+// new or changed agent is probed at once, a deleted one no longer.
+type Schedule interface {
+	AgentChanged(id, kind string)
+	AgentDeleted(id string)
+}
+
+// Registry is this node's agents. Set every field but Network and
+// Schedule (optional), Logger and Now (defaults) before use.
 type Registry struct {
 	Store     Store
 	Publisher Publisher
 	Network   Network
+	// Schedule, if set, hears every agent created, changed or deleted.
+	Schedule Schedule
 	// PeerID is this node's peer ID: the host of every agent it registers.
 	PeerID string
 	// TTL is the lifetime of the records this node signs.
@@ -295,7 +305,15 @@ func (r *Registry) deliver(ctx context.Context, rec *agent.Record, b agent.Backe
 		r.restoreBackend(context.Background(), r.Store, rec.ID, old)
 		return fmt.Errorf("publish agent: %w", err)
 	}
+	r.changed(rec.ID, b.Kind)
 	return nil
+}
+
+// changed tells the Schedule, if any, that agent id changed.
+func (r *Registry) changed(id, kind string) {
+	if r.Schedule != nil {
+		r.Schedule.AgentChanged(id, kind)
+	}
 }
 
 // backendWriter is where restoreBackend puts a backend back: the store,
@@ -342,6 +360,9 @@ func (r *Registry) Delete(ctx context.Context, a Actor, id string) error {
 	rec.ExpiresAt = now.Add(r.TTL)
 	if err := r.Publisher.Publish(ctx, &rec); err != nil {
 		return fmt.Errorf("publish tombstone: %w", err)
+	}
+	if r.Schedule != nil {
+		r.Schedule.AgentDeleted(id)
 	}
 	if err := r.Store.DeleteBackend(ctx, id); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("delete backend: %w", err)

@@ -113,7 +113,7 @@ func buildApp(ctx context.Context, cfg Config, deps appDeps) (_ *app, err error)
 	}
 	if deps.Offline {
 		a.publisher = p2p.NewPublisher(a.key, a.sink)
-		a.registry = newRegistry(cfg, a.engine, a.publisher, nil, a.peerID, a.logger)
+		a.registry = newRegistry(cfg, a.engine, a.publisher, nil, nil, a.peerID, a.logger)
 		return a, nil
 	}
 	// Health comes first: the heartbeats carry it from the node's start.
@@ -217,26 +217,28 @@ func (a *app) buildUseCases(metrics prometheus.Registerer) error {
 		Logger:       a.logger,
 		EchoDelay:    a.cfg.EchoDelay,
 	})
-	a.registry = newRegistry(a.cfg, a.full, a.publisher, a.node, a.peerID, a.logger)
+	observer, err := newProbeMetrics(metrics)
+	if err != nil {
+		return fmt.Errorf("probe metrics: %w", err)
+	}
+	// The prober hears the registry's changes (its Schedule): it walks
+	// every local agent only at start and once an hour.
+	a.prober = &registry.Prober{Store: a.full, Runtime: a.runtime, Health: a.health,
+		Interval: a.cfg.ProbeInterval, Budget: a.cfg.ProbeBudget, Observer: observer, Logger: a.logger}
+	a.registry = newRegistry(a.cfg, a.full, a.publisher, a.node, a.prober, a.peerID, a.logger)
 	a.peers = peermcp.NewClient(a.node, peermcp.ClientConfig{Logger: a.logger, Version: buildVersion()})
 	a.chat = &chat.Chat{Store: a.full, Listings: a.registry, Local: a.runtime, Remote: a.peers,
 		Search: a.full, Outcomes: a.health, Logger: a.logger,
 		Hosts: &store.NodeLabels{Nodes: a.full, SelfID: a.peerID, SelfName: a.cfg.NodeName}}
 	a.live = &chat.Live{Chat: a.chat, Lifetime: a.lifetime, Logger: a.logger}
-	observer, err := newProbeMetrics(metrics)
-	if err != nil {
-		return fmt.Errorf("probe metrics: %w", err)
-	}
-	a.prober = &registry.Prober{Store: a.full, Runtime: a.runtime, Health: a.health,
-		Interval: a.cfg.ProbeInterval, Budget: a.cfg.ProbeBudget, Observer: observer, Logger: a.logger}
 	return nil
 }
 
 // newRegistry is this node's agents, the same for serve and import: its
 // limits come from the flags they share (Config.declareShared). network
-// is nil offline (the cache only).
-func newRegistry(cfg Config, st registry.Store, pub registry.Publisher, network registry.Network, peerID string, logger *slog.Logger) *registry.Registry {
-	return &registry.Registry{Store: st, Publisher: pub, Network: network, PeerID: peerID,
+// is nil offline (the cache only), and so is sched (no prober).
+func newRegistry(cfg Config, st registry.Store, pub registry.Publisher, network registry.Network, sched registry.Schedule, peerID string, logger *slog.Logger) *registry.Registry {
+	return &registry.Registry{Store: st, Publisher: pub, Network: network, Schedule: sched, PeerID: peerID,
 		TTL: cfg.RecordTTL, AllowPrivate: cfg.AllowPrivateEndpoints, AllowEndpoints: cfg.outbound().Allow, Logger: logger}
 }
 

@@ -235,7 +235,11 @@ const (
 )
 
 // inSavepoint runs fn, one store call of a batch, in its own savepoint of
-// tx: undone alone if it fails, so the batch goes on.
+// tx: undone alone if it fails, so the batch goes on. The savepoint is
+// closed on a context of its own (rollbackTimeout): the call's may be
+// what ended it (the store deadline, under load), and a savepoint not
+// rolled back would leave the transaction aborted, or the failed call's
+// writes in it.
 func inSavepoint(ctx context.Context, tx pgx.Tx, whole bool, fn func() error) error {
 	if whole {
 		return fn()
@@ -243,13 +247,16 @@ func inSavepoint(ctx context.Context, tx pgx.Tx, whole bool, fn func() error) er
 	if _, err := tx.Exec(ctx, savepointSQL); err != nil {
 		return dbErr("savepoint", err)
 	}
-	if err := fn(); err != nil {
-		if _, rerr := tx.Exec(ctx, rollbackSavepointSQL); rerr == nil {
-			_, _ = tx.Exec(ctx, releaseSavepointSQL)
+	err := fn()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	if err != nil {
+		if _, rerr := tx.Exec(cctx, rollbackSavepointSQL); rerr == nil {
+			_, _ = tx.Exec(cctx, releaseSavepointSQL)
 		}
 		return err
 	}
-	_, err := tx.Exec(ctx, releaseSavepointSQL)
+	_, err = tx.Exec(cctx, releaseSavepointSQL)
 	return dbErr("release savepoint", err)
 }
 

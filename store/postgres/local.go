@@ -10,10 +10,14 @@ import (
 )
 
 // localRefColumns is what LocalRefs reads: the narrow columns and the
-// backend's kind, never the envelope or the record's JSON.
-const localRefColumns = `a.id, r.name, r.publisher, a.seq, a.expires_at, coalesce(b.config->>'kind', '')`
+// backend's kind, never the envelope or the record's JSON. The kind is a
+// look-up by agent id for each row of the page: as a join, the planner
+// merged the page with agent_backends read from its first row, so a page
+// deep in the walk of a host of 100k agents read every backend before it.
+const localRefColumns = `a.id, r.name, r.publisher, a.seq, a.expires_at,
+	coalesce((SELECT b.config->>'kind' FROM agent_backends b WHERE b.agent_id = a.id), '')`
 
-const localRefFrom = `agents a JOIN agent_records r ON r.id = a.id LEFT JOIN agent_backends b ON b.agent_id = a.id`
+const localRefFrom = `agents a JOIN agent_records r ON r.id = a.id`
 
 // LocalRefs implements store.Locals: by id through agents_local_id, or
 // what is due through agents_local_due.

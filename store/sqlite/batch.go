@@ -63,6 +63,10 @@ type batch struct {
 	db    *DB
 	tx    *sql.Tx
 	whole bool // InBatchWhole: no savepoints
+	// lost is why the batch's transaction can no longer be trusted (a
+	// savepoint that could not be rolled back); set, it fails every call
+	// and the commit.
+	lost  error
 	stmts stmts
 	// backends are the backends PutBackend was given in a whole batch,
 	// not yet written: they go in one statement (putBackendsSQL) before
@@ -82,6 +86,9 @@ func newBatch(db *DB, tx *sql.Tx, whole bool) *batch {
 
 // ExecContext implements execer.
 func (b *batch) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if b.lost != nil {
+		return nil, b.lost
+	}
 	if err := b.flushBackends(ctx); err != nil {
 		return nil, err
 	}
@@ -90,6 +97,9 @@ func (b *batch) ExecContext(ctx context.Context, query string, args ...any) (sql
 
 // QueryContext implements execer.
 func (b *batch) QueryContext(ctx context.Context, query string, args ...any) (rowSet, error) {
+	if b.lost != nil {
+		return nil, b.lost
+	}
 	if err := b.flushBackends(ctx); err != nil {
 		return nil, err
 	}
@@ -150,25 +160,43 @@ func (b *batch) flushBackends(ctx context.Context) error {
 	return dbErr(fmt.Sprintf("put backends of %d agents", n), err)
 }
 
+// savepointTimeout bounds the statements that close a savepoint. They
+// run on a context of their own: the call's may be what ended it (the
+// store deadline, under load), and a savepoint left open would keep the
+// failed call's writes in the batch.
+const savepointTimeout = 5 * time.Second
+
 // inSavepoint runs one store call inside the batch transaction, undone
-// alone if it fails.
+// alone if it fails. If it cannot be undone (SQLite rolled the whole
+// transaction back when a statement was interrupted), the batch is lost:
+// every later call and the commit say so, rather than writing outside
+// the transaction.
 func (b *batch) inSavepoint(ctx context.Context, fn func(ctx context.Context, tx execer) error) error {
 	run := stmts{run: txStmts{tx: b.tx, cache: b.db.wc}, opts: store.Options{Metrics: b.db.opts.Metrics}}
+	if b.lost != nil {
+		return b.lost
+	}
 	if b.whole {
 		return fn(ctx, run)
 	}
 	if _, err := b.tx.ExecContext(ctx, "SAVEPOINT store_call"); err != nil {
 		return dbErr("savepoint", err)
 	}
-	if err := fn(ctx, run); err != nil {
-		if _, rerr := b.tx.ExecContext(ctx, "ROLLBACK TO store_call"); rerr != nil {
-			b.db.logger.Warn("sqlite: rollback to savepoint failed", "err", rerr)
+	err := fn(ctx, run)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), savepointTimeout)
+	defer cancel()
+	if err != nil {
+		if _, rerr := b.tx.ExecContext(cctx, "ROLLBACK TO store_call"); rerr != nil {
+			b.db.logger.Warn("sqlite: rollback to savepoint failed; the batch is lost", "err", rerr)
+			b.lost = fmt.Errorf("sqlite: a store call of the batch failed (%w) and could not be undone: %w", err, dbErr("rollback to savepoint", rerr))
+			return b.lost
 		}
-		_, _ = b.tx.ExecContext(ctx, "RELEASE store_call")
-		return err
 	}
-	_, err := b.tx.ExecContext(ctx, "RELEASE store_call")
-	return dbErr("release savepoint", err)
+	if _, rerr := b.tx.ExecContext(cctx, "RELEASE store_call"); rerr != nil {
+		b.lost = dbErr("release savepoint", rerr)
+		return b.lost
+	}
+	return err
 }
 
 // batchTx is the store.Tx of a batch: its writes in the batch's
@@ -247,6 +275,9 @@ func (db *DB) inBatch(ctx context.Context, whole bool, fn func(ctx context.Conte
 	}
 	if err := b.flushBackends(ctx); err != nil {
 		return err
+	}
+	if b.lost != nil {
+		return b.lost
 	}
 	return dbErr("commit batch", tx.Commit())
 }

@@ -12,10 +12,13 @@ import (
 const localRefColumns = `a.id, a.name, a.publisher, a.seq, a.expires_at,
 	coalesce(json_extract(b.config, '$.kind'), '')`
 
-// localIDSQL walks the hosted listings by id (agents_local_id).
+// localIDSQL walks the hosted listings by id (agents_local_id, named: the
+// planner took agents_local, every hosted row, and sorted them, so each
+// page of a host of 100k agents read all 100k and missed the store
+// deadline).
 const localIDSQL = `-- name: local_refs
 SELECT ` + localRefColumns + `
-FROM agents a LEFT JOIN agent_backends b ON b.agent_id = a.id
+FROM agents a INDEXED BY agents_local_id LEFT JOIN agent_backends b ON b.agent_id = a.id
 WHERE a.local = 1 AND a.tombstone = 0 AND a.id > ?
 ORDER BY a.id LIMIT ?`
 
