@@ -305,7 +305,10 @@ func (c *feedClient) read(req feedRequest) (feedResponse, error) {
 	}
 	resp := feedResponse{Feed: h.Feed, Next: h.Next, More: h.More, Digest: h.Digest, Own: h.Own, NextID: h.NextID, Envelopes: make([][]byte, 0, h.Count)}
 	read := len(line)
-	defer func() { c.n.metrics.sync.bytes.WithLabelValues(kindOf(req), c.round).Add(float64(read)) }()
+	defer func() {
+		c.n.metrics.sync.bytes.WithLabelValues(kindOf(req), c.round).Add(float64(read))
+		c.n.metrics.sync.peers.read(c.p, int64(read), c.n.now())
+	}()
 	for range h.Count {
 		size, err := binary.ReadUvarint(c.r)
 		if err != nil {
@@ -514,7 +517,7 @@ func (c *feedClient) lacking(req feedRequest, page feedResponse) ([][]byte, erro
 		}
 		seen[d] = true
 		if c.n.syncs.holds(d) {
-			c.n.metrics.sync.records.WithLabelValues("held", c.round).Inc()
+			c.n.countSynced(c.p, c.round, "held", "", c.n.now())
 			continue
 		}
 		want = append(want, hex.EncodeToString(d[:]))
@@ -538,7 +541,7 @@ func (c *feedClient) lacking(req feedRequest, page feedResponse) ([][]byte, erro
 	lacked := resp.Envelopes[:0]
 	for _, env := range resp.Envelopes {
 		if c.n.syncs.holds(envelopeDigest(env)) {
-			c.n.metrics.sync.records.WithLabelValues("raced", c.round).Inc()
+			c.n.countSynced(c.p, c.round, "raced", "", c.n.now())
 			continue
 		}
 		lacked = append(lacked, env)
