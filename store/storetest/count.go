@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
@@ -10,6 +12,39 @@ import (
 // countCases: how many listings a search matches (store.MatchCounter).
 var countCases = []testCase{
 	{"CountMatches", testCountMatches},
+	{"SinkRemembersClaims", testSinkRemembersClaims},
+}
+
+// testSinkRemembersClaims: the node row of a host keeps what this node
+// holds of it (its claim capped), and the Sink remembers the signed claim
+// itself, so the pages can say "holding N of M"; this node's own and the
+// hosts not heard are left out of what the hosts announce.
+func testSinkRemembersClaims(t *testing.T, s store.Store) {
+	ctx := testContext(t)
+	t0 := now()
+	self, big, small, unheard := newPublisher(t), newPublisher(t), newPublisher(t), newPublisher(t)
+	sink := &store.Sink{Store: s, SelfID: self.peer, Now: func() time.Time { return t0 }}
+	for i := range 3 {
+		rec, env := big.seal(t, t0, agent.Record{Name: fmt.Sprintf("big-%d", i), ExpiresAt: t0.Add(time.Hour)})
+		if _, err := sink.Put(ctx, rec, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, hb := range []agent.Heartbeat{heartbeat(big, t0, 20009), heartbeat(small, t0, 0), heartbeat(self, t0, 5)} {
+		if err := sink.NodeSeen(ctx, hb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if row := nodeRow(t, s, big); row.AgentsHosted != 3 {
+		t.Errorf("the big host's row says %d hosted, want the 3 held here", row.AgentsHosted)
+	}
+	claims := sink.HostClaims([]string{big.peer, small.peer, unheard.peer})
+	if len(claims) != 2 || claims[big.peer] != 20009 || claims[small.peer] != 0 {
+		t.Errorf("HostClaims = %v, want the big host's 20009 and the small one's 0", claims)
+	}
+	if hosts, listings := sink.Announced(); hosts != 2 || listings != 20009 {
+		t.Errorf("Announced = %d hosts, %d listings; want 2 and 20009 (this node's own left out)", hosts, listings)
+	}
 }
 
 // testCountMatches: a search's count is what its pages hold together,
