@@ -83,6 +83,16 @@ type Deps struct {
 	// Verified is the verified publishers (verified.go): the badges, the
 	// "verified publishers only" filter, ARD's ranking; nil: none.
 	Verified Verified
+	// Sync is how the catalogue fills from the network: GET /api/v1/node's
+	// per-peer progress, /nodes' "holding N of M", the home page's
+	// "syncing"; nil: none of them is shown.
+	Sync SyncView
+}
+
+// SyncView is what the API and the pages say of the catalogue's fill.
+type SyncView interface {
+	api.SyncProgress
+	portal.Fill
 }
 
 // check says which required dependency is missing.
@@ -258,9 +268,15 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	}
 	s.pages.SignsCards = deps.CardKey != nil
 	s.pages.Verified = deps.Verified
+	if deps.Sync != nil {
+		s.pages.Fill = deps.Sync
+	}
 	s.API = &api.API{Catalog: st, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
 		ChatRates: s.chatLimits, Replies: s.Live, Version: cfg.Version, NodeName: cfg.NodeName, Now: now, Fail: s.renderError, Logger: logger,
 		Verified: deps.Verified}
+	if deps.Sync != nil {
+		s.API.Sync = deps.Sync
+	}
 	s.ChatSocket = &chatws.Handler{Chat: s.Chat, Live: s.Live, Sessions: s.sessions,
 		Sockets: connlimit.NewCounter(cfg.MaxSocketsPerClient), Rates: s.chatLimits,
 		AllowOrigin: s.originRule().admits, Lifetime: deps.Lifetime, Fail: s.renderError, Logger: logger, Now: now}

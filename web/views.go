@@ -123,6 +123,10 @@ type HomeView struct {
 	Nodes   int
 	Recent  []AgentCard
 	TopTags []TagCount
+	// Syncing while a catalogue-sync fill runs: SyncHeld listings held of
+	// the SyncAnnounced the hosts heard say they host.
+	Syncing                 bool
+	SyncHeld, SyncAnnounced int
 }
 
 // Option is one choice of a select.
@@ -280,6 +284,12 @@ type NodeRow struct {
 	Self             bool
 	// Verified are the domains the node proved it controls.
 	Verified []string
+	// Announced is how many listings the node says it hosts (its signed
+	// agents_hosted) when a heartbeat of it was heard since this node
+	// started (AnnouncedKnown); AgentsHosted is what this node holds of
+	// them.
+	Announced      int
+	AnnouncedKnown bool
 }
 
 // AuthView is the sign-up or login form. Passwords are never rendered back.

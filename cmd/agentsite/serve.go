@@ -139,7 +139,7 @@ func (m *Main) buildHTTP(metrics prometheus.Registerer) error {
 		Store: a.full, Node: a.node, Registry: a.registry, Chat: a.chat, Live: a.live,
 		Health: a.health, Tester: a.prober, Lifetime: a.lifetime, Logger: m.Logger, Metrics: metrics,
 		CardKey: a.key, Push: a.outbound.Policy(runtime.PurposePush),
-		Verified: a.verify,
+		Verified: a.verify, Sync: a.syncView(),
 	}, cfg)
 	if err != nil {
 		return fmt.Errorf("build HTTP handlers: %w", err)

@@ -77,4 +77,7 @@ type API struct {
 	Logger *slog.Logger
 	// Verified is the verified publishers (verified.go); nil: none.
 	Verified Verified
+	// Sync is how the catalogue fills (node.go); nil: GET /api/v1/node
+	// says nothing of it.
+	Sync SyncProgress
 }

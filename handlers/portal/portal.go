@@ -123,6 +123,9 @@ type Pages struct {
 	// Verified shows which domains publishers proved (verified.go); nil:
 	// no badges and no publisher filter.
 	Verified Verified
+	// Fill tells how the catalogue fills from the network (fill.go); nil:
+	// the pages say nothing of it.
+	Fill Fill
 }
 
 func (p *Pages) now() time.Time { return p.Now().UTC() }

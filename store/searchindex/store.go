@@ -418,6 +418,23 @@ func (s *Store) TagFacets(ctx context.Context, q store.SearchQuery, limit int) (
 	return s.ix.tagCounts(q, store.NormalizeLimit(limit)), nil
 }
 
+// CountMatches implements store.MatchCounter: exactly, from the index's
+// bitmaps (a union and an intersection, whatever the catalogue's size),
+// once it has loaded; from the engine otherwise, and for the filters the
+// index does not hold (publishers).
+func (s *Store) CountMatches(ctx context.Context, q store.SearchQuery, upTo int) (int, bool, error) {
+	if len(q.Publishers) > 0 || !s.ready.Load() || s.retrying.Load() || s.catchUp(ctx, false) != nil {
+		mc, ok := s.Engine.(store.MatchCounter)
+		if !ok {
+			return 0, false, fmt.Errorf("search index: the engine cannot count a search's matches")
+		}
+		return mc.CountMatches(ctx, q, upTo)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.ix.countMatches(q), true, nil
+}
+
 // read reads the page's listings, from the row cache or the engine. ok is
 // false when one of them is gone or changed since the index read it.
 func (s *Store) read(ctx context.Context, q store.SearchQuery, hits []hit, limit int) (store.SearchPage, bool, error) {
