@@ -91,6 +91,9 @@ type Server struct {
 
 	lifetime context.Context // ends at shutdown, and with it every turn
 	tasks    *taskStore
+	// started is when the node's card last changed (it names the software
+	// version, which changes only with a restart): its Last-Modified.
+	started time.Time
 }
 
 // New builds the A2A surface. Turns run on lifetime: they end when it does.
@@ -112,6 +115,7 @@ func New(lifetime context.Context, ch *chat.Chat, cat Catalog, rates *httpkit.Ra
 		PushClient: runtime.NewGuardedClient(false, 10*time.Second), PushBackoff: time.Second,
 		lifetime: lifetime,
 		tasks:    newTaskStore(cfg.MaxTasks, cfg.MaxRunning, cfg.TaskTTL),
+		started:  time.Now().UTC(),
 	}
 }
 
