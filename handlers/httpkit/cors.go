@@ -14,7 +14,7 @@ import (
 
 // corsAllowHeaders are the request headers a discovery read may carry:
 // the A2A and MCP version headers and the conditional GET's.
-const corsAllowHeaders = "Accept, A2A-Version, MCP-Protocol-Version, If-None-Match, If-Modified-Since"
+const corsAllowHeaders = "Accept, Content-Type, A2A-Version, MCP-Protocol-Version, If-None-Match, If-Modified-Since"
 
 // AllowAnyOrigin marks a response as a public discovery document. ETag is
 // exposed so a page can make its own conditional GETs.
