@@ -309,6 +309,9 @@ func etagMatches(list, etag string) bool {
 // HTTP+JSON); the public card is at the agent's url.
 func (s *Server) extendedCard(w http.ResponseWriter, r *http.Request, c *call, who caller, scope string) {
 	if !who.authed {
+		if c.d == dialectREST { // a 401 names the scheme to use
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agentsite"`)
+		}
 		c.fail(w, errExtendedCardAuth)
 		return
 	}

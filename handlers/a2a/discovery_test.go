@@ -80,7 +80,11 @@ func TestExtendedCardNeedsCredentials(t *testing.T) {
 	const ext = `{"jsonrpc":"2.0","id":5,"method":"GetExtendedAgentCard","params":{}}`
 
 	wantV1Error(t, rpc1(e, path, ext), -31401, "UNAUTHENTICATED", "5")
-	WantStatus(t, e.Do(http.MethodGet, path+"/extendedAgentCard", nil, "A2A-Version", "1.0"), http.StatusUnauthorized)
+	anon := e.Do(http.MethodGet, path+"/extendedAgentCard", nil, "A2A-Version", "1.0")
+	WantStatus(t, anon, http.StatusUnauthorized)
+	if !strings.HasPrefix(anon.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Errorf("a 401 without WWW-Authenticate: %v", anon.Header)
+	}
 	wantError(t, call(e, path, "agent/getAuthenticatedExtendedCard", nil), -32000, "unauthorized")
 	// The concierge's too.
 	wantV1Error(t, rpc1(e, "/a2a", ext), -31401, "UNAUTHENTICATED", "5")
