@@ -218,6 +218,9 @@ type AgentView struct {
 	// Install is a catalogue listing's install line: nothing is hosted,
 	// its users run it themselves (no chat).
 	Install string
+	// ListedFrom says where a catalogue listing came from (its upstream
+	// registry, name and version), "" when unknown.
+	ListedFrom string
 	// MixedScripts as on AgentCard.
 	MixedScripts []string
 	Host         HostView

@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/bulk"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
@@ -77,7 +78,23 @@ type ServerDetail struct {
 	Version     string         `json:"version"`
 	WebsiteURL  string         `json:"websiteUrl,omitempty"`
 	Remotes     []Remote       `json:"remotes,omitempty"`
+	Packages    []Package      `json:"packages,omitempty"`
 	Meta        map[string]any `json:"_meta,omitempty"`
+}
+
+// Package is a server.json package: what its users install and run
+// themselves, over stdio.
+type Package struct {
+	RegistryType string    `json:"registryType"`
+	Identifier   string    `json:"identifier"`
+	Version      string    `json:"version,omitempty"`
+	RuntimeHint  string    `json:"runtimeHint,omitempty"`
+	Transport    Transport `json:"transport"`
+}
+
+// Transport is a package's transport.
+type Transport struct {
+	Type string `json:"type"`
 }
 
 // Remote is a remote transport.
@@ -167,7 +184,7 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	origin := httpkit.Origin(r, h.PublicURL)
 	out := ServerList{Servers: []ServerResponse{}, Metadata: Metadata{NextCursor: page.NextCursor}}
 	for _, l := range page.Listings {
-		if !hasMCP(l.Record) || (!since.IsZero() && l.UpdatedAt.Before(since)) {
+		if !exported(l.Record) || (!since.IsZero() && l.UpdatedAt.Before(since)) {
 			continue
 		}
 		s := FromListing(l, origin)
@@ -236,7 +253,7 @@ func (h *Handler) lookupUpstream(ctx context.Context, name, short string) (store
 	}
 	for _, l := range page.Listings {
 		l = withOrigin(l)
-		if up, ok := upstream(l.Record); ok && l.Local && up.Name == name && hasMCP(l.Record) {
+		if up, ok := upstream(l.Record); ok && l.Local && up.Name == name && exported(l.Record) {
 			return l, nil
 		}
 	}
@@ -259,7 +276,7 @@ func (h *Handler) lookup(ctx context.Context, name string) (store.Listing, error
 		return l, errNoServer
 	case err != nil:
 		return l, err
-	case l.Record.Tombstone || l.Record.Name != short || !hasMCP(l.Record):
+	case l.Record.Tombstone || l.Record.Name != short || !exported(l.Record):
 		return l, errNoServer
 	}
 	return l, nil
@@ -309,8 +326,29 @@ func hasMCP(rec agent.Record) bool {
 	return false
 }
 
-// FromListing is l as a registry server, reached through origin's /mcp.
+// exported: rec is a registry server, reached over MCP or installed
+// from its package (a catalogue listing). The catalogue's origin is
+// read from the envelope first (withOrigin).
+func exported(rec agent.Record) bool {
+	return hasMCP(rec) || install(rec) != ""
+}
+
+// install is a catalogue listing's install line ("" for any other): a
+// server nobody hosts, whose users run it themselves.
+func install(rec agent.Record) string {
+	if rec.Origin == nil {
+		return ""
+	}
+	return rec.Origin.Install
+}
+
+// FromListing is l as a registry server, reached through origin's /mcp;
+// a catalogue listing (a package-only server, hosted nowhere) is its
+// packages, with no remote.
 func FromListing(l store.Listing, origin string) ServerResponse {
+	if line := install(withOrigin(l).Record); line != "" {
+		return fromCatalogue(withOrigin(l), origin, line)
+	}
 	rec := withOrigin(l).Record
 	desc := firstChars(strings.Join(strings.Fields(rec.Description), " "), maxDescription)
 	placeholder := desc == ""
@@ -370,6 +408,42 @@ func FromListing(l store.Listing, origin string) ServerResponse {
 			"isLatest":    true,
 		}},
 	}
+}
+
+// fromCatalogue is a catalogue listing as a registry server: its package
+// (read back from its install line) and no remote, since no node answers
+// for it, and _meta saying where the listing came from and how to run it.
+func fromCatalogue(l store.Listing, origin, line string) ServerResponse {
+	rec := l.Record
+	out := FromListing(store.Listing{Record: withoutInstall(rec), Status: l.Status, Health: l.Health,
+		HostPeerID: l.HostPeerID, UpdatedAt: l.UpdatedAt, Local: l.Local}, origin)
+	out.Server.Remotes = nil
+	if p, ok := bulk.PackageOf(line); ok {
+		out.Server.Packages = []Package{{RegistryType: p.RegistryType, Identifier: p.Identifier, Version: p.Version,
+			RuntimeHint: p.RuntimeHint, Transport: Transport{Type: "stdio"}}}
+	}
+	meta := out.Server.Meta[AgentMeta].(map[string]any)
+	delete(meta, "mcp_tool")
+	delete(meta, "a2a_card")
+	meta["origin"] = rec.Origin
+	// Not reachable here or anywhere: its host's status is the listing's,
+	// not the server's.
+	meta["hosted"] = false
+	meta["status"] = "not-hosted"
+	meta["health"] = agent.HealthUnknown
+	meta["install"] = line
+	meta["how_to_use"] = "install and run it locally (stdio): " + line + "; no node answers for it"
+	meta["listed_from"] = map[string]any{"registry": rec.Origin.Registry, "name": rec.Origin.Name,
+		"version": rec.Origin.Version, "listed_by": l.HostPeerID}
+	return out
+}
+
+// withoutInstall is rec with its origin's install line dropped.
+func withoutInstall(rec agent.Record) agent.Record {
+	o := *rec.Origin
+	o.Install = ""
+	rec.Origin = &o
+	return rec
 }
 
 func cmpOr(a, b string) string {
