@@ -38,7 +38,9 @@ type Admission struct {
 	TrustDomains []string
 	// Verified is the domains this node proved a peer controls
 	// (agent/verify.Claims.Domains); nil: none, and TrustDomains trusts
-	// nobody.
+	// nobody. A publisher with a proved domain is not held to the quota of
+	// never-heard publishers (UnheardPerHour): a domain is evidence a
+	// fresh identity lacks.
 	Verified func(peerID string) []string
 	// PublisherPerMinute bounds the fresh records of one publisher that
 	// gossip may bring per minute (default 120; the rest are ignored, and
@@ -188,6 +190,13 @@ func (a *admission) isTrusted(p string) bool {
 		}
 	}
 	return false
+}
+
+// proved reports whether this node proved p controls a domain: evidence
+// a fresh identity does not have (a domain costs money and a DNS record),
+// so its listings pass as a heard publisher's.
+func (a *admission) proved(p string) bool {
+	return a.cfg.Verified != nil && len(a.cfg.Verified(p)) > 0
 }
 
 // hear notes a verified heartbeat of p: its listings are a heard host's.
@@ -355,7 +364,7 @@ func (a *admission) check(rec *agent.Record, from peer.ID, group string, self st
 	if err := a.policy(pub, self); err != nil || pub == self {
 		return err
 	}
-	if a.isTrusted(pub) || a.isTrusted(from.String()) || from.String() == pub || a.wasHeard(pub, now) {
+	if a.isTrusted(pub) || a.isTrusted(from.String()) || from.String() == pub || a.wasHeard(pub, now) || a.proved(pub) {
 		return nil
 	}
 	return a.charge(now, pub, true, allowance{"peer:" + from.String(), a.cfg.UnheardPerHour, a.cfg.UnheardPublishersPerHour},
