@@ -43,9 +43,9 @@ type Sink struct {
 	// (--max-listings), or refuses it (capacity.go).
 	Capacity *Capacity
 
-	heard heardTable // the nodes heard, in memory (NodeSeen, Sweep)
-	quota quotaMemo  // publishers' counts as the last pages left them (PutAll)
-	refused refusals // what was refused over quotas, by publisher
+	heard   heardTable // the nodes heard, in memory (NodeSeen, Sweep)
+	quota   quotaMemo  // publishers' counts as the last pages left them (PutAll)
+	refused refusals   // what was refused over quotas, by publisher
 }
 
 // DefaultMaxPerPublisher is Sink.MaxPerPublisher when unset: far above what

@@ -136,7 +136,7 @@ func scanNodes(rows pgx.Rows, op string) ([]store.Node, error) {
 	out := []store.Node{}
 	for rows.Next() {
 		var (
-			n  store.Node
+			n     store.Node
 			hb    time.Time
 			first *time.Time
 		)
