@@ -241,3 +241,29 @@ func TestRelayedHeartbeatRateFollowsThePlanet(t *testing.T) {
 		t.Fatalf("a burst with 500 authors heard: %d taken, want %d", took, 2*(500+64))
 	}
 }
+
+// TestAdmissionProvedPublisher: a publisher this node proved controls a
+// domain (not a trusted one) is not held to the quota of never-heard
+// publishers, however many of its listings a peer relays; a stranger is.
+func TestAdmissionProvedPublisher(t *testing.T) {
+	now := time.Now()
+	proved, stranger, relayer := testPeer(t), testPeer(t), testPeer(t)
+	a := newAdmission(Admission{UnheardPerHour: 2, UnheardPublishersPerHour: 1,
+		Verified: func(p string) []string {
+			if p == proved.String() {
+				return []string{"example.org"}
+			}
+			return nil
+		}})
+	for i := range 10 {
+		if err := a.check(&agent.Record{Publisher: proved.String()}, relayer, "", "self", now); err != nil {
+			t.Fatalf("listing %d of a publisher with a proved domain: %v", i, err)
+		}
+	}
+	for i := range 3 {
+		err := a.check(&agent.Record{Publisher: stranger.String()}, relayer, "", "self", now)
+		if want := i >= 2; errors.Is(err, agent.ErrOverQuota) != want {
+			t.Errorf("listing %d of a stranger: %v, over quota wanted %v", i, err, want)
+		}
+	}
+}
