@@ -23,10 +23,14 @@ import (
 //  2. then offline listings and tombstones,
 //  3. then stale ones,
 //
-// each class in first-seen order (oldest first). This node's own listings
-// and the online listings of hosts it hears are never evicted: with nothing
-// else left, the new listing is refused (ErrCatalogueFull) and nothing held
-// is lost. An evicted listing is deleted (it leaves the search index
+// each class in first-seen order (oldest first). A stale listing goes only
+// for a new one with as much evidence: whose host and publisher this node
+// has heard at least as long (Node.FirstHeard), so that a host heard for
+// hours and briefly cut off keeps its listings against one that started
+// heartbeating minutes ago; a stale listing whose host's node is offline
+// has none. This node's own listings and the online listings of hosts it
+// hears are never evicted: with nothing else left, the new listing is
+// refused (ErrCatalogueFull) and nothing held is lost. An evicted listing is deleted (it leaves the search index
 // through the change feed, migration 0010) and is taken again, like any
 // new one, when it arrives later and there is room.
 

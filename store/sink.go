@@ -20,7 +20,8 @@ import (
 // a heartbeat. So a host gets a row in the nodes table only from a verified
 // heartbeat (NodeSeen), a listing whose host this node has not heard enters
 // stale (Sweep takes it offline after its UnheardAfter), and a publisher
-// holds at most MaxPerPublisher listings that are not offline.
+// holds at most its quota of listings that are not offline: MaxPerPublisher
+// while this node does not hear it, more as it is heard (sink_quota.go).
 type Sink struct {
 	// Store is where listings and nodes go: in a node, the read cache, so
 	// that every write through the Sink invalidates it.
