@@ -267,3 +267,31 @@ func TestAdmissionProvedPublisher(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmissionRefusalLoggedOncePerInterval: a relaying peer's refusals
+// over the allowance of never-heard publishers are logged once a minute
+// per peer, not once a record, and the refusal is still a quota one.
+func TestAdmissionRefusalLoggedOncePerInterval(t *testing.T) {
+	now := time.Now()
+	relayer, other := testPeer(t), testPeer(t)
+	a := newAdmission(Admission{UnheardPerHour: 1})
+	if err := a.check(&agent.Record{Publisher: testPeer(t).String()}, relayer, "", "self", now); err != nil {
+		t.Fatal(err)
+	}
+	err := a.check(&agent.Record{Publisher: testPeer(t).String()}, relayer, "", "self", now)
+	if !errors.Is(err, errUnheardQuota) || !errors.Is(err, agent.ErrOverQuota) {
+		t.Fatalf("over the allowance: %v, want errUnheardQuota wrapping ErrOverQuota", err)
+	}
+	due := 0
+	for i := range 100 {
+		if a.logDue(relayer.String(), now.Add(time.Duration(i)*time.Second)) {
+			due++
+		}
+	}
+	if due != 2 { // at 0 s and 60 s
+		t.Errorf("100 refusals over 100 s logged %d times, want 2", due)
+	}
+	if !a.logDue(other.String(), now) {
+		t.Errorf("another peer's first refusal is not logged")
+	}
+}

@@ -1,8 +1,11 @@
 package storetest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,7 +93,9 @@ func testQuotaGrowsWithEvidence(t *testing.T, s store.Store) {
 	ctx := testContext(t)
 	at := now()
 	self, heard, unheard := newPublisher(t), newPublisher(t), newPublisher(t)
-	sink := &store.Sink{Store: s, SelfID: self.peer, Now: func() time.Time { return at }, MaxPerPublisher: 3, QuotaDoubling: time.Minute}
+	var logged bytes.Buffer
+	sink := &store.Sink{Store: s, SelfID: self.peer, Now: func() time.Time { return at }, MaxPerPublisher: 3, QuotaDoubling: time.Minute,
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))}
 	n := 0
 	put := func(p *publisher) error {
 		t.Helper()
@@ -161,6 +166,24 @@ func testQuotaGrowsWithEvidence(t *testing.T, s store.Store) {
 	}
 	if r := refusals[unheard.peer]; r.Refused != 2 || r.Limit != 3 || r.Heard {
 		t.Errorf("refusals of the never-heard publisher: %+v, want 2 at a limit of 3, not heard", r)
+	}
+	// The log names each publisher once a minute, not once a record: the
+	// heard one at 0, 1 and 3 minutes, the other at 0 and 3, each with
+	// the flag that raises its quota.
+	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+	for p, want := range map[string]int{heard.peer: 3, unheard.peer: 2} {
+		n := 0
+		for _, l := range lines {
+			if strings.Contains(l, p) {
+				n++
+				if !strings.Contains(l, "--max-listings-per-publisher") {
+					t.Errorf("a refusal logged without the flag that raises it: %s", l)
+				}
+			}
+		}
+		if n != want {
+			t.Errorf("the log names publisher %s %d times, want %d:\n%s", p, n, want, logged.String())
+		}
 	}
 
 }
