@@ -19,8 +19,8 @@ import (
 // a tenth more for what it registered since and its tombstones), up to
 // --max-listings, but earns that room gradually: its allowance starts at
 // MaxPerPublisher and doubles every QuotaDoubling it has been heard
-// (FirstHeard). An honest host of 50,000 agents is held whole within
-// three doublings of its first heartbeat; one identity that claims a
+// (FirstHeard). An honest host of 50,000 agents is allowed all of them
+// within three doublings of its first heartbeat; one identity that claims a
 // million needs seven, and at --max-listings it evicts only listings of
 // hosts heard no longer than itself (Capacity).
 
