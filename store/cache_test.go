@@ -36,7 +36,7 @@ func TestCacheIsNetworkOnly(t *testing.T) {
 	// Memo caches values derived from Network reads; Len reports the size;
 	// the Evictor's two (capacity.go) invalidate like Network's writes;
 	// GetAgents (sync_own.go) reads many listings uncached, as GetAgent.
-	want := append(names(reflect.TypeFor[store.Network]()), "Len", "Memo", "CountListings", "EvictListings", "GetAgents")
+	want := append(names(reflect.TypeFor[store.Network]()), "Len", "Memo", "CountListings", "EvictListings", "EvictListingsFor", "GetAgents")
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("*store.Cache has methods %v, want Network's and Len, Memo, the Evictor's, GetAgents: %v", got, want)

@@ -166,7 +166,7 @@ func (a *app) openStore(ctx context.Context, deps appDeps) error {
 		a.network, a.full = cachedStore(a.searchIndex(st, deps.Metrics))
 	}
 	a.sink = &store.Sink{Store: a.network, SelfID: a.peerID, MaxPerPublisher: a.cfg.MaxPerPublisher,
-		Capacity: a.capacity(a.network, deps.Metrics)}
+		QuotaDoubling: a.cfg.quotaDoubling(), Logger: a.logger, Capacity: a.capacity(a.network, deps.Metrics)}
 	return nil
 }
 

@@ -191,8 +191,8 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.PublisherRate, "publisher-rate", 120, "fresh records one publisher may bring by gossip per minute; the rest are ignored")
 	fs.IntVar(&c.UnheardPerHour, "unheard-per-hour", 1000, "listings of never-heard publishers one relaying peer may place here per hour (its IP group: twice that)")
 	// What listings of hosts and publishers never heard may hold here.
-	fs.IntVar(&c.MaxPerPublisher, "max-listings-per-publisher", store.DefaultMaxPerPublisher, "listings one publisher other than this node may hold here that are not offline; a new one beyond it is refused (0: the default)")
-	fs.IntVar(&c.MaxListings, "max-listings", store.DefaultMaxListings, "listings this node holds at most; at it a new one from the network evicts those of hosts never heard, then offline, then stale ones (never this node's own nor online ones), or is refused (0: no bound)")
+	fs.IntVar(&c.MaxPerPublisher, "max-listings-per-publisher", store.DefaultMaxPerPublisher, "listings one publisher other than this node may hold here that are not offline while this node does not hear it; a publisher it hears starts there and doubles every 6 heartbeat intervals up to what its heartbeats say it hosts and --max-listings; a new one beyond it is refused (0: the default)")
+	fs.IntVar(&c.MaxListings, "max-listings", store.DefaultMaxListings, "listings this node holds at most; at it a new one from the network evicts those of hosts never heard, then offline, then stale ones of hosts heard no longer than its own (never this node's own nor online ones), or is refused (0: no bound)")
 	fs.DurationVar(&c.UnheardExpiry, "unheard-expiry", store.DefaultUnheardAfter, "listings whose host never sent a heartbeat go offline this long after they were last heard of (0: the default)")
 	c.declareVerify(fs)
 	return fs
@@ -386,6 +386,14 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateVerify()...)
 	return errors.Join(errs...)
+}
+
+// quotaDoubling is how long a heard publisher's quota takes to double
+// (store.Sink.QuotaDoubling): 6 heartbeat intervals, so that by the last
+// of the syncs p2p tries again over a quota (3, 6 and 9 intervals apart:
+// 18 in all) it has doubled three times, at any --heartbeat-interval.
+func (c *Config) quotaDoubling() time.Duration {
+	return 6 * c.HeartbeatInterval
 }
 
 // staleAfter is the silence after which a node's listings turn stale.

@@ -610,5 +610,15 @@ func (s *Store) EvictListings(ctx context.Context, n int) (int, error) {
 	return e.EvictListings(ctx, n)
 }
 
+// EvictListingsFor is EvictListings weighing evidence (store.Evictor).
+func (s *Store) EvictListingsFor(ctx context.Context, n int, firstHeard time.Time) (int, error) {
+	e, ok := s.Engine.(store.Evictor)
+	if !ok {
+		return 0, errNoEvictor
+	}
+	defer s.writes.Add(1)
+	return e.EvictListingsFor(ctx, n, firstHeard)
+}
+
 // errNoEvictor: the engine cannot evict listings.
 var errNoEvictor = errors.New("search index: the engine cannot evict listings")
