@@ -116,6 +116,23 @@ type SyncProgress struct {
 	FilledShards  int        `json:"filled_shards"`
 	Shards        int        `json:"shards"`
 	Peers         []PeerSync `json:"peers"`
+	// QuotaRefusals are the publishers whose new listings this node
+	// refused over their per-publisher quota, most refused first (at most
+	// 50): a host held only in part says here why.
+	QuotaRefusals []QuotaRefusal `json:"quota_refusals"`
+}
+
+// QuotaRefusal is one publisher's listings refused over its quota: the
+// quota grows while the publisher is heard (up to what its heartbeats say
+// it hosts and --max-listings); --max-listings-per-publisher is where it
+// starts.
+type QuotaRefusal struct {
+	Publisher string    `json:"publisher"`
+	Refused   int       `json:"refused"`
+	Held      int       `json:"held"`
+	Quota     int       `json:"quota"`
+	Heard     bool      `json:"heard"`
+	Last      time.Time `json:"last"`
 }
 
 // PeerSync is what catalogue sync brought from one peer since the node
