@@ -44,6 +44,12 @@ const (
 type Limits struct {
 	MaxSessions    int // sessions held at once
 	InitsPerMinute int // new sessions one IP (IPv6: one /64) may start per minute
+	// SubscriptionsPerSession and Subscriptions bound resources/subscribe
+	// (per session, over all sessions); SubscriptionPoll is how often at
+	// most a session's watched listings are looked at again.
+	SubscriptionsPerSession int
+	Subscriptions           int
+	SubscriptionPoll        time.Duration
 }
 
 // instructions is what an MCP client is told about this server. It is
@@ -86,6 +92,9 @@ type Server struct {
 	Logger   *slog.Logger
 	Now      func() time.Time
 	Limits   Limits
+	// AgentCard is the A2A card of a listing as served to r's client,
+	// shown beside the listing in agentsite://agents/{id}; nil: no card.
+	AgentCard func(r *http.Request, l store.Listing) any
 }
 
 // Handler builds the /mcp endpoint: mcp-go's Streamable HTTP server
@@ -98,8 +107,18 @@ func (s *Server) Handler() http.Handler {
 	if lim.InitsPerMinute <= 0 {
 		lim.InitsPerMinute = InitsPerMinute
 	}
+	if lim.SubscriptionsPerSession <= 0 {
+		lim.SubscriptionsPerSession = SubscriptionsPerSession
+	}
+	if lim.Subscriptions <= 0 {
+		lim.Subscriptions = MaxSubscriptions
+	}
+	if lim.SubscriptionPoll <= 0 {
+		lim.SubscriptionPoll = SubscriptionPoll
+	}
 	sessions := newSessionTable(SessionTTL, lim.MaxSessions, s.Now)
 	p := &public{s: s}
+	comp := completer{p}
 	hooks := p.hooks()
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { sessions.registered(cs.SessionID()) })
 	p.srv = server.NewMCPServer("agentsite", s.Version,
@@ -107,12 +126,20 @@ func (s *Server) Handler() http.Handler {
 		// Tools are refreshed on every tools/list instead of announced:
 		// no long-lived notification streams to keep open.
 		server.WithToolCapabilities(false),
-		server.WithResourceCapabilities(false, false),
+		// Subscriptions are to agents' listings (see subscriptions); the
+		// lists change with the local agents, refreshed on each list.
+		server.WithResourceCapabilities(true, false),
+		server.WithPromptCapabilities(false),
+		server.WithCompletions(),
+		server.WithResourceCompletionProvider(comp),
+		server.WithPromptCompletionProvider(comp),
+		server.WithPaginationLimit(listPage),
 		server.WithLogging(),
 		server.WithRecovery(),
 		server.WithHooks(hooks),
 	)
 	p.addTools()
+	p.addCatalogue()
 	streamable := server.NewStreamableHTTPServer(p.srv,
 		server.WithSessionIdManager(sessions),
 		server.WithDisableStreaming(true), // no standalone GET stream (see WithToolCapabilities)
@@ -128,6 +155,8 @@ func (s *Server) Handler() http.Handler {
 		publicHost: s.PublicHost,
 		sessions:   sessions,
 		inits:      httprate.NewRateLimiter(lim.InitsPerMinute, time.Minute),
+		subs:       newSubscriptions(lim.SubscriptionsPerSession, lim.Subscriptions, lim.SubscriptionPoll, s.Now),
+		p:          p,
 	}
 }
 
@@ -137,6 +166,7 @@ type callerKey struct{}
 
 // withCaller puts the caller's rate-limit key into the tool's context.
 func withCaller(ctx context.Context, r *http.Request) context.Context {
+	ctx = context.WithValue(ctx, requestKey{}, r)
 	return context.WithValue(ctx, callerKey{}, "ip:"+httpkit.ClientKey(r))
 }
 
