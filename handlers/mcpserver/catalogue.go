@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -25,6 +27,10 @@ const (
 	// listing, the shapes the A2A card and GET /api/v1/agents/{id} have.
 	catalogueScheme   = "agentsite://agents/"
 	catalogueTemplate = catalogueScheme + "{id}"
+	// tagTemplate is the first page of the agents with a tag, as
+	// search_agents answers it.
+	tagTemplate = "agentsite://tags/{tag}"
+	tagPage     = 20
 	// maxCompletions is the MCP spec's cap on completion values.
 	maxCompletions = 100
 	// completionTags is how many of the most used tags a tag completion
@@ -78,6 +84,29 @@ func (p *public) readCatalogueEntry(ctx context.Context, req mcp.ReadResourceReq
 		entry.Card = p.s.AgentCard(r, l)
 	}
 	b, err := json.Marshal(entry)
+	if err != nil {
+		return nil, err
+	}
+	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: "application/json", Text: string(b)}}, nil
+}
+
+// readTag serves agentsite://tags/{tag}.
+func (p *public) readTag(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	uri := req.Params.URI
+	tag, _ := strings.CutPrefix(uri, "agentsite://tags/")
+	q, err := httpkit.ParseSearchQuery(url.Values{"tag": {tag}, "limit": {strconv.Itoa(tagPage)}})
+	if err != nil {
+		return nil, httpkit.BadQuery(err)
+	}
+	page, err := p.s.Catalog.SearchAgents(ctx, q)
+	if err != nil {
+		return nil, p.readError(ctx, uri, err)
+	}
+	out := apiwire.FromPage(page)
+	for i := range out.Agents {
+		out.Agents[i].VerifiedDomains = p.s.verifiedDomains(page.Listings[i].Record.Publisher)
+	}
+	b, err := json.Marshal(out)
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +257,13 @@ func (p *public) addCatalogue() {
 				"Subscribe to be told when the listing changes."),
 			mcp.WithTemplateMIMEType("application/json")),
 		p.readCatalogueEntry,
+	)
+	p.srv.AddResourceTemplate(
+		mcp.NewResourceTemplate(tagTemplate, "agentsite-tag",
+			mcp.WithTemplateDescription("The first agents with a tag on the AgentSite network, as JSON {agents: [...], next_cursor} "+
+				"(search_agents with tags gives the next pages)."),
+			mcp.WithTemplateMIMEType("application/json")),
+		p.readTag,
 	)
 	p.srv.AddPrompt(mcp.NewPrompt(chatPrompt, mcp.WithPromptDescription(descChatPrompt),
 		mcp.WithArgument("agent_id", mcp.RequiredArgument(), mcp.ArgumentDescription("The agent's id (from search_agents)."))),

@@ -17,7 +17,7 @@ const (
 	MaxSubscriptions = 10_000
 	// SubscriptionPoll: how often a session's listings are looked at
 	// again, at most; they are looked at when the session sends a request.
-	SubscriptionPoll = 5 * time.Second
+	SubscriptionPoll = time.Second
 )
 
 var (
