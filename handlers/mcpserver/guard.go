@@ -47,7 +47,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		g.pollSubscriptions(r)
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = io.NopCloser(bytes.NewReader(withoutListenedResources(body)))
 	case http.MethodDelete:
 		if !g.admitDelete(w, r) {
 			return
@@ -208,6 +208,40 @@ func (g *guard) pollSubscriptions(r *http.Request) {
 		g.subs.seenNow(session, uri, fp)
 		_ = g.p.srv.SendNotificationToSpecificClient(session, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri})
 	}
+}
+
+// withoutListenedResources drops the resource URIs of a subscriptions/listen
+// (the sessionless era's way to subscribe): mcp-go would hold that
+// request's stream open for as long as the client likes, and this node
+// keeps no long-lived streams. What else it asks is answered as before
+// (nothing to listen to: the stream closes at once). Resource
+// subscriptions are a session's (resources/subscribe).
+func withoutListenedResources(body []byte) []byte {
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(body, &msg) != nil || string(msg["method"]) != `"`+string(mcp.MethodSubscriptionsListen)+`"` {
+		return body
+	}
+	var params map[string]json.RawMessage
+	var filter map[string]json.RawMessage
+	if json.Unmarshal(msg["params"], &params) != nil || json.Unmarshal(params["notifications"], &filter) != nil {
+		return body
+	}
+	if _, ok := filter["resourceSubscriptions"]; !ok {
+		return body
+	}
+	delete(filter, "resourceSubscriptions")
+	var err error
+	if params["notifications"], err = json.Marshal(filter); err != nil {
+		return body
+	}
+	if msg["params"], err = json.Marshal(params); err != nil {
+		return body
+	}
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 // admitDelete refuses a session-era DELETE without a session id.
