@@ -11,7 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	. "github.com/agentsite/agentsite/handlers/handlertest"
-	"github.com/agentsite/agentsite/handlers/mcpserver"
 )
 
 // TestMCPCatalogueResources: in both protocol eras, an agent reads as
@@ -29,7 +28,12 @@ func TestMCPCatalogueResources(t *testing.T) {
 		if err != nil {
 			t.Fatalf("protocol %q: read %s: %v", era, uri, err)
 		}
-		var entry mcpserver.CatalogueEntry
+		var entry struct {
+			Card    any `json:"card"`
+			Listing struct {
+				ID string `json:"id"`
+			} `json:"listing"`
+		}
 		if len(res.Contents) != 1 || json.Unmarshal([]byte(res.Contents[0].Text), &entry) != nil || entry.Listing.ID != echo.ID || entry.Card == nil {
 			t.Errorf("protocol %q: read %s: %+v", era, uri, res.Contents)
 		}
