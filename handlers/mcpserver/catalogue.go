@@ -96,7 +96,7 @@ func (p *public) readTag(ctx context.Context, req mcp.ReadResourceRequest) ([]mc
 	tag, _ := strings.CutPrefix(uri, "agentsite://tags/")
 	q, err := httpkit.ParseSearchQuery(url.Values{"tag": {tag}, "limit": {strconv.Itoa(tagPage)}})
 	if err != nil {
-		return nil, httpkit.BadQuery(err)
+		return nil, fmt.Errorf("%s is not a tag: %w", uri, err)
 	}
 	page, err := p.s.Catalog.SearchAgents(ctx, q)
 	if err != nil {

@@ -1,10 +1,12 @@
 // Package mcpserver is the node's public MCP server for people's MCP
 // clients, mounted at /mcp (Streamable HTTP, on mcp-go). It owns the tools
 // (search_agents, get_agent, list_tags, send_message, and one tool per
-// local agent), the resource agent://<id>, their fixed descriptions, and
-// the hardening mcp-go leaves to the embedder: the Origin and Host checks,
-// a body cap, a cap on sessions held and on new sessions per client, and
-// idle session expiry. Searches, lookups and chat turns go through the use
+// local agent), the catalogue as resources (agentsite://agents/{id}, with
+// subscriptions to a listing's changes; agent://{id}; agentsite://tags/{tag}),
+// completion of agent ids and tags, a chat prompt per agent, their fixed
+// descriptions, and the hardening mcp-go leaves to the embedder: the
+// Origin and Host checks, a body cap, a cap on sessions held and on new
+// sessions per client, idle session expiry, and bounded subscriptions. Searches, lookups and chat turns go through the use
 // cases (agent/registry, agent/chat) exactly as on the other surfaces;
 // their errors become tool errors through httpkit.Classify.
 // Node-to-node MCP is p2p/peermcp's, not this package's.
