@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/httpkit"
@@ -167,6 +168,12 @@ func (p *public) completeIDs(ctx context.Context, prefix string) ([]string, erro
 		if len(out) < maxCompletions && !seen[id] {
 			seen[id] = true
 			out = append(out, id)
+		}
+	}
+	// A whole id is its own completion; LocalRefs starts after it.
+	if agent.ValidID(prefix) {
+		if l, err := p.s.Catalog.GetAgent(ctx, prefix); err == nil && !l.Record.Tombstone {
+			add(prefix)
 		}
 	}
 	refs, err := p.s.Catalog.LocalRefs(ctx, store.LocalQuery{After: prefix, Limit: maxCompletions})

@@ -64,6 +64,8 @@ const instructions = "AgentSite node: search the planet-wide catalogue of AI age
 type Catalog interface {
 	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
 	ListTags(ctx context.Context, limit int) ([]store.TagCount, error)
+	// GetAgent completes a whole agent id (a cached listing, no network).
+	GetAgent(ctx context.Context, id string) (store.Listing, error)
 	// CountLocal and LocalRefs keep the agent tools in step with the
 	// local agents: a count from an index each time, the ids and names a
 	// page at a time only when the set changed (issue 20).
