@@ -144,6 +144,9 @@ func (g *guard) admitMessage(w http.ResponseWriter, r *http.Request, body []byte
 // resources can be watched, within the limits; a refusal is the request's
 // error.
 func (g *guard) subscription(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if !bytes.Contains(body, []byte("subscribe")) {
+		return true
+	}
 	var msg message
 	if json.Unmarshal(body, &msg) != nil {
 		return true
@@ -205,8 +208,11 @@ func (g *guard) pollSubscriptions(r *http.Request) {
 		if fp == was {
 			continue
 		}
-		g.subs.seenNow(session, uri, fp)
-		_ = g.p.srv.SendNotificationToSpecificClient(session, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri})
+		// A notification that does not fit in the session's queue is
+		// tried again at the next poll.
+		if g.p.srv.SendNotificationToSpecificClient(session, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri}) == nil {
+			g.subs.seenNow(session, uri, fp)
+		}
 	}
 }
 
@@ -217,8 +223,13 @@ func (g *guard) pollSubscriptions(r *http.Request) {
 // (nothing to listen to: the stream closes at once). Resource
 // subscriptions are a session's (resources/subscribe).
 func withoutListenedResources(body []byte) []byte {
+	// The cheap look first; a key spelled with escapes is looked at in full.
+	if !bytes.Contains(body, []byte("resourceSubscriptions")) && !bytes.Contains(body, []byte(`\u`)) {
+		return body
+	}
 	var msg map[string]json.RawMessage
-	if json.Unmarshal(body, &msg) != nil || string(msg["method"]) != `"`+string(mcp.MethodSubscriptionsListen)+`"` {
+	var method string
+	if json.Unmarshal(body, &msg) != nil || json.Unmarshal(msg["method"], &method) != nil || method != string(mcp.MethodSubscriptionsListen) {
 		return body
 	}
 	var params map[string]json.RawMessage

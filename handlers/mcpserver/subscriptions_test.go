@@ -112,6 +112,10 @@ func TestListenHoldsNoStream(t *testing.T) {
 	if strings.Contains(out, "resourceSubscriptions") || !strings.Contains(out, `"toolsListChanged":true`) || !strings.Contains(out, `"_meta":{"k":"v"}`) || !strings.Contains(out, `"id":7`) {
 		t.Errorf("rewritten listen %s", out)
 	}
+	escaped := `{"jsonrpc":"2.0","id":7,"method":"subscriptions\/listen","params":{"notifications":{"\u0072esourceSubscriptions":["agentsite://agents/x"]}}}`
+	if out := string(withoutListenedResources([]byte(escaped))); strings.Contains(out, "agentsite://agents/x") {
+		t.Errorf("a key spelled with escapes was kept: %s", out)
+	}
 	other := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
 	if got := string(withoutListenedResources([]byte(other))); got != other {
 		t.Errorf("another method was changed: %s", got)
