@@ -310,6 +310,13 @@ func (s *Server) publicMCP() *mcpserver.Server {
 		Version:     s.Config.Version,
 		Logger:      s.Logger,
 		Now:         s.Now,
+		AgentCard: func(r *http.Request, l store.Listing) any {
+			public := ""
+			if u := s.publicURL(); u != nil {
+				public = u.Scheme + "://" + u.Host
+			}
+			return a2a.AgentCard(l, httpkit.Origin(r, public))
+		},
 	}
 	if s.verified != nil {
 		m.Verified = s.verified

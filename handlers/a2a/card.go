@@ -322,3 +322,9 @@ var errExtendedCardAuth = &RPCError{Code: CodeServerError, status: http.StatusUn
 		"or an API token of an account on this node (/account)>. The public card is at the agent's url, " +
 		"<url>/.well-known/agent-card.json.",
 	Data: &ErrorData{Code: string(agent.CodeUnauthorized)}}
+
+// AgentCard is the card of l as served on base (the node's origin), for
+// the surfaces that show it beside the listing (the MCP resource
+// agentsite://agents/{id}). It is unsigned: the signed card stays at its
+// A2A paths.
+func AgentCard(l store.Listing, base string) Card { return agentCard(l, base) }

@@ -99,7 +99,7 @@ func (h *Handler) card(origin string) ServerCard {
 		ProtocolVersion: mcp.LATEST_PROTOCOL_VERSION,
 		Transport:       Transport{Type: "streamable-http", Endpoint: ard.MCPURL(origin)},
 		Remotes:         []Remote{{Type: "streamable-http", URL: ard.MCPURL(origin)}},
-		Capabilities:    map[string]any{"tools": map[string]any{"listChanged": true}, "resources": map[string]any{}},
+		Capabilities:    map[string]any{"tools": map[string]any{"listChanged": true}, "resources": map[string]any{"subscribe": true}, "prompts": map[string]any{}, "completions": map[string]any{}},
 		Authentication:  map[string]any{"required": false},
 		Tools:           append([]CardTool(nil), nodeTools...),
 		WebsiteURL:      origin + "/",
