@@ -35,8 +35,10 @@ func TestCacheIsNetworkOnly(t *testing.T) {
 	got := names(reflect.TypeFor[*store.Cache]())
 	// Memo caches values derived from Network reads; Len reports the size;
 	// the Evictor's two (capacity.go) invalidate like Network's writes;
-	// GetAgents (sync_own.go) reads many listings uncached, as GetAgent.
-	want := append(names(reflect.TypeFor[store.Network]()), "Len", "Memo", "CountListings", "EvictListings", "GetAgents")
+	// GetAgents (sync_own.go) reads many listings uncached; AgentsLen
+	// reports GetAgent's LRU; Batcher invalidates after a batch
+	// (cache_sync.go); CountMatches (count.go) counts through the cache.
+	want := append(names(reflect.TypeFor[store.Network]()), "Len", "Memo", "CountListings", "EvictListings", "GetAgents", "AgentsLen", "Batcher", "CountMatches")
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("*store.Cache has methods %v, want Network's and Len, Memo, the Evictor's, GetAgents: %v", got, want)
