@@ -388,10 +388,11 @@ func install(rec agent.Record) string {
 // a catalogue listing (a package-only server, hosted nowhere) is its
 // packages, with no remote.
 func FromListing(l store.Listing, origin string) ServerResponse {
-	if line := install(withOrigin(l).Record); line != "" {
-		return fromCatalogue(withOrigin(l), origin, line)
+	l = withOrigin(l) // once: it scans the envelope (a page of 100 did it 300 times)
+	if line := install(l.Record); line != "" {
+		return fromCatalogue(l, origin, line)
 	}
-	rec := withOrigin(l).Record
+	rec := l.Record
 	desc := firstChars(strings.Join(strings.Fields(rec.Description), " "), maxDescription)
 	placeholder := desc == ""
 	if placeholder {
