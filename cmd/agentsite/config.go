@@ -17,6 +17,7 @@ import (
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/handlers/connlimit"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store"
 )
@@ -50,6 +51,7 @@ type Config struct {
 	MaxConnsPerIP         int
 	MaxConns              int
 	MaxSocketsPerIP       int
+	AnonTurnsPerIP        int
 	BodyTimeout           time.Duration
 	WriteTimeout          time.Duration
 	TrustedProxies        []string
@@ -164,6 +166,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", 64, "HTTP connections one client IP (IPv6: its /64) may hold open; 0: no cap")
 	fs.IntVar(&c.MaxConns, "max-conns", 0, "HTTP connections all clients together may hold open (0: half the open-file limit)")
 	fs.IntVar(&c.MaxSocketsPerIP, "max-sockets-per-ip", 16, "chat WebSockets one client IP (IPv6: its /64) may hold open")
+	fs.IntVar(&c.AnonTurnsPerIP, "anon-turns-per-ip", httpkit.DefaultAddressTurns, "anonymous chat turns in flight from one client IP (IPv6: its /64), all the visitors behind it together; each visitor's session has its own bound of 4")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", 15*time.Second, "time a client may take to send a request body")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", 30*time.Second, "time a response may take to reach the client (chat turns: 2m)")
 	fs.Var(&stringList{vals: &c.TrustedProxies}, "trusted-proxy", "CIDR of a reverse proxy in front of this node (repeatable): clients are read from its X-Forwarded-For, and it is exempt from --max-conns-per-ip")
@@ -304,6 +307,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConnsPerIP < 0 || c.MaxConns < 0 {
 		errs = append(errs, errors.New("--max-conns-per-ip and --max-conns must not be negative; 0 means the default"))
+	}
+	if c.AnonTurnsPerIP < 1 {
+		errs = append(errs, errors.New("--anon-turns-per-ip must be at least 1"))
 	}
 	if c.MaxSocketsPerIP < 1 {
 		errs = append(errs, errors.New("--max-sockets-per-ip must be at least 1"))
@@ -469,6 +475,7 @@ func (c *Config) httpConfig() handlers.Config {
 		WriteTimeout:        c.WriteTimeout,
 		StreamWriteTimeout:  streamWriteTimeout,
 		MaxSocketsPerClient: c.MaxSocketsPerIP,
+		AnonTurnsPerAddress: c.AnonTurnsPerIP,
 		TrustedProxies:      c.TrustedProxies,
 		MetricsToken:        c.MetricsToken,
 		PublicURL:           c.PublicURL,

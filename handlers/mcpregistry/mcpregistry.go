@@ -11,7 +11,9 @@ package mcpregistry
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -176,25 +178,65 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		// Every listing has one version, the latest; filter on it below.
 		q.Limit = MaxLimit
 	}
-	page, err := h.Catalog.SearchAgents(r.Context(), q)
+	body, err := h.listBody(r.Context(), q, httpkit.Origin(r, h.PublicURL), since, v.Get("version"))
 	if err != nil {
 		h.fault(w, r, err)
 		return
 	}
-	origin := httpkit.Origin(r, h.PublicURL)
-	out := ServerList{Servers: []ServerResponse{}, Metadata: Metadata{NextCursor: page.NextCursor}}
-	for _, l := range page.Listings {
-		if !exported(l.Record) || (!since.IsZero() && l.UpdatedAt.Before(since)) {
-			continue
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// Memo is the read cache's memo (store.Cache.Memo): a value derived from
+// the catalogue, kept until the next write.
+type Memo interface {
+	Memo(ctx context.Context, key string, load func(ctx context.Context, n store.Network) (any, error)) (any, error)
+}
+
+// listBody is the encoded answer to a search, from the read cache's memo
+// when the catalogue has one, as GET /api/v1/agents does: a repeated
+// search costs a map look-up, not a search and an encoding of the page.
+// Everything the answer depends on is in the key (the origin, from the
+// request or --public-url, names the remotes).
+func (h *Handler) listBody(ctx context.Context, q store.SearchQuery, origin string, since time.Time, ver string) ([]byte, error) {
+	encode := func(ctx context.Context, c Catalog) ([]byte, error) {
+		page, err := c.SearchAgents(ctx, q)
+		if err != nil {
+			return nil, err
 		}
-		s := FromListing(l, origin)
-		if ver := v.Get("version"); ver != "" && ver != "latest" && s.Server.Version != ver {
-			continue
+		out := ServerList{Servers: []ServerResponse{}, Metadata: Metadata{NextCursor: page.NextCursor}}
+		for _, l := range page.Listings {
+			if !exported(l.Record) || (!since.IsZero() && l.UpdatedAt.Before(since)) {
+				continue
+			}
+			s := FromListing(l, origin)
+			if ver != "" && ver != "latest" && s.Server.Version != ver {
+				continue
+			}
+			out.Servers = append(out.Servers, s)
 		}
-		out.Servers = append(out.Servers, s)
+		out.Metadata.Count = len(out.Servers)
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(true)
+		if err := enc.Encode(out); err != nil {
+			return nil, err
+		}
+		return b.Bytes(), nil
 	}
-	out.Metadata.Count = len(out.Servers)
-	httpkit.WriteJSON(w, http.StatusOK, out)
+	m, ok := h.Catalog.(Memo)
+	if !ok {
+		return encode(ctx, h.Catalog)
+	}
+	key := fmt.Sprintf("v0.1/servers\x00%q\x00%s\x00%q\x00", origin, since.Format(time.RFC3339Nano), ver) + store.SearchKey(q)
+	v, err := m.Memo(ctx, key, func(ctx context.Context, n store.Network) (any, error) { return encode(ctx, n) })
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
 }
 
 // Server is GET /v0.1/servers/{serverName}/versions[/{version}]: the
@@ -346,10 +388,11 @@ func install(rec agent.Record) string {
 // a catalogue listing (a package-only server, hosted nowhere) is its
 // packages, with no remote.
 func FromListing(l store.Listing, origin string) ServerResponse {
-	if line := install(withOrigin(l).Record); line != "" {
-		return fromCatalogue(withOrigin(l), origin, line)
+	l = withOrigin(l) // once: it scans the envelope (a page of 100 did it 300 times)
+	if line := install(l.Record); line != "" {
+		return fromCatalogue(l, origin, line)
 	}
-	rec := withOrigin(l).Record
+	rec := l.Record
 	desc := firstChars(strings.Join(strings.Fields(rec.Description), " "), maxDescription)
 	placeholder := desc == ""
 	if placeholder {

@@ -99,6 +99,10 @@ type Pages struct {
 	// with the WebSocket and the message API so that switching surfaces
 	// does not buy more turns.
 	ChatLimits *httpkit.Rates
+	// Anon is the address ceiling of anonymous chat (all the visitors
+	// behind one address together); with it a visitor's budget is its
+	// session's alone. nil: the address shares one visitor's budget.
+	Anon *httpkit.AnonBudget
 	// Logins is the per-account budget of password attempts (logging in,
 	// changing the password, deleting the account), beside the per-IP
 	// one the routes apply.

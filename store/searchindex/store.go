@@ -78,6 +78,8 @@ type Store struct {
 	lastSync atomic.Int64
 
 	answered, passed atomic.Uint64
+	// mark counts the batches of changes applied (ChangeMark).
+	mark atomic.Uint64
 
 	// retrying: Run's last read failed and it waits to try again;
 	// searches use the database until a read succeeds. statusMu guards
@@ -375,7 +377,14 @@ func (s *Store) applyLocked(docs []store.IndexDoc, trackGaps bool) {
 		}
 	}
 	s.ix.apply(docs)
+	s.mark.Add(1)
 }
+
+// ChangeMark implements store.ChangeMarker: it moves whenever the index
+// applied a change of any listing from the change feed, so the read
+// cache's agents (store.Cache.GetAgent) are read again after a write by
+// any process on the database.
+func (s *Store) ChangeMark() uint64 { return s.mark.Load() }
 
 // SearchAgents implements store.Catalogue from the index when it can.
 func (s *Store) SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error) {
