@@ -153,6 +153,27 @@
   });
 })();
 
+// A skill's ID follows its name as you type ("Seven-Day Forecast" →
+// "seven-day-forecast") until you type an ID of your own; the server
+// makes the same id from the name when the ID comes empty.
+(function () {
+  "use strict";
+  function skillIdFrom(name) {
+    return name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+/, "").slice(0, 64).replace(/-+$/, "");
+  }
+  document.addEventListener("input", function (ev) {
+    var t = ev.target;
+    if (!t || t.name !== "skill_name") return;
+    var row = t.closest(".skill-row");
+    var id = row && row.querySelector('input[name="skill_id"]');
+    if (!id || id.readOnly) return;
+    if (id.value === "" || id.value === id.getAttribute("data-derived")) {
+      id.value = skillIdFrom(t.value);
+      id.setAttribute("data-derived", id.value);
+    }
+  });
+})();
+
 // The theme toggle (hidden without JavaScript, where the system theme
 // applies): switches between light and dark from whatever shows now, and
 // remembers the choice for theme.js.
