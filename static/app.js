@@ -106,6 +106,18 @@
     if (t && t.matches && t.matches("textarea[data-count-max]")) updateCount(t);
   });
 
+  // On a narrow screen a search box says its shorter placeholder: the
+  // long one would be cut mid-word.
+  var narrow = window.matchMedia && window.matchMedia("(max-width: 40rem)");
+  function placeholders() {
+    document.querySelectorAll("input[data-placeholder-narrow]").forEach(function (el) {
+      if (!el.hasAttribute("data-placeholder-wide")) el.setAttribute("data-placeholder-wide", el.placeholder);
+      el.placeholder = narrow && narrow.matches ? el.getAttribute("data-placeholder-narrow") : el.getAttribute("data-placeholder-wide");
+    });
+  }
+  placeholders();
+  if (narrow && narrow.addEventListener) narrow.addEventListener("change", placeholders);
+
   // "/" focuses the search box, as on most sites with one.
   document.addEventListener("keydown", function (ev) {
     if (ev.key !== "/" || ev.ctrlKey || ev.metaKey || ev.altKey) return;

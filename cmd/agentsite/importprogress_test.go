@@ -105,3 +105,23 @@ func TestRunningNodeRegistryBatches(t *testing.T) {
 		t.Error("the running node's registry store reads no chunk at once (store.AgentsGetter)")
 	}
 }
+
+// TestImportOneItem: one item is "1 item", in the summary, the progress
+// line and the refusal, never "1 items".
+func TestImportOneItem(t *testing.T) {
+	var out bytes.Buffer
+	s := &importSummary{created: 1, start: time.Now()}
+	s.print(&out)
+	if got := out.String(); !strings.HasPrefix(got, "1 item in ") {
+		t.Errorf("summary = %q, want 1 item", got)
+	}
+	out.Reset()
+	clock := &fakeClock{t: time.Date(2026, 12, 7, 5, 0, 0, 0, time.UTC)}
+	newImportProgress(&out, false, 1, clock.now).print(clock.add(time.Second).now(), 1, 1, 0, 0)
+	if got := out.String(); !strings.HasPrefix(got, "1 of 1 item (100%)") {
+		t.Errorf("progress = %q, want 1 of 1 item", got)
+	}
+	if got := (refusedError{refused: 1, total: 1}).Error(); !strings.HasPrefix(got, "1 of 1 item was refused") {
+		t.Errorf("refusal = %q", got)
+	}
+}

@@ -204,6 +204,9 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 		v.ClearHref = "/agents"
 	}
 	if target == "results" {
+		// The address htmx pushes is the search as a link would say it:
+		// the form sends every control, empty ones too (?q=zebr&status=&…).
+		w.Header().Set("HX-Push-Url", st.href(st.tags, ""))
 		// htmx swaps only what 2xx responses carry by default; the message
 		// of an invalid query must still show.
 		p.render(w, r, http.StatusOK, web.ResultsPartial(v))
