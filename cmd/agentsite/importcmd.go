@@ -77,6 +77,7 @@ func parseImport(args []string, getenv func(string) string, out io.Writer) (impo
 	fs.StringVar(&c.Crawl, "crawl", "", "import the AI Catalogs of the domains listed in this file (one a line), from https://<domain>/.well-known/ai-catalog.json; no FILE then")
 	fs.IntVar(&c.CrawlMax, "crawl-max", 1000, "--crawl: at most this many domains")
 	fs.DurationVar(&c.CrawlTimeout, "crawl-timeout", 10*time.Minute, "--crawl: the whole crawl's time limit (each domain: 15s)")
+	hintDurations(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
