@@ -125,7 +125,7 @@ func (d *demo) Run(ctx context.Context) (err error) {
 		token = hex.EncodeToString(b)
 	}
 	if err := os.MkdirAll(d.cfg.Dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", d.cfg.Dir, err)
+		return fmt.Errorf("the demo directory: %w", err) // "mkdir DIR: why" already
 	}
 	if err := d.plan(ctx); err != nil {
 		return err

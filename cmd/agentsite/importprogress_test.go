@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,5 +124,25 @@ func TestImportOneItem(t *testing.T) {
 	}
 	if got := (refusedError{refused: 1, total: 1}).Error(); !strings.HasPrefix(got, "1 of 1 item was refused") {
 		t.Errorf("refusal = %q", got)
+	}
+}
+
+// TestMissingFileNamedOnce: a file that cannot be opened is named once in
+// the error ("open FILE: why"), not twice ("open FILE: open FILE: why").
+func TestMissingFileNamedOnce(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.jsonl")
+	for name, args := range map[string][]string{
+		"import": {"--data-dir", t.TempDir(), missing},
+		"crawl":  {"--data-dir", t.TempDir(), "--crawl", missing},
+	} {
+		err := runImport(t.Context(), args, env(nil), strings.NewReader(""), io.Discard, io.Discard)
+		if err == nil || strings.Count(err.Error(), missing) != 1 {
+			t.Errorf("%s: %v, want %s named once", name, err, missing)
+		}
+	}
+	var c Config
+	err := c.Parse([]string{"--data-dir", t.TempDir(), "--verify-ca", missing}, env(nil), io.Discard)
+	if err == nil || strings.Count(err.Error(), missing) != 1 {
+		t.Errorf("--verify-ca: %v, want %s named once", err, missing)
 	}
 }
