@@ -204,3 +204,23 @@ func TestHealthFilter(t *testing.T) {
 		}
 	})
 }
+
+// TestLiveSearchAddressDropsEmptyParameters: the live search sends every
+// control of the form, empty ones too; the address htmx pushes keeps only
+// what was chosen, and the narrow-screen placeholder is there for app.js.
+func TestLiveSearchAddressDropsEmptyParameters(t *testing.T) {
+	e := New(t)
+	resp := e.Do("GET", "/agents?q=zebr&status=&health=&sort=&verified=", nil, "HX-Request", "true", "HX-Target", "results")
+	WantStatus(t, resp, 200)
+	if got := resp.Header.Get("HX-Push-Url"); got != "/agents?q=zebr" {
+		t.Errorf("HX-Push-Url = %q, want /agents?q=zebr", got)
+	}
+	resp = e.Do("GET", "/agents?q=&status=all&health=failing&sort=", nil, "HX-Request", "true", "HX-Target", "results")
+	if got := resp.Header.Get("HX-Push-Url"); got != "/agents?health=failing&status=all" {
+		t.Errorf("HX-Push-Url = %q, want /agents?health=failing&status=all", got)
+	}
+	box := MustTestid(t, e.Page("/agents", 200), "search-input")
+	if p := box.AttrOr("data-placeholder-narrow", ""); p == "" || len(p) >= len(box.AttrOr("placeholder", "")) {
+		t.Errorf("narrow placeholder %q, wide %q", p, box.AttrOr("placeholder", ""))
+	}
+}
