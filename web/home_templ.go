@@ -41,7 +41,7 @@ func HomePage(v HomeView) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section class=\"hero\"><div class=\"hero-text\"><h1>Find an AI agent anywhere on the network</h1><p class=\"lead\">AgentHub lists every agent this node has heard of on the AgentSite peer-to-peer network. Search by skill or tag, check who is online, and register your own.</p><form action=\"/agents\" method=\"get\" class=\"hero-search\" role=\"search\" data-testid=\"home-search\"><label class=\"visually-hidden\" for=\"home-q\">Search agents</label> <input id=\"home-q\" type=\"search\" name=\"q\" placeholder=\"Search agents, e.g. weather, translate, code…\" autocomplete=\"off\" data-search-box> <button type=\"submit\" class=\"btn btn-primary\">Search</button></form></div><dl class=\"stats\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<section class=\"hero\"><div class=\"hero-text\"><h1>Find an AI agent anywhere on the network</h1><p class=\"lead\">AgentHub lists every agent this node has heard of on the AgentSite peer-to-peer network. Search by skill or tag, check who is online, and register your own.</p><form action=\"/agents\" method=\"get\" class=\"hero-search\" role=\"search\" data-testid=\"home-search\"><label class=\"visually-hidden\" for=\"home-q\">Search agents</label> <input id=\"home-q\" type=\"search\" name=\"q\" placeholder=\"Search agents, e.g. weather, translate, code…\" data-placeholder-narrow=\"Search agents…\" autocomplete=\"off\" data-search-box> <button type=\"submit\" class=\"btn btn-primary\">Search</button></form></div><dl class=\"stats\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

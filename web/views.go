@@ -134,6 +134,8 @@ type Option struct {
 	Value    string
 	Label    string
 	Selected bool
+	// Title, when set, explains the option (its tooltip).
+	Title string
 }
 
 // TagChip is a tag filter that toggles itself in the query when clicked.

@@ -198,6 +198,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.MaxListings, "max-listings", store.DefaultMaxListings, "listings this node holds at most; at it a new one from the network evicts those of hosts never heard, then offline, then stale ones of hosts heard no longer than its own (never this node's own nor online ones), or is refused (0: no bound)")
 	fs.DurationVar(&c.UnheardExpiry, "unheard-expiry", store.DefaultUnheardAfter, "listings whose host never sent a heartbeat go offline this long after they were last heard of (0: the default)")
 	c.declareVerify(fs)
+	hintDurations(fs)
 	return fs
 }
 
@@ -535,4 +536,38 @@ func (c *Config) dhtStore() p2p.DHTStoreLimits {
 		MaxBytes: int64(c.DHTStoreMiB) << 20, PerPeer: c.DHTValuesPerPeer, PerIPGroup: c.DHTValuesPerIPGroup,
 		MaxAge: max(time.Hour, c.RecordTTL),
 	}
+}
+
+// durationHint is a duration flag whose refusal shows what a duration
+// looks like: the flag package alone says only "parse error".
+type durationHint struct{ v flag.Value }
+
+func (d *durationHint) String() string {
+	if d == nil || d.v == nil {
+		return time.Duration(0).String()
+	}
+	return d.v.String()
+}
+
+func (d *durationHint) Set(s string) error {
+	if err := d.v.Set(s); err != nil {
+		return errors.New("not a duration: use one like 30s, 5m or 1h")
+	}
+	return nil
+}
+
+func (d *durationHint) Get() any { return d.v.(flag.Getter).Get() }
+
+// hintDurations gives every duration flag of fs that refusal, and its
+// help the same example (the backquoted word keeps "duration" as the
+// flag's argument name in the help); call it once the flags are declared.
+func hintDurations(fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if _, ok := g.Get().(time.Duration); ok {
+				f.Value = &durationHint{v: f.Value}
+				f.Usage += " (a `duration` like 30s, 5m or 1h)"
+			}
+		}
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,6 +77,7 @@ func parseImport(args []string, getenv func(string) string, out io.Writer) (impo
 	fs.StringVar(&c.Crawl, "crawl", "", "import the AI Catalogs of the domains listed in this file (one a line), from https://<domain>/.well-known/ai-catalog.json; no FILE then")
 	fs.IntVar(&c.CrawlMax, "crawl-max", 1000, "--crawl: at most this many domains")
 	fs.DurationVar(&c.CrawlTimeout, "crawl-timeout", 10*time.Minute, "--crawl: the whole crawl's time limit (each domain: 15s)")
+	hintDurations(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -179,7 +181,19 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 type refusedError struct{ refused, total int }
 
 func (e refusedError) Error() string {
-	return fmt.Sprintf("%d of %d items were refused (the summary says why); the others were imported", e.refused, e.total)
+	were := "were"
+	if e.refused == 1 {
+		were = "was"
+	}
+	return fmt.Sprintf("%d of %s %s refused (the summary says why); the others were imported", e.refused, items(e.total), were)
+}
+
+// items is n with its noun: "1 item", "2 items".
+func items(n int) string {
+	if n == 1 {
+		return "1 item"
+	}
+	return strconv.Itoa(n) + " items"
 }
 
 // cardFetcher fetches A2A cards through the runtime's guarded client.
@@ -424,8 +438,8 @@ func (s *importSummary) add(r registry.BatchResult) {
 
 func (s *importSummary) print(w io.Writer) {
 	el := time.Since(s.start)
-	fmt.Fprintf(w, "%d items in %s: %d created, %d updated, %d refused\n",
-		s.total(), el.Round(time.Millisecond), s.created, s.updated, s.refused)
+	fmt.Fprintf(w, "%s in %s: %d created, %d updated, %d refused\n",
+		items(s.total()), el.Round(time.Millisecond), s.created, s.updated, s.refused)
 	for _, r := range s.reasons {
 		fmt.Fprintln(w, "refused", r)
 	}

@@ -70,10 +70,10 @@ func (p *importProgress) print(now time.Time, done, created, updated, refused in
 	if el > 0 {
 		rate = float64(done) / el
 	}
-	line := fmt.Sprintf("%d items", done)
+	line := items(done)
 	if p.total > 0 {
 		pct := min(100, 100*done/p.total)
-		line = fmt.Sprintf("%d of %d items (%d%%)", done, p.total, pct)
+		line = fmt.Sprintf("%d of %s (%d%%)", done, items(p.total), pct)
 	}
 	line += fmt.Sprintf(", %.0f/s", rate)
 	if p.total > 0 && done < p.total && rate > 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,5 +104,45 @@ func TestRunningNodeRegistryBatches(t *testing.T) {
 	}
 	if _, ok := m.Server.Registry.Store.(store.AgentsGetter); !ok {
 		t.Error("the running node's registry store reads no chunk at once (store.AgentsGetter)")
+	}
+}
+
+// TestImportOneItem: one item is "1 item", in the summary, the progress
+// line and the refusal, never "1 items".
+func TestImportOneItem(t *testing.T) {
+	var out bytes.Buffer
+	s := &importSummary{created: 1, start: time.Now()}
+	s.print(&out)
+	if got := out.String(); !strings.HasPrefix(got, "1 item in ") {
+		t.Errorf("summary = %q, want 1 item", got)
+	}
+	out.Reset()
+	clock := &fakeClock{t: time.Date(2026, 12, 7, 5, 0, 0, 0, time.UTC)}
+	newImportProgress(&out, false, 1, clock.now).print(clock.add(time.Second).now(), 1, 1, 0, 0)
+	if got := out.String(); !strings.HasPrefix(got, "1 of 1 item (100%)") {
+		t.Errorf("progress = %q, want 1 of 1 item", got)
+	}
+	if got := (refusedError{refused: 1, total: 1}).Error(); !strings.HasPrefix(got, "1 of 1 item was refused") {
+		t.Errorf("refusal = %q", got)
+	}
+}
+
+// TestMissingFileNamedOnce: a file that cannot be opened is named once in
+// the error ("open FILE: why"), not twice ("open FILE: open FILE: why").
+func TestMissingFileNamedOnce(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.jsonl")
+	for name, args := range map[string][]string{
+		"import": {"--data-dir", t.TempDir(), missing},
+		"crawl":  {"--data-dir", t.TempDir(), "--crawl", missing},
+	} {
+		err := runImport(t.Context(), args, env(nil), strings.NewReader(""), io.Discard, io.Discard)
+		if err == nil || strings.Count(err.Error(), missing) != 1 {
+			t.Errorf("%s: %v, want %s named once", name, err, missing)
+		}
+	}
+	var c Config
+	err := c.Parse([]string{"--data-dir", t.TempDir(), "--verify-ca", missing}, env(nil), io.Discard)
+	if err == nil || strings.Count(err.Error(), missing) != 1 {
+		t.Errorf("--verify-ca: %v, want %s named once", err, missing)
 	}
 }
