@@ -152,6 +152,8 @@ type Node struct {
 	heardq  chan heard     // accepted heartbeats on their way to the store (heardbatch.go)
 	traffic *lpmetrics.BandwidthCounter
 	strikes *strikes
+	pace    *pace    // own records' gossip (pace.go)
+	hosts   *hostSet // publishers of the listings this node holds (liveness.go)
 	syncs   *syncTracker
 	scores  peerScores
 	mcp     mcpState                  // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
@@ -198,6 +200,8 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 	}
 	n.seqs = newSeqCache(100_000)
 	n.strikes = newStrikes()
+	n.pace = newPace()
+	n.hosts = newHostSet()
 	n.adm = newAdmission(cfg.Admission)
 	n.beats = newBeats()
 	for _, p := range cfg.Admission.Block {
@@ -298,6 +302,8 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 	if !cfg.NoSyncOnConnect {
 		n.watchPeers()
 	}
+	n.hb.startKeeper()
+	n.goLoop(n.heartbeatStateLoop)
 	n.goLoop(n.heartbeatLoop)
 	n.goLoop(func(ctx context.Context) { n.bootstrap(ctx, boot) })
 	return n, nil
