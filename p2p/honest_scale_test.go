@@ -193,3 +193,56 @@ func TestHeartbeatsLeaveWhileTheStoreStalls(t *testing.T) {
 		t.Fatal("the host never read its store: the test stalled nothing")
 	}
 }
+
+// TestOwnGossipIsPacedAndTheRestSyncs: a node that announces 300 of its
+// own records at once gossips no more than its pace, so its peer counts
+// no flood and takes no point off its score, and the peer still holds all
+// 300: what was not gossiped came by the peer's next sync of the node's
+// feed. Before, all 300 were gossiped at once and the peer counted 180
+// flood messages, each a point off the node's score (graylisting is at
+// -80).
+func TestOwnGossipIsPacedAndTheRestSyncs(t *testing.T) {
+	const records = 300
+	key, hostID := genKey(t)
+	hostCache, peerCache := &memCache{}, &memCache{}
+	host := startNode(t, key, Config{Cache: hostCache, SyncInterval: 200 * time.Millisecond})
+	peerNode := startNode(t, nil, Config{Cache: peerCache, SyncInterval: 200 * time.Millisecond})
+	connect(t, peerNode, host)
+	eventually(t, 10*time.Second, "the peer in the host's records topic", func() bool {
+		for _, p := range host.records.ListPeers() {
+			if p == peerNode.Host().ID() {
+				return true
+			}
+		}
+		return false
+	})
+
+	ctx := context.Background()
+	now := time.Now()
+	for i := range records {
+		rec, env := sealRecord(t, key, fmt.Sprintf("own-%03d", i), 1, now, time.Hour, "")
+		opened, err := agent.Open(env, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec = opened
+		if _, err := hostCache.Put(ctx, rec, env); err != nil {
+			t.Fatal(err)
+		}
+		if err := host.Announce(ctx, rec, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, fmt.Sprintf("the peer holding all %d records", records), func() bool {
+		return peerCache.held() >= records
+	})
+	if p := peerNode.AdmissionPenalty(hostID); p != 0 {
+		t.Errorf("the peer took %.1f points off the host for its own records, want none", p)
+	}
+	if f := counterValue(peerNode.metrics.rejected.WithLabelValues(pathGossip, "flood")); f != 0 {
+		t.Errorf("the peer counted %.0f flood messages from the host, want none", f)
+	}
+	if paced := counterValue(host.metrics.published.WithLabelValues("gossip", "paced")); paced < records-ownGossipBurst-10 {
+		t.Errorf("the host left %.0f of %d records to the sync, want those over its pace", paced, records)
+	}
+}
