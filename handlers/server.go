@@ -195,6 +195,9 @@ type Server struct {
 	// (and far above) the per-client one, so a script can register a
 	// catalogue.
 	operatorWrites *httpkit.Rates
+	// accountWrites is each signed-in account's write budget, beside the
+	// per-client one (writes.go).
+	accountWrites *accountWrites
 }
 
 // New puts the finished services of deps on HTTP with the settings of
@@ -237,6 +240,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	}
 	s.chatLimits = httpkit.NewRates(cfg.ChatRateLimit)
 	s.operatorWrites = httpkit.NewRates(OperatorWritesPerMinute)
+	s.accountWrites = newAccountWrites()
 	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,
 		Registry: s.Registry, Chat: s.Chat, Live: s.Live, Accounts: accounts, Sessions: s.sessions,
 		ChatLimits: s.chatLimits, Health: deps.Health, Tester: deps.Tester,
