@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/agentsite/agentsite/handlers"
-	. "github.com/agentsite/agentsite/handlers/handlertest"
 	"github.com/agentsite/agentsite/handlers/apiwire"
+	. "github.com/agentsite/agentsite/handlers/handlertest"
 )
 
 // TestAccountWriteBudget: one account writing from many addresses is held
