@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestBigBatchKeepsTheHostHeard: a host registers 3,000 agents through
+// the batch API while a peer listens. The host paces the gossip of its own
+// records (the rest reaches the peer by sync), so the peer counts no flood
+// from it and takes no point off its score; the peer keeps hearing its
+// heartbeats, and holds all of its listings (the 3,000 and its 2 demo
+// agents) online. Before, every item was gossiped at once: the peer
+// counted each record past 120 a minute as a flood, graylisted the host,
+// and heard no more heartbeats from it, so its listings turned stale.
+func TestBigBatchKeepsTheHostHeard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("whole nodes and a 3,000-agent batch")
+	}
+	const agents, batch = 3000, 1000
+	fast := []string{"--sync-interval", "1s"}
+	host := startClusterNode(t, nodeOpts{demo: true, ttl: time.Hour, extra: fast})
+	peerNode := startClusterNode(t, nodeOpts{bootstrap: []string{host.addr()}, ttl: time.Hour, extra: fast})
+	heard := func() float64 { return peerNode.metric("agentsite_p2p_heartbeats_received_total") }
+	eventually(t, 30*time.Second, "the peer hearing the host", func() bool { return heard() > 0 })
+
+	for start := 0; start < agents; start += batch {
+		items := make([]map[string]any, 0, batch)
+		for i := start; i < start+batch; i++ {
+			name := fmt.Sprintf("batch-bot-%04d", i)
+			items = append(items, map[string]any{
+				"name": name, "display_name": fmt.Sprintf("Batch bot %d", i), "description": "Agent " + name + ".",
+				"tags": []string{"batch"}, "backend": map[string]any{"kind": "builtin", "builtin": "echo"},
+			})
+		}
+		code, body := host.api("POST", "/api/v1/agents:batch", map[string]any{"items": items})
+		if code != http.StatusOK {
+			t.Fatalf("batch from %d: %d %.300s", start, code, body)
+		}
+		var res struct{ Created int }
+		if err := json.Unmarshal(body, &res); err != nil || res.Created != batch {
+			t.Fatalf("batch from %d: created %d of %d (%v)", start, res.Created, batch, err)
+		}
+	}
+	afterBatch := heard()
+
+	want := agents + 2 // and the host's demo agents
+	online := func() int {
+		c := 0
+		for _, a := range peerNode.agentIDs("online") {
+			if a.HostPeerID == host.peerID() {
+				c++
+			}
+		}
+		return c
+	}
+	eventually(t, 3*time.Minute, fmt.Sprintf("the peer holding all %d of the host's listings online", want), func() bool {
+		return online() >= want
+	})
+	eventually(t, 30*time.Second, "the peer hearing the host's heartbeats after the batch", func() bool {
+		return heard() > afterBatch
+	})
+	if f := peerNode.metric("agentsite_p2p_records_rejected_total", "path", "gossip", "reason", "flood"); f != 0 {
+		t.Errorf("the peer counted %.0f flood messages during the batch, want none", f)
+	}
+	if p := peerNode.m.Node.AdmissionPenalty(host.pid()); p >= 1 {
+		t.Errorf("the peer took %.1f points off the host's score (graylisted below -80), want none", p)
+	}
+}
