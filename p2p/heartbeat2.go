@@ -86,6 +86,10 @@ type heartbeatState struct {
 // looked up waiting for a round: a few rounds' worth of new entries.
 const maxPendingNames = 4 * maxDeltaParts * agent.MaxHeartbeatHealth
 
+// recountEvery is how many intervals apart the keeper recounts the hosted
+// agents when no own record changed (10 minutes at the default interval).
+const recountEvery = 60
+
 // keeperTimeout bounds one store call of the heartbeat state's keeper: a
 // call that fails is tried again at its next run.
 const keeperTimeout = 30 * time.Second
@@ -144,7 +148,8 @@ func (s *heartbeatState) poke() {
 // heartbeatStateLoop keeps what the rounds are built from
 // (keepHeartbeatState): at once, whenever a round asks for names or has
 // own health to store, and every HeartbeatInterval, recounting the hosted
-// agents when own records changed and on every refreshEvery-th run. It is
+// agents when own records changed and every recountEvery intervals
+// anyway (a count is cheap, but an idle node should not pay it often). It is
 // the only heartbeat code that reads or writes the store, so a store held
 // up by imports, probes or sync delays the names of new entries and the
 // count, never a round.
@@ -153,7 +158,7 @@ func (n *Node) heartbeatStateLoop(ctx context.Context) {
 	defer t.Stop()
 	ticks := 0
 	for {
-		n.keepHeartbeatState(ctx, ticks%refreshEvery == 0)
+		n.keepHeartbeatState(ctx, ticks%recountEvery == 0)
 		select {
 		case <-ctx.Done():
 			return
