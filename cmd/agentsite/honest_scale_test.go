@@ -46,6 +46,8 @@ func TestBigBatchKeepsTheHostHeard(t *testing.T) {
 		}
 	}
 	afterBatch := heard()
+	t.Logf("after the batch the peer counted %.0f flood messages from the host and took %.1f points off its score",
+		peerNode.metric("agentsite_p2p_records_rejected_total", "path", "gossip", "reason", "flood"), peerNode.m.Node.AdmissionPenalty(host.pid()))
 
 	want := agents + 2 // and the host's demo agents
 	online := func() int {
