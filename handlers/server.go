@@ -240,7 +240,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	}
 	s.chatLimits = httpkit.NewRates(cfg.ChatRateLimit)
 	s.operatorWrites = httpkit.NewRates(OperatorWritesPerMinute)
-	s.accountWrites = newAccountWrites()
+	s.accountWrites = newAccountWrites(6 * cfg.RateLimit) // as much as one client address
 	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,
 		Registry: s.Registry, Chat: s.Chat, Live: s.Live, Accounts: accounts, Sessions: s.sessions,
 		ChatLimits: s.chatLimits, Health: deps.Health, Tester: deps.Tester,

@@ -19,14 +19,13 @@ import (
 // addresses (10 IPs made 360 updates in 20 s) spent the whole node's
 // gossip rate. The node paces its gossip anyway (p2p), so this keeps one
 // account from taking the node's share from the others.
+//
+// One account's budget a minute (API create, update, delete; the portal's
+// register and edit), whichever addresses they come from, is what one
+// client address gets (6 × Config.RateLimit: 60 at the defaults), with a
+// burst of a sixth of it (at least 10). The operator token has its own
+// (OperatorWritesPerMinute).
 const (
-	// AccountWritesPerMinute is one account's budget of writes a minute
-	// (API create, update, delete; the portal's register and edit),
-	// whichever addresses they come from. The operator token has its own
-	// (OperatorWritesPerMinute).
-	AccountWritesPerMinute = 60
-	// accountWritesBurst is how many of them may come at once.
-	accountWritesBurst = 10
 	// maxAccountBuckets bounds the accounts tracked at once; buckets idle
 	// for accountBucketIdle are dropped first (a fresh bucket is full,
 	// so dropping one gives back at most a burst).
@@ -34,14 +33,11 @@ const (
 	accountBucketIdle = 5 * time.Minute
 )
 
-// errAccountWrites answers an account over its write budget.
-var errAccountWrites = &httpkit.Error{Status: http.StatusTooManyRequests, Code: string(agent.CodeRateLimited),
-	Message: fmt.Sprintf("This account made too many changes: at most %d a minute, from any address. Wait a minute and try again; "+
-		"to register many agents at once, the operator can use POST /api/v1/agents:batch.", AccountWritesPerMinute),
-	RetryAfter: 60}
-
 // accountWrites is a token bucket per account id.
 type accountWrites struct {
+	perMin, burst int
+	refusal       *httpkit.Error // the answer to an account over its budget
+
 	mu      sync.Mutex
 	buckets map[int64]*accountBucket
 	swept   time.Time
@@ -53,8 +49,12 @@ type accountBucket struct {
 	warned time.Time // the last refusal logged
 }
 
-func newAccountWrites() *accountWrites {
-	return &accountWrites{buckets: map[int64]*accountBucket{}}
+func newAccountWrites(perMinute int) *accountWrites {
+	return &accountWrites{perMin: perMinute, burst: max(perMinute/6, 10), buckets: map[int64]*accountBucket{},
+		refusal: &httpkit.Error{Status: http.StatusTooManyRequests, Code: string(agent.CodeRateLimited),
+			Message: fmt.Sprintf("This account made too many changes: at most %d a minute, from any address. Wait a minute and try again; "+
+				"to register many agents at once, the operator can use POST /api/v1/agents:batch.", perMinute),
+			RetryAfter: 60}}
 }
 
 // allow takes one write from account's budget if there is one; warn says
@@ -75,7 +75,7 @@ func (a *accountWrites) allow(account int64, now time.Time) (ok, warn bool) {
 	}
 	b, ok := a.buckets[account]
 	if !ok {
-		b = &accountBucket{lim: rate.NewLimiter(rate.Limit(float64(AccountWritesPerMinute)/60), accountWritesBurst)}
+		b = &accountBucket{lim: rate.NewLimiter(rate.Limit(float64(a.perMin)/60), a.burst)}
 		a.buckets[account] = b
 	}
 	b.seen = now
@@ -116,9 +116,9 @@ func (s *Server) accountLimit(next http.Handler) http.Handler {
 		if ok, warn := s.accountWrites.allow(account, s.Now()); !ok {
 			if warn {
 				s.Logger.Info("an account is over its write budget; its writes are refused for a while",
-					"account", strconv.FormatInt(account, 10), "per_minute", AccountWritesPerMinute)
+					"account", strconv.FormatInt(account, 10), "per_minute", s.accountWrites.perMin)
 			}
-			s.renderError(w, r, errAccountWrites)
+			s.renderError(w, r, s.accountWrites.refusal)
 			return
 		}
 		next.ServeHTTP(w, r)
