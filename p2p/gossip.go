@@ -118,17 +118,21 @@ func (n *Node) validateRecordMsg(ctx context.Context, from peer.ID, msg *pubsub.
 		return pubsub.ValidationIgnore
 	}
 	// Valid floods: past its rate a forwarder's messages, and a
-	// publisher's fresh records, are ignored (not forwarded). Only a
-	// forwarder over its own message rate loses score. A publisher's own
-	// valid records past the publisher rate cost it nothing: an honest
-	// host that registers a big batch (or an older node that does not
-	// pace its gossip) sends them, and they reach every peer by sync
-	// anyway; graylisting it for that cut it off both ways, heartbeats
-	// included.
+	// publisher's fresh records, are ignored (not forwarded). A forwarder
+	// over its own message rate loses score. A publisher's own valid
+	// records past the publisher rate cost it nothing up to an allowance
+	// (overflow): an honest node paces its own gossip below the rate and
+	// the rest reach peers by sync, but its records can still arrive in a
+	// clump; graylisting it for that cut it off both ways, heartbeats
+	// included. A burst far past the rate, which no pacing node sends,
+	// still costs a point a record.
 	if relayOK, pubOK := n.adm.allowGossip(from, rec.Publisher, n.now()); !relayOK || !pubOK {
-		if !relayOK {
+		switch {
+		case !relayOK:
 			n.refuse(pathGossip, from, errFlood)
-		} else {
+		case from.String() == rec.Publisher && !n.overflow.forgive(rec.Publisher, n.now()):
+			n.refuse(pathGossip, from, errFlood)
+		default:
 			n.metrics.rejected.WithLabelValues(pathGossip, rejectReason(errFlood)).Inc()
 		}
 		return pubsub.ValidationIgnore

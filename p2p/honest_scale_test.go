@@ -74,11 +74,13 @@ func TestSybilHeartbeatsLeaveTheIntervalUnchanged(t *testing.T) {
 
 // TestOwnRecordsOverTheRateAreNotPenalised: a publisher's own valid
 // records past the publisher rate are ignored (not forwarded) but cost it
-// no score, so an honest host's big batch does not get it graylisted; a
-// forwarder over its own message rate still loses score, and a record its
-// sender did not author is still rejected.
+// no score up to an allowance of half the rate, so an honest host whose
+// paced records arrive in a clump is not graylisted; a burst far past
+// the rate (a rogue, or an older node that does not pace) still costs a
+// point a record, a forwarder over its own message rate still loses
+// score, and a record its sender did not author is still rejected.
 func TestOwnRecordsOverTheRateAreNotPenalised(t *testing.T) {
-	const perMinute = 5
+	const perMinute = 10
 	n := startNode(t, nil, Config{Cache: &memCache{}, NoSyncOnConnect: true,
 		Admission: Admission{PublisherPerMinute: perMinute, RelayerPerMinute: 2 * perMinute}})
 	ctx := context.Background()
@@ -93,7 +95,7 @@ func TestOwnRecordsOverTheRateAreNotPenalised(t *testing.T) {
 
 	key, host := genKey(t)
 	accepted := 0
-	for _, env := range records(key, "own", 2*perMinute) {
+	for _, env := range records(key, "own", perMinute+perMinute/2) {
 		if n.validateRecordMsg(ctx, host, gossipMsg(TopicRecords, host, env)) == pubsub.ValidationAccept {
 			accepted++
 		}
@@ -102,7 +104,13 @@ func TestOwnRecordsOverTheRateAreNotPenalised(t *testing.T) {
 		t.Errorf("%d of the host's own records accepted, want the rate's %d (the rest ignored)", accepted, perMinute)
 	}
 	if p := n.AdmissionPenalty(host); p != 0 {
-		t.Errorf("a host sending its own valid records over the rate lost %.1f points, want none", p)
+		t.Errorf("a host sending its own valid records half a rate over it lost %.1f points, want none", p)
+	}
+	for _, env := range records(key, "burst", 2*perMinute) {
+		n.validateRecordMsg(ctx, host, gossipMsg(TopicRecords, host, env))
+	}
+	if p := n.AdmissionPenalty(host); p < perMinute {
+		t.Errorf("a burst of %d own records far past the rate cost %.1f points, want at least %d", 2*perMinute, p, perMinute)
 	}
 
 	// A forwarder of another publisher's records past its own rate.
