@@ -26,8 +26,10 @@ func TestBigBatchKeepsTheHostHeard(t *testing.T) {
 	// write timeout (30 s).
 	// The same for the store's deadline (5 s).
 	fast := []string{"--sync-interval", "1s", "--write-timeout", "10m", "--store-timeout", "1m"}
-	host := startClusterNode(t, nodeOpts{demo: true, ttl: time.Hour, extra: fast})
-	peerNode := startClusterNode(t, nodeOpts{bootstrap: []string{host.addr()}, ttl: time.Hour, extra: fast})
+	// A 2 s heartbeat: at the tests' 200 ms a host is stale after 600 ms, which a
+	// loaded machine under the race detector misses.
+	host := startClusterNode(t, nodeOpts{demo: true, ttl: time.Hour, heartbeat: 2 * time.Second, extra: fast})
+	peerNode := startClusterNode(t, nodeOpts{bootstrap: []string{host.addr()}, ttl: time.Hour, heartbeat: 2 * time.Second, extra: fast})
 	heard := func() float64 { return peerNode.metric("agentsite_p2p_heartbeats_received_total") }
 	eventually(t, 30*time.Second, "the peer hearing the host", func() bool { return heard() > 0 })
 
