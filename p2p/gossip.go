@@ -247,7 +247,7 @@ func (n *Node) Announce(ctx context.Context, rec *agent.Record, env []byte) erro
 			n.logger.Info("own records over the gossip pace are not gossiped; peers pull them at their next sync",
 				"deferred", k, "pace_per_minute", ownGossipPerMinute)
 		}
-		n.goLoop(func(ctx context.Context) { n.putDHT(ctx, rec, env) })
+		n.putDHTLater(rec, env)
 		return nil
 	}
 	if err := n.records.Publish(ctx, env); err != nil {
@@ -255,10 +255,20 @@ func (n *Node) Announce(ctx context.Context, rec *agent.Record, env []byte) erro
 		return fmt.Errorf("gossip record: %w", err)
 	}
 	n.metrics.published.WithLabelValues("gossip", "ok").Inc()
-	n.goLoop(func(ctx context.Context) { n.putDHT(ctx, rec, env) })
+	n.putDHTLater(rec, env)
 	return nil
 }
 
+// putDHTLater queues rec's DHT put and tag provides on the node's bounded
+// DHT publisher (dhtpublish.go); it never waits.
+func (n *Node) putDHTLater(rec *agent.Record, env []byte) {
+	if n.dhtPub != nil {
+		n.dhtPub.add(rec, env)
+	}
+}
+
+// putDHT puts rec's envelope under its key, within 30 s (a worker of the
+// DHT publisher).
 func (n *Node) putDHT(ctx context.Context, rec *agent.Record, env []byte) {
 	if n.dht == nil {
 		return
@@ -281,17 +291,23 @@ func (n *Node) putDHT(ctx context.Context, rec *agent.Record, env []byte) {
 	} else {
 		n.metrics.published.WithLabelValues("dht_put", "ok").Inc()
 	}
-	if rec.Tombstone {
-		return
+}
+
+// provideTag tells the DHT this node provides agents tagged tag, within
+// 30 s (a worker of the DHT publisher, once per tag and tagProvideEvery).
+func (n *Node) provideTag(ctx context.Context, tag string) error {
+	if n.dht == nil {
+		return nil
 	}
-	for _, t := range rec.Tags {
-		if err := n.dht.Provide(ctx, TagCID(t), true); err != nil {
-			n.metrics.published.WithLabelValues("dht_provide", "error").Inc()
-			n.logger.Debug("DHT provide failed", "tag", t, "err", err)
-			continue
-		}
-		n.metrics.published.WithLabelValues("dht_provide", "ok").Inc()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := n.dht.Provide(ctx, TagCID(tag), true); err != nil {
+		n.metrics.published.WithLabelValues("dht_provide", "error").Inc()
+		n.logger.Debug("DHT provide failed", "tag", tag, "err", err)
+		return fmt.Errorf("provide tag %q: %w", tag, err)
 	}
+	n.metrics.published.WithLabelValues("dht_provide", "ok").Inc()
+	return nil
 }
 
 // strikes counts invalid records per peer in a sliding window; a peer with

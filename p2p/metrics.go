@@ -45,7 +45,7 @@ func newMetrics(reg prometheus.Registerer, peerCount func() float64) (*metrics, 
 		}),
 		published: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "agentsite", Subsystem: "p2p", Name: "publish_total",
-			Help: "Publications of local records, by channel (gossip, dht_put, dht_provide) and result (ok, error; paced: over the node's own gossip pace, left to the sync).",
+			Help: "Publications of local records, by channel (gossip, dht_put, dht_provide) and result (ok, error; paced: over the node's own gossip pace, left to the sync; dropped: a DHT put that found its queue full, left to gossip, sync and the next re-sign).",
 		}, []string{"channel", "result"}),
 		peers: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "agentsite", Subsystem: "p2p", Name: "connected_peers",

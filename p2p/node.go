@@ -160,6 +160,7 @@ type Node struct {
 	hosts    *hostSet  // publishers of the listings this node holds (liveness.go)
 	syncs    *syncTracker
 	serving  *serveLimiter // the budgets of the peers served sync (sync_serve.go)
+	dhtPub   *dhtPublisher // own records' DHT puts, bounded (dhtpublish.go)
 	scores   peerScores
 	mcp      mcpState                  // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
 	hostp    atomic.Pointer[host.Host] // the host, for libp2p's own goroutines (autorelay's peer source)
@@ -296,6 +297,13 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 		return nil, fmt.Errorf("p2p start: %w", err)
 	}
 	n.goLoop(func(ctx context.Context) { n.keepBootstrapped(ctx, boot) })
+	if n.dht != nil {
+		n.dhtPub = newDHTPublisher(n.putDHT, n.provideTag, func() time.Time { return n.now() },
+			func() { n.metrics.published.WithLabelValues("dht_put", "dropped").Inc() })
+		for range dhtWorkers {
+			n.goLoop(n.dhtPub.run)
+		}
+	}
 	if cfg.Cache == nil {
 		close(n.ready)
 		return n, nil
