@@ -183,11 +183,7 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		h.fault(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	httpkit.WriteJSONBody(w, body)
 }
 
 // Memo is the read cache's memo (store.Cache.Memo): a value derived from
