@@ -9,73 +9,6 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 )
 
-// specialPrefixes are the address blocks a node never sends a stranger to
-// and never dials on a peer's word: the IANA special-purpose registries
-// (RFC 6890 and its updates), whatever they say of "globally reachable",
-// plus the IPv6 forms that carry an IPv4 address inside (NAT64, 6to4,
-// Teredo, IPv4-compatible), which reach whatever IPv4 address they embed
-// through a translator and so dodge a check of the IPv4 blocks. Cloud
-// metadata services sit in them (169.254.169.254 in link-local,
-// 100.100.100.200 in CGNAT, 192.0.0.192 in IETF protocol assignments,
-// fd00:ec2::254 in unique-local).
-var specialPrefixes = func() []netip.Prefix {
-	var out []netip.Prefix
-	for _, s := range []string{
-		// IPv4
-		"0.0.0.0/8",       // "this network"
-		"10.0.0.0/8",      // private
-		"100.64.0.0/10",   // CGNAT (shared address space)
-		"127.0.0.0/8",     // loopback
-		"169.254.0.0/16",  // link-local, cloud metadata
-		"172.16.0.0/12",   // private
-		"192.0.0.0/24",    // IETF protocol assignments
-		"192.0.2.0/24",    // documentation
-		"192.31.196.0/24", // AS112
-		"192.52.193.0/24", // AMT
-		"192.88.99.0/24",  // 6to4 relay anycast
-		"192.168.0.0/16",  // private
-		"192.175.48.0/24", // AS112 direct delegation
-		"198.18.0.0/15",   // benchmarking
-		"198.51.100.0/24", // documentation
-		"203.0.113.0/24",  // documentation
-		"224.0.0.0/4",     // multicast
-		"240.0.0.0/4",     // reserved, broadcast
-		// IPv6
-		"::/96",          // unspecified, loopback, IPv4-compatible
-		"::ffff:0:0/96",  // IPv4-mapped
-		"64:ff9b::/96",   // NAT64
-		"64:ff9b:1::/48", // local-use NAT64
-		"100::/64",       // discard
-		"2001::/23",      // IETF protocol assignments (Teredo 2001::/32, ORCHID)
-		"2001:db8::/32",  // documentation
-		"2002::/16",      // 6to4
-		"3fff::/20",      // documentation
-		"5f00::/16",      // SRv6 SIDs
-		"fc00::/7",       // unique-local
-		"fe80::/10",      // link-local
-		"fec0::/10",      // site-local (deprecated, still routed by some stacks)
-		"ff00::/8",       // multicast
-	} {
-		out = append(out, netip.MustParsePrefix(s))
-	}
-	return out
-}()
-
-// IsSpecialAddr says whether ip is in a special-purpose block (above): not
-// a public unicast address of one machine. Referrals, proof fetches and
-// push callbacks never go to one; a zone (fe80::1%eth0) counts as special.
-func IsSpecialAddr(ip netip.Addr) bool {
-	if !ip.IsValid() || ip.Zone() != "" {
-		return true
-	}
-	for _, p := range specialPrefixes {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
-}
-
 // ErrBadAddr is an announced address a node drops: not a multiaddr, a DNS
 // component that is not a host name, or an IP in a form that stands for
 // another address.
@@ -88,7 +21,7 @@ var ErrBadAddr = errors.New("announced address refused")
 // (IPv4-mapped or -compatible, NAT64, 6to4, Teredo). Private and loopback
 // addresses pass: libp2p nodes on one LAN, or one machine, announce them
 // to each other; whoever sends a stranger to an address (ARD referrals)
-// checks IsSpecialAddr there.
+// checks runtime.SpecialAddr there.
 func CheckAnnouncedAddr(addr string) error {
 	m, err := ma.NewMultiaddr(addr)
 	if err != nil {

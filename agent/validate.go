@@ -134,7 +134,9 @@ func (r *Record) validateFields(now time.Time, checkExpiry bool) error {
 	skillIDs := map[string]bool{}
 	for i, s := range r.Skills {
 		f := fmt.Sprintf("skills[%d]", i)
-		if !IsSlug(s.ID, 1, MaxNameLen) {
+		if s.ID == "" {
+			ve.add(f+".id", "is required")
+		} else if !IsSlug(s.ID, 1, MaxNameLen) {
 			ve.add(f+".id", "must be 1–%d characters of a–z, 0–9 and inner hyphens", MaxNameLen)
 		} else if skillIDs[s.ID] {
 			ve.add(f+".id", "%q appears twice", s.ID)

@@ -21,7 +21,7 @@ func (s *Server) discoveryRoutes(r chi.Router) {
 	}
 	r.Route(ard.BasePath, func(r chi.Router) {
 		r.Post("/search", reg.Search)
-		r.Get("/agents", reg.List)
+		publicRead(r, "/agents", reg.List) // the one read by GET: open to any page
 		r.Post("/explore", reg.Explore)
 		r.MethodNotAllowed(s.apiMethodNotAllowed)
 	})
@@ -32,10 +32,12 @@ func (s *Server) discoveryRoutes(r chi.Router) {
 		self := s.Node.PeerID()
 		cat.Domains = func() []string { return v.Domains(self) }
 	}
-	r.Get(discovery.CatalogPath, cat.ServeCatalog)
-	r.Get("/mcp/server-card", cat.NodeServerCard)
-	r.Get(discovery.LegacyServerCardPath, cat.NodeServerCard)
-	r.Get("/mcp/agents/{id}/server-card", cat.AgentServerCard)
+	// Discovery documents: any page may read them (CORS), as the server
+	// card's specification wants for browser clients.
+	publicRead(r, discovery.CatalogPath, cat.ServeCatalog)
+	publicRead(r, "/mcp/server-card", cat.NodeServerCard)
+	publicRead(r, discovery.LegacyServerCardPath, cat.NodeServerCard)
+	publicRead(r, "/mcp/agents/{id}/server-card", cat.AgentServerCard)
 }
 
 // nodeKey is the node's libp2p key (it signs the AI Catalog's Trust

@@ -52,8 +52,10 @@ func (s *Server) Handler() http.Handler {
 	// card and concierge, and every agent on the planet at /a2a/{id}.
 	// Bodies are capped and turns rate-limited by the surface itself, which
 	// answers in the protocol's terms (handlers/a2a Routes).
-	r.Get("/.well-known/agent-card.json", s.A2A.NodeCard)
-	r.Get("/.well-known/agent.json", s.A2A.LegacyCard)
+	// The cards are public discovery documents any page may read (CORS);
+	// the A2A surface marks its own, the per-agent cards included.
+	publicRead(r, "/.well-known/agent-card.json", s.A2A.NodeCard)
+	publicRead(r, "/.well-known/agent.json", s.A2A.LegacyCard)
 	r.Mount("/a2a", s.A2A.Routes())
 
 	// MCP for people's MCP clients (Streamable HTTP). Not under the API's
@@ -139,6 +141,14 @@ func (s *Server) Handler() http.Handler {
 	})
 	r.NotFound(s.notFound)
 	return r
+}
+
+// publicRead routes GET path to h as a public discovery document: any
+// page may read it (CORS, no credentials), and its preflight is answered.
+// Nothing else is opened to other origins.
+func publicRead(r chi.Router, path string, h http.HandlerFunc) {
+	r.With(httpkit.PublicRead).Get(path, h)
+	r.Options(path, httpkit.Preflight)
 }
 
 // operatorOr is perClient for everyone but requests bearing the operator

@@ -83,6 +83,16 @@ type Deps struct {
 	// Verified is the verified publishers (verified.go): the badges, the
 	// "verified publishers only" filter, ARD's ranking; nil: none.
 	Verified Verified
+	// Sync is how the catalogue fills from the network: GET /api/v1/node's
+	// per-peer progress, /nodes' "holding N of M", the home page's
+	// "syncing"; nil: none of them is shown.
+	Sync SyncView
+}
+
+// SyncView is what the API and the pages say of the catalogue's fill.
+type SyncView interface {
+	api.SyncProgress
+	portal.Fill
 }
 
 // check says which required dependency is missing.
@@ -137,6 +147,11 @@ type Config struct {
 	// MaxSocketsPerClient caps the chat WebSockets one client (IP, IPv6
 	// /64) may hold open; at least 1.
 	MaxSocketsPerClient int
+	// AnonTurnsPerAddress is the ceiling of anonymous chat turns in
+	// flight from one address (IP, IPv6 /64), all the visitors behind it
+	// together; each visitor (session) has its own, smaller bound
+	// (chat.Live). 0: httpkit.DefaultAddressTurns.
+	AnonTurnsPerAddress int
 	// TrustedProxies are the CIDRs of the operator's reverse proxies: from
 	// them, the client is read from X-Forwarded-For. Empty: the TCP peer.
 	TrustedProxies []string
@@ -248,21 +263,32 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		return httpkit.PasswordStamp(u.PasswordHash), nil
 	}
 	s.chatLimits = httpkit.NewRates(cfg.ChatRateLimit)
+	anonTurns := cfg.AnonTurnsPerAddress
+	if anonTurns <= 0 {
+		anonTurns = httpkit.DefaultAddressTurns
+	}
+	anon := httpkit.NewAnonBudget(cfg.ChatRateLimit*httpkit.AddressRateShare, anonTurns)
 	s.operatorWrites = httpkit.NewRates(OperatorWritesPerMinute)
 	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,
 		Registry: s.Registry, Chat: s.Chat, Live: s.Live, Accounts: accounts, Sessions: s.sessions,
-		ChatLimits: s.chatLimits, Logins: httpkit.NewLoginLimits(cfg.RateLimit, maxLoginAccounts), Health: deps.Health, Tester: deps.Tester,
+		ChatLimits: s.chatLimits, Anon: anon, Logins: httpkit.NewLoginLimits(cfg.RateLimit, maxLoginAccounts), Health: deps.Health, Tester: deps.Tester,
 		Logger: logger, Version: cfg.Version, NodeName: cfg.NodeName, Now: now}
 	if u := s.publicURL(); u != nil {
 		s.pages.PublicURL = browserOrigin(u)
 	}
 	s.pages.SignsCards = deps.CardKey != nil
 	s.pages.Verified = deps.Verified
+	if deps.Sync != nil {
+		s.pages.Fill = deps.Sync
+	}
 	s.API = &api.API{Catalog: st, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
-		ChatRates: s.chatLimits, Replies: s.Live, Version: cfg.Version, NodeName: cfg.NodeName, Now: now, Fail: s.renderError, Logger: logger,
+		ChatRates: s.chatLimits, Replies: s.Live, Sessions: s.sessions, Anon: anon, Version: cfg.Version, NodeName: cfg.NodeName, Now: now, Fail: s.renderError, Logger: logger,
 		Verified: deps.Verified}
+	if deps.Sync != nil {
+		s.API.Sync = deps.Sync
+	}
 	s.ChatSocket = &chatws.Handler{Chat: s.Chat, Live: s.Live, Sessions: s.sessions,
-		Sockets: connlimit.NewCounter(cfg.MaxSocketsPerClient), Rates: s.chatLimits,
+		Sockets: connlimit.NewCounter(cfg.MaxSocketsPerClient), Rates: s.chatLimits, Anon: anon,
 		AllowOrigin: s.originRule().admits, Lifetime: deps.Lifetime, Fail: s.renderError, Logger: logger, Now: now}
 	s.A2A = a2a.New(deps.Lifetime, s.Chat, st, s.chatLimits, logger, a2a.Config{
 		NodeID: node.PeerID(), Version: cfg.Version, PublicURL: s.publicURL(),
@@ -294,6 +320,13 @@ func (s *Server) publicMCP() *mcpserver.Server {
 		Version:     s.Config.Version,
 		Logger:      s.Logger,
 		Now:         s.Now,
+		AgentCard: func(r *http.Request, l store.Listing) any {
+			public := ""
+			if u := s.publicURL(); u != nil {
+				public = u.Scheme + "://" + u.Host
+			}
+			return a2a.AgentCard(l, httpkit.Origin(r, public))
+		},
 	}
 	if s.verified != nil {
 		m.Verified = s.verified

@@ -38,7 +38,9 @@ type Admission struct {
 	TrustDomains []string
 	// Verified is the domains this node proved a peer controls
 	// (agent/verify.Claims.Domains); nil: none, and TrustDomains trusts
-	// nobody.
+	// nobody. A publisher with a proved domain is not held to the quota of
+	// never-heard publishers (UnheardPerHour): a domain is evidence a
+	// fresh identity lacks.
 	Verified func(peerID string) []string
 	// PublisherPerMinute bounds the fresh records of one publisher that
 	// gossip may bring per minute (default 120; the rest are ignored, and
@@ -104,6 +106,9 @@ var (
 	errBlockedPublisher = errors.New("publisher is blocked by the operator")
 	errUntrusted        = errors.New("publisher is not trusted and the node admits only trusted publishers")
 	errFlood            = errors.New("peer is over its message rate")
+	// errUnheardQuota: a relaying peer is over its hourly allowance of
+	// listings (or heartbeat authors) of publishers this node does not hear.
+	errUnheardQuota = fmt.Errorf("%w: over the allowance of never-heard publishers", agent.ErrOverQuota)
 )
 
 // Bounds of the admission state itself: a rogue with endless fresh
@@ -131,6 +136,7 @@ type admission struct {
 	domains map[string]bool // TrustDomains
 
 	mu         sync.Mutex
+	logged     map[string]time.Time // relaying peer → when a refusal of it was last logged
 	heard      map[string]time.Time // publisher (peer ID) → last heartbeat
 	unheard    map[string]*window   // relayer or IP group → this hour's count
 	publishers map[string]*rate.Limiter
@@ -154,7 +160,7 @@ func newAdmission(cfg Admission) *admission {
 	cfg.defaults()
 	a := &admission{
 		cfg: cfg, blocked: map[string]bool{}, trusted: map[string]bool{},
-		heard: map[string]time.Time{}, unheard: map[string]*window{},
+		heard: map[string]time.Time{}, unheard: map[string]*window{}, logged: map[string]time.Time{},
 		publishers: map[string]*rate.Limiter{}, relayers: map[string]*rate.Limiter{},
 		statuses: map[string]*rate.Limiter{}, penalties: map[peer.ID]penalty{},
 	}
@@ -190,6 +196,13 @@ func (a *admission) isTrusted(p string) bool {
 	return false
 }
 
+// proved reports whether this node proved p controls a domain: evidence
+// a fresh identity does not have (a domain costs money and a DNS record),
+// so its listings pass as a heard publisher's.
+func (a *admission) proved(p string) bool {
+	return a.cfg.Verified != nil && len(a.cfg.Verified(p)) > 0
+}
+
 // hear notes a verified heartbeat of p: its listings are a heard host's.
 func (a *admission) hear(p string, now time.Time) {
 	a.mu.Lock()
@@ -212,6 +225,25 @@ func (a *admission) wasHeard(p string, now time.Time) bool {
 	defer a.mu.Unlock()
 	t, ok := a.heard[p]
 	return ok && now.Sub(t) < heardFor
+}
+
+// refusalLogEvery is how often the log names one relaying peer's
+// refusals over the allowance of never-heard publishers.
+const refusalLogEvery = time.Minute
+
+// logDue reports whether a refusal of from's is to be logged at now (once
+// a refusalLogEvery), and notes it.
+func (a *admission) logDue(from string, now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t, ok := a.logged[from]; ok && now.Sub(t) < refusalLogEvery {
+		return false
+	}
+	if len(a.logged) >= maxTracked {
+		clear(a.logged)
+	}
+	a.logged[from] = now
+	return true
 }
 
 // penalise lowers p's application score by w (decaying).
@@ -319,7 +351,7 @@ func (a *admission) charge(now time.Time, pub string, listing bool, own, group a
 	for i, al := range all {
 		w := a.windowFor(al.key, now)
 		if listing && w.listings >= al.listings || !w.publishers[pub] && len(w.publishers) >= al.publishers {
-			return fmt.Errorf("%w: %s placed %d listings of %d never-heard publishers this hour", agent.ErrOverQuota, al.key, w.listings, len(w.publishers))
+			return fmt.Errorf("%w: %s placed %d listings of %d never-heard publishers this hour", errUnheardQuota, al.key, w.listings, len(w.publishers))
 		}
 		ws[i] = w
 	}
@@ -355,7 +387,7 @@ func (a *admission) check(rec *agent.Record, from peer.ID, group string, self st
 	if err := a.policy(pub, self); err != nil || pub == self {
 		return err
 	}
-	if a.isTrusted(pub) || a.isTrusted(from.String()) || from.String() == pub || a.wasHeard(pub, now) {
+	if a.isTrusted(pub) || a.isTrusted(from.String()) || from.String() == pub || a.wasHeard(pub, now) || a.proved(pub) {
 		return nil
 	}
 	return a.charge(now, pub, true, allowance{"peer:" + from.String(), a.cfg.UnheardPerHour, a.cfg.UnheardPublishersPerHour},
@@ -449,6 +481,13 @@ func (n *Node) refuse(path string, from peer.ID, err error) {
 		n.adm.penalise(from, floodPenalty, n.now())
 	case errors.Is(err, agent.ErrOverQuota):
 		n.adm.penalise(from, quotaPenalty, n.now())
+	}
+	if errors.Is(err, errUnheardQuota) && n.adm.logDue(from.String(), n.now()) {
+		// Said once a minute per relaying peer (the Sink says its own
+		// quota's refusals per publisher): an honest relayer serving a
+		// fresh mirror meets it until the hosts' heartbeats arrive.
+		n.logger.Warn("refused listings of publishers this node does not hear, over the relaying peer's hourly allowance; they pass once their hosts' heartbeats arrive",
+			"path", path, "from", from, "err", err, "raise", "--unheard-per-hour")
 	}
 	n.logger.Debug("refused network record", "path", path, "from", from, "reason", reason, "err", err)
 }

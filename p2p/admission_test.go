@@ -241,3 +241,57 @@ func TestRelayedHeartbeatRateFollowsThePlanet(t *testing.T) {
 		t.Fatalf("a burst with 500 authors heard: %d taken, want %d", took, 2*(500+64))
 	}
 }
+
+// TestAdmissionProvedPublisher: a publisher this node proved controls a
+// domain (not a trusted one) is not held to the quota of never-heard
+// publishers, however many of its listings a peer relays; a stranger is.
+func TestAdmissionProvedPublisher(t *testing.T) {
+	now := time.Now()
+	proved, stranger, relayer := testPeer(t), testPeer(t), testPeer(t)
+	a := newAdmission(Admission{UnheardPerHour: 2, UnheardPublishersPerHour: 1,
+		Verified: func(p string) []string {
+			if p == proved.String() {
+				return []string{"example.org"}
+			}
+			return nil
+		}})
+	for i := range 10 {
+		if err := a.check(&agent.Record{Publisher: proved.String()}, relayer, "", "self", now); err != nil {
+			t.Fatalf("listing %d of a publisher with a proved domain: %v", i, err)
+		}
+	}
+	for i := range 3 {
+		err := a.check(&agent.Record{Publisher: stranger.String()}, relayer, "", "self", now)
+		if want := i >= 2; errors.Is(err, agent.ErrOverQuota) != want {
+			t.Errorf("listing %d of a stranger: %v, over quota wanted %v", i, err, want)
+		}
+	}
+}
+
+// TestAdmissionRefusalLoggedOncePerInterval: a relaying peer's refusals
+// over the allowance of never-heard publishers are logged once a minute
+// per peer, not once a record, and the refusal is still a quota one.
+func TestAdmissionRefusalLoggedOncePerInterval(t *testing.T) {
+	now := time.Now()
+	relayer, other := testPeer(t), testPeer(t)
+	a := newAdmission(Admission{UnheardPerHour: 1})
+	if err := a.check(&agent.Record{Publisher: testPeer(t).String()}, relayer, "", "self", now); err != nil {
+		t.Fatal(err)
+	}
+	err := a.check(&agent.Record{Publisher: testPeer(t).String()}, relayer, "", "self", now)
+	if !errors.Is(err, errUnheardQuota) || !errors.Is(err, agent.ErrOverQuota) {
+		t.Fatalf("over the allowance: %v, want errUnheardQuota wrapping ErrOverQuota", err)
+	}
+	due := 0
+	for i := range 100 {
+		if a.logDue(relayer.String(), now.Add(time.Duration(i)*time.Second)) {
+			due++
+		}
+	}
+	if due != 2 { // at 0 s and 60 s
+		t.Errorf("100 refusals over 100 s logged %d times, want 2", due)
+	}
+	if !a.logDue(other.String(), now) {
+		t.Errorf("another peer's first refusal is not logged")
+	}
+}

@@ -165,12 +165,12 @@ func (n *Node) takePage(ctx context.Context, p peer.ID, round string, envs [][]b
 	recs := make([]*agent.Record, 0, len(envs))
 	kept := make([][]byte, 0, len(envs))
 	now := n.now()
-	count := func(result string) { n.metrics.sync.records.WithLabelValues(result, round).Inc() }
+	count := func(result string) { n.countSynced(p, round, result, "", now) }
 	for _, env := range envs {
 		rec, err := verifyRecord(env, "", now)
 		if err != nil {
 			n.reject(pathSync, p, err)
-			count("invalid")
+			n.countSynced(p, round, "invalid", rejectReason(err), now)
 			continue
 		}
 		if err := n.seqs.check(rec.ID, rec.Seq); err != nil {
@@ -181,7 +181,7 @@ func (n *Node) takePage(ctx context.Context, p peer.ID, round string, envs [][]b
 		}
 		if err := n.admit(rec, p); err != nil {
 			n.refuse(pathSync, p, err)
-			count("refused")
+			n.countSynced(p, round, "refused", rejectReason(err), now)
 			refused++
 			continue
 		}
@@ -201,7 +201,7 @@ func (n *Node) takePage(ctx context.Context, p peer.ID, round string, envs [][]b
 			n.syncs.hold(kept[i])
 			count("known")
 		default:
-			count("refused")
+			n.countSynced(p, round, "refused", storeRefusal(errs[i]), now)
 		}
 	}
 	return changed, refused

@@ -307,6 +307,7 @@ func (c *feedClient) read(req feedRequest) (feedResponse, error) {
 	resp, read, err := readFeedPage(c.r, req)
 	if read > 0 {
 		c.n.metrics.sync.bytes.WithLabelValues(kindOf(req), c.round).Add(float64(read))
+		c.n.metrics.sync.peers.read(c.p, int64(read), c.n.now())
 	}
 	if err != nil {
 		switch {
@@ -551,7 +552,7 @@ func (c *feedClient) lacking(req feedRequest, page feedResponse) ([][]byte, erro
 		}
 		seen[d] = true
 		if c.n.syncs.holds(d) {
-			c.n.metrics.sync.records.WithLabelValues("held", c.round).Inc()
+			c.n.countSynced(c.p, c.round, "held", "", c.n.now())
 			continue
 		}
 		want = append(want, hex.EncodeToString(d[:]))
@@ -575,7 +576,7 @@ func (c *feedClient) lacking(req feedRequest, page feedResponse) ([][]byte, erro
 	lacked := resp.Envelopes[:0]
 	for _, env := range resp.Envelopes {
 		if c.n.syncs.holds(envelopeDigest(env)) {
-			c.n.metrics.sync.records.WithLabelValues("raced", c.round).Inc()
+			c.n.countSynced(c.p, c.round, "raced", "", c.n.now())
 			continue
 		}
 		lacked = append(lacked, env)

@@ -37,10 +37,14 @@ type syncMetrics struct {
 	requests *prometheus.CounterVec
 	bytes    *prometheus.CounterVec
 	records  *prometheus.CounterVec
+	// peers is the same per peer, bounded (sync_peers.go): the metrics
+	// have no peer label, since peers come and go without end.
+	peers *peerSyncTable
 }
 
 func newSyncMetrics() syncMetrics {
 	return syncMetrics{
+		peers: newPeerSyncTable(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "agentsite", Subsystem: "p2p", Name: "sync_requests_total",
 			Help: "Catalogue sync requests this node sent, by kind (head: the feed's head only; page: a page of one shard's changes; digest: such a page as digests; want: the envelopes of a digest page this node lacks; own: a page of the listings the peer hosts, as digests) and round (first: on connection; periodic: the repair loop; retry: after admission refused records; other).",

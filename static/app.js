@@ -106,6 +106,18 @@
     if (t && t.matches && t.matches("textarea[data-count-max]")) updateCount(t);
   });
 
+  // On a narrow screen a search box says its shorter placeholder: the
+  // long one would be cut mid-word.
+  var narrow = window.matchMedia && window.matchMedia("(max-width: 40rem)");
+  function placeholders() {
+    document.querySelectorAll("input[data-placeholder-narrow]").forEach(function (el) {
+      if (!el.hasAttribute("data-placeholder-wide")) el.setAttribute("data-placeholder-wide", el.placeholder);
+      el.placeholder = narrow && narrow.matches ? el.getAttribute("data-placeholder-narrow") : el.getAttribute("data-placeholder-wide");
+    });
+  }
+  placeholders();
+  if (narrow && narrow.addEventListener) narrow.addEventListener("change", placeholders);
+
   // "/" focuses the search box, as on most sites with one.
   document.addEventListener("keydown", function (ev) {
     if (ev.key !== "/" || ev.ctrlKey || ev.metaKey || ev.altKey) return;
@@ -150,6 +162,27 @@
     if (i + 1 >= max) btn.hidden = true;
     var first = block.querySelector("input, textarea");
     if (first) first.focus();
+  });
+})();
+
+// A skill's ID follows its name as you type ("Seven-Day Forecast" →
+// "seven-day-forecast") until you type an ID of your own; the server
+// makes the same id from the name when the ID comes empty.
+(function () {
+  "use strict";
+  function skillIdFrom(name) {
+    return name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+/, "").slice(0, 64).replace(/-+$/, "");
+  }
+  document.addEventListener("input", function (ev) {
+    var t = ev.target;
+    if (!t || t.name !== "skill_name") return;
+    var row = t.closest(".skill-row");
+    var id = row && row.querySelector('input[name="skill_id"]');
+    if (!id || id.readOnly) return;
+    if (id.value === "" || id.value === id.getAttribute("data-derived")) {
+      id.value = skillIdFrom(t.value);
+      id.setAttribute("data-derived", id.value);
+    }
   });
 })();
 

@@ -502,6 +502,14 @@
     if (convId) frame.conversation_id = convId;
     transmit(frame);
   });
+  // Escape stops a reply on its way, as Stop does (unless Escape is
+  // closing something else first: the drawer, a menu).
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key !== "Escape" || ev.defaultPrevented || !pending || stopBtn.hidden) return;
+    if (root.getAttribute("data-drawer") === "open") return;
+    ev.preventDefault();
+    stopBtn.click();
+  });
 
   function lastUserBubble() {
     var all = list.querySelectorAll("[data-testid=message][data-role=user]:not([data-unsent])");
@@ -652,8 +660,24 @@
   // clone is a copy of the page's <template data-template=name>: markup
   // the server rendered with the components of the stored page.
   function clone(name) {
-    return q("template[data-template=\"" + name + "\"]").content.firstElementChild.cloneNode(true);
+    var el = q("template[data-template=\"" + name + "\"]").content.firstElementChild.cloneNode(true);
+    var t = q("[data-testid=message-time]", el);
+    if (t && !t.getAttribute("datetime")) stampTime(t, new Date());
+    return el;
   }
+
+  // stampTime shows when a message was sent, in the reader's time zone:
+  // the hour and minute, the full date in the tooltip.
+  function stampTime(t, d) {
+    t.setAttribute("datetime", d.toISOString());
+    t.title = d.toLocaleString([], { dateStyle: "full", timeStyle: "short" });
+    t.textContent = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    t.hidden = false;
+  }
+  list.querySelectorAll("[data-testid=message-time][datetime]").forEach(function (t) {
+    var d = new Date(t.getAttribute("datetime"));
+    if (!isNaN(d.getTime())) stampTime(t, d);
+  });
 
   // addMessage appends a bubble from template name (user, agent, error-…)
   // holding text, and returns it.

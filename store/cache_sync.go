@@ -29,9 +29,14 @@ func (c *Cache) PruneSyncCursors(ctx context.Context, before time.Time) (int, er
 	return c.next.PruneSyncCursors(ctx, before)
 }
 
-// batcher is c as a Batcher when the Network it wraps runs transactions
-// (the Sink writes a sync page in one): the batch's writes invalidate the
-// cached reads once it has ended, committed or not.
+// Batcher is c as a Batcher when the Network it wraps runs transactions:
+// the batch's writes invalidate the cached reads once it has ended,
+// committed or not. The Sink writes a sync page in one; a running node's
+// bulk registration writes a chunk in one (cmd/agentsite gives the
+// registry the read cache's Batcher), as an offline import does.
+func (c *Cache) Batcher() (Batcher, bool) { return c.batcher() }
+
+// batcher is Batcher.
 func (c *Cache) batcher() (Batcher, bool) {
 	b, ok := c.next.(Batcher)
 	if !ok {

@@ -35,11 +35,15 @@ func TestCacheIsNetworkOnly(t *testing.T) {
 	got := names(reflect.TypeFor[*store.Cache]())
 	// Memo caches values derived from Network reads; Len reports the size;
 	// the Evictor's two (capacity.go) invalidate like Network's writes;
-	// GetAgents (sync_own.go) reads many listings uncached, as GetAgent.
-	want := append(names(reflect.TypeFor[store.Network]()), "Len", "Memo", "CountListings", "EvictListings", "GetAgents")
+	// GetAgents (sync_own.go) reads many listings uncached; AgentsLen
+	// reports GetAgent's LRU (cache_agents.go); CountMatches (count.go)
+	// counts a query's matches uncached; Batcher hands the registry the
+	// engine's transactions (cache_sync.go), which invalidate as the
+	// Sink's writes do.
+	want := append(names(reflect.TypeFor[store.Network]()), "Len", "Memo", "CountListings", "EvictListings", "EvictListingsFor", "GetAgents", "AgentsLen", "CountMatches", "Batcher")
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("*store.Cache has methods %v, want Network's and Len, Memo, the Evictor's, GetAgents: %v", got, want)
+		t.Errorf("*store.Cache has methods %v, want Network's and Len, Memo, the Evictor's, GetAgents, AgentsLen, CountMatches, Batcher: %v", got, want)
 	}
 }
 

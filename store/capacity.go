@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,10 +23,14 @@ import (
 //  2. then offline listings and tombstones,
 //  3. then stale ones,
 //
-// each class in first-seen order (oldest first). This node's own listings
-// and the online listings of hosts it hears are never evicted: with nothing
-// else left, the new listing is refused (ErrCatalogueFull) and nothing held
-// is lost. An evicted listing is deleted (it leaves the search index
+// each class in first-seen order (oldest first). A stale listing goes only
+// for a new one with as much evidence: whose host and publisher this node
+// has heard at least as long (Node.FirstHeard), so that a host heard for
+// hours and briefly cut off keeps its listings against one that started
+// heartbeating minutes ago; a stale listing whose host's node is offline
+// has none. This node's own listings and the online listings of hosts it
+// hears are never evicted: with nothing else left, the new listing is
+// refused (ErrCatalogueFull) and nothing held is lost. An evicted listing is deleted (it leaves the search index
 // through the change feed, migration 0010) and is taken again, like any
 // new one, when it arrives later and there is room.
 
@@ -42,6 +47,13 @@ type Evictor interface {
 	// that is not a tombstone, and returns how many went. Fewer than n
 	// means nothing else may be evicted now.
 	EvictListings(ctx context.Context, n int) (int, error)
+	// EvictListingsFor is EvictListings making room for listings of a
+	// host first heard at firstHeard: stale listings of hosts heard since
+	// earlier (more evidence) are kept, unless their node is offline. The
+	// zero time weighs nothing (EvictListings). Only so many stale
+	// listings are walked (a bound on the cost, as for hosts never
+	// heard): fewer than n may go although more could.
+	EvictListingsFor(ctx context.Context, n int, firstHeard time.Time) (int, error)
 }
 
 // DefaultMaxListings is --max-listings: the largest catalogue this
@@ -114,22 +126,24 @@ func (c *Capacity) headroom() int {
 	return min(max(c.Max/100, 1), MaxEvictBatch)
 }
 
-// Admit makes room for the listing id before it is stored: nil when there
-// is room, made by eviction if need be, or id is held already (an update
-// is never refused); an error wrapping ErrCatalogueFull when nothing may
-// be evicted. A nil Capacity, or one without Max, admits everything. It
-// must not be called inside a store transaction: it may evict, in one of
-// its own.
-func (c *Capacity) Admit(ctx context.Context, id string) error {
-	return c.AdmitAll(ctx, []string{id})[0]
+// Admit makes room for the listing id, of a host first heard at
+// firstHeard (its evidence: EvictListingsFor), before it is stored: nil
+// when there is room, made by eviction if need be, or id is held already
+// (an update is never refused); an error wrapping ErrCatalogueFull when
+// nothing may be evicted for it. A nil Capacity, or one without Max,
+// admits everything. It must not be called inside a store transaction: it
+// may evict, in one of its own.
+func (c *Capacity) Admit(ctx context.Context, id string, firstHeard time.Time) error {
+	return c.AdmitAll(ctx, []string{id}, []time.Time{firstHeard})[0]
 }
 
 // AdmitAll is Admit for the ids of a page that is written after it (in
-// one transaction): room is made for the page's new ids at once, so that
-// they compete with what is held, not with each other, and the ids for
-// which none could be made (the last ones) get errors wrapping
-// ErrCatalogueFull. errs[i] is ids[i]'s.
-func (c *Capacity) AdmitAll(ctx context.Context, ids []string) (errs []error) {
+// one transaction), firstHeard[i] the evidence of ids[i]: room is made
+// for the page's new ids at once, so that they compete with what is held,
+// not with each other, those with most evidence first, and the ids for
+// which none could be made get errors wrapping ErrCatalogueFull. errs[i]
+// is ids[i]'s.
+func (c *Capacity) AdmitAll(ctx context.Context, ids []string, firstHeard []time.Time) (errs []error) {
 	errs = make([]error, len(ids))
 	if c == nil || c.Max <= 0 || len(ids) == 0 {
 		return errs
@@ -173,25 +187,64 @@ func (c *Capacity) AdmitAll(ctx context.Context, ids []string) (errs []error) {
 			fresh = append(fresh, i)
 		}
 	}
-	if over := c.held + len(fresh) - c.Max; over > 0 {
-		for want := max(over, c.headroom()); want > 0; {
+	if len(fresh) == 0 {
+		return errs
+	}
+	// Most evidence (first heard earliest) first: they take the room
+	// first, and what is evicted for the page as a whole (the headroom)
+	// is what even its least evidence outranks.
+	evidence := func(i int) time.Time {
+		if i < len(firstHeard) {
+			return firstHeard[i]
+		}
+		return time.Time{}
+	}
+	slices.SortStableFunc(fresh, func(a, b int) int { return evidence(a).Compare(evidence(b)) })
+	short := time.Time{} // an eviction bound that found nothing more to evict
+	shortSet := false
+	evict := func(want int, bound time.Time) error {
+		if shortSet && !bound.Before(short) {
+			return nil // a bound as strict or stricter already came up short
+		}
+		for want > 0 {
 			n := min(want, MaxEvictBatch)
-			got, err := c.Store.EvictListings(ctx, n)
+			got, err := c.Store.EvictListingsFor(ctx, n, bound)
 			if err != nil {
-				return fail(fmt.Errorf("evict listings to make room: %w", err))
+				return fmt.Errorf("evict listings to make room: %w", err)
 			}
 			c.evicted.Add(uint64(got))
 			c.held -= got
 			want -= got
 			if got < n {
-				break
+				short, shortSet = bound, true
+				return nil
 			}
 		}
+		return nil
 	}
-	for _, i := range fresh {
+	if over := c.held + len(fresh) - c.Max; over > 0 {
+		if err := evict(max(over, c.headroom()), evidence(fresh[len(fresh)-1])); err != nil {
+			return fail(err)
+		}
+	}
+	for k, i := range fresh {
+		if c.held >= c.Max {
+			// More room only from what this id's evidence outranks, and
+			// only for the ids of the page with as much evidence.
+			group := 1
+			for _, j := range fresh[k+1:] {
+				if !evidence(j).Equal(evidence(i)) {
+					break
+				}
+				group++
+			}
+			if err := evict(group+c.held-c.Max, evidence(i)); err != nil {
+				return fail(err)
+			}
+		}
 		if c.held >= c.Max {
 			c.refused.Add(1)
-			errs[i] = fmt.Errorf("%w: %d listings held, the node's capacity (--max-listings) is %d, and none may be evicted (this node's own and online listings are kept)",
+			errs[i] = fmt.Errorf("%w: %d listings held, the node's capacity (--max-listings) is %d, and none may be evicted for this one (this node's own listings, online ones and those of hosts heard longer are kept)",
 				ErrCatalogueFull, c.held, c.Max)
 			continue
 		}
@@ -256,6 +309,26 @@ func (c *Cache) EvictListings(ctx context.Context, n int) (int, error) {
 	return got, err
 }
 
+// EvictListingsFor implements Evictor and invalidates cached reads.
+func (c *Cache) EvictListingsFor(ctx context.Context, n int, firstHeard time.Time) (int, error) {
+	e, ok := c.next.(Evictor)
+	if !ok {
+		return 0, errNoEvictor
+	}
+	got, err := e.EvictListingsFor(ctx, n, firstHeard)
+	c.gen.Add(1)
+	return got, err
+}
+
+// EvictListingsFor implements Evictor when the Network does.
+func (c Composed) EvictListingsFor(ctx context.Context, n int, firstHeard time.Time) (int, error) {
+	e, ok := c.Network.(Evictor)
+	if !ok {
+		return 0, errNoEvictor
+	}
+	return e.EvictListingsFor(ctx, n, firstHeard)
+}
+
 // CountListings implements Evictor when the Network does.
 func (c Composed) CountListings(ctx context.Context) (int, error) {
 	e, ok := c.Network.(Evictor)
@@ -275,21 +348,24 @@ func (c Composed) EvictListings(ctx context.Context, n int) (int, error) {
 }
 
 // admitAll is Capacity.AdmitAll for the records of a page that are not
-// this node's own.
-func (s *Sink) admitAll(ctx context.Context, recs []*agent.Record) []error {
+// this node's own, each with its evidence at now (nodes: the rows of the
+// page's hosts and publishers).
+func (s *Sink) admitAll(ctx context.Context, recs []*agent.Record, nodes map[string]Node, now time.Time) []error {
 	errs := make([]error, len(recs))
 	if s.Capacity == nil {
 		return errs
 	}
 	var ids []string
+	var since []time.Time
 	var at []int
 	for i, rec := range recs {
 		if rec.HostPeerID() == s.SelfID && rec.Publisher == s.SelfID {
 			continue
 		}
 		ids, at = append(ids, rec.ID), append(at, i)
+		since = append(since, evidence(rec, nodes, now))
 	}
-	for j, err := range s.Capacity.AdmitAll(ctx, ids) {
+	for j, err := range s.Capacity.AdmitAll(ctx, ids, since) {
 		errs[at[j]] = err
 	}
 	return errs

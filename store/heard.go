@@ -110,6 +110,17 @@ func (h *heardTable) lastHeard(peer string) (last time.Time, interval time.Durat
 	return e.last, e.interval, true
 }
 
+// claimOf is the agents_hosted peer's last heartbeat claimed (not capped
+// at what this node holds), if the table knows it.
+func (h *heardTable) claimOf(peer string) (int, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e := h.m[peer]; e != nil {
+		return e.claim, true
+	}
+	return 0, false
+}
+
 // online reports whether the table says peer's row is online.
 func (h *heardTable) online(peer string) bool {
 	h.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
@@ -19,7 +20,8 @@ import (
 // a heartbeat. So a host gets a row in the nodes table only from a verified
 // heartbeat (NodeSeen), a listing whose host this node has not heard enters
 // stale (Sweep takes it offline after its UnheardAfter), and a publisher
-// holds at most MaxPerPublisher listings that are not offline.
+// holds at most its quota of listings that are not offline: MaxPerPublisher
+// while this node does not hear it, more as it is heard (sink_quota.go).
 type Sink struct {
 	// Store is where listings and nodes go: in a node, the read cache, so
 	// that every write through the Sink invalidates it.
@@ -27,16 +29,24 @@ type Sink struct {
 	SelfID string           // this node's peer ID: records hosted by it are Local
 	Now    func() time.Time // nil: time.Now
 	// MaxPerPublisher bounds the listings a publisher other than this node
-	// may hold here that are not offline: a new id beyond it is refused
-	// with agent.ErrOverQuota (updates of a listing held are not). 0 means
-	// DefaultMaxPerPublisher.
+	// may hold here that are not offline while this node does not hear it:
+	// a new id beyond it is refused with agent.ErrOverQuota (updates of a
+	// listing held are not). A publisher it hears earns more (sink_quota.go).
+	// 0 means DefaultMaxPerPublisher.
 	MaxPerPublisher int
+	// QuotaDoubling is how long a heard publisher's quota takes to double
+	// (sink_quota.go); 0 means DefaultQuotaDoubling.
+	QuotaDoubling time.Duration
+	// Logger, if set, names each publisher refused over its quota, at
+	// most once a minute.
+	Logger *slog.Logger
 	// Capacity, if set, makes room for a new listing from the network
 	// (--max-listings), or refuses it (capacity.go).
 	Capacity *Capacity
 
-	heard heardTable // the nodes heard, in memory (NodeSeen, Sweep)
-	quota quotaMemo  // publishers' counts as the last pages left them (PutAll)
+	heard   heardTable // the nodes heard, in memory (NodeSeen, Sweep)
+	quota   quotaMemo  // publishers' counts as the last pages left them (PutAll)
+	refused refusals   // what was refused over quotas, by publisher
 }
 
 // DefaultMaxPerPublisher is Sink.MaxPerPublisher when unset: far above what
@@ -79,24 +89,24 @@ func (s *Sink) Put(ctx context.Context, rec *agent.Record, envelope []byte) (cha
 	if host == s.SelfID && rec.Publisher == s.SelfID { // only what we signed is ours to host
 		return PutOwn(ctx, s.Store, rec, envelope, t)
 	}
+	nodes, err := s.nodesOf(ctx, host, rec.Publisher)
+	if err != nil {
+		return false, err
+	}
 	status := StatusOnline
 	if !rec.ExpiresAt.After(t) {
 		status = StatusOffline
-	} else {
-		heard, err := s.hostHeard(ctx, host)
-		if err != nil {
-			return false, err
-		}
-		if !heard {
-			status = StatusStale
-		}
+	} else if n, ok := nodes[host]; !ok || n.Status != StatusOnline {
+		// Its heartbeats do not arrive: it has no node row (only NodeSeen
+		// makes one), or Sweep found it silent.
+		status = StatusStale
 	}
 	if rec.Publisher != s.SelfID {
-		if err := s.checkQuota(ctx, rec); err != nil {
+		if err := s.checkQuota(ctx, rec, nodes, t); err != nil {
 			return false, err
 		}
 	}
-	if err := s.Capacity.Admit(ctx, rec.ID); err != nil {
+	if err := s.Capacity.Admit(ctx, rec.ID, evidence(rec, nodes, t)); err != nil {
 		return false, err
 	}
 	changed, err = upsert(ctx, s.Store, Listing{
@@ -163,23 +173,12 @@ func upsert(ctx context.Context, w ListingWriter, l Listing) (changed bool, err 
 	return true, nil
 }
 
-// hostHeard reports whether host's heartbeats arrive: it has a node row
-// (only NodeSeen makes one) and Sweep has not found it silent. One probe of
-// the nodes table's primary key.
-func (s *Sink) hostHeard(ctx context.Context, host string) (bool, error) {
-	nodes, err := s.Store.GetNodes(ctx, []string{host})
-	if err != nil {
-		return false, fmt.Errorf("look up host %s: %w", host, err)
-	}
-	return len(nodes) == 1 && nodes[0].Status == StatusOnline, nil
-}
-
-// checkQuota refuses a new id from a publisher that already holds
-// MaxPerPublisher listings that are not offline. An id already stored (an
-// update, a tombstone) is never refused, and only a new id pays for the
-// count. Two new ids of one publisher racing may both pass at the limit:
-// the bound is on what a flood can hold, not exact.
-func (s *Sink) checkQuota(ctx context.Context, rec *agent.Record) error {
+// checkQuota refuses a new id from a publisher that already holds its
+// quota (quotaOf) of listings that are not offline. An id already stored
+// (an update, a tombstone) is never refused, and only a new id pays for
+// the count. Two new ids of one publisher racing may both pass at the
+// limit: the bound is on what a flood can hold, not exact.
+func (s *Sink) checkQuota(ctx context.Context, rec *agent.Record, nodes map[string]Node, now time.Time) error {
 	known, err := s.Store.HasAgent(ctx, rec.ID)
 	if err != nil {
 		return fmt.Errorf("look up agent %s: %w", rec.ID, err)
@@ -187,13 +186,14 @@ func (s *Sink) checkQuota(ctx context.Context, rec *agent.Record) error {
 	if known {
 		return nil
 	}
-	limit := s.maxPerPublisher()
+	limit := s.quotaOf(rec.Publisher, nodes, now)
 	held, err := s.Store.CountPublished(ctx, rec.Publisher, limit)
 	if err != nil {
 		return fmt.Errorf("count listings of publisher %s: %w", rec.Publisher, err)
 	}
 	if held >= limit {
-		return fmt.Errorf("%w: publisher %s holds %d listings here, the limit is %d", agent.ErrOverQuota, rec.Publisher, held, limit)
+		_, heard := heardSince(nodes, rec.Publisher)
+		return s.overQuota(rec.Publisher, held, limit, heard, now)
 	}
 	return nil
 }

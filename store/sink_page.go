@@ -41,12 +41,12 @@ func (s *Sink) PutAll(ctx context.Context, recs []*agent.Record, envs [][]byte) 
 		return changed, errs
 	}
 	t := s.now()
-	ls, write := s.pageListings(ctx, recs, envs, t, errs)
+	ls, write, nodes := s.pageListings(ctx, recs, envs, t, errs)
 	errRedo := errors.New("a write of the page failed: again with a savepoint per record")
 	run := func(saved bool, last **pageQuota) func(ctx context.Context, tx Tx) error {
 		return func(ctx context.Context, tx Tx) error {
 			clear(changed)
-			quota := &pageQuota{s: s, pubs: map[string]*pubQuota{}}
+			quota := &pageQuota{s: s, pubs: map[string]*pubQuota{}, nodes: nodes, now: t}
 			*last = quota
 			if pw, ok := tx.(PageWriter); ok && !saved && distinct(ls, write) {
 				return s.writePage(ctx, pw, quota, ls, write, changed, errs, errRedo)
@@ -175,19 +175,19 @@ func (s *Sink) batcher() (Batcher, bool) {
 }
 
 // pageListings makes the listing of each record as Put would, with one
-// look-up of the page's hosts; the quota is judged as the page is written
-// (pageQuota). If the look-up fails, every record gets its error in errs
-// and write[i] false.
-func (s *Sink) pageListings(ctx context.Context, recs []*agent.Record, envs [][]byte, t time.Time, errs []error) (ls []Listing, write []bool) {
+// look-up of the page's hosts and publishers (nodes: their rows); the
+// quota is judged as the page is written (pageQuota). If the look-up
+// fails, every record gets its error in errs and write[i] false.
+func (s *Sink) pageListings(ctx context.Context, recs []*agent.Record, envs [][]byte, t time.Time, errs []error) (ls []Listing, write []bool, nodes map[string]Node) {
 	ls, write = make([]Listing, len(recs)), make([]bool, len(recs))
-	heard, err := s.hostsHeard(ctx, recs, t)
+	nodes, err := s.pageNodes(ctx, recs)
 	if err != nil {
 		for i := range errs {
 			errs[i] = err
 		}
-		return ls, write
+		return ls, write, nil
 	}
-	room := s.admitAll(ctx, recs) // before the transaction: it may evict
+	room := s.admitAll(ctx, recs, nodes, t) // before the transaction: it may evict
 	for i, rec := range recs {
 		host := rec.HostPeerID()
 		write[i] = true
@@ -202,7 +202,7 @@ func (s *Sink) pageListings(ctx context.Context, recs []*agent.Record, envs [][]
 		status := StatusOnline
 		if !rec.ExpiresAt.After(t) {
 			status = StatusOffline
-		} else if !heard[host] {
+		} else if n, ok := nodes[host]; !ok || n.Status != StatusOnline {
 			status = StatusStale
 		}
 		ls[i] = Listing{
@@ -214,35 +214,22 @@ func (s *Sink) pageListings(ctx context.Context, recs []*agent.Record, envs [][]
 			UpdatedAt:  t,
 		}
 	}
-	return ls, write
+	return ls, write, nodes
 }
 
-// hostsHeard is hostHeard for the hosts of recs that have not expired at
-// t, in one look-up.
-func (s *Sink) hostsHeard(ctx context.Context, recs []*agent.Record, t time.Time) (map[string]bool, error) {
-	heard := map[string]bool{}
-	var hosts []string
+// pageNodes is the node rows of the hosts and publishers of recs (their
+// heartbeats, their evidence), in one look-up: a record's status is its
+// host's, its quota its publisher's.
+func (s *Sink) pageNodes(ctx context.Context, recs []*agent.Record) (map[string]Node, error) {
+	peers := make([]string, 0, 2*len(recs))
 	for _, rec := range recs {
-		host := rec.HostPeerID()
-		if _, ok := heard[host]; ok || !rec.ExpiresAt.After(t) {
-			continue
-		}
-		heard[host] = false
-		hosts = append(hosts, host)
+		peers = append(peers, rec.HostPeerID(), rec.Publisher)
 	}
-	if len(hosts) == 0 {
-		return heard, nil
-	}
-	nodes, err := s.Store.GetNodes(ctx, hosts)
+	nodes, err := s.nodesOf(ctx, peers...)
 	if err != nil {
 		return nil, fmt.Errorf("look up the hosts of a page: %w", err)
 	}
-	for _, n := range nodes {
-		if _, ok := heard[n.PeerID]; ok {
-			heard[n.PeerID] = n.Status == StatusOnline
-		}
-	}
-	return heard, nil
+	return nodes, nil
 }
 
 // pageQuota is checkQuota along a page written in one transaction, whose
@@ -260,8 +247,10 @@ func (s *Sink) hostsHeard(ctx context.Context, recs []*agent.Record, t time.Time
 // publisher may so pass it by what other writers (gossip) added within
 // that time, as two Puts racing at the limit may.
 type pageQuota struct {
-	s    *Sink
-	pubs map[string]*pubQuota
+	s     *Sink
+	pubs  map[string]*pubQuota
+	nodes map[string]Node // the page's hosts and publishers (quotaOf)
+	now   time.Time
 }
 
 type pubQuota struct {
@@ -287,7 +276,7 @@ func (q *pubQuota) count() int {
 // publisher at its limit (agent.ErrOverQuota); counted says rec's id was
 // not of the page before (forget it if its write fails).
 func (q *pageQuota) admit(ctx context.Context, rec *agent.Record, status string) (counted bool, err error) {
-	limit := q.s.maxPerPublisher()
+	limit := q.s.quotaOf(rec.Publisher, q.nodes, q.now)
 	p := q.pubs[rec.Publisher]
 	if p == nil {
 		p = &pubQuota{isNew: map[string]bool{}}
@@ -326,7 +315,8 @@ func (q *pageQuota) admit(ctx context.Context, rec *agent.Record, status string)
 	fresh := p.isNew[rec.ID]
 	delete(p.isNew, rec.ID)
 	if held := p.count(); fresh && held >= limit {
-		return false, fmt.Errorf("%w: publisher %s holds %d listings here, the limit is %d", agent.ErrOverQuota, rec.Publisher, held, limit)
+		_, heard := heardSince(q.nodes, rec.Publisher)
+		return false, q.s.overQuota(rec.Publisher, held, limit, heard, q.now)
 	}
 	p.isNew[rec.ID] = fresh
 	return true, nil

@@ -141,6 +141,12 @@ type Node struct {
 	Load          float64
 	LastHeartbeat time.Time
 	Status        string // online | stale | offline
+	// FirstHeard is when this node began hearing the node without a gap
+	// long enough to call it offline: the evidence its listings earn
+	// (docs/architecture.md "Listings held"). UpsertNode keeps the stored
+	// one unless the stored row is offline and this one online (a node
+	// back after silence starts again); zero writes LastHeartbeat.
+	FirstHeard time.Time
 }
 
 // NodeQuery selects a page of the nodes table, in peer ID order (bytes):

@@ -109,11 +109,25 @@ func statusLabel(status string) string {
 	case "online":
 		return "Online"
 	case "stale":
-		return "Stale"
+		return "Quiet"
 	case "offline":
 		return "Offline"
 	}
 	return "Unknown"
+}
+
+// statusTitle explains a liveness word in one line (its tooltip and its
+// accessible description): what it means for someone who wants an answer.
+func statusTitle(status string) string {
+	switch status {
+	case "online":
+		return "Its node is on the network: its heartbeats arrive."
+	case "stale":
+		return "Its node has been quiet for a while (missed heartbeats): it may not answer."
+	case "offline":
+		return "Its node is gone or its listing expired: it will not answer."
+	}
+	return "Status not known."
 }
 
 func statusClass(status string) string {

@@ -30,11 +30,11 @@ func StatusHelpHref(word string) string { return "/help/status#" + url.PathEscap
 func healthLabel(state string) string {
 	switch state {
 	case agent.HealthHealthy:
-		return "Healthy"
+		return "Available"
 	case agent.HealthDegraded:
-		return "Degraded"
+		return "Unreliable"
 	case agent.HealthFailing:
-		return "Failing"
+		return "Not answering"
 	}
 	return "Not checked yet"
 }
@@ -43,13 +43,13 @@ func healthLabel(state string) string {
 func healthTitle(state string) string {
 	switch state {
 	case agent.HealthHealthy:
-		return "Its host's checks and recent chats succeed, quickly."
+		return "It answers now: its node's checks and recent chats succeed, quickly."
 	case agent.HealthDegraded:
-		return "Slow, or some of its host's checks or recent chats failed."
+		return "It answers, but slowly or not always: some of its node's checks or recent chats failed."
 	case agent.HealthFailing:
-		return "Its host's last checks failed, or most recent chats did: it may not answer."
+		return "Its node is up but the agent fails: its last checks failed, or most recent chats did."
 	}
-	return "Its host has not checked this agent yet."
+	return "Its node has not checked this agent yet."
 }
 
 func healthClass(state string) string {
@@ -98,42 +98,26 @@ func statusLineWord(status, health string) string {
 	return health
 }
 
-// statusLineText is the line's words: "Online", "Online, slow or
-// failing at times", "Not heard from lately", "Offline".
+// statusLineText is the line's one word for what a visitor can act on:
+// "Available" (it answers now), "Quiet" (its node has gone quiet), "Not
+// answering" (its node is up but the agent fails), and "Unreliable",
+// "Not checked yet", "Offline".
 func statusLineText(status, health string) string {
-	switch status {
-	case "offline":
-		return "Offline"
-	case "stale":
-		return "Not heard from lately"
-	case "online":
-	default:
+	if status != "online" {
 		return statusLabel(status)
 	}
-	switch health {
-	case agent.HealthHealthy:
-		return "Online and answering"
-	case agent.HealthDegraded:
-		return "Online, slow or failing at times"
-	case agent.HealthFailing:
-		return "Online but failing"
-	}
-	return "Online, not checked yet"
+	return healthLabel(health)
 }
 
 // statusLineTitle is the line's tooltip: both signals explained, and
 // when it last answered.
 func statusLineTitle(status string, h HealthView) string {
 	var s string
-	switch status {
-	case "online":
-		s = "Its host's heartbeats arrive."
-	case "stale":
-		s = "Its host has not been heard from for a while; it may not answer."
-	case "offline":
-		s = "Its host is gone or its listing expired."
+	if status != "online" {
+		s = statusTitle(status)
+	} else {
+		s = healthTitle(h.State)
 	}
-	s += " " + healthTitle(h.State)
 	if h.LastOKAgo != "" {
 		s += " Last answered " + h.LastOKAgo + "."
 	}

@@ -123,6 +123,10 @@ type HomeView struct {
 	Nodes   int
 	Recent  []AgentCard
 	TopTags []TagCount
+	// Syncing while a catalogue-sync fill runs: SyncHeld listings held of
+	// the SyncAnnounced the hosts heard say they host.
+	Syncing                 bool
+	SyncHeld, SyncAnnounced int
 }
 
 // Option is one choice of a select.
@@ -130,6 +134,8 @@ type Option struct {
 	Value    string
 	Label    string
 	Selected bool
+	// Title, when set, explains the option (its tooltip).
+	Title string
 }
 
 // TagChip is a tag filter that toggles itself in the query when clicked.
@@ -214,6 +220,9 @@ type AgentView struct {
 	// Install is a catalogue listing's install line: nothing is hosted,
 	// its users run it themselves (no chat).
 	Install string
+	// ListedFrom says where a catalogue listing came from (its upstream
+	// registry, name and version), "" when unknown.
+	ListedFrom string
 	// MixedScripts as on AgentCard.
 	MixedScripts []string
 	Host         HostView
@@ -280,6 +289,12 @@ type NodeRow struct {
 	Self             bool
 	// Verified are the domains the node proved it controls.
 	Verified []string
+	// Announced is how many listings the node says it hosts (its signed
+	// agents_hosted) when a heartbeat of it was heard since this node
+	// started (AnnouncedKnown); AgentsHosted is what this node holds of
+	// them.
+	Announced      int
+	AnnouncedKnown bool
 }
 
 // AuthView is the sign-up or login form. Passwords are never rendered back.

@@ -103,6 +103,9 @@ func UserOwner(userID int64) Owner { return Owner("user:" + strconv.FormatInt(us
 // its session.
 func AnonOwner(key string) Owner { return Owner("anon:" + key) }
 
+// Anonymous reports whether o is an anonymous browser (AnonOwner).
+func (o Owner) Anonymous() bool { return strings.HasPrefix(string(o), "anon:") }
+
 // MCPOwner owns an MCP client session's conversations.
 func MCPOwner(sessionID string) Owner { return Owner("mcp:" + sessionID) }
 

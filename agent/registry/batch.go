@@ -8,6 +8,7 @@ import (
 	"iter"
 	"reflect"
 	goruntime "runtime"
+	"slices"
 	"sync"
 
 	"github.com/agentsite/agentsite/agent"
@@ -102,6 +103,34 @@ func (r *Registry) Batch(ctx context.Context, a Actor, items iter.Seq[BatchItem]
 // BatchChunk is how many items one transaction of a batch holds, when the
 // store can run one (store.Batcher).
 const BatchChunk = 500
+
+// BatchAll registers items held at once (one API request) as Batch
+// does, in order, BatchChunk at a time, each chunk in one transaction
+// when the store runs them: a request of up to BatchChunk items is one
+// transaction, its records sealed before it on every core (preseal).
+// Batch's workers each take what has reached their queue when they look,
+// so a request handed to it was cut into many small transactions. Without
+// a Batcher (or a FreshPublisher) it is Batch with workers.
+func (r *Registry) BatchAll(ctx context.Context, a Actor, items []BatchItem, workers int, done func(BatchResult)) error {
+	b, batches := r.Store.(store.Batcher)
+	fp, fresh := r.Publisher.(FreshPublisher)
+	if !batches || !fresh {
+		return r.Batch(ctx, a, slices.Values(items), workers, done)
+	}
+	for start := 0; start < len(items); start += BatchChunk {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		chunk := slices.Clone(items[start:min(start+BatchChunk, len(items))])
+		for i := range chunk {
+			chunk[i].Input.normalize()
+		}
+		for _, res := range r.batchChunk(ctx, a, b, fp, chunk) {
+			done(res)
+		}
+	}
+	return nil
+}
 
 // batchChunks registers q's items BatchChunk at a time, each chunk in one
 // store transaction; results are reported once their chunk committed (a

@@ -168,3 +168,28 @@ func TestParseAllowEntry(t *testing.T) {
 		}
 	}
 }
+
+// Every special-purpose block is special, in each of the forms that
+// reach it (IPv4-mapped, NAT64, 6to4, Teredo, IPv4-compatible), and public
+// unicast addresses are not.
+func TestSpecialAddr(t *testing.T) {
+	for _, s := range []string{
+		"127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "100.100.100.200",
+		"192.0.0.192", "0.0.0.0", "255.255.255.255", "224.0.0.1", "198.18.0.1", "203.0.113.7", "192.88.99.1",
+		"::", "::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "::127.0.0.1", "64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe",
+		"64:ff9b:1::1", "2002:7f00:1::", "2002:a9fe:a9fe::1", "2001:0:4136:e378:8000:63bf:80ff:fffe", "fd00:ec2::254",
+		"fe80::1", "fec0::1", "ff02::1", "2001:db8::1", "100::1", "fe80::1%eth0",
+	} {
+		if !SpecialAddr(netip.MustParseAddr(s)) {
+			t.Errorf("SpecialAddr(%s) = false, want true", s)
+		}
+	}
+	if SpecialAddr(netip.Addr{}) != true {
+		t.Error("the zero Addr is not special")
+	}
+	for _, s := range []string{"93.184.216.34", "8.8.8.8", "100.128.0.1", "2606:4700::1111", "2a00:1450:4001:80b::200e"} {
+		if SpecialAddr(netip.MustParseAddr(s)) {
+			t.Errorf("SpecialAddr(%s) = true, want false", s)
+		}
+	}
+}

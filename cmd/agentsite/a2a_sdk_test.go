@@ -102,7 +102,7 @@ type a2aJSResult struct {
 }
 
 // The official A2A JS SDK, unmodified, against a two-node planet: it
-// discovers an agent hosted on B from A's card URL, and every turn goes
+// discovers an agent hosted on B from its url on A alone, and every turn goes
 // A → libp2p → B → the agent's model and back.
 func TestA2AJSSDKAcrossTwoNodes(t *testing.T) {
 	script := a2aJSClient(t)
@@ -126,10 +126,13 @@ func TestA2AJSSDKAcrossTwoNodes(t *testing.T) {
 		return code == http.StatusOK && !got.Local && got.Status == "online"
 	})
 
-	cardURL := a.m.HTTPURL() + "/a2a/" + created.ID + "/agent-card.json"
+	// Given only the agent's url, the SDK finds the card under it
+	// (<url>/.well-known/agent-card.json; it resolves that path relative
+	// to the url, so the url is given with a final slash).
+	agentURL := a.m.HTTPURL() + "/a2a/" + created.ID
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", script, cardURL, "hello planet")
+	cmd := exec.CommandContext(ctx, "node", script, agentURL+"/", "hello planet")
 	out, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError

@@ -159,7 +159,10 @@ func TestA2A1ClientsAcrossTwoNodes(t *testing.T) {
 		t.Errorf("host record %+v (%v), want B's %s", rec, err, b.m.Node.PeerID())
 	}
 
-	t.Run("js", func(t *testing.T) { a2aJS1(t, cardURL, hook, pushes, started, canceled) })
+	// The JS client is given only the agent's url (with a final slash: it
+	// resolves the card's path relative to it).
+	agentURL := a.m.HTTPURL() + "/a2a/" + created.ID + "/"
+	t.Run("js", func(t *testing.T) { a2aJS1(t, agentURL, hook, pushes, started, canceled) })
 	for _, tr := range []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON} {
 		t.Run("go "+string(tr), func(t *testing.T) { a2aGo1(t, raw, tr, hook, pushes, started, canceled) })
 	}
@@ -199,7 +202,8 @@ type a2aJS1Result struct {
 		Cases                         []string
 	}
 	Extended struct {
-		Skills []string
+		Skills    []string
+		Anonymous string // the error of an anonymous GetExtendedAgentCard
 	}
 }
 
@@ -273,6 +277,9 @@ func a2aJS1(t *testing.T, cardURL, hook string, pushes chan pushed, started chan
 	eventually(t, 10*time.Second, "the cancel to reach the model on B", func() bool { return canceled.Load() > before })
 	if !slices.Contains(got.Extended.Skills, "my_tasks") {
 		t.Errorf("extended card skills = %v", got.Extended.Skills)
+	}
+	if got.Extended.Anonymous == "" {
+		t.Error("an anonymous GetExtendedAgentCard was answered; it needs credentials")
 	}
 }
 

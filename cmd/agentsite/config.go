@@ -17,6 +17,7 @@ import (
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/handlers/connlimit"
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store"
 )
@@ -50,6 +51,7 @@ type Config struct {
 	MaxConnsPerIP         int
 	MaxConns              int
 	MaxSocketsPerIP       int
+	AnonTurnsPerIP        int
 	BodyTimeout           time.Duration
 	WriteTimeout          time.Duration
 	TrustedProxies        []string
@@ -164,6 +166,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", 64, "HTTP connections one client IP (IPv6: its /64) may hold open; 0: no cap")
 	fs.IntVar(&c.MaxConns, "max-conns", 0, "HTTP connections all clients together may hold open (0: half the open-file limit)")
 	fs.IntVar(&c.MaxSocketsPerIP, "max-sockets-per-ip", 16, "chat WebSockets one client IP (IPv6: its /64) may hold open")
+	fs.IntVar(&c.AnonTurnsPerIP, "anon-turns-per-ip", httpkit.DefaultAddressTurns, "anonymous chat turns in flight from one client IP (IPv6: its /64), all the visitors behind it together; each visitor's session has its own bound of 4")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", 15*time.Second, "time a client may take to send a request body")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", 30*time.Second, "time a response may take to reach the client (chat turns: 2m)")
 	fs.Var(&stringList{vals: &c.TrustedProxies}, "trusted-proxy", "CIDR of a reverse proxy in front of this node (repeatable): clients are read from its X-Forwarded-For, and it is exempt from --max-conns-per-ip")
@@ -191,10 +194,11 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.PublisherRate, "publisher-rate", 120, "fresh records one publisher may bring by gossip per minute; the rest are ignored")
 	fs.IntVar(&c.UnheardPerHour, "unheard-per-hour", 1000, "listings of never-heard publishers one relaying peer may place here per hour (its IP group: twice that)")
 	// What listings of hosts and publishers never heard may hold here.
-	fs.IntVar(&c.MaxPerPublisher, "max-listings-per-publisher", store.DefaultMaxPerPublisher, "listings one publisher other than this node may hold here that are not offline; a new one beyond it is refused (0: the default)")
-	fs.IntVar(&c.MaxListings, "max-listings", store.DefaultMaxListings, "listings this node holds at most; at it a new one from the network evicts those of hosts never heard, then offline, then stale ones (never this node's own nor online ones), or is refused (0: no bound)")
+	fs.IntVar(&c.MaxPerPublisher, "max-listings-per-publisher", store.DefaultMaxPerPublisher, "listings one publisher other than this node may hold here that are not offline while this node does not hear it; a publisher it hears starts there and doubles every 6 heartbeat intervals up to what its heartbeats say it hosts and --max-listings; a new one beyond it is refused (0: the default)")
+	fs.IntVar(&c.MaxListings, "max-listings", store.DefaultMaxListings, "listings this node holds at most; at it a new one from the network evicts those of hosts never heard, then offline, then stale ones of hosts heard no longer than its own (never this node's own nor online ones), or is refused (0: no bound)")
 	fs.DurationVar(&c.UnheardExpiry, "unheard-expiry", store.DefaultUnheardAfter, "listings whose host never sent a heartbeat go offline this long after they were last heard of (0: the default)")
 	c.declareVerify(fs)
+	hintDurations(fs)
 	return fs
 }
 
@@ -305,6 +309,9 @@ func (c *Config) Validate() error {
 	if c.MaxConnsPerIP < 0 || c.MaxConns < 0 {
 		errs = append(errs, errors.New("--max-conns-per-ip and --max-conns must not be negative; 0 means the default"))
 	}
+	if c.AnonTurnsPerIP < 1 {
+		errs = append(errs, errors.New("--anon-turns-per-ip must be at least 1"))
+	}
 	if c.MaxSocketsPerIP < 1 {
 		errs = append(errs, errors.New("--max-sockets-per-ip must be at least 1"))
 	}
@@ -388,6 +395,14 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// quotaDoubling is how long a heard publisher's quota takes to double
+// (store.Sink.QuotaDoubling): 6 heartbeat intervals, so that by the last
+// of the syncs p2p tries again over a quota (3, 6 and 9 intervals apart:
+// 18 in all) it has doubled three times, at any --heartbeat-interval.
+func (c *Config) quotaDoubling() time.Duration {
+	return 6 * c.HeartbeatInterval
+}
+
 // staleAfter is the silence after which a node's listings turn stale.
 func (c *Config) staleAfter() time.Duration {
 	if c.StaleAfter > 0 {
@@ -461,6 +476,7 @@ func (c *Config) httpConfig() handlers.Config {
 		WriteTimeout:        c.WriteTimeout,
 		StreamWriteTimeout:  streamWriteTimeout,
 		MaxSocketsPerClient: c.MaxSocketsPerIP,
+		AnonTurnsPerAddress: c.AnonTurnsPerIP,
 		TrustedProxies:      c.TrustedProxies,
 		MetricsToken:        c.MetricsToken,
 		PublicURL:           c.PublicURL,
@@ -520,4 +536,38 @@ func (c *Config) dhtStore() p2p.DHTStoreLimits {
 		MaxBytes: int64(c.DHTStoreMiB) << 20, PerPeer: c.DHTValuesPerPeer, PerIPGroup: c.DHTValuesPerIPGroup,
 		MaxAge: max(time.Hour, c.RecordTTL),
 	}
+}
+
+// durationHint is a duration flag whose refusal shows what a duration
+// looks like: the flag package alone says only "parse error".
+type durationHint struct{ v flag.Value }
+
+func (d *durationHint) String() string {
+	if d == nil || d.v == nil {
+		return time.Duration(0).String()
+	}
+	return d.v.String()
+}
+
+func (d *durationHint) Set(s string) error {
+	if err := d.v.Set(s); err != nil {
+		return errors.New("not a duration: use one like 30s, 5m or 1h")
+	}
+	return nil
+}
+
+func (d *durationHint) Get() any { return d.v.(flag.Getter).Get() }
+
+// hintDurations gives every duration flag of fs that refusal, and its
+// help the same example (the backquoted word keeps "duration" as the
+// flag's argument name in the help); call it once the flags are declared.
+func hintDurations(fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if _, ok := g.Get().(time.Duration); ok {
+				f.Value = &durationHint{v: f.Value}
+				f.Usage += " (a `duration` like 30s, 5m or 1h)"
+			}
+		}
+	})
 }

@@ -63,6 +63,9 @@ func TestConfigErrorsSayHowToFix(t *testing.T) {
 		{[]string{"--public-url", "https://agents.example.org/portal"}, nil, "root"},
 		{[]string{"--public-url", "https://user:pw@agents.example.org"}, nil, "password"},
 		{nil, map[string]string{"AGENTSITE_PUBLIC_URL": "https://"}, "host"},
+		// A duration without its unit gets an example, from a flag or its twin.
+		{[]string{"--echo-delay", "5"}, nil, "use one like 30s, 5m or 1h"},
+		{nil, map[string]string{"AGENTSITE_PROBE_INTERVAL": "soon"}, "use one like 30s, 5m or 1h"},
 	}
 	for _, tt := range tests {
 		var c Config
@@ -70,6 +73,25 @@ func TestConfigErrorsSayHowToFix(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Parse(%v, %v) = %v, want an error mentioning %q", tt.args, tt.env, err, tt.want)
 		}
+	}
+}
+
+// TestDurationFlagsGiveAnExample: the import and demo commands' duration
+// flags say what a duration looks like too, and every help keeps the
+// word "duration" as the argument of such a flag.
+func TestDurationFlagsGiveAnExample(t *testing.T) {
+	const want = "use one like 30s, 5m or 1h"
+	if _, err := parseImport([]string{"--crawl-timeout", "10"}, env(nil), io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("import --crawl-timeout 10: %v", err)
+	}
+	if _, err := newDemo([]string{"--start-timeout", "60"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("demo --start-timeout 60: %v", err)
+	}
+	var help strings.Builder
+	var c Config
+	_ = c.Parse([]string{"--help"}, env(nil), &help)
+	if !strings.Contains(help.String(), "-echo-delay duration") {
+		t.Errorf("serve help lost the duration argument name:\n%s", help.String())
 	}
 }
 

@@ -71,6 +71,7 @@ func newDemo(args []string, stdout, stderr io.Writer) (*demo, error) {
 	fs.DurationVar(&c.StartTimeout, "start-timeout", 60*time.Second, "how long each node may take to answer /readyz")
 	fs.DurationVar(&c.SyncTimeout, "sync-timeout", 30*time.Second, "how long to wait for every portal to list every demo node's agent")
 	fs.DurationVar(&c.StepPause, "step-pause", demoStepPause, "the planner's pause before each step, so the steps arrive one by one in the chat (0: none)")
+	hintDurations(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -124,7 +125,7 @@ func (d *demo) Run(ctx context.Context) (err error) {
 		token = hex.EncodeToString(b)
 	}
 	if err := os.MkdirAll(d.cfg.Dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", d.cfg.Dir, err)
+		return fmt.Errorf("the demo directory: %w", err) // "mkdir DIR: why" already
 	}
 	if err := d.plan(ctx); err != nil {
 		return err

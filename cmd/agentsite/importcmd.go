@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,6 +77,7 @@ func parseImport(args []string, getenv func(string) string, out io.Writer) (impo
 	fs.StringVar(&c.Crawl, "crawl", "", "import the AI Catalogs of the domains listed in this file (one a line), from https://<domain>/.well-known/ai-catalog.json; no FILE then")
 	fs.IntVar(&c.CrawlMax, "crawl-max", 1000, "--crawl: at most this many domains")
 	fs.DurationVar(&c.CrawlTimeout, "crawl-timeout", 10*time.Minute, "--crawl: the whole crawl's time limit (each domain: 15s)")
+	hintDurations(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -150,12 +153,18 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	defer closeIn()
+	total := 0
+	if c.Crawl == "" && c.Format == bulk.FormatJSONL && c.File != "-" {
+		total = countJSONLines(c.File)
+	}
 	sum := newImportSummary(stderr, c.MaxReasons)
+	sum.bar = newImportProgress(stderr, isTerminal(stderr), total, time.Now)
 	if c.Node != "" {
 		err = importThroughNode(ctx, c, items, sum)
 	} else {
 		err = importOffline(ctx, c, items, sum)
 	}
+	sum.bar.finish(sum.total(), sum.created, sum.updated, sum.refused)
 	sum.print(stdout)
 	if err != nil {
 		return err
@@ -172,7 +181,19 @@ func runImport(ctx context.Context, args []string, getenv func(string) string, s
 type refusedError struct{ refused, total int }
 
 func (e refusedError) Error() string {
-	return fmt.Sprintf("%d of %d items were refused (the summary says why); the others were imported", e.refused, e.total)
+	were := "were"
+	if e.refused == 1 {
+		were = "was"
+	}
+	return fmt.Sprintf("%d of %s %s refused (the summary says why); the others were imported", e.refused, items(e.total), were)
+}
+
+// items is n with its noun: "1 item", "2 items".
+func items(n int) string {
+	if n == 1 {
+		return "1 item"
+	}
+	return strconv.Itoa(n) + " items"
 }
 
 // cardFetcher fetches A2A cards through the runtime's guarded client.
@@ -212,31 +233,64 @@ func importOffline(ctx context.Context, c importConfig, items iter.Seq[registry.
 
 // importThroughNode sends the items to a running node's batch API,
 // BatchSize at a time; items that could not be read stay here, refused.
+// Two requests are on their way at once, so the node seals one batch
+// while it writes the other (each batch is one transaction there); a
+// batch naming an agent of a batch still on its way waits for it, so
+// items of one name are registered in the file's order.
 func importThroughNode(ctx context.Context, c importConfig, items iter.Seq[registry.BatchItem], sum *importSummary) error {
 	client := &http.Client{Timeout: 5 * time.Minute}
 	endpoint := strings.TrimRight(c.Node, "/") + "/api/v1/agents:batch"
 	fmt.Fprintf(sum.progress, "importing through %s\n", endpoint)
-	var batch []apiwire.AgentInput
-	var index []int
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
+	var (
+		batch   []apiwire.AgentInput
+		index   []int
+		onWay   []*sentBatch
+		failure error
+	)
+	// collect waits for the oldest batch on its way and counts its results.
+	collect := func() {
+		b := onWay[0]
+		onWay = onWay[1:]
+		<-b.done
+		if b.err != nil {
+			failure = cmp.Or(failure, b.err)
+			return
 		}
-		res, err := postBatch(ctx, client, endpoint, c.OperatorToken, batch)
-		if err != nil {
-			return err
-		}
-		for _, r := range res.Results {
-			out := registry.BatchResult{Index: index[r.Index], Name: r.Name, ID: r.ID, Outcome: r.Outcome}
+		for _, r := range b.res.Results {
+			out := registry.BatchResult{Index: b.index[r.Index], Name: r.Name, ID: r.ID, Outcome: r.Outcome}
 			if r.Error != nil {
 				out.Err = apiError{*r.Error}
 			}
 			sum.add(out)
 		}
-		batch, index = batch[:0], index[:0]
-		return nil
+	}
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		b := &sentBatch{items: batch, index: index, done: make(chan struct{})}
+		for i := len(onWay) - 1; i >= 0; i-- {
+			if onWay[i].shares(b.items) {
+				for range i + 1 {
+					collect()
+				}
+				break
+			}
+		}
+		for len(onWay) >= batchesOnTheirWay {
+			collect()
+		}
+		go func() {
+			defer close(b.done)
+			b.res, b.err = postBatch(ctx, client, endpoint, c.OperatorToken, b.items)
+		}()
+		onWay = append(onWay, b)
+		batch, index = nil, nil
 	}
 	for it := range items {
+		if failure != nil {
+			break
+		}
 		if it.Err != nil {
 			sum.add(registry.BatchResult{Index: it.Index, Name: it.Input.Name, Outcome: registry.OutcomeRefused, Err: it.Err})
 			continue
@@ -244,12 +298,44 @@ func importThroughNode(ctx context.Context, c importConfig, items iter.Seq[regis
 		batch = append(batch, apiwire.AgentInput(it.Input))
 		index = append(index, it.Index)
 		if len(batch) == c.BatchSize {
-			if err := flush(); err != nil {
-				return err
-			}
+			flush()
 		}
 	}
-	return flush()
+	if failure == nil {
+		flush()
+	}
+	for len(onWay) > 0 {
+		collect()
+	}
+	return failure
+}
+
+// batchesOnTheirWay is how many batch requests an import through a node
+// has sent and not yet had answered.
+const batchesOnTheirWay = 2
+
+// sentBatch is a batch request on its way: its items, their places in
+// the file, and (once done is closed) the node's answer.
+type sentBatch struct {
+	items []apiwire.AgentInput
+	index []int
+	done  chan struct{}
+	res   apiwire.BatchResponse
+	err   error
+}
+
+// shares tells whether items names an agent b names.
+func (b *sentBatch) shares(items []apiwire.AgentInput) bool {
+	names := make(map[string]bool, len(b.items))
+	for _, in := range b.items {
+		names[strings.ToLower(strings.TrimSpace(in.Name))] = true
+	}
+	for _, in := range items {
+		if names[strings.ToLower(strings.TrimSpace(in.Name))] {
+			return true
+		}
+	}
+	return false
 }
 
 // postBatch sends one batch, waiting and retrying when the node says it is
@@ -313,13 +399,13 @@ func (a apiError) Error() string {
 	return strings.TrimSuffix(msg, ";")
 }
 
-// importSummary counts outcomes, prints progress at most once a second,
-// and keeps the first refusals' reasons.
+// importSummary counts outcomes, prints progress (bar), and keeps the
+// first refusals' reasons.
 type importSummary struct {
 	progress   io.Writer
+	bar        *importProgress
 	maxReasons int
 	start      time.Time
-	last       time.Time
 	created    int
 	updated    int
 	refused    int
@@ -328,7 +414,8 @@ type importSummary struct {
 
 func newImportSummary(progress io.Writer, maxReasons int) *importSummary {
 	now := time.Now()
-	return &importSummary{progress: progress, maxReasons: maxReasons, start: now, last: now}
+	return &importSummary{progress: progress, maxReasons: maxReasons, start: now,
+		bar: newImportProgress(progress, false, 0, time.Now)}
 }
 
 func (s *importSummary) total() int { return s.created + s.updated + s.refused }
@@ -346,18 +433,13 @@ func (s *importSummary) add(r registry.BatchResult) {
 			s.reasons = append(s.reasons, fmt.Sprintf("item %d (%s): %s", r.Index+1, orDash(r.Name), reason(r.Err)))
 		}
 	}
-	if now := time.Now(); now.Sub(s.last) >= time.Second {
-		s.last = now
-		el := now.Sub(s.start).Seconds()
-		fmt.Fprintf(s.progress, "%d items (%d created, %d updated, %d refused), %.0f/s\n",
-			s.total(), s.created, s.updated, s.refused, float64(s.total())/el)
-	}
+	s.bar.update(s.total(), s.created, s.updated, s.refused)
 }
 
 func (s *importSummary) print(w io.Writer) {
 	el := time.Since(s.start)
-	fmt.Fprintf(w, "%d items in %s: %d created, %d updated, %d refused\n",
-		s.total(), el.Round(time.Millisecond), s.created, s.updated, s.refused)
+	fmt.Fprintf(w, "%s in %s: %d created, %d updated, %d refused\n",
+		items(s.total()), el.Round(time.Millisecond), s.created, s.updated, s.refused)
 	for _, r := range s.reasons {
 		fmt.Fprintln(w, "refused", r)
 	}

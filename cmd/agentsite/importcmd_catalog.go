@@ -44,7 +44,8 @@ func importItems(ctx context.Context, c importConfig, stdin io.Reader, progress 
 	if c.File != "-" {
 		f, err := os.Open(c.File)
 		if err != nil {
-			return nil, nothing, fmt.Errorf("open %s: %w", c.File, err)
+			// os.Open's error already says "open FILE: why".
+			return nil, nothing, fmt.Errorf("the file to import: %w", err)
 		}
 		in, closeIn = f, func() { f.Close() }
 	}
@@ -90,7 +91,8 @@ func docFetcher(client *http.Client) bulk.DocFetcher {
 func readDomains(path string, max int) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		// os.Open's error already says "open FILE: why".
+		return nil, fmt.Errorf("--crawl: %w", err)
 	}
 	defer f.Close()
 	var out []string

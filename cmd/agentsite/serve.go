@@ -103,6 +103,18 @@ func (m *Main) Run(ctx context.Context) error {
 	ctx, m.cancel = context.WithCancel(ctx)
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The HTTP port first: a port taken is the commonest reason not to
+	// start, and it must not leave a new node key (or a database) behind.
+	ln, err := net.Listen("tcp", m.Config.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (is another node running? choose another --http-addr): %w", m.Config.HTTPAddr, err)
+	}
+	served := false
+	defer func() {
+		if !served {
+			ln.Close()
+		}
+	}()
 	a, err := buildApp(ctx, m.Config, appDeps{Logger: m.Logger, Metrics: metrics, HealthSource: m.HealthSource, LinkDelay: m.LinkDelay, VerifyHTTPSPort: m.VerifyHTTPSPort, OutboundTestAllow: m.OutboundTestAllow})
 	if err != nil {
 		return err
@@ -114,7 +126,8 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := a.startBackground(); err != nil {
 		return err
 	}
-	if err := m.serve(metrics); err != nil {
+	served = true
+	if err := m.serve(metrics, ln); err != nil {
 		return err
 	}
 	m.Logger.Info("AgentSite is up", "portal", m.HTTPURL(), "addrs", a.node.Addrs())
@@ -139,7 +152,7 @@ func (m *Main) buildHTTP(metrics prometheus.Registerer) error {
 		Store: a.full, Node: a.node, Registry: a.registry, Chat: a.chat, Live: a.live,
 		Health: a.health, Tester: a.prober, Lifetime: a.lifetime, Logger: m.Logger, Metrics: metrics,
 		CardKey: a.key, Push: a.outbound.Policy(runtime.PurposePush),
-		Verified: a.verify,
+		Verified: a.verify, Sync: a.syncView(),
 	}, cfg)
 	if err != nil {
 		return fmt.Errorf("build HTTP handlers: %w", err)
@@ -148,13 +161,9 @@ func (m *Main) buildHTTP(metrics prometheus.Registerer) error {
 	return nil
 }
 
-// serve listens on --http-addr (behind the connection caps) and
-// --debug-addr, and serves until Close.
-func (m *Main) serve(metrics prometheus.Registerer) error {
-	ln, err := net.Listen("tcp", m.Config.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s (is another node running? choose another --http-addr): %w", m.Config.HTTPAddr, err)
-	}
+// serve serves on ln, Run's listener on --http-addr (behind the
+// connection caps), listens on --debug-addr, and serves until Close.
+func (m *Main) serve(metrics prometheus.Registerer, ln net.Listener) error {
 	limited := connlimit.NewListener(ln, m.Config.connLimits())
 	metrics.MustRegister(limited.Collectors()...)
 	m.listener = limited

@@ -100,7 +100,7 @@ func (c *Config) validateVerify() []error {
 func loadCA(file string) (*x509.CertPool, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", file, err)
+		return nil, fmt.Errorf("read it: %w", err) // the error names the file: "open FILE: why"
 	}
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {

@@ -99,6 +99,9 @@ type Server struct {
 
 	lifetime context.Context // ends at shutdown, and with it every turn
 	tasks    *taskStore
+	// started is when the node's card last changed (it names the software
+	// version, which changes only with a restart): its Last-Modified.
+	started time.Time
 }
 
 // New builds the A2A surface. Turns run on lifetime: they end when it does.
@@ -120,6 +123,7 @@ func New(lifetime context.Context, ch *chat.Chat, cat Catalog, rates *httpkit.Ra
 		PushClient: NewPushClient(runtime.Policy{}), PushBackoff: time.Second,
 		lifetime:         lifetime,
 		tasks:            newTaskStore(cfg.MaxTasks, cfg.MaxRunning, cfg.TaskTTL),
+		started:          time.Now().UTC(),
 		PushCallerWrites: httpkit.NewRates(pushWritesPerCaller),
 		PushTaskWrites:   httpkit.NewRates(pushWritesPerTask),
 	}

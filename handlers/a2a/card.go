@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/cardsig"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
@@ -99,15 +101,22 @@ var mySkill = a2a.AgentSkill{ID: cardsig.CallerTasksSkill.ID, Name: cardsig.Call
 // /a2a/{id}); its url is this node's endpoint for it, and this node signs
 // it (an agent hosted elsewhere carries its host's signed record too).
 // When there is none it answers and returns false.
-func (s *Server) agentCardFor(w http.ResponseWriter, r *http.Request, id string) (Card, bool) {
+//
+// modified is when the listing last changed here (the store's time of
+// its row), for Last-Modified.
+func (s *Server) agentCardFor(w http.ResponseWriter, r *http.Request, id string) (c Card, modified time.Time, ok bool) {
 	l, err := s.Chat.Agent(r.Context(), id)
 	if err != nil {
 		e := httpkit.Classify(err)
 		s.logFailure(r.Context(), "A2A card failed", e, err)
 		httpkit.WriteJSONError(w, e)
-		return Card{}, false
+		return Card{}, time.Time{}, false
 	}
-	return agentCard(l, s.base(r)), true
+	modified = l.UpdatedAt
+	if modified.IsZero() {
+		modified = l.Record.IssuedAt
+	}
+	return agentCard(l, s.base(r)), modified, true
 }
 
 func agentCard(l store.Listing, base string) Card {
@@ -154,7 +163,7 @@ var conciergeSkills = []a2a.AgentSkill{
 // NodeCard is GET /.well-known/agent-card.json (and GET /a2a, the card's
 // url): the node as one A2A agent, the concierge at /a2a.
 func (s *Server) NodeCard(w http.ResponseWriter, r *http.Request) {
-	s.writeCard(w, r, s.nodeCard(r))
+	s.writeCard(w, r, s.nodeCard(r), s.started)
 }
 
 func (s *Server) nodeCard(r *http.Request) Card {
@@ -174,7 +183,7 @@ func (s *Server) nodeCard(r *http.Request) Card {
 // LegacyCard is GET /.well-known/agent.json, where older clients look: a
 // redirect to the card.
 func (s *Server) LegacyCard(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Access-Control-Allow-Origin", "*")
+	httpkit.AllowAnyOrigin(w.Header())
 	http.Redirect(w, r, "/.well-known/agent-card.json", http.StatusMovedPermanently)
 }
 
@@ -215,12 +224,15 @@ func wants1(r *http.Request) bool {
 }
 
 // cardMaxAge is how long a client may keep a card: a minute, as an
-// agent's record can change; the ETag makes checking again cheap.
+// agent's record can change; the ETag and Last-Modified make checking
+// again cheap.
 const cardMaxAge = "public, max-age=60"
 
 // writeCard answers a card: a public discovery document any page may
-// read, signed, with an ETag for conditional GETs (304 when unchanged).
-func (s *Server) writeCard(w http.ResponseWriter, r *http.Request, c Card) {
+// read (CORS, no credentials), signed, with an ETag and Last-Modified
+// (modified: when what it says last changed) for conditional GETs (304
+// when unchanged).
+func (s *Server) writeCard(w http.ResponseWriter, r *http.Request, c Card, modified time.Time) {
 	body, err := s.signed(c, wants1(r))
 	if err != nil {
 		s.Logger.WarnContext(r.Context(), "A2A card signing failed", "err", err)
@@ -230,17 +242,29 @@ func (s *Server) writeCard(w http.ResponseWriter, r *http.Request, c Card) {
 	sum := sha256.Sum256(body)
 	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
 	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", "*")
+	httpkit.AllowAnyOrigin(h)
 	h.Set("Cache-Control", cardMaxAge)
 	h.Set("ETag", etag)
 	h.Set("Vary", "Accept-Encoding, A2A-Version")
-	if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
+	if modified.IsZero() || modified.After(s.now()) {
+		modified = s.now()
+	}
+	h.Set("Last-Modified", modified.UTC().Format(http.TimeFormat))
+	// If-None-Match first (it overrides If-Modified-Since), weak compare.
+	if match := r.Header.Get("If-None-Match"); match != "" {
+		if etagMatches(match, etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	} else if ims, err := http.ParseTime(r.Header.Get("If-Modified-Since")); err == nil && !modified.Truncate(time.Second).After(ims) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
 }
 
 // etagMatches reads an If-None-Match list (weak comparison).
@@ -255,11 +279,19 @@ func etagMatches(list, etag string) bool {
 }
 
 // extendedCard is GetExtendedAgentCard (agent/getAuthenticatedExtendedCard):
-// for an authenticated caller, the card with what the caller may do. An
-// anonymous caller gets the public card: the official clients ask for
-// the extended card whenever the card offers one, and should not fail
-// for want of a token.
+// for an authenticated caller (a bearer token, or a portal session from
+// this node's own pages), the card with what the caller may do. The
+// specification wants the extended card behind authentication, so an
+// anonymous caller is refused as unauthenticated (1.0: -31401, 401 over
+// HTTP+JSON); the public card is at the agent's url.
 func (s *Server) extendedCard(w http.ResponseWriter, r *http.Request, c *call, who caller, scope string) {
+	if !who.authed {
+		if c.d == dialectREST { // a 401 names the scheme to use
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agentsite"`)
+		}
+		c.fail(w, errExtendedCardAuth)
+		return
+	}
 	var cd Card
 	if scope == "" {
 		cd = s.nodeCard(r)
@@ -272,9 +304,7 @@ func (s *Server) extendedCard(w http.ResponseWriter, r *http.Request, c *call, w
 		}
 		cd = agentCard(l, s.base(r))
 	}
-	if who.authed {
-		cd.Skills = append(slices.Clone(cd.Skills), mySkill)
-	}
+	cd.Skills = append(slices.Clone(cd.Skills), mySkill)
 	body, err := s.signed(cd, c.d != dialect03)
 	if err != nil {
 		c.fail(w, &RPCError{Code: CodeInternal, Message: httpkit.ErrInternal.Message})
@@ -282,3 +312,19 @@ func (s *Server) extendedCard(w http.ResponseWriter, r *http.Request, c *call, w
 	}
 	c.ok(w, json.RawMessage(body))
 }
+
+// errExtendedCardAuth refuses the extended card to an anonymous caller.
+// The status makes it UNAUTHENTICATED in 1.0 (v1Error, restError); 0.3
+// has no such code, and gets AgentSite's -32000 with data.code
+// "unauthorized".
+var errExtendedCardAuth = &RPCError{Code: CodeServerError, status: http.StatusUnauthorized,
+	Message: "The extended card is for authenticated callers: send Authorization: Bearer <the node operator's token, " +
+		"or an API token of an account on this node (/account)>. The public card is at the agent's url, " +
+		"<url>/.well-known/agent-card.json.",
+	Data: &ErrorData{Code: string(agent.CodeUnauthorized)}}
+
+// AgentCard is the card of l as served on base (the node's origin), for
+// the surfaces that show it beside the listing (the MCP resource
+// agentsite://agents/{id}). It is unsigned: the signed card stays at its
+// A2A paths.
+func AgentCard(l store.Listing, base string) Card { return agentCard(l, base) }

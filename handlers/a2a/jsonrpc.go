@@ -99,9 +99,32 @@ func methodNotFound(method string) *RPCError {
 		"tasks/get, tasks/cancel, tasks/resubscribe, tasks/pushNotificationConfig/*, agent/getAuthenticatedExtendedCard).", method)}
 }
 
+// v1Names are the 1.0 names of 0.3's JSON-RPC methods.
+var v1Names = map[string]string{
+	"message/send": mSendMessage, "message/stream": mSendStreamingMessage, "tasks/get": mGetTask,
+	"tasks/cancel": mCancelTask, "tasks/resubscribe": mSubscribeToTask,
+	"tasks/pushNotificationConfig/set": mCreatePush, "tasks/pushNotificationConfig/get": mGetPush,
+	"tasks/pushNotificationConfig/list": mListPush, "tasks/pushNotificationConfig/delete": mDeletePush,
+	"agent/getAuthenticatedExtendedCard": mGetExtendedCard,
+}
+
+// notInVersion1 answers a method A2A 1.0 does not have, asked under
+// A2A-Version 1.0: method not found, with the versions served and, for a
+// 0.3 method, its 1.0 name.
+func notInVersion1(method string) *RPCError {
+	msg := fmt.Sprintf("Method %q is not in A2A 1.0, the version this request asked for (A2A-Version: 1.0). "+
+		"This agent serves A2A versions 1.0 and 0.3", method)
+	if v1, ok := v1Names[method]; ok {
+		msg += fmt.Sprintf(": %q is A2A 0.3's; in 1.0 call %s, or send it with A2A-Version: 0.3 (or no A2A-Version header).", method, v1)
+	} else {
+		msg += "; see the card's supportedInterfaces."
+	}
+	return &RPCError{Code: CodeMethodNotFound, Message: msg}
+}
+
 func versionNotSupported(v string) *RPCError {
 	return &RPCError{Code: CodeVersionNotSupported, Message: fmt.Sprintf("A2A version %q is not served here: "+
-		"send A2A-Version: 1.0 (or 0.3, or no header for 0.3).", v)}
+		"this agent serves A2A versions 1.0 and 0.3: send A2A-Version: 1.0 (or 0.3, or no header for 0.3).", v)}
 }
 
 // rpcError is the JSON-RPC form of err: protocol errors as they are,

@@ -19,9 +19,9 @@ import (
 
 // Routes is everything under /a2a: for the concierge (/a2a) and for each
 // agent (/a2a/{id}), JSON-RPC (POST on the url, 0.3 and 1.0), the card
-// (GET on the url, or …/agent-card.json), and A2A 1.0's HTTP+JSON binding
-// under the same url (…/message:send, …/tasks/{id}, …). Bodies are
-// capped and turns rate-limited here, as every answer is the protocol's.
+// (GET on the url, at <url>/.well-known/agent-card.json where clients
+// given only the url look, or at <url>/agent-card.json), and A2A 1.0's
+// HTTP+JSON binding under the url.
 func (s *Server) Routes() http.Handler {
 	r := chi.NewRouter()
 	r.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.endpoint(w, r, "", "") })
@@ -29,13 +29,24 @@ func (s *Server) Routes() http.Handler {
 		path := chi.URLParam(r, "*")
 		first, rest, _ := strings.Cut(path, "/")
 		switch first {
-		case "message:send", "message:stream", "tasks", "extendedAgentCard", "agent-card.json":
+		case "message:send", "message:stream", "tasks", "extendedAgentCard", "agent-card.json", ".well-known":
 			s.endpoint(w, r, "", path) // the concierge's
 		default:
 			s.endpoint(w, r, first, rest)
 		}
 	})
 	return r
+}
+
+// wellKnownCard is where a client given only an agent's url looks for its
+// card: <url>/.well-known/agent-card.json (a2a-go joins the paths; the JS
+// SDK resolves the relative path, so it is given the url with a final
+// slash).
+const wellKnownCard = ".well-known/agent-card.json"
+
+// isCardPath: path under an agent's url is its card.
+func isCardPath(path string) bool {
+	return path == "" || path == "agent-card.json" || path == wellKnownCard
 }
 
 // endpoint serves path under the url of scope (an agent id, or "" for the
@@ -49,16 +60,21 @@ func (s *Server) endpoint(w http.ResponseWriter, r *http.Request, scope, path st
 	case path == "" && method == http.MethodPost:
 		s.serve(w, r, scope)
 		return
-	case (path == "" || path == "agent-card.json") && method == http.MethodGet:
+	case path != "" && isCardPath(path) && method == http.MethodOptions:
+		// A card is a public document; the url itself (POST) is not
+		// opened to other origins.
+		httpkit.Preflight(w, r)
+		return
+	case isCardPath(path) && method == http.MethodGet:
 		if scope == "" {
 			s.NodeCard(w, r)
 			return
 		}
-		if c, ok := s.agentCardFor(w, r, scope); ok {
-			s.writeCard(w, r, c)
+		if c, modified, ok := s.agentCardFor(w, r, scope); ok {
+			s.writeCard(w, r, c, modified)
 		}
 		return
-	case path == "" || path == "agent-card.json":
+	case isCardPath(path):
 		notAllowed(w, "GET, POST")
 		return
 	}

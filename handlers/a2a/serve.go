@@ -101,6 +101,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, scope string) {
 		c.fail(w, versionNotSupported(v))
 		return
 	}
+	if wants1(r) && c.d == dialect03 {
+		// A 0.3 method asked under A2A-Version 1.0: 1.0 has no such
+		// method. Answered in 1.0's terms, naming the versions served and
+		// the method's 1.0 name, never with 0.3's semantics.
+		c.d, c.stream = dialect10, false
+		c.fail(w, notInVersion1(req.Method))
+		return
+	}
 	who, rerr := s.caller(r)
 	if rerr != nil {
 		c.fail(w, rerr)

@@ -19,7 +19,10 @@ import (
 // search pulls listings from.
 const maxNetworkProviders = 20
 
-// ListAgents is GET /api/v1/agents: one page of the catalogue search.
+// ListAgents is GET /api/v1/agents: one page of the catalogue search, and
+// how many listings the search matches (total: exact from the search
+// index; from the database, counted up to store.MaxCountedMatches, with
+// total_is_estimate when it stopped there).
 func (a *API) ListAgents(w http.ResponseWriter, r *http.Request) {
 	q, err := httpkit.ParseSearchQuery(r.URL.Query())
 	if err != nil {
@@ -34,7 +37,8 @@ func (a *API) ListAgents(w http.ResponseWriter, r *http.Request) {
 	}
 	if onlyVerified {
 		if q.Publishers = a.verifiedPublishers(); len(q.Publishers) == 0 {
-			httpkit.WriteJSON(w, http.StatusOK, apiwire.AgentList{Agents: []apiwire.Agent{}})
+			none := 0
+			httpkit.WriteJSON(w, http.StatusOK, apiwire.AgentList{Agents: []apiwire.Agent{}, Total: &none})
 			return
 		}
 	}
@@ -67,11 +71,19 @@ func (a *API) listBody(ctx context.Context, q store.SearchQuery) ([]byte, error)
 		}
 		// Sized for the page: a listing is its public JSON and ~300 bytes
 		// of the node's own fields (growing the buffer copied it twice).
-		size := 64
+		size := 96
 		for i := range page.Listings {
 			size += len(page.Listings[i].PublicJSON) + 384
 		}
-		return apiwire.AppendAgentListVerified(make([]byte, 0, size), page, a.verifiedDomains)
+		mc, ok := c.(store.MatchCounter)
+		if !ok {
+			return apiwire.AppendAgentListVerified(make([]byte, 0, size), page, a.verifiedDomains)
+		}
+		var total apiwire.Total
+		if total.N, total.Exact, err = mc.CountMatches(ctx, q, store.MaxCountedMatches); err != nil {
+			return nil, err
+		}
+		return apiwire.AppendAgentListTotal(make([]byte, 0, size), page, a.verifiedDomains, total)
 	}
 	m, ok := a.Catalog.(Memo)
 	if !ok {

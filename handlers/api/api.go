@@ -64,6 +64,13 @@ type API struct {
 	// Replies bounds the replies one visitor has on their way at once,
 	// the rule of AgentChat's turns (chat.Live); nil: no bound.
 	Replies ReplyBound
+	// Sessions, when set, tells an anonymous caller that carries the
+	// portal's session cookie apart from the others at its address: its
+	// budgets are its session's (visitor).
+	Sessions *httpkit.Sessions
+	// Anon is the address ceiling of anonymous turns (all the visitors
+	// behind one address together); nil: none.
+	Anon *httpkit.AnonBudget
 	// Version is the node's, as GET /api/v1/node reports it.
 	Version string
 	// NodeName is the node's name for people (--node-name), as GET
@@ -77,4 +84,7 @@ type API struct {
 	Logger *slog.Logger
 	// Verified is the verified publishers (verified.go); nil: none.
 	Verified Verified
+	// Sync is how the catalogue fills (node.go); nil: GET /api/v1/node
+	// says nothing of it.
+	Sync SyncProgress
 }

@@ -448,3 +448,29 @@ func TestChatLimitKeysIPv6By64(t *testing.T) {
 		t.Fatal("8 turns from one /64 at 1 turn a minute were never limited")
 	}
 }
+
+// TestAPIWrongTokenSaysSo: a bearer token that is wrong, or revoked, gets
+// a 401 that says the token is the problem and what to do; no token at
+// all still gets the request for one.
+func TestAPIWrongTokenSaysSo(t *testing.T) {
+	e := New(t)
+	tok := e.UserToken("erin")
+	message := func(resp *http.Response) string {
+		t.Helper()
+		WantStatus(t, resp, http.StatusUnauthorized)
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	for name, bearer := range map[string]string{
+		"wrong operator-like token": "not-the-operator-token-at-all",
+		"wrong personal token":      tok + "x",
+	} {
+		got := message(e.Do("POST", "/api/v1/agents", WeatherInput("erin-bot"), Bearer(bearer)...))
+		if !strings.Contains(got, "token is wrong") || !strings.Contains(got, "revoked") || !strings.Contains(got, "/account") {
+			t.Errorf("%s: %s", name, got)
+		}
+	}
+	if got := message(e.Do("POST", "/api/v1/agents", WeatherInput("erin-bot"))); strings.Contains(got, "token is wrong") || !strings.Contains(got, "Authorization: Bearer") {
+		t.Errorf("no token: %s", got)
+	}
+}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"iter"
 	"net/http"
 	"slices"
 
@@ -12,7 +11,7 @@ import (
 )
 
 // batchWorkers is how many items of one batch request are registered at
-// once.
+// once when the store runs no transactions (registry.BatchAll).
 const batchWorkers = 8
 
 // errOperatorOnly answers a batch from a personal token.
@@ -42,15 +41,14 @@ func (a *API) BatchAgents(w http.ResponseWriter, r *http.Request) {
 			Message: "Send at most 1000 items per batch."})
 		return
 	}
-	items := iter.Seq[registry.BatchItem](func(yield func(registry.BatchItem) bool) {
-		for i, in := range req.Items {
-			if !yield(registry.BatchItem{Index: i, Input: registry.Input(in)}) {
-				return
-			}
-		}
-	})
+	items := make([]registry.BatchItem, len(req.Items))
+	for i, in := range req.Items {
+		items[i] = registry.BatchItem{Index: i, Input: registry.Input(in)}
+	}
 	out := apiwire.BatchResponse{Results: make([]apiwire.BatchResult, 0, len(req.Items))}
-	err = a.Registry.Batch(r.Context(), p.Actor(), items, batchWorkers, func(res registry.BatchResult) {
+	// One transaction per registry.BatchChunk items of the request (500),
+	// as an offline import writes them.
+	err = a.Registry.BatchAll(r.Context(), p.Actor(), items, batchWorkers, func(res registry.BatchResult) {
 		br := apiwire.BatchResult{Index: res.Index, Name: res.Name, ID: res.ID, Outcome: res.Outcome}
 		switch res.Outcome {
 		case registry.OutcomeCreated:

@@ -37,7 +37,7 @@ func TestAPIListThroughCache(t *testing.T) {
 				}
 				return string(b)
 			}
-			if got := body(); got != "{\"agents\":[],\"next_cursor\":\"\"}\n" {
+			if got := body(); got != "{\"agents\":[],\"next_cursor\":\"\",\"total\":0}\n" {
 				t.Fatalf("empty catalogue: %s", got)
 			}
 			alice := e.UserToken("alice")
@@ -65,7 +65,7 @@ func TestAPIListThroughCache(t *testing.T) {
 			}
 
 			WantStatus(t, e.Do("DELETE", "/api/v1/agents/"+created.ID, nil, Bearer(alice)...), http.StatusNoContent)
-			if got := body(); got != "{\"agents\":[],\"next_cursor\":\"\"}\n" {
+			if got := body(); got != "{\"agents\":[],\"next_cursor\":\"\",\"total\":0}\n" {
 				t.Errorf("list after delete: %s", got)
 			}
 		})

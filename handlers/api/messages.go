@@ -20,7 +20,24 @@ func (a *API) SendMessage(w http.ResponseWriter, r *http.Request) {
 		a.Fail(w, r, err)
 		return
 	}
-	if !a.ChatRates.Allow("ip:"+httpkit.ClientKey(r), a.Now().UTC()) {
+	address := httpkit.ClientKey(r)
+	visitor := "ip:" + address
+	if owner == chat.APIAnonymous {
+		visitor = a.visitor(r, address)
+		if a.Anon != nil {
+			if !a.Anon.Allow(address, a.Now().UTC()) {
+				a.Fail(w, r, httpkit.ErrRateLimited)
+				return
+			}
+			release, err := a.Anon.Hold(address)
+			if err != nil {
+				a.Fail(w, r, err)
+				return
+			}
+			defer release()
+		}
+	}
+	if !a.ChatRates.Allow(visitor, a.Now().UTC()) {
 		a.Fail(w, r, httpkit.ErrRateLimited)
 		return
 	}
@@ -32,11 +49,11 @@ func (a *API) SendMessage(w http.ResponseWriter, r *http.Request) {
 	if a.Replies != nil {
 		// The replies-at-once rule of AgentChat holds here too, per
 		// owner: an account's (or token's) turns with its WebSocket ones;
-		// anonymous callers share one owner, so their visitor is the
-		// client (its IP, or IPv6 /64).
+		// anonymous callers share one owner, so their visitor is their
+		// session, or without one the client (its IP, or IPv6 /64).
 		key := owner
 		if owner == chat.APIAnonymous {
-			key = chat.APIAnonymous + chat.Owner("@"+httpkit.ClientKey(r))
+			key = chat.APIAnonymous + chat.Owner("@"+visitor)
 		}
 		release, err := a.Replies.Hold(key)
 		if err != nil {
@@ -52,12 +69,34 @@ func (a *API) SendMessage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	res, err := a.Chat.Turn(r.Context(), owner, chat.Request{AgentID: chi.URLParam(r, "id"), ConversationID: in.ConversationID, Text: in.Text, OnStep: onStep,
-		Quota: a.ChatRates.Quota(a.Now, "ip:"+httpkit.ClientKey(r))}, func(string) error { return nil })
+		Quota: a.ChatRates.Quota(a.Now, visitor)}, func(string) error { return nil })
 	if err != nil {
 		a.Fail(w, r, turnError(err, res))
 		return
 	}
 	httpkit.WriteJSON(w, http.StatusOK, apiwire.MessageOut{ConversationID: res.Conversation.ID, MessageID: res.Reply.ID, Reply: res.Reply.Text, Steps: steps})
+}
+
+// visitor is the budget key of an anonymous caller from address: the
+// anonymous key of its portal session when it carries one the node
+// issued (a cookie the node did not store loads an empty session, so a
+// client cannot mint one), else its address.
+func (a *API) visitor(r *http.Request, address string) string {
+	if a.Sessions == nil {
+		return "ip:" + address
+	}
+	c, err := r.Cookie(a.Sessions.Cookie.Name)
+	if err != nil || c.Value == "" {
+		return "ip:" + address
+	}
+	ctx, err := a.Sessions.Load(r.Context(), c.Value)
+	if err != nil {
+		return "ip:" + address
+	}
+	if o, ok := a.Sessions.ChatOwner(ctx); ok {
+		return string(o)
+	}
+	return "ip:" + address
 }
 
 // turnError is the answer to a failed turn: when the message was stored,

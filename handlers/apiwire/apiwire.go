@@ -50,6 +50,19 @@ type Agent struct {
 type AgentList struct {
 	Agents     []Agent `json:"agents"`
 	NextCursor string  `json:"next_cursor"`
+	// Total is how many listings the search matches over all its pages
+	// (GET /api/v1/agents; absent where a search is not counted). When
+	// TotalIsEstimate, the node counted only that far (its search index
+	// was loading, or a filter the index does not hold): there are at
+	// least Total.
+	Total           *int `json:"total,omitempty"`
+	TotalIsEstimate bool `json:"total_is_estimate,omitempty"`
+}
+
+// Total is a search's count of matches, for AppendAgentListTotal.
+type Total struct {
+	N     int
+	Exact bool
 }
 
 // AgentInput is the body of POST /api/v1/agents (register) and PUT
@@ -89,6 +102,62 @@ type Node struct {
 	// Domains are the domains this node claims (--verify-domain) and how
 	// their proofs went: what to fix when one is not verified.
 	Domains []verify.Status `json:"domains"`
+	// Sync is how this node's catalogue fills from its peers; absent on
+	// a node without a network.
+	Sync *SyncProgress `json:"sync,omitempty"`
+}
+
+// SyncProgress is catalogue sync's progress: the shards of the id space
+// being filled from a peer now and those read to their end from one, and
+// what each peer synced with lately brought (at most 256 peers, the most
+// lately synced).
+type SyncProgress struct {
+	FillingShards int        `json:"filling_shards"`
+	FilledShards  int        `json:"filled_shards"`
+	Shards        int        `json:"shards"`
+	Peers         []PeerSync `json:"peers"`
+	// QuotaRefusals are the publishers whose new listings this node
+	// refused over their per-publisher quota, most refused first (at most
+	// 50): a host held only in part says here why.
+	QuotaRefusals []QuotaRefusal `json:"quota_refusals"`
+}
+
+// QuotaRefusal is one publisher's listings refused over its quota: the
+// quota grows while the publisher is heard (up to what its heartbeats say
+// it hosts and --max-listings); --max-listings-per-publisher is where it
+// starts.
+type QuotaRefusal struct {
+	Publisher string    `json:"publisher"`
+	Refused   int       `json:"refused"`
+	Held      int       `json:"held"`
+	Quota     int       `json:"quota"`
+	Heard     bool      `json:"heard"`
+	Last      time.Time `json:"last"`
+}
+
+// PeerSync is what catalogue sync brought from one peer since the node
+// started.
+type PeerSync struct {
+	PeerID string `json:"peer_id"`
+	// Held is how many listings this node holds that the peer hosts, of
+	// Announced, the listings it says it hosts (the signed agents_hosted
+	// of its heartbeats; absent when none was heard since the node
+	// started). A peer that relays others' listings (a mirror) hosts
+	// few or none itself.
+	Held      int  `json:"held"`
+	Announced *int `json:"announced,omitempty"`
+	// Bytes of sync answers read from the peer.
+	Bytes int64 `json:"bytes"`
+	// Records pulled from it by result (new, known, held, raced,
+	// outdated, refused, invalid), and Refused the records not taken by
+	// reason (quota: the publisher's share of this node's catalogue or a
+	// relaying peer's hourly allowance; full: --max-listings; the
+	// record's faults: signature, expired, invalid, …).
+	Records map[string]int64 `json:"records"`
+	Refused map[string]int64 `json:"refused"`
+	// FillingShards are the shards being filled from it now.
+	FillingShards int       `json:"filling_shards"`
+	LastSync      time.Time `json:"last_sync"`
 }
 
 // MessageIn is the body of POST /api/v1/agents/{id}/messages; without a

@@ -77,6 +77,22 @@ func AppendAgentListVerified(dst []byte, page store.SearchPage, domains func(pub
 	return append(dst, "}\n"...), nil
 }
 
+// AppendAgentListTotal is AppendAgentListVerified with the search's
+// total (AgentList.Total) after next_cursor.
+func AppendAgentListTotal(dst []byte, page store.SearchPage, domains func(publisher string) []string, total Total) ([]byte, error) {
+	dst, err := AppendAgentListVerified(dst, page, domains)
+	if err != nil {
+		return nil, err
+	}
+	dst = dst[:len(dst)-len("}\n")]
+	dst = append(dst, `,"total":`...)
+	dst = strconv.AppendInt(dst, int64(total.N), 10)
+	if !total.Exact {
+		dst = append(dst, `,"total_is_estimate":true`...)
+	}
+	return append(dst, "}\n"...), nil
+}
+
 // AppendAgent appends the JSON of FromListing(*l), from l.PublicJSON when
 // it is there.
 func AppendAgent(dst []byte, l *store.Listing) ([]byte, error) {

@@ -13,6 +13,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -30,7 +31,7 @@ import (
 // that earned it are named: online, hosting listings this node holds
 // (the row's agents_hosted, which the Sink caps by what it holds), heard
 // for ReferAfter, at an address that is a public host name or a public
-// unicast IP (agent.CheckHostname, agent.IsSpecialAddr). A swarm of fresh
+// unicast IP (agent.CheckHostname, runtime.SpecialAddr). A swarm of fresh
 // identities that host nothing fills no slot.
 const (
 	// MaxReferrals bounds the referrals of one answer.
@@ -224,7 +225,7 @@ func referrableHost(v string, private bool) (string, bool) {
 		return strings.ToLower(strings.TrimSuffix(v, ".")), true
 	}
 	switch {
-	case !agent.IsSpecialAddr(ip):
+	case !runtime.SpecialAddr(ip):
 	case private && !ip.Is4In6() && (ip.IsLoopback() || ip.IsPrivate()) && ip != awsMetadataV6:
 	default:
 		return "", false

@@ -30,8 +30,13 @@ type Handler struct {
 	// open, and refuses one over its cap.
 	Sockets *connlimit.Counter
 	// Rates is the per-client budget of chat turns, shared with the other
-	// ways to chat so a client cannot spend it once per surface.
+	// ways to chat so a client cannot spend it once per surface: keyed by
+	// the session's owner, and by the address when Anon is nil.
 	Rates *httpkit.Rates
+	// Anon is the address ceiling (per minute and in flight) of the
+	// anonymous visitors behind one address together; nil: each address
+	// shares one visitor's budget, as before sessions counted.
+	Anon *httpkit.AnonBudget
 	// AllowOrigin is the node's one Origin rule, applied to the handshake
 	// whatever its method: a browser page of another site must not open
 	// a socket with the visitor's session cookie.

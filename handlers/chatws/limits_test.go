@@ -1,9 +1,12 @@
 package chatws_test
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/handlers/chatws"
@@ -79,4 +82,52 @@ func TestChatWebSocketBehindProxy(t *testing.T) {
 			t.Errorf("Origin %q: %v, want 403", origin, err)
 		}
 	}
+}
+
+// TestChatAddressCeiling: anonymous visitors behind one address each run
+// their turns on their own session's budget, but together they stay
+// under the address's ceiling of turns in flight (AnonTurnsPerAddress):
+// sessions fetched one after another from one address do not add up
+// to more. Before, a socket's turns were bounded per session only.
+func TestChatAddressCeiling(t *testing.T) {
+	e := NewConfig(t, OpenSQLite(t), func(c *handlers.Config) { c.AnonTurnsPerAddress = 2 })
+	UseRuntime(e)
+	slow := NewSlowAnswerer()
+	e.Server.Chat.Local = slow
+	id, first := onChatPage(t, e)
+	var conns []*websocket.Conn
+	for i := range 3 {
+		v := first
+		if i > 0 {
+			v = e.Visitor()
+			v.Page("/chat/"+id, http.StatusOK)
+		}
+		c := v.MustDial()
+		conns = append(conns, c)
+		sendFrame(t, c, chatws.In{Type: chatws.TypeMessage, AgentID: id, Text: fmt.Sprint("visitor ", i)})
+		f := ReadFrame(t, c)
+		switch {
+		case i < 2 && f.Type == chatws.TypeError:
+			t.Fatalf("visitor %d under the ceiling refused: %+v", i, f)
+		case i == 2 && (f.Type != chatws.TypeError || f.Code != "rate_limited"):
+			t.Fatalf("visitor %d over the address's ceiling: %+v, want a rate_limited error", i, f)
+		}
+	}
+	// A turn that ends gives its slot back.
+	slow.Release()
+	for f := ReadFrame(t, conns[0]); f.Type != chatws.TypeDone; f = ReadFrame(t, conns[0]) {
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Server.ChatSocket.Anon.Held("127.0.0.1") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d turns held after one ended, want 1", e.Server.ChatSocket.Anon.Held("127.0.0.1"))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	sendFrame(t, conns[2], chatws.In{Type: chatws.TypeMessage, AgentID: id, Text: "again"})
+	if f := ReadFrame(t, conns[2]); f.Type == chatws.TypeError {
+		t.Fatalf("refused with a slot free: %+v", f)
+	}
+	slow.Release()
+	slow.Release()
 }

@@ -29,11 +29,12 @@ const (
 // chat.Live, apart from the socket: closing it stops listening, not the
 // turn, which ends stored and can be attached to again.
 type socket struct {
-	h     *Handler
-	ctx   context.Context
-	owner chat.Owner
-	quota agent.Quota // the client's chat budget, for the delegated turns of its messages
-	out   chan Out
+	h      *Handler
+	ctx    context.Context
+	owner  chat.Owner
+	client string      // its address (httpkit.ClientKey)
+	quota  agent.Quota // the client's chat budget, for the delegated turns of its messages
+	out    chan Out
 
 	mu     sync.Mutex
 	subs   map[uint64]func() // unsubscribe, by listening id; nil while Start runs
@@ -44,7 +45,11 @@ type socket struct {
 // loop reads frames and starts, stops or attaches to turns; one writer
 // goroutine owns the socket's write side.
 func (h *Handler) loop(ctx context.Context, conn *websocket.Conn, owner chat.Owner, client string) {
-	s := &socket{h: h, owner: owner, quota: h.Rates.Quota(h.Now, string(owner), "ip:"+client), out: make(chan Out, 64), subs: map[uint64]func(){}}
+	keys := []string{string(owner)}
+	if h.Anon == nil {
+		keys = append(keys, "ip:"+client)
+	}
+	s := &socket{h: h, owner: owner, client: client, quota: h.Rates.Quota(h.Now, keys...), out: make(chan Out, 64), subs: map[uint64]func(){}}
 	// Runs last: ctx is canceled by then, so a turn blocked on sending to
 	// this socket has let go of its lock.
 	defer s.unsubscribeAll()
@@ -98,7 +103,7 @@ func (h *Handler) admit(owner chat.Owner, client string, kind int, data []byte) 
 		return in, errorFrame(CodeBadFrame, `Frames must be JSON like {"type":"message","agent_id":"…","text":"…"}; other types are stop, retry, edit and attach.`, "", false, false), false
 	}
 	now := h.Now().UTC()
-	if !h.Rates.Allow(string(owner), now) || !h.Rates.Allow("ip:"+client, now) {
+	if !h.Rates.Allow(string(owner), now) || !h.addressAllows(client, now) {
 		return in, errorFrame(httpkit.ErrRateLimited.Code, "You are sending messages too fast; wait a moment.", in.ConversationID, false, false), false
 	}
 	return in, Out{}, true
@@ -131,16 +136,42 @@ func (s *socket) handle(in In) {
 		case TypeEdit:
 			req.ReplaceLast = true
 		}
+		release := func() {}
+		if s.h.Anon != nil && s.owner.Anonymous() {
+			var err error
+			if release, err = s.h.Anon.Hold(s.client); err != nil {
+				e := httpkit.Classify(err)
+				_ = send(s.ctx, s.out, errorFrame(e.Code, e.Message, in.ConversationID, false, false))
+				return
+			}
+		}
 		id := s.reserve()
 		t, unsub, err := s.h.Live.Start(s.ctx, s.owner, req, s.subscriber(id, in.ConversationID))
 		s.settle(id, unsub)
 		if err != nil {
+			release()
 			e := httpkit.Classify(err)
 			_ = send(s.ctx, s.out, errorFrame(e.Code, e.Message, in.ConversationID, false, false))
 			return
 		}
+		// The turn outlives the socket (Live): the address's slot is
+		// held until the turn ends.
+		go func() {
+			<-t.Done()
+			release()
+		}()
 		s.last = t
 	}
+}
+
+// addressAllows is the per-minute budget of client's address: its
+// ceiling for every visitor behind it (Anon), or without one the budget
+// of a single visitor.
+func (h *Handler) addressAllows(client string, now time.Time) bool {
+	if h.Anon != nil {
+		return h.Anon.Allow(client, now)
+	}
+	return h.Rates.Allow("ip:"+client, now)
 }
 
 func (s *socket) listening() int {

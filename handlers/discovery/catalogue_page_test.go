@@ -11,8 +11,9 @@ import (
 )
 
 // A catalogue listing (a package-only MCP server) is shown on the hub
-// with its install line and "Not hosted: run it yourself", without a Chat
-// button, and search finds it.
+// with its install line under "Install locally" and "Not hosted: run it
+// yourself", where it was listed from, without a Chat button, and search
+// finds it.
 func TestCatalogueListingPage(t *testing.T) {
 	env := handlertest.New(t)
 	in := handlertest.SimpleInput("io-github-a-files", "Files", "mcp", "not-hosted")
@@ -25,6 +26,12 @@ func TestCatalogueListingPage(t *testing.T) {
 	}
 	if got := handlertest.Text(handlertest.MustTestid(t, doc, "agent-not-hosted")); !strings.Contains(got, "Not hosted: run it yourself") {
 		t.Errorf("not-hosted note = %q", got)
+	}
+	if got := handlertest.Text(handlertest.MustTestid(t, doc, "agent-install-locally")); got != "Install locally" {
+		t.Errorf("install heading = %q", got)
+	}
+	if got := handlertest.Text(handlertest.MustTestid(t, doc, "agent-listed-from")); !strings.Contains(got, "the MCP Registry (io.github.a/files)") {
+		t.Errorf("listed from = %q", got)
 	}
 	if handlertest.Testid(doc, "chat-agent").Length() != 0 {
 		t.Error("a catalogue listing has a Chat button")

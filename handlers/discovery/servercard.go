@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -19,12 +20,25 @@ import (
 // ServerCardMediaType is an MCP server card's media type.
 const ServerCardMediaType = "application/mcp-server-card+json"
 
+// ServerCardSchema is the server card's JSON Schema, which every card
+// names in its required $schema member (the v1 family, versioned in place).
+const ServerCardSchema = "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json"
+
+// Bounds of the server card schema: description and title are 1 to 100
+// characters.
+const maxCardText = 100
+
+// noDescription stands in for an agent's empty description (the schema
+// requires one), as the registry export does.
+const noDescription = "No description."
+
 // ServerCard is an MCP server card (SEP-2127, experimental): who the
 // server is, how to reach it and what it offers, before connecting. It
 // carries the server.json members MCP registries read (name, version,
 // description, remotes) and the card's own (serverInfo, protocolVersion,
 // transport, capabilities, tools).
 type ServerCard struct {
+	Schema          string         `json:"$schema"`
 	Name            string         `json:"name"`
 	Title           string         `json:"title,omitempty"`
 	Description     string         `json:"description"`
@@ -76,6 +90,7 @@ var nodeTools = []CardTool{
 func (h *Handler) card(origin string) ServerCard {
 	name := "io.agentsite/" + h.PeerID
 	return ServerCard{
+		Schema:          ServerCardSchema,
 		Name:            name,
 		Title:           "AgentSite node",
 		Description:     "The MCP server of an AgentSite node: search the planet's agents and talk to any of them.",
@@ -84,7 +99,7 @@ func (h *Handler) card(origin string) ServerCard {
 		ProtocolVersion: mcp.LATEST_PROTOCOL_VERSION,
 		Transport:       Transport{Type: "streamable-http", Endpoint: ard.MCPURL(origin)},
 		Remotes:         []Remote{{Type: "streamable-http", URL: ard.MCPURL(origin)}},
-		Capabilities:    map[string]any{"tools": map[string]any{"listChanged": true}, "resources": map[string]any{}},
+		Capabilities:    map[string]any{"tools": map[string]any{"listChanged": true}, "resources": map[string]any{"subscribe": true}, "prompts": map[string]any{}, "completions": map[string]any{}},
 		Authentication:  map[string]any{"required": false},
 		Tools:           append([]CardTool(nil), nodeTools...),
 		WebsiteURL:      origin + "/",
@@ -123,9 +138,11 @@ func (h *Handler) AgentServerCard(w http.ResponseWriter, r *http.Request) {
 	origin := httpkit.Origin(r, h.PublicURL)
 	rec := l.Record
 	c := h.card(origin)
-	c.Name = "io.agentsite/" + rec.Publisher + "/" + rec.Name
-	c.Title = cmpOr(rec.DisplayName, rec.Name)
-	c.Description = rec.Description
+	// One slash, as the schema's name pattern wants: the publisher is part
+	// of the namespace.
+	c.Name = "io.agentsite." + rec.Publisher + "/" + rec.Name
+	c.Title = firstChars(cmpOr(rec.DisplayName, rec.Name), maxCardText)
+	c.Description = cmpOr(firstChars(strings.Join(strings.Fields(rec.Description), " "), maxCardText), noDescription)
 	c.Version = cmpOr(rec.Version, "0.0.0")
 	c.ServerInfo = ServerInfo{Name: rec.Name, Title: c.Title, Version: c.Version}
 	tool := mcpserver.AgentToolName(rec.Name)
@@ -150,6 +167,18 @@ func encode(v any) ([]byte, error) {
 	enc.SetIndent("", "  ")
 	err := enc.Encode(v)
 	return buf.Bytes(), err
+}
+
+// firstChars is s cut to n characters (runes).
+func firstChars(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return strings.TrimSpace(s[:j])
+		}
+		i++
+	}
+	return s
 }
 
 func cmpOr(a, b string) string {

@@ -182,6 +182,12 @@ func NewAPIToken() (token string, hash []byte, err error) {
 var ErrUnauthorized = Errorf(http.StatusUnauthorized, string(agent.CodeUnauthorized),
 	"Send 'Authorization: Bearer <token>' with the operator token or a personal API token from /account.")
 
+// ErrBadToken is the refusal of a bearer token that was sent but is not
+// one this node accepts: it says so, and what to do, rather than asking
+// for a token again.
+var ErrBadToken = Errorf(http.StatusUnauthorized, string(agent.CodeUnauthorized),
+	"The bearer token is wrong, or was revoked or expired. Check that it was copied whole; or make a new personal API token on /account (the operator token is the one the node printed at start, or its --operator-token).")
+
 // IsOperator reports whether r carries the operator token (compared in
 // constant time), without touching the store.
 func (s *Accounts) IsOperator(r *http.Request) bool {
@@ -204,12 +210,12 @@ func (s *Accounts) Bearer(r *http.Request) (Principal, error) {
 		return Principal{Operator: true}, nil
 	}
 	if !strings.HasPrefix(token, TokenPrefix) || len(token) > 128 {
-		return Principal{}, ErrUnauthorized
+		return Principal{}, ErrBadToken
 	}
 	sum := sha256.Sum256([]byte(token))
 	_, u, err := s.Store.UseAPIToken(r.Context(), sum[:], s.Now().UTC())
 	if errors.Is(err, store.ErrNotFound) {
-		return Principal{}, ErrUnauthorized
+		return Principal{}, ErrBadToken
 	}
 	if err != nil {
 		return Principal{}, fmt.Errorf("look up API token: %w", err)

@@ -11,7 +11,9 @@ package mcpregistry
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -21,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/bulk"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
@@ -77,7 +80,23 @@ type ServerDetail struct {
 	Version     string         `json:"version"`
 	WebsiteURL  string         `json:"websiteUrl,omitempty"`
 	Remotes     []Remote       `json:"remotes,omitempty"`
+	Packages    []Package      `json:"packages,omitempty"`
 	Meta        map[string]any `json:"_meta,omitempty"`
+}
+
+// Package is a server.json package: what its users install and run
+// themselves, over stdio.
+type Package struct {
+	RegistryType string    `json:"registryType"`
+	Identifier   string    `json:"identifier"`
+	Version      string    `json:"version,omitempty"`
+	RuntimeHint  string    `json:"runtimeHint,omitempty"`
+	Transport    Transport `json:"transport"`
+}
+
+// Transport is a package's transport.
+type Transport struct {
+	Type string `json:"type"`
 }
 
 // Remote is a remote transport.
@@ -159,25 +178,65 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 		// Every listing has one version, the latest; filter on it below.
 		q.Limit = MaxLimit
 	}
-	page, err := h.Catalog.SearchAgents(r.Context(), q)
+	body, err := h.listBody(r.Context(), q, httpkit.Origin(r, h.PublicURL), since, v.Get("version"))
 	if err != nil {
 		h.fault(w, r, err)
 		return
 	}
-	origin := httpkit.Origin(r, h.PublicURL)
-	out := ServerList{Servers: []ServerResponse{}, Metadata: Metadata{NextCursor: page.NextCursor}}
-	for _, l := range page.Listings {
-		if !hasMCP(l.Record) || (!since.IsZero() && l.UpdatedAt.Before(since)) {
-			continue
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// Memo is the read cache's memo (store.Cache.Memo): a value derived from
+// the catalogue, kept until the next write.
+type Memo interface {
+	Memo(ctx context.Context, key string, load func(ctx context.Context, n store.Network) (any, error)) (any, error)
+}
+
+// listBody is the encoded answer to a search, from the read cache's memo
+// when the catalogue has one, as GET /api/v1/agents does: a repeated
+// search costs a map look-up, not a search and an encoding of the page.
+// Everything the answer depends on is in the key (the origin, from the
+// request or --public-url, names the remotes).
+func (h *Handler) listBody(ctx context.Context, q store.SearchQuery, origin string, since time.Time, ver string) ([]byte, error) {
+	encode := func(ctx context.Context, c Catalog) ([]byte, error) {
+		page, err := c.SearchAgents(ctx, q)
+		if err != nil {
+			return nil, err
 		}
-		s := FromListing(l, origin)
-		if ver := v.Get("version"); ver != "" && ver != "latest" && s.Server.Version != ver {
-			continue
+		out := ServerList{Servers: []ServerResponse{}, Metadata: Metadata{NextCursor: page.NextCursor}}
+		for _, l := range page.Listings {
+			if !exported(l.Record) || (!since.IsZero() && l.UpdatedAt.Before(since)) {
+				continue
+			}
+			s := FromListing(l, origin)
+			if ver != "" && ver != "latest" && s.Server.Version != ver {
+				continue
+			}
+			out.Servers = append(out.Servers, s)
 		}
-		out.Servers = append(out.Servers, s)
+		out.Metadata.Count = len(out.Servers)
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(true)
+		if err := enc.Encode(out); err != nil {
+			return nil, err
+		}
+		return b.Bytes(), nil
 	}
-	out.Metadata.Count = len(out.Servers)
-	httpkit.WriteJSON(w, http.StatusOK, out)
+	m, ok := h.Catalog.(Memo)
+	if !ok {
+		return encode(ctx, h.Catalog)
+	}
+	key := fmt.Sprintf("v0.1/servers\x00%q\x00%s\x00%q\x00", origin, since.Format(time.RFC3339Nano), ver) + store.SearchKey(q)
+	v, err := m.Memo(ctx, key, func(ctx context.Context, n store.Network) (any, error) { return encode(ctx, n) })
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
 }
 
 // Server is GET /v0.1/servers/{serverName}/versions[/{version}]: the
@@ -236,7 +295,7 @@ func (h *Handler) lookupUpstream(ctx context.Context, name, short string) (store
 	}
 	for _, l := range page.Listings {
 		l = withOrigin(l)
-		if up, ok := upstream(l.Record); ok && l.Local && up.Name == name && hasMCP(l.Record) {
+		if up, ok := upstream(l.Record); ok && l.Local && up.Name == name && exported(l.Record) {
 			return l, nil
 		}
 	}
@@ -259,7 +318,7 @@ func (h *Handler) lookup(ctx context.Context, name string) (store.Listing, error
 		return l, errNoServer
 	case err != nil:
 		return l, err
-	case l.Record.Tombstone || l.Record.Name != short || !hasMCP(l.Record):
+	case l.Record.Tombstone || l.Record.Name != short || !exported(l.Record):
 		return l, errNoServer
 	}
 	return l, nil
@@ -309,9 +368,31 @@ func hasMCP(rec agent.Record) bool {
 	return false
 }
 
-// FromListing is l as a registry server, reached through origin's /mcp.
+// exported: rec is a registry server, reached over MCP or installed
+// from its package (a catalogue listing). The catalogue's origin is
+// read from the envelope first (withOrigin).
+func exported(rec agent.Record) bool {
+	return hasMCP(rec) || install(rec) != ""
+}
+
+// install is a catalogue listing's install line ("" for any other): a
+// server nobody hosts, whose users run it themselves.
+func install(rec agent.Record) string {
+	if rec.Origin == nil {
+		return ""
+	}
+	return rec.Origin.Install
+}
+
+// FromListing is l as a registry server, reached through origin's /mcp;
+// a catalogue listing (a package-only server, hosted nowhere) is its
+// packages, with no remote.
 func FromListing(l store.Listing, origin string) ServerResponse {
-	rec := withOrigin(l).Record
+	l = withOrigin(l) // once: it scans the envelope (a page of 100 did it 300 times)
+	if line := install(l.Record); line != "" {
+		return fromCatalogue(l, origin, line)
+	}
+	rec := l.Record
 	desc := firstChars(strings.Join(strings.Fields(rec.Description), " "), maxDescription)
 	placeholder := desc == ""
 	if placeholder {
@@ -370,6 +451,42 @@ func FromListing(l store.Listing, origin string) ServerResponse {
 			"isLatest":    true,
 		}},
 	}
+}
+
+// fromCatalogue is a catalogue listing as a registry server: its package
+// (read back from its install line) and no remote, since no node answers
+// for it, and _meta saying where the listing came from and how to run it.
+func fromCatalogue(l store.Listing, origin, line string) ServerResponse {
+	rec := l.Record
+	out := FromListing(store.Listing{Record: withoutInstall(rec), Status: l.Status, Health: l.Health,
+		HostPeerID: l.HostPeerID, UpdatedAt: l.UpdatedAt, Local: l.Local}, origin)
+	out.Server.Remotes = nil
+	if p, ok := bulk.PackageOf(line); ok {
+		out.Server.Packages = []Package{{RegistryType: p.RegistryType, Identifier: p.Identifier, Version: p.Version,
+			RuntimeHint: p.RuntimeHint, Transport: Transport{Type: "stdio"}}}
+	}
+	meta := out.Server.Meta[AgentMeta].(map[string]any)
+	delete(meta, "mcp_tool")
+	delete(meta, "a2a_card")
+	meta["origin"] = rec.Origin
+	// Not reachable here or anywhere: its host's status is the listing's,
+	// not the server's.
+	meta["hosted"] = false
+	meta["status"] = "not-hosted"
+	meta["health"] = agent.HealthUnknown
+	meta["install"] = line
+	meta["how_to_use"] = "install and run it locally (stdio): " + line + "; no node answers for it"
+	meta["listed_from"] = map[string]any{"registry": rec.Origin.Registry, "name": rec.Origin.Name,
+		"version": rec.Origin.Version, "listed_by": l.HostPeerID}
+	return out
+}
+
+// withoutInstall is rec with its origin's install line dropped.
+func withoutInstall(rec agent.Record) agent.Record {
+	o := *rec.Origin
+	o.Install = ""
+	rec.Origin = &o
+	return rec
 }
 
 func cmpOr(a, b string) string {

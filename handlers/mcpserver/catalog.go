@@ -174,7 +174,7 @@ func (p *public) readAgent(ctx context.Context, req mcp.ReadResourceRequest) ([]
 // keeping the URI readable in the error message. An agent that is there
 // is loaded again by readAgent, from the store's cache.
 func (p *public) unrouteMissingAgent(ctx context.Context, _ any, req *mcp.ReadResourceRequest) {
-	id, ok := strings.CutPrefix(req.Params.URI, "agent://")
+	id, ok := agentIDOf(req.Params.URI)
 	if !ok {
 		return
 	}

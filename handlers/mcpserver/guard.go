@@ -29,6 +29,11 @@ type guard struct {
 	// inits limits new sessions per client IP (IPv6: per /64), so one
 	// client cannot cycle the whole session table.
 	inits *httprate.RateLimiter
+	// subs are the sessions' resource subscriptions, kept here (mcp-go
+	// only acknowledges them) so that a subscription over the limits is
+	// refused with a reason, and ends with its session.
+	subs *subscriptions
+	p    *public
 }
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -38,14 +43,16 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost:
 		body, ok := mcpstream.ReadBody(w, r, MaxBodyBytes)
-		if !ok || !g.admitMessage(w, r, body) {
+		if !ok || !g.admitMessage(w, r, body) || !g.subscription(w, r, body) {
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		g.pollSubscriptions(r)
+		r.Body = io.NopCloser(bytes.NewReader(withoutListenedResources(body)))
 	case http.MethodDelete:
 		if !g.admitDelete(w, r) {
 			return
 		}
+		g.subs.end(r.Header.Get(server.HeaderKeySessionID))
 	}
 	defer g.releaseEnded(r.Context())
 	g.next.ServeHTTP(mcpstream.CountFlushes(w, r))
@@ -57,6 +64,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // so an initialize that evicted a session releases it at once.
 func (g *guard) releaseEnded(ctx context.Context) {
 	for _, id := range g.sessions.release() {
+		g.subs.end(id)
 		req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodDelete, "/mcp", nil)
 		if err != nil {
 			continue
@@ -98,6 +106,7 @@ type message struct {
 	Method string          `json:"method"`
 	Params struct {
 		Meta *mcp.Meta `json:"_meta"`
+		URI  string    `json:"uri"`
 	} `json:"params"`
 }
 
@@ -128,6 +137,122 @@ func (g *guard) admitMessage(w http.ResponseWriter, r *http.Request, body []byte
 		return false
 	}
 	return true
+}
+
+// subscription keeps the table of a session's resources/subscribe and
+// resources/unsubscribe before mcp-go acknowledges them: only agents'
+// resources can be watched, within the limits; a refusal is the request's
+// error.
+func (g *guard) subscription(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	if !bytes.Contains(body, []byte("subscribe")) {
+		return true
+	}
+	var msg message
+	if json.Unmarshal(body, &msg) != nil {
+		return true
+	}
+	sub := msg.Method == string(mcp.MethodResourcesSubscribe)
+	if !sub && msg.Method != string(mcp.MethodResourcesUnsubscribe) {
+		return true
+	}
+	session := r.Header.Get(server.HeaderKeySessionID)
+	if session == "" {
+		return true // the modern era's subscriptions/listen: mcp-go's
+	}
+	if !sub {
+		g.subs.remove(session, msg.Params.URI)
+		return true
+	}
+	var id any
+	_ = json.Unmarshal(msg.ID, &id)
+	refuse := func(code int, text string) bool {
+		mcpstream.WriteError(w, http.StatusOK, id, code, text)
+		return false
+	}
+	agentID, ok := agentIDOf(msg.Params.URI)
+	if !ok {
+		return refuse(mcp.INVALID_PARAMS, "Only an agent's resource (agentsite://agents/{id}) can be subscribed to.")
+	}
+	l, err := g.p.s.Registry.Find(r.Context(), agentID)
+	switch {
+	case isGone(err):
+		return refuse(mcp.RESOURCE_NOT_FOUND, "No agent "+agentID+" on this node or the network: check the id (search_agents).")
+	case err != nil:
+		return refuse(mcp.INTERNAL_ERROR, g.p.readError(r.Context(), msg.Params.URI, err).Error())
+	}
+	if err := g.subs.add(session, msg.Params.URI, fingerprint(l)); err != nil {
+		g.p.s.Logger.InfoContext(r.Context(), "MCP subscription refused", "uri", msg.Params.URI, "err", err)
+		return refuse(mcp.INVALID_REQUEST, err.Error())
+	}
+	return true
+}
+
+// pollSubscriptions looks at the listings the session watches, when due,
+// and queues notifications/resources/updated for each that changed:
+// mcp-go sends them in this request's response, before its result.
+func (g *guard) pollSubscriptions(r *http.Request) {
+	session := r.Header.Get(server.HeaderKeySessionID)
+	if session == "" {
+		return
+	}
+	for uri, was := range g.subs.due(session) {
+		id, _ := agentIDOf(uri)
+		fp := ""
+		l, err := g.p.s.Registry.Find(r.Context(), id)
+		switch {
+		case err == nil:
+			fp = fingerprint(l)
+		case !isGone(err):
+			continue // try again at the next poll
+		}
+		if fp == was {
+			continue
+		}
+		// A notification that does not fit in the session's queue is
+		// tried again at the next poll.
+		if g.p.srv.SendNotificationToSpecificClient(session, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": uri}) == nil {
+			g.subs.seenNow(session, uri, fp)
+		}
+	}
+}
+
+// withoutListenedResources drops the resource URIs of a subscriptions/listen
+// (the sessionless era's way to subscribe): mcp-go would hold that
+// request's stream open for as long as the client likes, and this node
+// keeps no long-lived streams. What else it asks is answered as before
+// (nothing to listen to: the stream closes at once). Resource
+// subscriptions are a session's (resources/subscribe).
+func withoutListenedResources(body []byte) []byte {
+	// The cheap look first; a key spelled with escapes is looked at in full.
+	if !bytes.Contains(body, []byte("resourceSubscriptions")) && !bytes.Contains(body, []byte(`\u`)) {
+		return body
+	}
+	var msg map[string]json.RawMessage
+	var method string
+	if json.Unmarshal(body, &msg) != nil || json.Unmarshal(msg["method"], &method) != nil || method != string(mcp.MethodSubscriptionsListen) {
+		return body
+	}
+	var params map[string]json.RawMessage
+	var filter map[string]json.RawMessage
+	if json.Unmarshal(msg["params"], &params) != nil || json.Unmarshal(params["notifications"], &filter) != nil {
+		return body
+	}
+	if _, ok := filter["resourceSubscriptions"]; !ok {
+		return body
+	}
+	delete(filter, "resourceSubscriptions")
+	var err error
+	if params["notifications"], err = json.Marshal(filter); err != nil {
+		return body
+	}
+	if msg["params"], err = json.Marshal(params); err != nil {
+		return body
+	}
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 // admitDelete refuses a session-era DELETE without a session id.

@@ -1,10 +1,12 @@
 // Package mcpserver is the node's public MCP server for people's MCP
 // clients, mounted at /mcp (Streamable HTTP, on mcp-go). It owns the tools
 // (search_agents, get_agent, list_tags, send_message, and one tool per
-// local agent), the resource agent://<id>, their fixed descriptions, and
-// the hardening mcp-go leaves to the embedder: the Origin and Host checks,
-// a body cap, a cap on sessions held and on new sessions per client, and
-// idle session expiry. Searches, lookups and chat turns go through the use
+// local agent), the catalogue as resources (agentsite://agents/{id}, with
+// subscriptions to a listing's changes; agent://{id}; agentsite://tags/{tag}),
+// completion of agent ids and tags, a chat prompt per agent, their fixed
+// descriptions, and the hardening mcp-go leaves to the embedder: the
+// Origin and Host checks, a body cap, a cap on sessions held and on new
+// sessions per client, idle session expiry, and bounded subscriptions. Searches, lookups and chat turns go through the use
 // cases (agent/registry, agent/chat) exactly as on the other surfaces;
 // their errors become tool errors through httpkit.Classify.
 // Node-to-node MCP is p2p/peermcp's, not this package's.
@@ -44,6 +46,12 @@ const (
 type Limits struct {
 	MaxSessions    int // sessions held at once
 	InitsPerMinute int // new sessions one IP (IPv6: one /64) may start per minute
+	// SubscriptionsPerSession and Subscriptions bound resources/subscribe
+	// (per session, over all sessions); SubscriptionPoll is how often at
+	// most a session's watched listings are looked at again.
+	SubscriptionsPerSession int
+	Subscriptions           int
+	SubscriptionPoll        time.Duration
 }
 
 // instructions is what an MCP client is told about this server. It is
@@ -56,6 +64,8 @@ const instructions = "AgentSite node: search the planet-wide catalogue of AI age
 type Catalog interface {
 	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
 	ListTags(ctx context.Context, limit int) ([]store.TagCount, error)
+	// GetAgent completes a whole agent id (a cached listing, no network).
+	GetAgent(ctx context.Context, id string) (store.Listing, error)
 	// CountLocal and LocalRefs keep the agent tools in step with the
 	// local agents: a count from an index each time, the ids and names a
 	// page at a time only when the set changed (issue 20).
@@ -86,6 +96,9 @@ type Server struct {
 	Logger   *slog.Logger
 	Now      func() time.Time
 	Limits   Limits
+	// AgentCard is the A2A card of a listing as served to r's client,
+	// shown beside the listing in agentsite://agents/{id}; nil: no card.
+	AgentCard func(r *http.Request, l store.Listing) any
 }
 
 // Handler builds the /mcp endpoint: mcp-go's Streamable HTTP server
@@ -98,8 +111,18 @@ func (s *Server) Handler() http.Handler {
 	if lim.InitsPerMinute <= 0 {
 		lim.InitsPerMinute = InitsPerMinute
 	}
+	if lim.SubscriptionsPerSession <= 0 {
+		lim.SubscriptionsPerSession = SubscriptionsPerSession
+	}
+	if lim.Subscriptions <= 0 {
+		lim.Subscriptions = MaxSubscriptions
+	}
+	if lim.SubscriptionPoll <= 0 {
+		lim.SubscriptionPoll = SubscriptionPoll
+	}
 	sessions := newSessionTable(SessionTTL, lim.MaxSessions, s.Now)
 	p := &public{s: s}
+	comp := completer{p}
 	hooks := p.hooks()
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { sessions.registered(cs.SessionID()) })
 	p.srv = server.NewMCPServer("agentsite", s.Version,
@@ -107,12 +130,20 @@ func (s *Server) Handler() http.Handler {
 		// Tools are refreshed on every tools/list instead of announced:
 		// no long-lived notification streams to keep open.
 		server.WithToolCapabilities(false),
-		server.WithResourceCapabilities(false, false),
+		// Subscriptions are to agents' listings (see subscriptions); the
+		// lists change with the local agents, refreshed on each list.
+		server.WithResourceCapabilities(true, false),
+		server.WithPromptCapabilities(false),
+		server.WithCompletions(),
+		server.WithResourceCompletionProvider(comp),
+		server.WithPromptCompletionProvider(comp),
+		server.WithPaginationLimit(listPage),
 		server.WithLogging(),
 		server.WithRecovery(),
 		server.WithHooks(hooks),
 	)
 	p.addTools()
+	p.addCatalogue()
 	streamable := server.NewStreamableHTTPServer(p.srv,
 		server.WithSessionIdManager(sessions),
 		server.WithDisableStreaming(true), // no standalone GET stream (see WithToolCapabilities)
@@ -128,6 +159,8 @@ func (s *Server) Handler() http.Handler {
 		publicHost: s.PublicHost,
 		sessions:   sessions,
 		inits:      httprate.NewRateLimiter(lim.InitsPerMinute, time.Minute),
+		subs:       newSubscriptions(lim.SubscriptionsPerSession, lim.Subscriptions, lim.SubscriptionPoll, s.Now),
+		p:          p,
 	}
 }
 
@@ -137,6 +170,7 @@ type callerKey struct{}
 
 // withCaller puts the caller's rate-limit key into the tool's context.
 func withCaller(ctx context.Context, r *http.Request) context.Context {
+	ctx = context.WithValue(ctx, requestKey{}, r)
 	return context.WithValue(ctx, callerKey{}, "ip:"+httpkit.ClientKey(r))
 }
 

@@ -73,6 +73,7 @@ type public struct {
 	synced     time.Time
 	localSet   store.LocalCount  // the local agents the tools were made from
 	agentTools map[string]string // tool name → agent id
+	prompts    map[string]string // agent id → the name of its prompt
 }
 
 func (p *public) addTools() {
@@ -113,6 +114,13 @@ func (p *public) hooks() *server.Hooks {
 	h.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { p.syncAgentTools(ctx) })
 	h.AddBeforeCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest) {
 		if strings.HasPrefix(req.Params.Name, agentToolPrefix) {
+			p.syncAgentTools(ctx)
+		}
+	})
+	h.AddBeforeListResources(func(ctx context.Context, _ any, _ *mcp.ListResourcesRequest) { p.syncAgentTools(ctx) })
+	h.AddBeforeListPrompts(func(ctx context.Context, _ any, _ *mcp.ListPromptsRequest) { p.syncAgentTools(ctx) })
+	h.AddBeforeGetPrompt(func(ctx context.Context, _ any, req *mcp.GetPromptRequest) {
+		if strings.HasPrefix(req.Params.Name, agentPromptPrefix) {
 			p.syncAgentTools(ctx)
 		}
 	})
@@ -174,7 +182,41 @@ func (p *public) syncAgentTools(ctx context.Context) {
 	if len(add) > 0 {
 		p.srv.AddTools(add...)
 	}
+	p.syncLocalEntries(want, slugs)
 	p.agentTools = want
+}
+
+// syncLocalEntries gives each local agent its resource and prompt, as
+// syncAgentTools gives it its tool (want: tool name → agent id).
+func (p *public) syncLocalEntries(want, slugs map[string]string) {
+	var goneRes, gonePrompts []string
+	for name, id := range p.agentTools {
+		if want[name] != id {
+			goneRes = append(goneRes, agentURI(id))
+			gonePrompts = append(gonePrompts, p.prompts[id])
+			delete(p.prompts, id)
+		}
+	}
+	if len(goneRes) > 0 {
+		p.srv.DeleteResources(goneRes...)
+		p.srv.DeletePrompts(gonePrompts...)
+	}
+	var res []server.ServerResource
+	var prompts []server.ServerPrompt
+	for name, id := range want {
+		if p.agentTools[name] != id {
+			r, pr := p.localEntries(agentToolSlug(slugs[name]), id)
+			res, prompts = append(res, r), append(prompts, pr)
+			if p.prompts == nil {
+				p.prompts = map[string]string{}
+			}
+			p.prompts[id] = pr.Prompt.Name
+		}
+	}
+	if len(res) > 0 {
+		p.srv.AddResources(res...)
+		p.srv.AddPrompts(prompts...)
+	}
 }
 
 // agentTool is the tool of one local agent.

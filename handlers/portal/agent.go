@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -63,8 +64,22 @@ func (p *Pages) PageAgent(w http.ResponseWriter, r *http.Request) {
 	v.CardSigner, v.UpstreamSigner = p.cardSigners(r.Context(), l)
 	if o := agent.OriginOf(l.Envelope, p.now()); o != nil && o.Install != "" {
 		v.Install, v.ChatURL = o.Install, "" // a catalogue listing: never chattable
+		v.ListedFrom = listedFrom(*o)
 	}
 	p.render(w, r, http.StatusOK, web.AgentPage(v))
+}
+
+// listedFrom names a catalogue listing's upstream: "the MCP Registry
+// (io.github.user/files 1.2.0)", or the catalog's URL.
+func listedFrom(o agent.Origin) string {
+	where := o.Registry
+	if where == agent.OriginMCPRegistry {
+		where = "the MCP Registry"
+	}
+	if name := strings.TrimSpace(o.Name + " " + o.Version); name != "" {
+		where += " (" + name + ")"
+	}
+	return where
 }
 
 // cardSigners are who signs l's A2A card here (this node, when it signs

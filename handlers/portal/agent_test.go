@@ -52,7 +52,7 @@ func TestAgentPage(t *testing.T) {
 			t.Errorf("%s = %q, want %q", tid, got, want)
 		}
 	}
-	if got := MustTestid(t, doc, "agent-status").AttrOr("data-status", ""); got != "online" {
+	if got := MustTestid(t, doc, "health-badge").AttrOr("data-status", ""); got != "online" {
 		t.Errorf("status = %q", got)
 	}
 	if got := MustTestid(t, doc, "agent-tags").Find(`[data-testid="tag"]`).Length(); got != 2 {

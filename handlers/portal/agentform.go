@@ -60,6 +60,11 @@ func parseAgentForm(f url.Values) (registry.Input, web.AgentFormView) {
 		if strings.TrimSpace(row.ID+row.Name+row.Description+row.Examples) == "" {
 			continue
 		}
+		if strings.TrimSpace(row.ID) == "" {
+			// A skill id left empty is made from its name, as the form
+			// does as you type (app.js), so the row shows what was used.
+			row.ID = skillIDFrom(row.Name)
+		}
 		v.Skills = append(v.Skills, row)
 		in.Skills = append(in.Skills, agent.Skill{
 			ID:          strings.ToLower(strings.TrimSpace(row.ID)),
@@ -194,4 +199,29 @@ func asTyped(errs map[string]string, typed string) map[string]string {
 		}
 	}
 	return errs
+}
+
+// skillIDFrom makes a skill id from a skill name: lower-case a–z and 0–9,
+// every other run of characters one hyphen, none at either end, at most
+// agent.MaxNameLen characters ("Seven-Day Forecast!" → "seven-day-forecast").
+// app.js's skillIdFrom does the same in the browser.
+func skillIDFrom(name string) string {
+	var b strings.Builder
+	hyphen := false
+	for _, r := range strings.ToLower(name) {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			if hyphen && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			hyphen = false
+			b.WriteRune(r)
+		default:
+			hyphen = true
+		}
+		if b.Len() >= agent.MaxNameLen {
+			break
+		}
+	}
+	return strings.TrimRight(b.String()[:min(b.Len(), agent.MaxNameLen)], "-")
 }

@@ -82,3 +82,60 @@ func TestRegisterErrorSummary(t *testing.T) {
 		t.Error("the private backend refusal is not explained")
 	}
 }
+
+// TestRegisterSkillIDDerived: a skill's ID and Name are marked required;
+// an ID left empty is made from the skill's name (and kept in the form
+// when something else is wrong); a block with neither says "is
+// required", not the format rule. Fields in error show no placeholder:
+// its example becomes a hint.
+func TestRegisterSkillIDDerived(t *testing.T) {
+	e := New(t)
+	e.Signup("alice", "password-alice")
+	doc := e.Page("/register", http.StatusOK)
+	for _, id := range []string{"skill-0-id", "skill-0-name"} {
+		if doc.Find(`label[for="`+id+`"] .req`).Length() != 1 {
+			t.Errorf("the label of #%s has no required mark", id)
+		}
+	}
+	if doc.Find("#skill-0-id").Length() != 1 {
+		t.Fatalf("no #skill-0-id in the form")
+	}
+
+	// Something else is wrong: the derived id comes back in the form.
+	doc = ParsePage(t, e.PostForm("/register", RegisterForm("name", "", "skill_id", "", "skill_name", "Seven-Day Forecast!")), http.StatusUnprocessableEntity)
+	if got := doc.Find("#skill-0-id").AttrOr("value", ""); got != "seven-day-forecast" {
+		t.Errorf("derived skill id = %q, want seven-day-forecast", got)
+	}
+	if got := Text(MustTestid(t, doc, "error-name")); got != "is required" {
+		t.Errorf("empty name: %q, want is required", got)
+	}
+	name := doc.Find("#name")
+	if _, ok := name.Attr("placeholder"); ok {
+		t.Errorf("the name in error keeps its placeholder %q", name.AttrOr("placeholder", ""))
+	}
+	if got := Text(name.Closest(".field").Find(`[data-testid="example-hint"]`)); got != "For example: weather-bot" {
+		t.Errorf("name example hint = %q", got)
+	}
+	if _, ok := doc.Find("#display_name").Attr("placeholder"); !ok {
+		t.Error("a field not in error lost its placeholder")
+	}
+
+	// A used block without ID nor name: both "is required".
+	doc = ParsePage(t, e.PostForm("/register", RegisterForm("skill_id", "", "skill_name", "", "skill_description", "Says hello")), http.StatusUnprocessableEntity)
+	for _, k := range []string{"skills[0].id", "skills[0].name"} {
+		if got := Text(MustTestid(t, doc, "error-"+k)); got != "is required" {
+			t.Errorf("%s: %q, want is required", k, got)
+		}
+	}
+	if _, ok := doc.Find("#skill-0-id").Attr("placeholder"); ok {
+		t.Error("the skill id in error keeps its placeholder")
+	}
+
+	// Success: the stored skill has the derived id.
+	resp := e.PostForm("/register", RegisterForm("skill_id", "", "skill_name", "Seven-Day Forecast!"))
+	WantStatus(t, resp, http.StatusSeeOther)
+	doc = e.Page(Location(t, resp), http.StatusOK)
+	if got := MustTestid(t, doc, "skill").AttrOr("data-skill-id", ""); got != "seven-day-forecast" {
+		t.Errorf("stored skill id = %q", got)
+	}
+}

@@ -23,22 +23,22 @@ const (
 )
 
 // statusChoices are the status filter's options; "" is the default
-// (online and stale).
+// (every agent whose node is online or quiet). The words are the cards'.
 var statusChoices = []web.Option{
-	{Value: "", Label: "Online & stale"},
-	{Value: store.StatusOnline, Label: "Online only"},
-	{Value: store.StatusStale, Label: "Stale only"},
-	{Value: store.StatusOffline, Label: "Offline only"},
+	{Value: "", Label: "Online or quiet", Title: "Agents whose node is on the network, or has gone quiet for a while"},
+	{Value: store.StatusOnline, Label: "Online only", Title: "Agents whose node is on the network now"},
+	{Value: store.StatusStale, Label: "Quiet only", Title: "Agents whose node has been quiet for a while: they may not answer"},
+	{Value: store.StatusOffline, Label: "Offline only", Title: "Agents whose node is gone or whose listing expired"},
 	{Value: "all", Label: "All, incl. offline"},
 }
 
 // healthChoices are the health filter's options; "" is any health.
 var healthChoices = []web.Option{
 	{Value: "", Label: "Any health"},
-	{Value: agent.HealthHealthy, Label: "Healthy"},
-	{Value: agent.HealthDegraded, Label: "Degraded"},
-	{Value: agent.HealthFailing, Label: "Failing"},
-	{Value: agent.HealthUnknown, Label: "Not checked yet"},
+	{Value: agent.HealthHealthy, Label: "Available", Title: "It answers now"},
+	{Value: agent.HealthDegraded, Label: "Unreliable", Title: "It answers, but slowly or not always"},
+	{Value: agent.HealthFailing, Label: "Not answering", Title: "Its node is up but the agent fails"},
+	{Value: agent.HealthUnknown, Label: "Not checked yet", Title: "Its node has not checked it yet"},
 }
 
 // sortChoices are the orders of the results; without search text both
@@ -204,6 +204,9 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 		v.ClearHref = "/agents"
 	}
 	if target == "results" {
+		// The address htmx pushes is the search as a link would say it:
+		// the form sends every control, empty ones too (?q=zebr&status=&…).
+		w.Header().Set("HX-Push-Url", st.href(st.tags, ""))
 		// htmx swaps only what 2xx responses carry by default; the message
 		// of an invalid query must still show.
 		p.render(w, r, http.StatusOK, web.ResultsPartial(v))

@@ -54,13 +54,18 @@ func TestBrowserPortalFlow(t *testing.T) {
 	// which must come back as text.
 	const description = "Says back what you send. <b>not bold</b> stays text."
 	b.Do("open /register", chromedp.Navigate(base+"/register"), chromedp.WaitVisible(Tid("agent-form")))
-	b.Do("fill and submit the agent form",
+	b.Do("fill the agent form",
 		chromedp.SendKeys(chromedp.ID("name"), "browser-bot"),
 		chromedp.SendKeys(chromedp.ID("display_name"), "Browser Bot"),
 		chromedp.SendKeys(chromedp.ID("description"), description),
 		chromedp.SendKeys(chromedp.ID("tags"), "browser, e2e"),
-		chromedp.SendKeys(chromedp.ID("skill-0-id"), "repeat"),
 		chromedp.SendKeys(chromedp.ID("skill-0-name"), "Repeat after me"),
+	)
+	// The skill's ID follows its name as it is typed.
+	if got := Run(b, "read the skill id", chromedp.Value(chromedp.ID("skill-0-id"))); got != "repeat-after-me" {
+		t.Errorf("skill id made from the name = %q, want repeat-after-me", got)
+	}
+	b.Do("choose the backend and submit",
 		chromedp.SetValue(chromedp.ID("backend-kind"), "builtin"),
 		chromedp.SetValue(chromedp.ID("backend-builtin"), "echo"),
 		chromedp.Click(Tid("agent-form-submit")),
@@ -104,7 +109,7 @@ func TestBrowserPortalFlow(t *testing.T) {
 		chromedp.PollFunction[chromedp.Void](`(id) => {
 			const cards = document.querySelectorAll('[data-testid="results"] [data-testid="agent-card"]');
 			return cards.length === 1 && cards[0].dataset.agentId === id &&
-				new URLSearchParams(location.search).get("q") === "brows";
+				location.search === "?q=brows";
 		}`, chromedp.WithPollingArgs(id), chromedp.WithPollingTimeout(15*time.Second)),
 		chromedp.WaitVisible(chromedp.CSS(card)),
 	)
@@ -132,7 +137,7 @@ func TestBrowserPortalFlow(t *testing.T) {
 	if !slices.Equal(tags, []string{"browser", "e2e"}) {
 		t.Errorf("tags = %q, want [browser e2e]", tags)
 	}
-	skill := Run(b, "read the skill", chromedp.Text(chromedp.CSS(`[data-testid="skill"][data-skill-id="repeat"]`)))
+	skill := Run(b, "read the skill", chromedp.Text(chromedp.CSS(`[data-testid="skill"][data-skill-id="repeat-after-me"]`)))
 	if !strings.Contains(skill, "Repeat after me") {
 		t.Errorf("skill = %q, want it to show Repeat after me", skill)
 	}

@@ -65,13 +65,21 @@ func (p *Pages) SubmitChat(w http.ResponseWriter, r *http.Request) {
 	}
 	owner, _ := p.Sessions.ChatOwner(ctx)
 	now := p.now()
-	if !p.ChatLimits.Allow(string(owner), now) || !p.ChatLimits.Allow("ip:"+httpkit.ClientKey(r), now) {
+	address := httpkit.ClientKey(r)
+	keys := []string{string(owner)}
+	addressAllows := true
+	if p.Anon != nil {
+		addressAllows = p.Anon.Allow(address, now)
+	} else {
+		keys = append(keys, "ip:"+address)
+	}
+	if !p.ChatLimits.Allow(string(owner), now) || !addressAllows || (p.Anon == nil && !p.ChatLimits.Allow("ip:"+address, now)) {
 		w.Header().Set("Retry-After", "10")
 		p.showChat(w, r, http.StatusTooManyRequests, convID, chatDraft{Text: text, Error: "You are sending messages too fast; wait a moment."})
 		return
 	}
 	req := chat.Request{AgentID: agentID, ConversationID: convID, Text: text,
-		Quota: p.ChatLimits.Quota(p.now, string(owner), "ip:"+httpkit.ClientKey(r))}
+		Quota: p.ChatLimits.Quota(p.now, keys...)}
 	if retry {
 		req.Text, req.ReplaceLast = "", true
 	}
@@ -88,6 +96,15 @@ func (p *Pages) SubmitChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	if p.Anon != nil && owner.Anonymous() {
+		releaseAddress, err := p.Anon.Hold(address)
+		if err != nil {
+			w.Header().Set("Retry-After", "10")
+			p.showChat(w, r, http.StatusTooManyRequests, convID, chatDraft{Text: text, Error: httpkit.ErrAddressBusy.Message})
+			return
+		}
+		defer releaseAddress()
+	}
 	res, err := p.Chat.Turn(ctx, owner, req, func(string) error { return nil })
 	if err == nil {
 		redirect(w, r, web.ChatHref(agentID, res.Conversation.ID))

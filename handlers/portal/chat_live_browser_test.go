@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
@@ -100,11 +101,16 @@ func TestChatBrowserStopRetryEdit(t *testing.T) {
 	if got := Run(b, "read the composer", chromedp.Value(Tid("composer-input"))); got != "impatient" {
 		t.Errorf("composer = %q, want the text kept", got)
 	}
-	b.Do("stop",
-		chromedp.Click(Tid("composer-stop")),
+	// Escape stops, as Stop does.
+	b.Do("press Escape",
+		chromedp.SendKeys(Tid("composer-input"), kb.Escape),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="message"][data-role="error"][data-code="stopped"]`)),
 	)
 	waitCanceled(t, slow)
+	// Live messages say when they were sent.
+	if n := Run(b, "count stamped times", chromedp.Evaluate[int](`[...document.querySelectorAll('[data-testid="messages"] [data-testid="message-time"]')].filter(t => !t.hidden && t.dateTime && t.textContent && t.title).length`)); n != 3 {
+		t.Errorf("%d of 3 live messages show their time", n)
+	}
 	wantBubbles(t, b, "after stop", liveMsg{"user", "tell me a story"}, liveMsg{"agent", first}, liveMsg{"error", chat.ErrStopped.Message})
 	if hidden := Run(b, "stop after the turn", chromedp.Evaluate[bool](`document.querySelector('[data-testid="composer-stop"]').hidden`)); !hidden {
 		t.Error("Stop still offered after the turn ended")

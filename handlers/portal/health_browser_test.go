@@ -26,7 +26,7 @@ func TestBrowserHealthBadge(t *testing.T) {
 
 	b.Do("open the agent page", chromedp.Navigate(e.TS.URL+"/agents/"+id), chromedp.WaitVisible(Tid("health-badge")))
 	line := Run(b, "read the health line", chromedp.Text(Tid("health")))
-	for _, want := range []string{"Healthy", "~120 ms", "last answered 3 min ago"} {
+	for _, want := range []string{"Available", "~120 ms", "last answered 3 min ago"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("health line %q lacks %q", line, want)
 		}

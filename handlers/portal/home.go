@@ -37,6 +37,11 @@ func (p *Pages) PageHome(w http.ResponseWriter, r *http.Request) {
 		p.RenderError(w, r, err)
 		return
 	}
+	local, err := p.Catalog.CountLocal(ctx)
+	if err != nil {
+		p.RenderError(w, r, err)
+		return
+	}
 	v := web.HomeView{
 		Page:    p.page(r, p.viewer(r), "", "home"),
 		Agents:  stats.Agents,
@@ -46,5 +51,6 @@ func (p *Pages) PageHome(w http.ResponseWriter, r *http.Request) {
 		Recent:  p.cards(r.Context(), recent),
 		TopTags: tagCounts(tags),
 	}
+	v.SyncHeld, v.SyncAnnounced, v.Syncing = p.syncing(stats.Agents, local.N)
 	p.render(w, r, http.StatusOK, web.HomePage(v))
 }

@@ -110,6 +110,9 @@ func TestBrowserLookEveryPage(t *testing.T) {
 	e.SeedRemoteCopy(echo, "node-c")
 	calc := e.SeedRemote("calculator-bot", "Calculator Bot", "")
 	e.NameNode(calc.HostPeerID, "node-d")
+	// A fill running, and node-d announcing more than this node holds of
+	// it: the home page's syncing line and /nodes' "holding N of M".
+	e.UseSync(FakeSync{Claims: map[string]int{calc.HostPeerID: 40}, AnnouncedTotal: 40, Fills: true})
 
 	// Every document gets the CSP watch and axe-core before its own
 	// scripts run (DevTools injects them; the page's CSP does not apply).

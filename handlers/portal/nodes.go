@@ -157,9 +157,20 @@ func (p *Pages) PageNodes(w http.ResponseWriter, r *http.Request) {
 		ids = append(ids, pl.ConnectedPeers()...)
 	}
 	labels := p.labelsOf(ctx, append(ids, self))
+	var claims map[string]int
+	if p.Fill != nil {
+		pageIDs := make([]string, 0, len(page.Nodes))
+		for _, n := range page.Nodes {
+			pageIDs = append(pageIDs, n.PeerID)
+		}
+		claims = p.Fill.HostClaims(pageIDs)
+	}
 	rows := make([]web.NodeRow, 0, len(page.Nodes))
 	for _, n := range page.Nodes {
+		claim, known := claims[n.PeerID]
 		rows = append(rows, web.NodeRow{
+			Announced:        claim,
+			AnnouncedKnown:   known && n.PeerID != self,
 			PeerID:           n.PeerID,
 			Host:             hostViewOf(labels[n.PeerID]),
 			Status:           n.Status,

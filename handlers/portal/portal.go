@@ -99,6 +99,10 @@ type Pages struct {
 	// with the WebSocket and the message API so that switching surfaces
 	// does not buy more turns.
 	ChatLimits *httpkit.Rates
+	// Anon is the address ceiling of anonymous chat (all the visitors
+	// behind one address together); with it a visitor's budget is its
+	// session's alone. nil: the address shares one visitor's budget.
+	Anon *httpkit.AnonBudget
 	// Logins is the per-account budget of password attempts (logging in,
 	// changing the password, deleting the account), beside the per-IP
 	// one the routes apply.
@@ -123,6 +127,9 @@ type Pages struct {
 	// Verified shows which domains publishers proved (verified.go); nil:
 	// no badges and no publisher filter.
 	Verified Verified
+	// Fill tells how the catalogue fills from the network (fill.go); nil:
+	// the pages say nothing of it.
+	Fill Fill
 }
 
 func (p *Pages) now() time.Time { return p.Now().UTC() }

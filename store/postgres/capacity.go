@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -13,7 +14,9 @@ var _ store.Evictor = (*DB)(nil)
 // evictListingsSQL deletes at most $1 listings in the eviction order
 // (store.Evictor): class 1, the stale, offline or tombstoned listings of
 // hosts with no node row, among the first $2 of each index; class 2,
-// offline listings and tombstones; class 3, stale listings; each class in
+// offline listings and tombstones; class 3, stale listings, with $4 (NULL:
+// none) only those of hosts first heard at $4 or later or offline
+// (store.Evictor.EvictListingsFor), among the first $3; each class in
 // first-seen order. The walks are of agents_unheard (0007: stale, not
 // local) and agents_evict_gone (0010: offline or tombstoned, not local),
 // ordered by pos, stopped at their limits. The delete checks again that a
@@ -29,7 +32,10 @@ WITH unheard AS (
 ), gone AS (
 	SELECT pos FROM agents WHERE NOT local AND (status = 'offline' OR tombstone) ORDER BY pos LIMIT $1
 ), stale AS (
-	SELECT pos FROM agents WHERE status = 'stale' AND NOT local ORDER BY pos LIMIT $1
+	SELECT c.pos FROM (
+		SELECT pos, host_peer_id FROM agents WHERE status = 'stale' AND NOT local ORDER BY pos LIMIT $3
+	) c WHERE $4::timestamptz IS NULL OR NOT EXISTS (
+		SELECT 1 FROM nodes n WHERE n.peer_id = c.host_peer_id AND n.status <> 'offline' AND n.first_heard < $4)
 ), picked AS (
 	SELECT pos FROM (
 		SELECT pos, 1 AS class FROM unheard UNION ALL SELECT pos, 2 FROM gone UNION ALL SELECT pos, 3 FROM stale
@@ -54,16 +60,27 @@ SELECT count(*) FROM agents`).Scan(&n)
 	return n, dbErr("count listings", err)
 }
 
-// EvictListings implements store.Evictor: one transaction, the delete
-// then the prune.
+// EvictListings implements store.Evictor: EvictListingsFor with no
+// evidence to weigh.
 func (db *DB) EvictListings(ctx context.Context, n int) (int, error) {
+	return db.EvictListingsFor(ctx, n, time.Time{})
+}
+
+// EvictListingsFor implements store.Evictor: one transaction, the delete
+// then the prune.
+func (db *DB) EvictListingsFor(ctx context.Context, n int, firstHeard time.Time) (int, error) {
 	n = min(n, store.MaxEvictBatch)
 	if n <= 0 {
 		return 0, nil
 	}
 	var evicted int
 	err := db.InTransaction(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, evictListingsSQL, n, evictScan(n))
+		var bound *time.Time
+		scan := n // the stale listings walked: all may go
+		if !firstHeard.IsZero() {
+			bound, scan = &firstHeard, evictScan(n)
+		}
+		tag, err := tx.Exec(ctx, evictListingsSQL, n, evictScan(n), scan, bound)
 		if err != nil {
 			return dbErr("evict listings", err)
 		}

@@ -17,18 +17,29 @@ func (db *DB) UpsertNode(ctx context.Context, n store.Node) error {
 
 // upsertNode is UpsertNode on q (the pool, or a batch: HeardAll).
 func upsertNode(ctx context.Context, q querier, n store.Node) error {
+	var first any = n.FirstHeard
+	if n.FirstHeard.IsZero() {
+		first = n.LastHeartbeat
+		if n.LastHeartbeat.IsZero() {
+			first = nil
+		}
+	}
+	// A node heard again after this node called it offline starts its
+	// evidence again (FirstHeard); otherwise the stored one stays.
 	_, err := q.Exec(ctx, `-- name: upsert_node
-INSERT INTO nodes (peer_id, addrs, version, agents_hosted, load, last_heartbeat, status, name)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+INSERT INTO nodes (peer_id, addrs, version, agents_hosted, load, last_heartbeat, status, name, first_heard)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (peer_id) DO UPDATE SET
 	addrs = excluded.addrs, version = excluded.version, name = excluded.name,
 	agents_hosted = excluded.agents_hosted, load = excluded.load,
-	last_heartbeat = excluded.last_heartbeat, status = excluded.status`,
-		n.PeerID, n.Addrs, n.Version, n.AgentsHosted, n.Load, n.LastHeartbeat, n.Status, n.Name)
+	last_heartbeat = excluded.last_heartbeat, status = excluded.status,
+	first_heard = CASE WHEN nodes.first_heard IS NULL OR nodes.status = 'offline' AND excluded.status = 'online'
+		THEN excluded.first_heard ELSE nodes.first_heard END`,
+		n.PeerID, n.Addrs, n.Version, n.AgentsHosted, n.Load, n.LastHeartbeat, n.Status, n.Name, first)
 	return dbErr("upsert node "+n.PeerID, err)
 }
 
-const nodeColumns = `peer_id, addrs, version, agents_hosted, load, last_heartbeat, status, name`
+const nodeColumns = `peer_id, addrs, version, agents_hosted, load, last_heartbeat, status, name, first_heard`
 
 // ListNodes implements store.Nodes: a walk of nodes_peer_c (peer IDs in
 // byte order, as SQLite compares them, whatever the database's collation)
@@ -125,13 +136,17 @@ func scanNodes(rows pgx.Rows, op string) ([]store.Node, error) {
 	out := []store.Node{}
 	for rows.Next() {
 		var (
-			n  store.Node
-			hb time.Time
+			n     store.Node
+			hb    time.Time
+			first *time.Time
 		)
-		if err := rows.Scan(&n.PeerID, &n.Addrs, &n.Version, &n.AgentsHosted, &n.Load, &hb, &n.Status, &n.Name); err != nil {
+		if err := rows.Scan(&n.PeerID, &n.Addrs, &n.Version, &n.AgentsHosted, &n.Load, &hb, &n.Status, &n.Name, &first); err != nil {
 			return nil, dbErr(op, err)
 		}
 		n.LastHeartbeat = hb.UTC()
+		if n.FirstHeard = n.LastHeartbeat; first != nil {
+			n.FirstHeard = first.UTC()
+		}
 		out = append(out, n)
 	}
 	if err := rows.Err(); err != nil {

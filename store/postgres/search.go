@@ -430,12 +430,9 @@ LIMIT ` + b.arg(limit+1)
 // agents (the filters of SearchAgents), unnested and grouped.
 func (db *DB) TagFacets(ctx context.Context, q store.SearchQuery, limit int) ([]store.TagCount, error) {
 	var b sqlBuilder
-	where, ok := b.filters(q)
+	where, ok := b.matchWhere(q)
 	if !ok {
 		return []store.TagCount{}, nil
-	}
-	if terms := store.SearchTerms(q.Q); len(terms) > 0 {
-		where = append(where, "a.search @@ to_tsquery('simple', "+b.arg(tsQuery(terms))+")")
 	}
 	sql := `-- name: tag_facets
 SELECT t.tag, count(*) AS n

@@ -158,3 +158,6 @@ func (s *Store) DisjointSizes() string {
 	}
 	return fmt.Sprintf("bitmap postings now %.1f MB, disjoint %.1f MB", float64(now)/1e6, float64(disjoint)/1e6)
 }
+
+// CatchUp applies the changes of the feed now.
+func (s *Store) CatchUp() error { return s.catchUp(context.Background(), true) }

@@ -607,10 +607,15 @@ func (ix *index) statusPass(set *roaring.Bitmap, stale bool) *roaring.Bitmap {
 	return roaring.And(set, online)
 }
 
-// tagCounts counts the tags of the listings q finds (its text and
-// filters, both health passes as store.HealthPasses says), most first then
-// by tag (bytes), at most limit.
-func (ix *index) tagCounts(q store.SearchQuery, limit int) []store.TagCount {
+// countMatches counts the listings q finds (its text and filters, both
+// health passes as store.HealthPasses says): the set tagCounts counts
+// the tags of.
+func (ix *index) countMatches(q store.SearchQuery) int {
+	return int(ix.found(q).GetCardinality())
+}
+
+// found is the set of listings q finds, over all its pages.
+func (ix *index) found(q store.SearchQuery) *roaring.Bitmap {
 	terms := queryTerms(store.SearchTerms(q.Q))
 	found := roaring.New()
 	for _, failing := range store.HealthPasses(q.Health) {
@@ -619,6 +624,14 @@ func (ix *index) tagCounts(q store.SearchQuery, limit int) []store.TagCount {
 	if len(terms) > 0 {
 		found.And(ix.text(all, terms))
 	}
+	return found
+}
+
+// tagCounts counts the tags of the listings q finds (its text and
+// filters, both health passes as store.HealthPasses says), most first then
+// by tag (bytes), at most limit.
+func (ix *index) tagCounts(q store.SearchQuery, limit int) []store.TagCount {
+	found := ix.found(q)
 	out := []store.TagCount{}
 	for t, b := range ix.tags {
 		if n := b.AndCardinality(found); n > 0 {

@@ -78,6 +78,8 @@ type Store struct {
 	lastSync atomic.Int64
 
 	answered, passed atomic.Uint64
+	// mark counts the batches of changes applied (ChangeMark).
+	mark atomic.Uint64
 
 	// retrying: Run's last read failed and it waits to try again;
 	// searches use the database until a read succeeds. statusMu guards
@@ -375,7 +377,14 @@ func (s *Store) applyLocked(docs []store.IndexDoc, trackGaps bool) {
 		}
 	}
 	s.ix.apply(docs)
+	s.mark.Add(1)
 }
+
+// ChangeMark implements store.ChangeMarker: it moves whenever the index
+// applied a change of any listing from the change feed, so the read
+// cache's agents (store.Cache.GetAgent) are read again after a write by
+// any process on the database.
+func (s *Store) ChangeMark() uint64 { return s.mark.Load() }
 
 // SearchAgents implements store.Catalogue from the index when it can.
 func (s *Store) SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error) {
@@ -416,6 +425,23 @@ func (s *Store) TagFacets(ctx context.Context, q store.SearchQuery, limit int) (
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.ix.tagCounts(q, store.NormalizeLimit(limit)), nil
+}
+
+// CountMatches implements store.MatchCounter: exactly, from the index's
+// bitmaps (a union and an intersection, whatever the catalogue's size),
+// once it has loaded; from the engine otherwise, and for the filters the
+// index does not hold (publishers).
+func (s *Store) CountMatches(ctx context.Context, q store.SearchQuery, upTo int) (int, bool, error) {
+	if len(q.Publishers) > 0 || !s.ready.Load() || s.retrying.Load() || s.catchUp(ctx, false) != nil {
+		mc, ok := s.Engine.(store.MatchCounter)
+		if !ok {
+			return 0, false, fmt.Errorf("search index: the engine cannot count a search's matches")
+		}
+		return mc.CountMatches(ctx, q, upTo)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.ix.countMatches(q), true, nil
 }
 
 // read reads the page's listings, from the row cache or the engine. ok is
@@ -591,6 +617,16 @@ func (s *Store) EvictListings(ctx context.Context, n int) (int, error) {
 	}
 	defer s.writes.Add(1)
 	return e.EvictListings(ctx, n)
+}
+
+// EvictListingsFor is EvictListings weighing evidence (store.Evictor).
+func (s *Store) EvictListingsFor(ctx context.Context, n int, firstHeard time.Time) (int, error) {
+	e, ok := s.Engine.(store.Evictor)
+	if !ok {
+		return 0, errNoEvictor
+	}
+	defer s.writes.Add(1)
+	return e.EvictListingsFor(ctx, n, firstHeard)
 }
 
 // errNoEvictor: the engine cannot evict listings.

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"time"
 
 	"github.com/agentsite/agentsite/store"
 )
@@ -15,8 +16,10 @@ SELECT count(*) FROM agents`
 // evictListingsSQL deletes at most ?1 listings in the eviction order
 // (store.Evictor): class 1, the stale, offline or tombstoned listings of
 // hosts with no node row, among the first ?2 of each index; class 2,
-// offline listings and tombstones; class 3, stale listings; each class in
-// first-seen order. Each half walks a partial index that holds only what
+// offline listings and tombstones; class 3, stale listings, with ?4 (unix
+// nanoseconds, 0: none) only those of hosts first heard at ?4 or later or
+// offline (store.Evictor.EvictListingsFor), among the first ?3 of the
+// index; each class in first-seen order. Each half walks a partial index that holds only what
 // may be evicted (migration 0010; never local, never online and live),
 // with the host in it for the probe of nodes by primary key. The delete
 // triggers keep the counts, the text index and both feeds.
@@ -36,8 +39,12 @@ DELETE FROM agents WHERE pos IN (
 		SELECT * FROM (SELECT pos, 2 FROM agents INDEXED BY agents_evict_gone
 			WHERE local = 0 AND (status = 'offline' OR tombstone = 1) ORDER BY pos LIMIT ?1)
 		UNION ALL
-		SELECT * FROM (SELECT pos, 3 FROM agents INDEXED BY agents_evict_stale
-			WHERE status = 'stale' AND local = 0 ORDER BY pos LIMIT ?1)
+		SELECT st.pos, 3 FROM (
+			SELECT pos, host_peer_id FROM agents INDEXED BY agents_evict_stale
+			WHERE status = 'stale' AND local = 0 ORDER BY pos LIMIT ?3) AS st
+		WHERE ?4 = 0 OR NOT EXISTS (
+			SELECT 1 FROM nodes n JOIN node_evidence e ON e.peer_id = n.peer_id
+			WHERE n.peer_id = st.host_peer_id AND n.status <> 'offline' AND e.first_heard < ?4)
 	)
 	GROUP BY pos ORDER BY min(class), pos LIMIT ?1)
 AND local = 0 AND (status <> 'online' OR tombstone = 1)`
@@ -58,16 +65,27 @@ func (db *DB) CountListings(ctx context.Context) (int, error) {
 	return n, dbErr("count listings", err)
 }
 
-// EvictListings implements store.Evictor: one transaction, the delete
-// then the prune.
+// EvictListings implements store.Evictor: EvictListingsFor with no
+// evidence to weigh.
 func (db *DB) EvictListings(ctx context.Context, n int) (int, error) {
+	return db.EvictListingsFor(ctx, n, time.Time{})
+}
+
+// EvictListingsFor implements store.Evictor: one transaction, the delete
+// then the prune.
+func (db *DB) EvictListingsFor(ctx context.Context, n int, firstHeard time.Time) (int, error) {
 	n = min(n, store.MaxEvictBatch)
 	if n <= 0 {
 		return 0, nil
 	}
 	var evicted int
 	err := db.inTx(ctx, func(ctx context.Context, tx execer) error {
-		res, err := tx.ExecContext(ctx, evictListingsSQL, n, evictScan(n))
+		var bound int64
+		scan := n // the stale listings walked: all may go
+		if !firstHeard.IsZero() {
+			bound, scan = max(firstHeard.UnixNano(), 1), evictScan(n)
+		}
+		res, err := tx.ExecContext(ctx, evictListingsSQL, n, evictScan(n), scan, bound)
 		if err != nil {
 			return dbErr("evict listings", err)
 		}

@@ -8,7 +8,7 @@ import (
 
 // TestEvictionPlans keeps the eviction cheap at a million listings: it
 // walks the partial indexes of what may be evicted (migration 0010) and
-// probes nodes by primary key, and the prune walks agent_changes_gone;
+// probes nodes (and, weighing evidence, node_evidence) by primary key, and the prune walks agent_changes_gone;
 // no step scans agents, nodes or agent_changes.
 func TestEvictionPlans(t *testing.T) {
 	db, err := Open(t.Context(), filepath.Join(t.TempDir(), "plans.db"), nil)
@@ -21,11 +21,14 @@ func TestEvictionPlans(t *testing.T) {
 		args        []any
 		want        []string
 	}{
-		{"evict_listings", evictListingsSQL, []any{10, 1024}, []string{
+		{"evict_listings", evictListingsSQL, []any{10, 1024, 10, 0}, []string{
 			"SEARCH agents USING INTEGER PRIMARY KEY (rowid=?)",
 			"SCAN agents USING COVERING INDEX agents_evict_stale",
 			"SCAN agents USING COVERING INDEX agents_evict_gone",
 			"SEARCH n USING COVERING INDEX sqlite_autoindex_nodes_1 (peer_id=?)",
+		}},
+		{"evict_listings weighing evidence", evictListingsSQL, []any{10, 1024, 1024, 1}, []string{
+			"SEARCH e USING PRIMARY KEY (peer_id=?)",
 		}},
 		{"prune_gone_changes", pruneGoneSQL, nil, []string{
 			"SEARCH agent_changes USING COVERING INDEX agent_changes_gone (gone_at<?)",

@@ -22,6 +22,23 @@ func upsertNode(ctx context.Context, w execer, n store.Node) error {
 	if err != nil {
 		return dbErr("upsert node "+n.PeerID, err)
 	}
+	first := n.FirstHeard
+	if first.IsZero() {
+		first = n.LastHeartbeat
+	}
+	var firstNanos int64 // 0: never, for a row without a heartbeat
+	if !first.IsZero() {
+		firstNanos = first.UnixNano()
+	}
+	// A node heard again after this node called it offline starts its
+	// evidence again: read before the row below changes its status.
+	if n.Status == store.StatusOnline {
+		if _, err := w.ExecContext(ctx, `-- name: node_evidence_restart
+UPDATE node_evidence SET first_heard = ?2
+WHERE peer_id = ?1 AND EXISTS (SELECT 1 FROM nodes WHERE peer_id = ?1 AND status = 'offline')`, n.PeerID, firstNanos); err != nil {
+			return dbErr("restart the evidence of node "+n.PeerID, err)
+		}
+	}
 	_, err = w.ExecContext(ctx, `-- name: upsert_node
 INSERT INTO nodes (peer_id, addrs, version, agents_hosted, load, last_heartbeat, status)
 VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -32,6 +49,10 @@ ON CONFLICT (peer_id) DO UPDATE SET
 		n.PeerID, addrs, n.Version, n.AgentsHosted, n.Load, nanos(n.LastHeartbeat), n.Status)
 	if err != nil {
 		return dbErr("upsert node "+n.PeerID, err)
+	}
+	if _, err := w.ExecContext(ctx, `-- name: node_evidence
+INSERT INTO node_evidence (peer_id, first_heard) VALUES (?, ?) ON CONFLICT (peer_id) DO NOTHING`, n.PeerID, firstNanos); err != nil {
+		return dbErr("record the evidence of node "+n.PeerID, err)
 	}
 	// The name has a table of its own (migration 0011): a row only for a
 	// named node, written only when the name changes.
@@ -48,7 +69,8 @@ ON CONFLICT (peer_id) DO UPDATE SET name = excluded.name WHERE node_names.name I
 
 const (
 	nodeColumns = `peer_id, addrs, version, agents_hosted, load, last_heartbeat, status,
-	coalesce((SELECT nn.name FROM node_names nn WHERE nn.peer_id = nodes.peer_id), '')`
+	coalesce((SELECT nn.name FROM node_names nn WHERE nn.peer_id = nodes.peer_id), ''),
+	(SELECT e.first_heard FROM node_evidence e WHERE e.peer_id = nodes.peer_id)`
 	listNodesSQL = `-- name: list_nodes
 SELECT ` + nodeColumns + ` FROM nodes WHERE peer_id > ? ORDER BY peer_id LIMIT ?`
 	listNodesBeforeSQL = `-- name: list_nodes_before
@@ -155,14 +177,18 @@ func scanNodes(rows rowSet, op string) ([]store.Node, error) {
 			n     store.Node
 			addrs sql.NullString
 			hb    sql.NullInt64
+			first sql.NullInt64
 		)
-		if err := rows.Scan(&n.PeerID, &addrs, &n.Version, &n.AgentsHosted, &n.Load, &hb, &n.Status, &n.Name); err != nil {
+		if err := rows.Scan(&n.PeerID, &addrs, &n.Version, &n.AgentsHosted, &n.Load, &hb, &n.Status, &n.Name, &first); err != nil {
 			return nil, dbErr(op, err)
 		}
 		if err := decodeJSON(addrs, &n.Addrs); err != nil {
 			return nil, dbErr(op+": decode addrs of "+n.PeerID, err)
 		}
 		n.LastHeartbeat = fromNanos(hb)
+		if n.FirstHeard = fromNanos(first); !first.Valid || first.Int64 == 0 {
+			n.FirstHeard = n.LastHeartbeat
+		}
 		out = append(out, n)
 	}
 	if err := rows.Err(); err != nil {

@@ -74,22 +74,7 @@ LIMIT ?`, store.NormalizeLimit(limit))
 // (the filters of SearchAgents, both health passes at once), grouped.
 func (db *DB) TagFacets(ctx context.Context, q store.SearchQuery, limit int) ([]store.TagCount, error) {
 	var b sqlBuilder
-	where := []string{"a.tombstone = 0", "a.status IN (" + b.list(statusFilter(q.Statuses)) + ")"}
-	if hs := dedupe(q.Health); len(hs) > 0 {
-		where = append(where, "a.health_state IN ("+b.list(hs)+")")
-	}
-	for _, tag := range dedupe(q.Tags) {
-		where = append(where, "EXISTS (SELECT 1 FROM agent_tags t2 WHERE t2.tag = "+b.arg(tag)+" AND t2.agent_pos = a.pos)")
-	}
-	if q.Owner != "" {
-		where = append(where, "a.owner = "+b.arg(q.Owner))
-	}
-	if ps := dedupe(q.Publishers); len(ps) > 0 {
-		where = append(where, "a.publisher IN ("+b.list(ps)+")")
-	}
-	if terms := store.SearchTerms(q.Q); len(terms) > 0 {
-		where = append(where, "a.pos IN (SELECT rowid FROM agents_fts WHERE agents_fts MATCH "+b.arg(ftsQuery(terms))+")")
-	}
+	where := b.matchWhere(q)
 	query := `-- name: tag_facets
 SELECT t.tag, count(*) AS n FROM agents a JOIN agent_tags t ON t.agent_pos = a.pos
 WHERE ` + strings.Join(where, " AND ") + `

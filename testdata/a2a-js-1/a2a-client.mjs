@@ -1,12 +1,14 @@
 // a2a-client.mjs drives one A2A agent with the official JavaScript SDK at
 // its protocol-1.0 line (@a2a-js/sdk 1.3.0) in its DEFAULT configuration
 // (new ClientFactory(), no legacyCompat): it discovers the agent from its
-// card URL and runs SendMessage, SendStreamingMessage, GetTask, ListTasks,
+// url alone (the SDK looks for <url>/.well-known/agent-card.json, resolved
+// as a relative URL: give the url with a final slash), or from a card URL
+// (one ending in .json), and runs SendMessage, SendStreamingMessage, GetTask, ListTasks,
 // CancelTask (of a running and of a finished task), SubscribeToTask, a
 // push notification config and GetExtendedAgentCard. It prints one JSON
 // object saying what it saw, for the Go test to check.
 //
-// Usage: node a2a-client.mjs <agent card URL> <bearer token> <push URL> [text]
+// Usage: node a2a-client.mjs <agent url/ or card URL> <bearer token> <push URL> [text]
 import { randomUUID } from 'node:crypto';
 import { ClientFactory } from '@a2a-js/sdk/client';
 import { Role, TaskState } from '@a2a-js/sdk';
@@ -37,9 +39,14 @@ const errorOf = async (f) => {
   }
 };
 
-// The path is empty: cardURL is the card itself, not a base URL.
-const client = await new ClientFactory().createFromUrl(cardURL, '');
-const card = await client.getAgentCard(); // anonymous: the public card
+// A card URL is the card itself (the path is empty); an agent's url is a
+// base, under which the SDK's default path is looked for.
+const client = cardURL.endsWith('.json')
+  ? await new ClientFactory().createFromUrl(cardURL, '')
+  : await new ClientFactory().createFromUrl(cardURL);
+const card = client.agentCard; // the public card it was made from
+// The extended card without credentials: refused.
+const anonExtended = await errorOf(() => client.getAgentCard());
 
 const sent = await client.sendMessage({ message: message(text) }, auth);
 if (!('status' in sent)) throw new Error('SendMessage returned a message, want a task');
@@ -98,5 +105,5 @@ console.log(JSON.stringify({
   other: { get: otherGet, listed: otherList.tasks.length },
   cancelDone,
   running: { taskId: running.id, push: push.id, pushes: pushes.configs.length, cases: subCases, final: stateOf(subFinal), canceled: stateOf(afterCancel.status.state) },
-  extended: { skills: extended.skills.map((s) => s.id) },
+  extended: { skills: extended.skills.map((s) => s.id), anonymous: anonExtended },
 }));

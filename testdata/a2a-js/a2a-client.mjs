@@ -1,10 +1,12 @@
 // a2a-client.mjs drives one A2A agent with the official JavaScript SDK
 // (@a2a-js/sdk, protocol 0.3), as any A2A client would: it discovers the
-// agent from its card URL, then runs message/send, message/stream,
+// agent from its url alone (the SDK looks for
+// <url>/.well-known/agent-card.json, resolved as a relative URL: give the
+// url with a final slash) or from a card URL (one ending in .json), then runs message/send, message/stream,
 // tasks/get, and a second message/send in the same contextId. It prints
 // one JSON object saying what it saw, for the Go test to check.
 //
-// Usage: node a2a-client.mjs <agent card URL> [text]
+// Usage: node a2a-client.mjs <agent url/ or card URL> [text]
 import { randomUUID } from 'node:crypto';
 import { ClientFactory } from '@a2a-js/sdk/client';
 
@@ -28,9 +30,14 @@ const textOf = (parts = []) => parts.filter((p) => p.kind === 'text').map((p) =>
 // replyOf is the reply a task carries: its artifacts' text.
 const replyOf = (task) => (task.artifacts ?? []).map((a) => textOf(a.parts)).join('');
 
-// The path is empty: cardURL is the card itself, not a base URL.
-const client = await new ClientFactory().createFromUrl(cardURL, '');
-const card = await client.getAgentCard();
+// A card URL is the card itself (the path is empty); an agent's url is a
+// base, under which the SDK's default path is looked for.
+const client = cardURL.endsWith('.json')
+  ? await new ClientFactory().createFromUrl(cardURL, '')
+  : await new ClientFactory().createFromUrl(cardURL);
+// The public card it was made from: getAgentCard() would ask for the
+// extended card, which needs credentials.
+const card = client.agentCard;
 
 const sent = await client.sendMessage({ message: message(text) });
 if (sent.kind !== 'task') throw new Error(`message/send returned a ${sent.kind}, want a task`);

@@ -32,9 +32,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Many tests, one client IP: the chat rate limit goes out of the way.
+# Many tests, one client IP: the chat rate limit goes out of the way. The
+# operator token is the credential the kit's GetExtendedAgentCard sends
+# (shim/agentsite_auth.py): the extended card needs one.
+bearer=$("$py" -c 'import secrets; print(secrets.token_hex(24))')
 "$bin" serve --data-dir "$work/node" --http-addr "127.0.0.1:$port" \
 	--p2p-listen /ip4/127.0.0.1/tcp/0 --allow-private-endpoints \
+	--operator-token "$bearer" \
 	--chat-rate-limit 1000000 >"$work/node.log" 2>&1 &
 node_pid=$!
 card="http://127.0.0.1:$port/.well-known/agent-card.json"
@@ -51,7 +55,7 @@ mkdir -p "$reports"
 reports=$(realpath "$reports")
 cd "$kit"
 set +e
-PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$here/shim:$kit" "$py" -m pytest -c "$here/pytest.ini" --rootdir="$kit" -p no:cacheprovider \
+AGENTSITE_TCK_BEARER="$bearer" PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$here/shim:$kit" "$py" -m pytest -c "$here/pytest.ini" --rootdir="$kit" -p no:cacheprovider -p agentsite_auth \
 	tests/compatibility -m must --sut-host="http://127.0.0.1:$port" --transport=jsonrpc,http_json \
 	-q --tb=line --compatibility-report="$reports/compatibility" --junitxml="$reports/junit.xml"
 set -e
