@@ -39,8 +39,11 @@ func (s *Server) Handler() http.Handler {
 	// and editing agents (forms and API scripts) more loosely.
 	authLimit := httprate.LimitBy(s.Config.RateLimit, time.Minute, httpkit.ClientKeyFunc,
 		httprate.WithLimitHandler(s.tooManyRequests))
-	writeLimit := s.operatorOr(httprate.LimitBy(6*s.Config.RateLimit, time.Minute, httpkit.ClientKeyFunc,
+	perIP := s.operatorOr(httprate.LimitBy(6*s.Config.RateLimit, time.Minute, httpkit.ClientKeyFunc,
 		httprate.WithLimitHandler(s.tooManyRequests)))
+	// Writes: per client IP, and per account whichever IPs it uses
+	// (accountLimit).
+	writeLimit := func(next http.Handler) http.Handler { return perIP(s.accountLimit(next)) }
 
 	// Health and metrics: no session, no body.
 	r.Get("/healthz", s.healthz)
@@ -85,10 +88,10 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/chat", s.ChatSocket.ServeHTTP)
 		r.Post("/agents/{id}/messages", s.API.SendMessage)
 		r.Get("/conversations/{id}", s.API.GetConversation)
+		r.With(perIP).Post("/network/search", s.API.NetworkSearch) // no listing written
 		r.Group(func(r chi.Router) {
 			r.Use(writeLimit)
 			r.Post("/agents", s.API.CreateAgent)
-			r.Post("/network/search", s.API.NetworkSearch)
 			r.Put("/agents/{id}", s.API.UpdateAgent)
 			r.Delete("/agents/{id}", s.API.DeleteAgent)
 		})
@@ -119,7 +122,7 @@ func (s *Server) Handler() http.Handler {
 			r.Post("/signup", s.pages.SubmitSignup)
 			r.Post("/login", s.pages.SubmitLogin)
 		})
-		r.With(writeLimit).Post("/agents/network-search", s.pages.SubmitNetworkSearch)
+		r.With(perIP).Post("/agents/network-search", s.pages.SubmitNetworkSearch)
 		r.Group(func(r chi.Router) {
 			r.Use(s.pages.RequireLogin)
 			r.Get("/register", s.pages.PageRegister)

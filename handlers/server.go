@@ -216,6 +216,9 @@ type Server struct {
 	// (and far above) the per-client one, so a script can register a
 	// catalogue.
 	operatorWrites *httpkit.Rates
+	// accountWrites is each signed-in account's write budget, beside the
+	// per-client one (writes.go).
+	accountWrites *accountWrites
 }
 
 // maxLoginAccounts bounds the accounts the per-account password budget
@@ -269,6 +272,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	}
 	anon := httpkit.NewAnonBudget(cfg.ChatRateLimit*httpkit.AddressRateShare, anonTurns)
 	s.operatorWrites = httpkit.NewRates(OperatorWritesPerMinute)
+	s.accountWrites = newAccountWrites(6 * cfg.RateLimit) // as much as one client address
 	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,
 		Registry: s.Registry, Chat: s.Chat, Live: s.Live, Accounts: accounts, Sessions: s.sessions,
 		ChatLimits: s.chatLimits, Anon: anon, Logins: httpkit.NewLoginLimits(cfg.RateLimit, maxLoginAccounts), Health: deps.Health, Tester: deps.Tester,

@@ -25,6 +25,7 @@ type beats struct {
 
 type round struct {
 	sentAt, acceptedAt time.Time
+	first              time.Time     // the sender has been heard without a silence of countedFor since then
 	declared           time.Duration // the interval the round said its sender waits after it (agentsite/status/2)
 	parts              int
 	soon               int // rounds refused as too soon since this one
@@ -106,6 +107,29 @@ func (b *beats) allowDeclared(author string, sentAt, now time.Time, minGap, decl
 			clear(b.m)
 		}
 	}
-	b.m[author] = &round{sentAt: sentAt, acceptedAt: now, declared: min(declared, agent.MaxHeartbeatInterval), parts: 1}
+	first := now
+	if r != nil && now.Sub(r.acceptedAt) < countedFor {
+		first = r.first
+	}
+	b.m[author] = &round{sentAt: sentAt, acceptedAt: now, first: first, declared: min(declared, agent.MaxHeartbeatInterval), parts: 1}
 	return beatOK
+}
+
+// counted is how many authors heard within countedFor of now count toward
+// the planet's size: those for whom hosts says yes (they host listings
+// this node holds), and those heard for longer than settled without a
+// silence of countedFor.
+func (b *beats) counted(now time.Time, settled time.Duration, hosts func(author string) bool) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := 0
+	for author, r := range b.m {
+		if now.Sub(r.acceptedAt) >= countedFor {
+			continue
+		}
+		if now.Sub(r.first) > settled || hosts(author) {
+			c++
+		}
+	}
+	return c
 }

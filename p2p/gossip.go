@@ -118,12 +118,21 @@ func (n *Node) validateRecordMsg(ctx context.Context, from peer.ID, msg *pubsub.
 		return pubsub.ValidationIgnore
 	}
 	// Valid floods: past its rate a forwarder's messages, and a
-	// publisher's fresh records, are ignored (not forwarded); the forwarder
-	// loses score when the rate it broke is its own.
+	// publisher's fresh records, are ignored (not forwarded). A forwarder
+	// over its own message rate loses score. A publisher's own valid
+	// records past the publisher rate cost it nothing up to an allowance
+	// (overflow): an honest node paces its own gossip below the rate and
+	// the rest reach peers by sync, but its records can still arrive in a
+	// clump; graylisting it for that cut it off both ways, heartbeats
+	// included. A burst far past the rate, which no pacing node sends,
+	// still costs a point a record.
 	if relayOK, pubOK := n.adm.allowGossip(from, rec.Publisher, n.now()); !relayOK || !pubOK {
-		if !relayOK || from.String() == rec.Publisher {
+		switch {
+		case !relayOK:
 			n.refuse(pathGossip, from, errFlood)
-		} else {
+		case from.String() == rec.Publisher && !n.overflow.forgive(rec.Publisher, n.now()):
+			n.refuse(pathGossip, from, errFlood)
+		default:
 			n.metrics.rejected.WithLabelValues(pathGossip, rejectReason(errFlood)).Inc()
 		}
 		return pubsub.ValidationIgnore
@@ -182,6 +191,7 @@ func (n *Node) delivered(ctx context.Context, path string, from peer.ID, rec *ag
 		}
 		return false
 	}
+	n.hosts.note(rec.Publisher, n.now()) // its heartbeats count in the planet's size at once
 	if changed {
 		n.metrics.accepted.WithLabelValues(path).Inc()
 	}
@@ -217,12 +227,29 @@ func (n *Node) outdated(path string, err error) {
 // Announce publishes a record this node signed: on the records topic (every
 // node caches it within a gossip round) and, in the background, to the DHT
 // under /agent/<id> and as a provider of each of its tags.
+//
+// Gossip is paced (ownGossipPerMinute): a record over the pace is not
+// gossiped, and never waits for it. It is stored already (its caller
+// stored it first), so it is in this node's sync feed, and every peer
+// pulls it at its next sync with this node. Peers ignore a publisher's
+// records past their rate (Admission.PublisherPerMinute), so gossiping
+// more would only be lost.
 func (n *Node) Announce(ctx context.Context, rec *agent.Record, env []byte) error {
 	if n.records == nil {
 		return nil
 	}
 	n.seqs.check(rec.ID, rec.Seq) //nolint:errcheck // our own seq only grows
 	n.syncs.hold(env)             // our own: a digest page need not bring it back
+	n.hb.ownChanged()             // the hosted count is recounted off the heartbeat's path
+	if !n.pace.allow(n.now()) {
+		n.metrics.published.WithLabelValues("gossip", "paced").Inc()
+		if k := n.pace.deferred(n.now()); k > 0 {
+			n.logger.Info("own records over the gossip pace are not gossiped; peers pull them at their next sync",
+				"deferred", k, "pace_per_minute", ownGossipPerMinute)
+		}
+		n.goLoop(func(ctx context.Context) { n.putDHT(ctx, rec, env) })
+		return nil
+	}
 	if err := n.records.Publish(ctx, env); err != nil {
 		n.metrics.published.WithLabelValues("gossip", "error").Inc()
 		return fmt.Errorf("gossip record: %w", err)

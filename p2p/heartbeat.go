@@ -48,7 +48,8 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 // sendHeartbeat publishes this interval's round on agentsite/status/2 (and
 // on agentsite/status/1 while older nodes are heard) and returns the
 // interval it declared. The changed health also goes into this node's own
-// store: its read loop skips its own messages.
+// store (its read loop skips its own messages), by the keeper: nothing on
+// this path waits for the store.
 func (n *Node) sendHeartbeat(ctx context.Context) time.Duration {
 	now := n.now().UTC() // at the start: rounds are then an interval apart (heartbeatLoop)
 	interval := n.heartbeatInterval(now)
@@ -66,18 +67,14 @@ func (n *Node) sendHeartbeat(ctx context.Context) time.Duration {
 	if src := n.healthSource(); src != nil {
 		health = src()
 	}
-	r, err := n.buildRound(ctx, base, health, addrs)
+	r, err := n.buildRound(ctx, base, health, addrs) // from memory: no store read (heartbeatStateLoop)
 	if err != nil {
 		if ctx.Err() == nil {
 			n.logger.Warn("reading local agents for the heartbeat failed", "err", err)
 		}
 		return interval
 	}
-	if len(r.delta) > 0 {
-		if err := n.cfg.Cache.SetHealth(ctx, base.PeerID, healthByID(r.delta)); err != nil && ctx.Err() == nil {
-			n.logger.Warn("storing the health of local agents failed", "err", err)
-		}
-	}
+	n.storeOwnHealth(ctx, r.delta) // the keeper writes it, after the round is out
 	parts, err := r.messages()
 	if err != nil {
 		n.logger.Warn("building the heartbeat failed", "err", err)

@@ -66,7 +66,33 @@ type heartbeatState struct {
 	oldHeard time.Time           // an older node's heartbeat was last heard then
 	slices   map[string]map[int]uint64
 	nslices  int // entries in slices
+
+	// The state the rounds are built from, kept by heartbeatStateLoop off
+	// the send path (keeper set): the hosted count, and the names of the
+	// agents whose entries are new to the rounds. A round is built from
+	// memory alone, so a slow or stalled store never delays one. Without
+	// a keeper (a node without a network, tests) buildRound reads the
+	// store itself.
+	keeper    bool
+	wake      chan struct{}           // the keeper has work (names to look up, own health to write)
+	want      map[string]bool         // ids whose names the next look-up reads
+	looked    map[string]string       // names looked up for the rounds, by id; "": not hosted here
+	dirty     bool                    // own records changed since hosted was counted
+	counted   bool                    // hosted was counted once
+	ownHealth map[string]agent.Health // this node's changed entries, for its own store
 }
+
+// maxPendingNames bounds the ids waiting for a name look-up, and the names
+// looked up waiting for a round: a few rounds' worth of new entries.
+const maxPendingNames = 4 * maxDeltaParts * agent.MaxHeartbeatHealth
+
+// recountEvery is how many intervals apart the keeper recounts the hosted
+// agents when no own record changed (10 minutes at the default interval).
+const recountEvery = 60
+
+// keeperTimeout bounds one store call of the heartbeat state's keeper: a
+// call that fails is tried again at its next run.
+const keeperTimeout = 30 * time.Second
 
 // sentItem is an agent's entry as the heartbeats last told it.
 type sentItem struct {
@@ -91,8 +117,153 @@ func (s *heartbeatState) init() {
 	}
 }
 
+// startKeeper makes the rounds read the state heartbeatStateLoop keeps,
+// never the store.
+func (s *heartbeatState) startKeeper() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.init()
+	s.keeper = true
+	s.wake = make(chan struct{}, 1)
+	s.want = map[string]bool{}
+	s.looked = map[string]string{}
+}
+
+// ownChanged notes that one of this node's records changed (published,
+// updated, deleted): the keeper recounts the hosted agents at its next run.
+func (s *heartbeatState) ownChanged() {
+	s.mu.Lock()
+	s.dirty = true
+	s.mu.Unlock()
+}
+
+// poke wakes the keeper if it sleeps; s.mu need not be held.
+func (s *heartbeatState) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// heartbeatStateLoop keeps what the rounds are built from
+// (keepHeartbeatState): at once, whenever a round asks for names or has
+// own health to store, and every HeartbeatInterval, recounting the hosted
+// agents when own records changed and every recountEvery intervals
+// anyway (a count is cheap, but an idle node should not pay it often). It is
+// the only heartbeat code that reads or writes the store, so a store held
+// up by imports, probes or sync delays the names of new entries and the
+// count, never a round.
+func (n *Node) heartbeatStateLoop(ctx context.Context) {
+	t := time.NewTicker(n.cfg.HeartbeatInterval)
+	defer t.Stop()
+	ticks := 0
+	for {
+		n.keepHeartbeatState(ctx, ticks%recountEvery == 0)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			ticks++
+		case <-n.hb.wake:
+		}
+	}
+}
+
+// keepHeartbeatState runs the keeper once: the names the rounds asked
+// for, the hosted count if recount or own records changed (or it was
+// never counted), and this node's own changed health into its store.
+func (n *Node) keepHeartbeatState(ctx context.Context, recount bool) {
+	s := &n.hb
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.want))
+	for id := range s.want {
+		ids = append(ids, id)
+	}
+	clear(s.want)
+	count := recount || s.dirty || !s.counted
+	s.dirty = false
+	health := s.ownHealth
+	s.ownHealth = nil
+	s.mu.Unlock()
+
+	fail := func(what string, err error) {
+		if ctx.Err() == nil {
+			n.logger.Warn(what+"; the heartbeats go on and it is tried again", "err", err)
+		}
+	}
+	if len(ids) > 0 {
+		slices.Sort(ids)
+		cctx, cancel := context.WithTimeout(ctx, keeperTimeout)
+		names, err := n.cfg.Cache.LocalNames(cctx, ids)
+		cancel()
+		if err != nil {
+			fail("reading the names of local agents for the heartbeat failed", err)
+		} else {
+			s.mu.Lock()
+			if len(s.looked)+len(ids) > maxPendingNames {
+				clear(s.looked) // asked for entries that went away meanwhile
+			}
+			for _, id := range ids {
+				s.looked[id] = names[id]
+			}
+			s.mu.Unlock()
+		}
+	}
+	if count {
+		cctx, cancel := context.WithTimeout(ctx, keeperTimeout)
+		hosted, err := n.cfg.Cache.LocalCount(cctx)
+		cancel()
+		s.mu.Lock()
+		if err != nil {
+			s.dirty = true
+		} else {
+			s.hosted, s.counted = hosted, true
+		}
+		s.mu.Unlock()
+		if err != nil {
+			fail("counting local agents for the heartbeat failed", err)
+		}
+	}
+	if len(health) > 0 {
+		cctx, cancel := context.WithTimeout(ctx, keeperTimeout)
+		err := n.cfg.Cache.SetHealth(cctx, n.PeerID(), health)
+		cancel()
+		if err != nil {
+			fail("storing the health of local agents failed", err)
+		}
+	}
+}
+
+// storeOwnHealth hands the entries a round sent to the keeper, which
+// writes them into this node's own store (its read loop skips its own
+// heartbeats); without a keeper it writes them at once.
+func (n *Node) storeOwnHealth(ctx context.Context, delta []agent.HostedHealth) {
+	if len(delta) == 0 {
+		return
+	}
+	s := &n.hb
+	s.mu.Lock()
+	if !s.keeper {
+		s.mu.Unlock()
+		if err := n.cfg.Cache.SetHealth(ctx, n.PeerID(), healthByID(delta)); err != nil && ctx.Err() == nil {
+			n.logger.Warn("storing the health of local agents failed", "err", err)
+		}
+		return
+	}
+	if s.ownHealth == nil {
+		s.ownHealth = make(map[string]agent.Health, len(delta))
+	}
+	for _, e := range delta { // the latest wins; bounded by the hosted agents
+		s.ownHealth[e.ID] = e.Health
+	}
+	s.mu.Unlock()
+	s.poke()
+}
+
 // heartbeatInterval is the interval of this node's next round: the nodes
-// it hears over HeartbeatBudget, within HeartbeatInterval and
+// it hears on agentsite/status/2 that count (beats.counted: hosts of
+// listings held here, and authors heard for longer than settledAfter)
+// over HeartbeatBudget, within HeartbeatInterval and
 // agent.MaxHeartbeatInterval. While an older node is heard it is
 // HeartbeatInterval: older nodes judge silence by their own interval.
 func (n *Node) heartbeatInterval(now time.Time) time.Duration {
@@ -103,23 +274,19 @@ func (n *Node) heartbeatInterval(now time.Time) time.Duration {
 	if old {
 		return base
 	}
-	heard := n.adm.heardWithin(now, countedFor) + 1 // and this node
+	heard := n.hb.rounds().counted(now, settledAfter, n.hosts.holds) + 1 // and this node
 	want := time.Duration(float64(heard) / n.cfg.HeartbeatBudget * float64(time.Second))
 	return min(max(base, want), max(base, agent.MaxHeartbeatInterval))
 }
 
-// heardWithin counts the heartbeat authors heard within d of now.
-func (a *admission) heardWithin(now time.Time, d time.Duration) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	c := 0
-	for _, t := range a.heard {
-		if now.Sub(t) < d {
-			c++
-		}
-	}
-	return c
-}
+// settledAfter is how long a heartbeat author that hosts nothing this
+// node holds must have been heard before it counts in the planet's size
+// (heartbeatInterval): the longest interval. Heartbeats are cheap to sign
+// for endless fresh identities; counted at once, 200 of them heartbeating
+// for a minute made a node declare a 20 times longer interval, so that
+// honest hosts were judged stale only 20 times later. An honest node is
+// heard for longer than that, or hosts listings held here, and counts.
+const settledAfter = agent.MaxHeartbeatInterval
 
 // oldNodeHeard notes a heartbeat of an older node: this node publishes on
 // agentsite/status/1 too, for oldNodesFor.
@@ -184,23 +351,25 @@ func (n *Node) buildRound(ctx context.Context, base agent.Heartbeat, health map[
 			delete(s.sent, id)
 		}
 	}
+	keeper := s.keeper
 	s.mu.Unlock()
 	slices.Sort(changed)
 	changed = changed[:min(len(changed), maxDeltaParts*agent.MaxHeartbeatHealth)]
 
 	var r heartbeatRound
 	var names map[string]string
-	if ids := n.unnamed(changed); len(ids) > 0 {
-		var err error
-		if names, err = n.cfg.Cache.LocalNames(ctx, ids); err != nil {
-			return r, err
-		}
-	}
 	var (
 		hosted int
 		err    error
 	)
-	if refresh {
+	if ids := n.unnamed(changed); len(ids) > 0 {
+		if keeper {
+			n.hb.ask(ids) // named by the keeper, sent in a round after it
+		} else if names, err = n.cfg.Cache.LocalNames(ctx, ids); err != nil {
+			return r, err
+		}
+	}
+	if refresh && !keeper {
 		if hosted, err = n.cfg.Cache.LocalCount(ctx); err != nil {
 			return r, err
 		}
@@ -209,9 +378,16 @@ func (n *Node) buildRound(ctx context.Context, base agent.Heartbeat, health map[
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, id := range changed {
-		name := names[id]
+		name, known := names[id], !keeper // without a keeper every name was just read
 		if prev, ok := s.sent[id]; ok {
-			name = prev.entry.Name
+			name, known = prev.entry.Name, true
+		} else if keeper {
+			if name, known = s.looked[id]; known {
+				delete(s.looked, id)
+			}
+		}
+		if !known {
+			continue // its name is being looked up: it stays changed until then
 		}
 		h, _ := normalizeHealth(health[id])
 		if name == "" {
@@ -228,7 +404,7 @@ func (n *Node) buildRound(ctx context.Context, base agent.Heartbeat, health map[
 		s.digest ^= agent.HealthDigest(it.hash)
 		r.delta = append(r.delta, e)
 	}
-	if refresh {
+	if refresh && !keeper {
 		s.hosted = hosted
 	}
 	base.AgentsHosted = s.hosted
@@ -260,17 +436,35 @@ func (n *Node) buildRound(ctx context.Context, base agent.Heartbeat, health map[
 	return r, nil
 }
 
-// unnamed is those of ids whose names the rounds do not know yet.
+// unnamed is those of ids whose names the rounds do not know yet (nor
+// hold from the keeper, waiting for this round).
 func (n *Node) unnamed(ids []string) []string {
 	n.hb.mu.Lock()
 	defer n.hb.mu.Unlock()
 	var out []string
 	for _, id := range ids {
-		if _, ok := n.hb.sent[id]; !ok {
-			out = append(out, id)
+		if _, ok := n.hb.sent[id]; ok {
+			continue
 		}
+		if _, ok := n.hb.looked[id]; ok {
+			continue
+		}
+		out = append(out, id)
 	}
 	return out
+}
+
+// ask queues ids for the keeper's next name look-up and wakes it.
+func (s *heartbeatState) ask(ids []string) {
+	s.mu.Lock()
+	for _, id := range ids {
+		if len(s.want) >= maxPendingNames {
+			break // the rest are asked for again by the next rounds
+		}
+		s.want[id] = true
+	}
+	s.mu.Unlock()
+	s.poke()
 }
 
 // messages encodes the round: the changed entries as few messages as fit

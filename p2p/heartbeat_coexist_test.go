@@ -115,10 +115,12 @@ func TestOldAndNewHeartbeatsCoexist(t *testing.T) {
 func TestIntervalFollowsThePlanet(t *testing.T) {
 	n := &Node{cfg: Config{HeartbeatInterval: 10 * time.Second, HeartbeatBudget: 1}, adm: newAdmission(Admission{})}
 	now := time.Now()
-	hear := func(k int) {
+	hear := func(k int) { // nodes heard for longer than settledAfter
 		for range k {
 			_, p := genKey(t)
-			n.adm.hear(p.String(), now)
+			for _, at := range []time.Time{now.Add(-settledAfter - time.Minute), now} {
+				n.hb.rounds().allowDeclared(p.String(), at, at, time.Second, 10*time.Second)
+			}
 		}
 	}
 	if got := n.heartbeatInterval(now); got != 10*time.Second {

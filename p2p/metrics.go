@@ -45,7 +45,7 @@ func newMetrics(reg prometheus.Registerer, peerCount func() float64) (*metrics, 
 		}),
 		published: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "agentsite", Subsystem: "p2p", Name: "publish_total",
-			Help: "Publications of local records, by channel (gossip, dht_put, dht_provide) and result.",
+			Help: "Publications of local records, by channel (gossip, dht_put, dht_provide) and result (ok, error; paced: over the node's own gossip pace, left to the sync).",
 		}, []string{"channel", "result"}),
 		peers: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "agentsite", Subsystem: "p2p", Name: "connected_peers",

@@ -137,32 +137,35 @@ func (c *Config) defaults() {
 
 // Node is a running libp2p host with the DHT and GossipSub.
 type Node struct {
-	host    host.Host
-	key     crypto.PrivKey
-	logger  *slog.Logger
-	cfg     Config
-	gater   *Gater
-	dht     *dht.IpfsDHT
-	ps      *pubsub.PubSub
-	records *pubsub.Topic
-	status  *pubsub.Topic
-	metrics *metrics
-	seqs    *seqCache
-	values  *dhtStore // the DHT's bounded value store (nil: unbounded)
-	adm     *admission
-	beats   *beats
-	hb      heartbeatState // agentsite/status/2: its topic, rounds and what was sent (heartbeat2.go)
-	heardq  chan heard     // accepted heartbeats on their way to the store (heardbatch.go)
-	traffic *lpmetrics.BandwidthCounter
-	strikes *strikes
-	syncs   *syncTracker
-	serving *serveLimiter // the budgets of the peers served sync (sync_serve.go)
-	scores  peerScores
-	mcp     mcpState                  // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
-	hostp   atomic.Pointer[host.Host] // the host, for libp2p's own goroutines (autorelay's peer source)
-	nat     natState
-	now     func() time.Time
-	started time.Time
+	host     host.Host
+	key      crypto.PrivKey
+	logger   *slog.Logger
+	cfg      Config
+	gater    *Gater
+	dht      *dht.IpfsDHT
+	ps       *pubsub.PubSub
+	records  *pubsub.Topic
+	status   *pubsub.Topic
+	metrics  *metrics
+	seqs     *seqCache
+	values   *dhtStore // the DHT's bounded value store (nil: unbounded)
+	adm      *admission
+	beats    *beats
+	hb       heartbeatState // agentsite/status/2: its topic, rounds and what was sent (heartbeat2.go)
+	heardq   chan heard     // accepted heartbeats on their way to the store (heardbatch.go)
+	traffic  *lpmetrics.BandwidthCounter
+	strikes  *strikes
+	pace     *pace     // own records' gossip (pace.go)
+	overflow *overflow // peers' own records over the rate let pass unpunished (pace.go)
+	hosts    *hostSet  // publishers of the listings this node holds (liveness.go)
+	syncs    *syncTracker
+	serving  *serveLimiter // the budgets of the peers served sync (sync_serve.go)
+	scores   peerScores
+	mcp      mcpState                  // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
+	hostp    atomic.Pointer[host.Host] // the host, for libp2p's own goroutines (autorelay's peer source)
+	nat      natState
+	now      func() time.Time
+	started  time.Time
 	// withhold, set only by tests (WithholdGossip, -tags
 	// agentsite_testnet), drops records by id from gossip on receipt.
 	withhold atomic.Pointer[func(id string) bool]
@@ -202,7 +205,10 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 	}
 	n.seqs = newSeqCache(100_000)
 	n.strikes = newStrikes()
+	n.pace = newPace()
+	n.hosts = newHostSet()
 	n.adm = newAdmission(cfg.Admission)
+	n.overflow = newOverflow(n.adm.cfg.PublisherPerMinute)
 	n.beats = newBeats()
 	for _, p := range cfg.Admission.Block {
 		if id, err := peer.Decode(p); err == nil {
@@ -305,6 +311,8 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 	if !cfg.NoSyncOnConnect {
 		n.watchPeers()
 	}
+	n.hb.startKeeper()
+	n.goLoop(n.heartbeatStateLoop)
 	n.goLoop(n.heartbeatLoop)
 	n.goLoop(func(ctx context.Context) { n.bootstrap(ctx, boot) })
 	return n, nil

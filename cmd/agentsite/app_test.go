@@ -49,8 +49,8 @@ func TestServeAndImportBuildTheSameRegistry(t *testing.T) {
 			if _, err := a.close(); err != nil {
 				t.Fatal(err)
 			}
-			if imported.Network != nil {
-				t.Errorf("the offline registry has a network: %v", imported.Network)
+			if imported.Network != nil || imported.Schedule != nil {
+				t.Errorf("the offline registry has a network (%v) or a prober (%v)", imported.Network, imported.Schedule)
 			}
 
 			m := NewMain()
@@ -75,7 +75,7 @@ func TestServeAndImportBuildTheSameRegistry(t *testing.T) {
 			}
 			// Every setting of the registry, including any added later;
 			// not the services it is given.
-			services := map[string]bool{"Store": true, "Publisher": true, "Network": true, "Logger": true, "Now": true}
+			services := map[string]bool{"Store": true, "Publisher": true, "Network": true, "Schedule": true, "Logger": true, "Now": true}
 			for _, f := range reflect.VisibleFields(reflect.TypeFor[registry.Registry]()) {
 				if services[f.Name] {
 					continue

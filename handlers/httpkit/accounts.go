@@ -200,6 +200,9 @@ func (s *Accounts) IsOperator(r *http.Request) bool {
 // Bearer authenticates a bearer token: the operator token (compared in
 // constant time) or a personal API token.
 func (s *Accounts) Bearer(r *http.Request) (Principal, error) {
+	if p, ok := principalOf(r); ok { // looked up already (WithPrincipal)
+		return p, nil
+	}
 	h := r.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
