@@ -329,6 +329,9 @@ func (n *Node) buildRound(ctx context.Context, base agent.Heartbeat, health map[
 			continue
 		}
 		prev, had := s.sent[id]
+		if had && prev.entry.Health == h {
+			continue // as sent: no hash (one was ~6 allocations, every agent every round)
+		}
 		if had && prev.hash == agent.EntryHash(agent.HostedHealth{ID: id, Name: prev.entry.Name, Health: h}) {
 			continue
 		}

@@ -124,8 +124,8 @@ func (c *Cache) ExpireListings(ctx context.Context, now time.Time) (int, error) 
 }
 
 // ExpireUnheard implements Network and invalidates cached reads.
-func (c *Cache) ExpireUnheard(ctx context.Context, before time.Time) (int, error) {
-	n, err := c.next.ExpireUnheard(ctx, before)
+func (c *Cache) ExpireUnheard(ctx context.Context, before time.Time, self string) (int, error) {
+	n, err := c.next.ExpireUnheard(ctx, before, self)
 	if n > 0 || err != nil {
 		c.gen.Add(1)
 	}

@@ -350,7 +350,7 @@ func sweep(ctx context.Context, st Network, selfID string, now time.Time, staleA
 	if unheardAfter <= 0 {
 		unheardAfter = DefaultUnheardAfter
 	}
-	if _, err := st.ExpireUnheard(ctx, now.Add(-unheardAfter)); err != nil {
+	if _, err := st.ExpireUnheard(ctx, now.Add(-unheardAfter), selfID); err != nil {
 		return fmt.Errorf("expire listings of hosts never heard: %w", err)
 	}
 	// Last, so that a wrapper that learns of writes by the methods it

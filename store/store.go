@@ -383,8 +383,11 @@ type Network interface {
 	// verified) and whose last_seen is before before: a flood of records
 	// from identities that never send a heartbeat leaves default search
 	// within the threshold, not at expires_at (up to a week). The Sink
-	// enters such listings stale. Returns how many changed.
-	ExpireUnheard(ctx context.Context, before time.Time) (int, error)
+	// enters such listings stale. The listings of self (this node's peer
+	// id, which has no node row) are never read: a host of 100k agents
+	// read all of them on every sweep to find none to expire. Returns how
+	// many changed.
+	ExpireUnheard(ctx context.Context, before time.Time, self string) (int, error)
 	// LocalNames returns the names of the listings among ids that this
 	// node hosts (tombstones excluded): what the heartbeat reads of its
 	// hosted listings, for the ids whose health changed, never every row.

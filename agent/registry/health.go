@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -64,6 +65,20 @@ type Health struct {
 	// now (SetProbeSpacing): longer than the window on a big host whose
 	// probe budget makes a round of all its agents last hours.
 	spacing time.Duration
+	// gen counts the changes of spacing: a summary kept from an older
+	// generation was of another window.
+	gen uint64
+	// snap is the map Snapshot last handed out, never written again: the
+	// same map (and version) while no summary changed, so the heartbeat
+	// of an idle host of 100k agents builds none. snapStale says an
+	// outcome was recorded or an agent forgotten since; snapUntil is the
+	// first time a kept summary may change with nothing recorded (zero:
+	// never), snapGen the spacing's generation it was made in.
+	snap      map[string]agent.Health
+	snapVer   uint64
+	snapStale bool
+	snapGen   uint64
+	snapUntil time.Time
 }
 
 // healthLog is one agent's outcomes, oldest first.
@@ -81,6 +96,15 @@ type healthLog struct {
 	// of when it was marked, a summary that does not change, so an idle
 	// host's heartbeats carry no health delta for its builtins.
 	builtin bool
+	// sum is the last summary, kept while nothing was recorded, the
+	// spacing is of generation sumGen and the clock is before sumUntil
+	// (zero: for ever), the first time the window or the recent part of
+	// it loses a sample: the heartbeat asks for every agent's summary
+	// every interval, and on a big host almost none of them changed.
+	sum      agent.Health
+	sumOK    bool
+	sumGen   uint64
+	sumUntil time.Time
 }
 
 // sample is one outcome.
@@ -148,7 +172,7 @@ func (h *Health) RecordBuiltin(agentID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if l := h.agents[agentID]; l != nil {
-		l.builtin = true
+		l.builtin, l.sumOK, h.snapStale = true, false, true
 	}
 }
 
@@ -174,6 +198,7 @@ func (h *Health) record(agentID string, s sample, errText string) {
 		l.samples = slices.Delete(l.samples, 0, len(l.samples)-h.opts.MaxSamples+1)
 	}
 	l.samples = append(l.samples, s)
+	l.sumOK, h.snapStale = false, true
 	l.checked = s.at
 	if !s.probe {
 		l.lastTurn = s.at
@@ -197,7 +222,10 @@ func (h *Health) record(agentID string, s sample, errText string) {
 // cannot probe every agent once an Interval).
 func (h *Health) SetProbeSpacing(d time.Duration) {
 	h.mu.Lock()
-	h.spacing = d
+	if d != h.spacing {
+		h.spacing = d
+		h.gen++
+	}
 	h.mu.Unlock()
 }
 
@@ -235,20 +263,51 @@ func (h *Health) Summary(agentID string) agent.Health {
 	if l == nil {
 		return agent.Health{State: agent.HealthUnknown}
 	}
-	return h.summarize(l, h.opts.Now())
+	return h.summary(l, h.opts.Now())
 }
 
 // Summaries is the health of every agent with outcomes, by agent id: what
-// the node's heartbeat carries.
+// the node's heartbeat carries. The map is the caller's.
 func (h *Health) Summaries() map[string]agent.Health {
+	m, _ := h.Snapshot()
+	return maps.Clone(m)
+}
+
+// Snapshot is Summaries shared: the same map, and the same version, while
+// no agent's summary changed (nothing recorded, none forgotten, none
+// changed by the clock), a new map and a higher version when one did. The
+// map must not be written to. It is what the heartbeat asks for every
+// interval: on an idle host of 100k agents it costs a look at the clock.
+func (h *Health) Snapshot() (map[string]agent.Health, uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.opts.Now()
+	if h.snap != nil && !h.snapStale && h.snapGen == h.gen && (h.snapUntil.IsZero() || now.Before(h.snapUntil)) {
+		return h.snap, h.snapVer
+	}
+	same := h.snap != nil && len(h.snap) == len(h.agents)
+	var until time.Time
+	for id, l := range h.agents {
+		s := h.summary(l, now)
+		if same {
+			old, ok := h.snap[id]
+			same = ok && old == s
+		}
+		if !l.sumUntil.IsZero() && (until.IsZero() || l.sumUntil.Before(until)) {
+			until = l.sumUntil
+		}
+	}
+	h.snapStale, h.snapGen, h.snapUntil = false, h.gen, until
+	if same {
+		return h.snap, h.snapVer
+	}
 	out := make(map[string]agent.Health, len(h.agents))
 	for id, l := range h.agents {
-		out[id] = h.summarize(l, now)
+		out[id] = l.sum // just summarized
 	}
-	return out
+	h.snap = out
+	h.snapVer++
+	return out, h.snapVer
 }
 
 // LastError is the failure of agentID's last probe in words its owner can
@@ -289,6 +348,7 @@ func (h *Health) Retain(ids map[string]bool) {
 		if !ids[id] {
 			delete(h.agents, id)
 			delete(h.used, id)
+			h.snapStale = true
 		}
 	}
 }
@@ -297,8 +357,46 @@ func (h *Health) Retain(ids map[string]bool) {
 func (h *Health) Forget(id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.agents, id)
+	if _, ok := h.agents[id]; ok {
+		delete(h.agents, id)
+		h.snapStale = true
+	}
 	delete(h.used, id)
+}
+
+// summary is l's health at now, computed again only when it may have
+// changed since it was last; h.mu is held.
+func (h *Health) summary(l *healthLog, now time.Time) agent.Health {
+	if l.sumOK && l.sumGen == h.gen && (l.sumUntil.IsZero() || now.Before(l.sumUntil)) {
+		return l.sum
+	}
+	l.sum = h.summarize(l, now)
+	l.sumOK, l.sumGen, l.sumUntil = true, h.gen, h.changesAt(l, now)
+	return l.sum
+}
+
+// changesAt is the first time after now at which l's summary changes
+// with nothing recorded (zero: never): when its oldest sample leaves the
+// window, or its oldest recent one leaves Recent. Everything else in a
+// summary changes only with an outcome (record). l was summarized at now
+// (pruned); h.mu is held.
+func (h *Health) changesAt(l *healthLog, now time.Time) time.Time {
+	if len(l.samples) == 0 {
+		return time.Time{}
+	}
+	at := l.samples[0].at.Add(h.window(l))
+	cutoff := now.Add(-h.opts.Recent)
+	if i := slices.IndexFunc(l.samples, func(s sample) bool { return s.at.After(cutoff) }); i >= 0 {
+		at = minTime(at, l.samples[i].at.Add(h.opts.Recent))
+	}
+	return at
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // summarize computes l's health at now; h.mu is held.

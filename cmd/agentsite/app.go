@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/agent/runtime"
@@ -190,10 +191,12 @@ func (a *app) startP2P(ctx context.Context, deps appDeps) error {
 	pc.Domains, pc.Claims = a.verify.own.Verified, a.claimsSink()
 	pc.Admission.Verified = a.verify.Domains
 	if pc.HealthSource == nil { // a test's own source wins
-		pc.HealthSource = a.health.Summaries
+		// The tracker's snapshot, shared between rounds while no summary
+		// changed: p2p only reads it.
+		pc.HealthSource = func() map[string]agent.Health { m, _ := a.health.Snapshot(); return m }
 		if c, ok := a.engine.(conversationCounter); ok { // the week's conversations ride along
 			a.usage = &uses{counter: c, every: a.cfg.UsesInterval, now: time.Now, logger: a.logger}
-			pc.HealthSource = a.usage.source(pc.HealthSource)
+			pc.HealthSource = a.usage.source(a.health.Snapshot)
 		}
 	}
 	node, err := p2p.New(ctx, a.key, pc, a.logger)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"maps"
+	"reflect"
 	"sync"
 	"time"
 
@@ -60,16 +61,42 @@ func (u *uses) refresh(ctx context.Context) {
 	u.mu.Unlock()
 }
 
-// source is inner with each agent's count as its Uses7d.
-func (u *uses) source(inner p2p.HealthSource) p2p.HealthSource {
+// source is the tracker's health (snapshot: a map shared between calls
+// and its version, Health.Snapshot) with each agent's count as its
+// Uses7d. The heartbeat asks every interval; on a host of 100k agents a
+// copy of the map each time was a good part of its idle CPU and garbage,
+// so the map is copied only when the tracker's or the counts changed, and
+// not at all while no agent had a conversation this week. The map
+// returned must not be written to.
+func (u *uses) source(snapshot func() (map[string]agent.Health, uint64)) p2p.HealthSource {
+	var (
+		lastVer    uint64
+		lastCounts map[string]int
+		last       map[string]agent.Health
+	)
 	return func() map[string]agent.Health {
-		m := maps.Clone(inner())
+		m, ver := snapshot()
 		u.mu.Lock()
 		defer u.mu.Unlock()
-		for id, h := range m {
-			h.Uses7d = min(u.counts[id], agent.MaxUses7d)
-			m[id] = h
+		if len(u.counts) == 0 {
+			return m
 		}
-		return m
+		if last != nil && ver == lastVer && sameCounts(u.counts, lastCounts) {
+			return last
+		}
+		out := maps.Clone(m)
+		for id, n := range u.counts {
+			if h, ok := out[id]; ok {
+				h.Uses7d = min(n, agent.MaxUses7d)
+				out[id] = h
+			}
+		}
+		last, lastVer, lastCounts = out, ver, u.counts
+		return out
 	}
+}
+
+// sameCounts is whether a and b are the same map (refresh replaces it).
+func sameCounts(a, b map[string]int) bool {
+	return len(a) == len(b) && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }

@@ -279,7 +279,7 @@ func TestExpireUnheardReadsHostsNotListings(t *testing.T) {
 	if _, err := raw.conn.Exec(ctx, `ANALYZE agents`); err != nil { // as autovacuum would
 		t.Fatal(err)
 	}
-	expired, read, err := postgres.ExpireUnheardReads(ctx, db, t0.Add(time.Hour))
+	expired, read, err := postgres.ExpireUnheardReads(ctx, db, t0.Add(time.Hour), "this-node")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,6 +288,56 @@ func TestExpireUnheardReadsHostsNotListings(t *testing.T) {
 	}
 	if read > 50 {
 		t.Errorf("a sweep read %d rows of agents for %d stale listings of 3 hosts, want a few (a probe per host, the 5 expired)", read, pages*size)
+	}
+}
+
+// TestExpireUnheardSkipsOwnListings: this node has no row in nodes, so a
+// sweep took it for a host never heard and read every one of its own
+// listings through agents_host (on an idle host of 100k agents, every
+// 10 s, to find none to expire: they are all local). Given this node's
+// id, a sweep reads a few rows, not its listings, expires none of them,
+// and still expires the listings of a host never heard.
+func TestExpireUnheardSkipsOwnListings(t *testing.T) {
+	ctx := t.Context()
+	raw := openRaw(t)
+	db := raw.db
+	t0 := time.Date(2026, 12, 7, 5, 0, 0, 0, time.UTC)
+	const self, pages, size = "this-node", 12, 256
+	for k := range pages {
+		ls := make([]store.Listing, size)
+		for i := range ls {
+			n := k*size + i
+			rec := agent.Record{ID: fmt.Sprintf("own-%05d", n), Name: fmt.Sprintf("own-%d", n), Seq: 1,
+				IssuedAt: t0, ExpiresAt: t0.Add(24 * time.Hour)}
+			ls[i] = store.Listing{Record: rec, Status: store.StatusOnline, HostPeerID: self, Local: true, LastSeen: t0, UpdatedAt: t0}
+			if k == pages-1 && i < 5 {
+				rec.ID, rec.Name = fmt.Sprintf("unheard-%05d", n), fmt.Sprintf("unheard-%d", n)
+				ls[i] = store.Listing{Record: rec, Status: store.StatusStale, HostPeerID: "never-heard-host", LastSeen: t0, UpdatedAt: t0}
+			}
+		}
+		if _, err := postgres.PageTagScans(ctx, db, ls); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := raw.conn.Exec(ctx, `ANALYZE agents`); err != nil { // as autovacuum would
+		t.Fatal(err)
+	}
+	expired, read, err := postgres.ExpireUnheardReads(ctx, db, t0.Add(time.Hour), self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if expired != 5 {
+		t.Errorf("expired %d listings, want the 5 of the host never heard", expired)
+	}
+	if read > 50 {
+		t.Errorf("a sweep read %d rows of agents beside %d listings of this node, want a few (a probe per host, the 5 expired)", read, pages*size-5)
+	}
+	var own int
+	if err := raw.conn.QueryRow(ctx, `SELECT count(*) FROM agents WHERE host_peer_id = $1 AND status = 'online'`, self).Scan(&own); err != nil {
+		t.Fatal(err)
+	}
+	if own != pages*size-5 {
+		t.Errorf("%d of this node's %d listings online after the sweep, want all", own, pages*size-5)
 	}
 }
 

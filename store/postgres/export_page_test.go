@@ -43,17 +43,18 @@ func PageTagScans(ctx context.Context, db *DB, ls []store.Listing) (seqScans int
 
 const tagScansSQL = `SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_xact_user_tables WHERE relname = 'agent_tags'`
 
-// ExpireUnheardReads runs one batch of ExpireUnheard in a transaction and
+// ExpireUnheardReads runs one batch of ExpireUnheard (self: this node's
+// peer id) in a transaction and
 // returns how many listings it expired and how many rows of agents it
 // read (pg_stat_xact_user_tables before and after: sequential reads and
 // heap fetches).
-func ExpireUnheardReads(ctx context.Context, db *DB, before time.Time) (expired int, read int64, err error) {
+func ExpireUnheardReads(ctx context.Context, db *DB, before time.Time, self string) (expired int, read int64, err error) {
 	err = db.InTransaction(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		var start int64
 		if err := tx.QueryRow(ctx, agentReadsSQL).Scan(&start); err != nil {
 			return err
 		}
-		n, err := expireUnheardBatch(ctx, tx, before)
+		n, err := expireUnheardBatch(ctx, tx, before, self)
 		if err != nil {
 			return err
 		}

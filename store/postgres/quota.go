@@ -59,7 +59,10 @@ SELECT count(*) FROM (
 
 // ExpireUnheard implements store.Network: the hosts of listings that are
 // not offline are walked in agents_host, one probe each (a loose index
-// scan), those without a node row kept, and their stale listings that
+// scan), those without a node row kept but self (this node has none, and
+// its listings are all local: reading its 100k listings through
+// agents_host on every sweep to find none to expire was a fifth of an idle
+// host's CPU), and their stale listings that
 // are not local, found in agents_host too (LATERAL: a join was planned
 // as a scan of all of agents) and updated through the primary key (= ANY
 // of an array: a semi-join was planned as a scan of all of agents
@@ -68,13 +71,14 @@ SELECT count(*) FROM (
 // (agents_unheard) read every stale listing of every sweep when their
 // hosts were heard: at 1M listings from 50 heard hosts, ~1 s a sweep on an
 // idle machine, past the 5 s store deadline on a loaded one.
-func (db *DB) ExpireUnheard(ctx context.Context, before time.Time) (int, error) {
+func (db *DB) ExpireUnheard(ctx context.Context, before time.Time, self string) (int, error) {
 	return store.ExpireInBatches(ctx, func(ctx context.Context) (int, error) {
-		return expireUnheardBatch(ctx, db.q, before)
+		return expireUnheardBatch(ctx, db.q, before, self)
 	})
 }
 
-// expireUnheardSQL is one batch of ExpireUnheard ($1 before, $2 the batch).
+// expireUnheardSQL is one batch of ExpireUnheard ($1 before, $2 the batch,
+// $3 this node's peer id).
 const expireUnheardSQL = `-- name: expire_unheard
 WITH RECURSIVE hosts (h) AS (
 	(SELECT host_peer_id FROM agents WHERE status <> 'offline' ORDER BY host_peer_id LIMIT 1)
@@ -85,7 +89,7 @@ WITH RECURSIVE hosts (h) AS (
 	FROM hosts WHERE hosts.h IS NOT NULL
 ), unheard AS (
 	SELECT h FROM hosts
-	WHERE h IS NOT NULL AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.peer_id = hosts.h)
+	WHERE h IS NOT NULL AND h <> $3 AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.peer_id = hosts.h)
 ), changed AS (
 	UPDATE agents a SET status = 'offline'
 	WHERE a.id = ANY (ARRAY(SELECT c.id FROM unheard u CROSS JOIN LATERAL (
@@ -97,9 +101,9 @@ WITH RECURSIVE hosts (h) AS (
 	  AND a.status = 'stale'
 	RETURNING id, visible` + syncTagVisibility
 
-func expireUnheardBatch(ctx context.Context, q querier, before time.Time) (int, error) {
+func expireUnheardBatch(ctx context.Context, q querier, before time.Time, self string) (int, error) {
 	var n int
-	if err := q.QueryRow(ctx, expireUnheardSQL, before, store.ExpireBatch).Scan(&n); err != nil {
+	if err := q.QueryRow(ctx, expireUnheardSQL, before, store.ExpireBatch, self).Scan(&n); err != nil {
 		return 0, dbErr("expire unheard listings", err)
 	}
 	return n, nil

@@ -578,9 +578,9 @@ func (s *Store) ExpireListings(ctx context.Context, now time.Time) (int, error) 
 }
 
 // ExpireUnheard implements store.Catalogue.
-func (s *Store) ExpireUnheard(ctx context.Context, before time.Time) (int, error) {
+func (s *Store) ExpireUnheard(ctx context.Context, before time.Time, self string) (int, error) {
 	defer s.writes.Add(1)
-	return s.Engine.ExpireUnheard(ctx, before)
+	return s.Engine.ExpireUnheard(ctx, before, self)
 }
 
 // InBatch implements store.Batcher. The batch's writes go through its Tx

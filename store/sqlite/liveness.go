@@ -39,10 +39,13 @@ UPDATE agents SET status = 'offline' WHERE status <> 'offline' AND expires_at <=
 }
 
 // expireUnheardSQL is one batch of ExpireUnheard (?1 before, ?2 the
-// batch): the hosts of the catalogue walked in agents_host, one seek each
-// (a loose index scan), those without a node row kept, and their stale
-// listings that are not local, found in agents_host too (CROSS JOIN: the
-// hosts are the outer loop), expired.
+// batch, ?3 this node's peer id): the hosts of the catalogue walked in
+// agents_host, one seek each (a loose index scan), those without a node
+// row kept but this node (it has none, and its listings are all local:
+// reading them through agents_host to find none to expire was a fifth of
+// an idle host's CPU at 100k agents, and missed the store deadline under
+// load), and their stale listings that are not local, found in
+// agents_host too (CROSS JOIN: the hosts are the outer loop), expired.
 const expireUnheardSQL = `-- name: expire_unheard
 WITH RECURSIVE hosts (h) AS (
 	SELECT (SELECT host_peer_id FROM agents WHERE host_peer_id >= '' ORDER BY host_peer_id LIMIT 1)
@@ -52,7 +55,7 @@ WITH RECURSIVE hosts (h) AS (
 	FROM hosts WHERE hosts.h IS NOT NULL
 ), unheard (h) AS (
 	SELECT h FROM hosts
-	WHERE h IS NOT NULL AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.peer_id = hosts.h)
+	WHERE h IS NOT NULL AND h <> ?3 AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.peer_id = hosts.h)
 )
 UPDATE agents SET status = 'offline'
 WHERE pos IN (SELECT c.pos FROM unheard u CROSS JOIN agents c
@@ -61,7 +64,7 @@ WHERE pos IN (SELECT c.pos FROM unheard u CROSS JOIN agents c
 
 // ExpireUnheard implements store.Network: the hosts of the catalogue are
 // walked once each, and the stale listings of those never heard (no node
-// row) that were last seen before before are expired, store.ExpireBatch
+// row; self, this node, is skipped) that were last seen before before are expired, store.ExpireBatch
 // listings a statement, each committed on its own: a backlog of a million
 // never-heard listings is taken in steps that each end well within the
 // store deadline, and what a cut-short sweep expired stays expired.
@@ -69,9 +72,9 @@ WHERE pos IN (SELECT c.pos FROM unheard u CROSS JOIN agents c
 // probed) read every stale listing on every sweep when their hosts were
 // heard: at 1M stale listings of 50 heard hosts, 3 CPU-s every 10 s, a
 // fifth of a core while idle, and RSS up ~55 MB at each sweep.
-func (db *DB) ExpireUnheard(ctx context.Context, before time.Time) (int, error) {
+func (db *DB) ExpireUnheard(ctx context.Context, before time.Time, self string) (int, error) {
 	return store.ExpireInBatches(ctx, func(ctx context.Context) (int, error) {
-		res, err := db.w.ExecContext(ctx, expireUnheardSQL, nanos(before), store.ExpireBatch)
+		res, err := db.w.ExecContext(ctx, expireUnheardSQL, nanos(before), store.ExpireBatch, self)
 		if err != nil {
 			return 0, dbErr("expire unheard listings", err)
 		}

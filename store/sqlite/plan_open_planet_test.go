@@ -28,7 +28,7 @@ func TestOpenPlanetPlans(t *testing.T) {
 		{"has_agent", hasAgentSQL, []any{"id"}, "SEARCH agents USING COVERING INDEX sqlite_autoindex_agents_1 (id=?)"},
 		{"count_published", countPublishedSQL, []any{"pub", 10}, "SEARCH agents USING COVERING INDEX agents_publisher (publisher=?)"},
 		{"count_hosted", countHostedSQL, []any{"host", 10}, "SEARCH agents USING INDEX agents_host (host_peer_id=?)"},
-		{"expire_unheard", expireUnheardSQL, []any{int64(1), 1000}, "SEARCH c USING INDEX agents_host (host_peer_id=?)"},
+		{"expire_unheard", expireUnheardSQL, []any{int64(1), 1000, "self"}, "SEARCH c USING INDEX agents_host (host_peer_id=?)"},
 		{"list_nodes", listNodesSQL, []any{"", 101}, "SEARCH nodes USING INDEX sqlite_autoindex_nodes_1 (peer_id>?)"},
 		{"list_nodes_before", listNodesBeforeSQL, []any{"z", 101}, "SEARCH nodes USING INDEX sqlite_autoindex_nodes_1 (peer_id<?)"},
 	} {
@@ -65,7 +65,7 @@ VALUES (?1, ?1, 'p', 'h', 'stale', 0, 1, 9e18, 1, 1, x'00')`, fmt.Sprintf("id-%d
 			t.Fatal(err)
 		}
 	}
-	res, err := db.w.ExecContext(t.Context(), expireUnheardSQL, int64(2), 2)
+	res, err := db.w.ExecContext(t.Context(), expireUnheardSQL, int64(2), 2, "self")
 	if err != nil {
 		t.Fatal(err)
 	}

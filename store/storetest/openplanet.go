@@ -133,7 +133,7 @@ func testExpireUnheard(t *testing.T, s store.Store) {
 	if st := mustCachedStats(t, c); st.Agents != 5 {
 		t.Fatalf("Stats before: %d agents, want 5", st.Agents)
 	}
-	n, err := c.ExpireUnheard(ctx, cutoff)
+	n, err := c.ExpireUnheard(ctx, cutoff, mine.peer)
 	if err != nil || n != 2 {
 		t.Fatalf("ExpireUnheard = %d, %v; want 2 (a listing and a tombstone)", n, err)
 	}
@@ -153,7 +153,7 @@ func testExpireUnheard(t *testing.T, s store.Store) {
 	if st := mustCachedStats(t, c); st.Agents != 4 {
 		t.Errorf("Stats after, through the cache: %d agents, want 4", st.Agents)
 	}
-	if n, err := s.ExpireUnheard(ctx, cutoff); err != nil || n != 0 {
+	if n, err := s.ExpireUnheard(ctx, cutoff, mine.peer); err != nil || n != 0 {
 		t.Errorf("ExpireUnheard again = %d, %v; want 0", n, err)
 	}
 }
@@ -483,7 +483,7 @@ func testExpireUnheardBacklog(t *testing.T, s store.Store) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.ExpireUnheard(ctx, at.Add(-15*time.Minute))
+	got, err := s.ExpireUnheard(ctx, at.Add(-15*time.Minute), newPublisher(t).peer)
 	if err != nil || got != n {
 		t.Fatalf("ExpireUnheard = %d, %v; want %d (more than one statement's %d)", got, err, n, store.ExpireBatch)
 	}
