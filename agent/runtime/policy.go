@@ -46,6 +46,10 @@ type Outbound struct {
 	// Allow is --allow-endpoint: these endpoints of the operator's own
 	// networks are open to backends and imports, and nothing else is.
 	Allow AllowList
+	// AllowPush is --allow-push-endpoint: these endpoints of the operator's
+	// own networks may receive A2A push notifications (a webhook receiver
+	// the operator runs, a conformance kit's). Nothing else private may.
+	AllowPush AllowList
 	// TestAllow opens these endpoints to every purpose. Only tests set it:
 	// their proof servers and push receivers can live nowhere but on
 	// loopback. No flag sets it.
@@ -60,6 +64,8 @@ func (o Outbound) Policy(p Purpose) Policy {
 		return Policy{Private: o.AllowPrivate, Allow: append(allow, o.Allow...)}
 	case PurposeImport:
 		return Policy{Allow: append(allow, o.Allow...)}
+	case PurposePush:
+		return Policy{Allow: append(allow, o.AllowPush...)}
 	default:
 		return Policy{Allow: allow}
 	}

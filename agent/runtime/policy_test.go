@@ -93,6 +93,10 @@ func TestPolicyPerPurpose(t *testing.T) {
 		{Outbound{Allow: mustAllow("169.254.0.0/16")}, "169.254.1.1:80", []Purpose{PurposeBackend, PurposeImport}},
 		{openest, "0.0.0.0:11434", nil},
 		{Outbound{TestAllow: mustAllow("127.0.0.1:9")}, "127.0.0.1:9", Purposes},
+		// --allow-push-endpoint opens the operator's receiver to push only.
+		{Outbound{AllowPush: mustAllow("127.0.0.1/32")}, "127.0.0.1:8000", []Purpose{PurposePush}},
+		{Outbound{AllowPush: mustAllow("127.0.0.1/32")}, "10.0.0.1:8000", nil},
+		{Outbound{AllowPush: mustAllow("169.254.0.0/16")}, "169.254.169.254:80", nil},
 	}
 	for _, c := range cases {
 		for _, p := range Purposes {

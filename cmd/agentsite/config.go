@@ -39,6 +39,7 @@ type Config struct {
 	EchoDelay             time.Duration
 	AllowPrivateEndpoints bool
 	AllowEndpoints        []string
+	AllowPushEndpoints    []string
 	OperatorToken         string
 	SecureCookies         bool
 	RecordTTL             time.Duration
@@ -197,6 +198,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.MaxPerPublisher, "max-listings-per-publisher", store.DefaultMaxPerPublisher, "listings one publisher other than this node may hold here that are not offline while this node does not hear it; a publisher it hears starts there and doubles every 6 heartbeat intervals up to what its heartbeats say it hosts and --max-listings; a new one beyond it is refused (0: the default)")
 	fs.IntVar(&c.MaxListings, "max-listings", store.DefaultMaxListings, "listings this node holds at most; at it a new one from the network evicts those of hosts never heard, then offline, then stale ones of hosts heard no longer than its own (never this node's own nor online ones), or is refused (0: no bound)")
 	fs.DurationVar(&c.UnheardExpiry, "unheard-expiry", store.DefaultUnheardAfter, "listings whose host never sent a heartbeat go offline this long after they were last heard of (0: the default)")
+	fs.Var(&stringList{vals: &c.AllowPushEndpoints}, "allow-push-endpoint", "an endpoint of your own network that A2A push notifications may reach (a webhook receiver you run, 127.0.0.1/32 for a local test kit); same forms as --allow-endpoint; without it push reaches public hosts only (repeatable)")
 	c.declareVerify(fs)
 	hintDurations(fs)
 	return fs
@@ -209,7 +211,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 func (c *Config) declareShared(fs *flag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory for the node key and the embedded SQLite database")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "postgres://... to use Postgres (or sqlite:PATH); empty for embedded SQLite in the data dir")
-	fs.BoolVar(&c.AllowPrivateEndpoints, "allow-private-endpoints", false, "allow agent backends on every loopback/private address (the broad switch; prefer --allow-endpoint). Push callbacks, domain proofs and referrals never reach private addresses")
+	fs.BoolVar(&c.AllowPrivateEndpoints, "allow-private-endpoints", false, "allow agent backends on every loopback/private address (the broad switch; prefer --allow-endpoint). Push callbacks (but --allow-push-endpoint), domain proofs and referrals never reach private addresses")
 	fs.Var(&stringList{vals: &c.AllowEndpoints}, "allow-endpoint", "an endpoint of your own network that agent backends and imports may reach, and nothing else private: IP:port (127.0.0.1:11434, [::1]:8080, localhost:11434) or a CIDR for every port (10.1.2.0/24) (repeatable)")
 	fs.DurationVar(&c.RecordTTL, "record-ttl", agent.DefaultTTL, "lifetime of the records this node signs; they are re-announced at half of it")
 }
@@ -271,16 +273,26 @@ func (c *Config) validateShared() []error {
 			errs = append(errs, fmt.Errorf("--allow-endpoint %w", err))
 		}
 	}
+	for _, e := range c.AllowPushEndpoints {
+		if _, err := runtime.ParseAllowEntry(e); err != nil {
+			errs = append(errs, fmt.Errorf("--allow-push-endpoint %w", err))
+		}
+	}
 	return errs
 }
 
-// outbound is the outbound policy of --allow-private-endpoints and
-// --allow-endpoint (validated: a bad entry was refused at start).
+// outbound is the outbound policy of --allow-private-endpoints,
+// --allow-endpoint and --allow-push-endpoint (validated: a bad entry was
+// refused at start).
 func (c *Config) outbound() runtime.Outbound {
 	o := runtime.Outbound{AllowPrivate: c.AllowPrivateEndpoints}
 	for _, e := range c.AllowEndpoints {
 		entries, _ := runtime.ParseAllowEntry(e)
 		o.Allow = append(o.Allow, entries...)
+	}
+	for _, e := range c.AllowPushEndpoints {
+		entries, _ := runtime.ParseAllowEntry(e)
+		o.AllowPush = append(o.AllowPush, entries...)
 	}
 	return o
 }

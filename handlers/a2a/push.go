@@ -31,9 +31,11 @@ const (
 	pushAttempts    = 3    // tries of one notification
 	pushTimeout     = 10 * time.Second
 	// Push config writes (creates and deletes) a minute, with a burst of
-	// a sixth (httpkit.Rates): a client that sets up a few tasks' callbacks
-	// stays far below, one that churns configs is refused.
-	pushWritesPerCaller = 60
+	// a sixth (httpkit.Rates): a client that sets up the callbacks of a few
+	// dozen tasks at once stays below, one that churns configs is refused.
+	// A write costs little (a task has one follower however many configs
+	// come and go), so the caller's budget is the looser one.
+	pushWritesPerCaller = 240
 	pushWritesPerTask   = 30
 )
 

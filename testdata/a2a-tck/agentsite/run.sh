@@ -32,13 +32,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Many tests, one client IP: the chat rate limit goes out of the way. The
+# Many tests, one client IP: the chat rate limit goes out of the way; the
+# kit's push receiver listens on loopback (--allow-push-endpoint). The
 # operator token is the credential the kit's GetExtendedAgentCard sends
 # (shim/agentsite_auth.py): the extended card needs one.
 bearer=$("$py" -c 'import secrets; print(secrets.token_hex(24))')
 "$bin" serve --data-dir "$work/node" --http-addr "127.0.0.1:$port" \
 	--p2p-listen /ip4/127.0.0.1/tcp/0 --allow-private-endpoints \
-	--operator-token "$bearer" \
+	--operator-token "$bearer" --allow-push-endpoint 127.0.0.1/32 --allow-push-endpoint ::1/128 \
 	--chat-rate-limit 1000000 >"$work/node.log" 2>&1 &
 node_pid=$!
 card="http://127.0.0.1:$port/.well-known/agent-card.json"
