@@ -19,18 +19,45 @@ import (
 	"github.com/agentsite/agentsite/p2p"
 )
 
-// version is set at build time with -ldflags "-X main.version=..."; without
-// it the module version from the build info is used.
+// version is set at build time with -ldflags "-X main.version=..." (the
+// container image's build argument); without it the build info says.
 var version = ""
 
 func buildVersion() string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	return versionOf(bi)
+}
+
+// versionOf is the version a build without -X says it is: the module
+// version when built as a module, else the commit `go build` in a checkout
+// stamped (dev-<12 hex>, "-dirty" with uncommitted changes), else "dev".
+func versionOf(bi *debug.BuildInfo) string {
+	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}
-	return "dev"
+	rev, dirty := "", false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "dev"
+	}
+	v := "dev-" + rev[:min(12, len(rev))]
+	if dirty {
+		v += "-dirty"
+	}
+	return v
 }
 
 func main() {
