@@ -107,6 +107,7 @@ func (s *Server) Handler() http.Handler {
 		r.Get("/", s.pages.PageHome)
 		r.Get("/agents", s.pages.PageAgents)
 		r.Get("/agents/{id}", s.pages.PageAgent)
+		r.Get("/publishers/{peer}", s.pages.PagePublisher)
 		r.Get("/nodes", s.pages.PageNodes)
 		r.Get("/help/status", s.pages.PageStatusHelp)
 		r.Get("/chat", s.pages.PageChatIndex)

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentsite/agentsite/agent/mdtext"
 )
 
 // Ago describes how long before now t was, in the coarse words people use
@@ -140,6 +142,20 @@ func statusClass(status string) string {
 
 // agentHref is the detail page of an agent.
 func agentHref(id string) string { return "/agents/" + url.PathEscape(id) }
+
+// PublisherHref is the page of one publisher's agents: every listing a
+// node signed, or with an owner, those of one person's account on it.
+func PublisherHref(publisher, owner string) string {
+	h := "/publishers/" + url.PathEscape(publisher)
+	if owner != "" {
+		h += "?owner=" + url.QueryEscape(owner)
+	}
+	return h
+}
+
+// plainDescription is a description's text without its Markdown, for a
+// card's excerpt (the agent page renders the Markdown).
+func plainDescription(md string) string { return mdtext.Plain(md) }
 
 // tagHref is the search page filtered by one tag.
 func tagHref(tag string) string { return "/agents?tag=" + url.QueryEscape(tag) }

@@ -40,8 +40,11 @@ type AgentCard struct {
 	Tags        []string
 	Version     string
 	Owner       string
-	Status      string // online | stale | offline
-	Local       bool
+	// Publisher is the peer id that signed the listing: "by <owner>"
+	// links to its page (PublisherHref).
+	Publisher string
+	Status    string // online | stale | offline
+	Local     bool
 	LastSeen    time.Time
 	LastSeenAgo string // "3 min ago", computed by the handler with its clock
 	Health      HealthView
@@ -425,4 +428,24 @@ func firstChips(v AgentsView) []TagChip {
 // moreChips are the chips behind the "more" control.
 func moreChips(v AgentsView) []TagChip {
 	return v.Chips[len(firstChips(v)):]
+}
+
+// PublisherView is one publisher's page: the agents a node signed, or one
+// account's of them.
+type PublisherView struct {
+	Page     Page
+	PeerID   string   // the publisher (the node that signed the listings)
+	Owner    string   // "" for every listing of the publisher
+	Node     HostView // the publisher as a node, named as the cards name hosts
+	Verified []string // domains the publisher proved (as on AgentCard)
+	AllHref  string   // the publisher's whole page, when Owner narrows it
+	Results  ResultsView
+}
+
+// Title is the page's heading: "alice on node-b", or "node-b".
+func (v PublisherView) Title() string {
+	if v.Owner != "" {
+		return v.Owner + " on " + v.Node.Label()
+	}
+	return "Agents published by " + v.Node.Label()
 }

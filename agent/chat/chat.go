@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/mdtext"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -414,7 +415,7 @@ func newConversationID() (string, error) {
 // title is the conversation's label in the side list: its first words,
 // as text (a first message in Markdown shows without its markup).
 func title(agentName, text string) string {
-	t := strings.Join(strings.Fields(plainText(text)), " ")
+	t := strings.Join(strings.Fields(mdtext.Plain(text)), " ")
 	if r := []rune(t); len(r) > maxTitleRunes {
 		t = string(r[:maxTitleRunes-1]) + "…"
 	}

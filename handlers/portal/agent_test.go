@@ -17,7 +17,7 @@ import (
 func TestAgentPage(t *testing.T) {
 	e := New(t)
 	in := WeatherInput("weather-bot")
-	in.Description = "Line one\n<script>alert(1)</script>\n  indented & <b>bold</b>"
+	in.Description = "Line one\nLine two\n<script>alert(1)</script>\n  indented & <b>bold</b> and **strong**\n\n- one\n- [x](javascript:alert(1))"
 	in.Skills[0].Examples = []string{"<img src=x onerror=alert(1)>"}
 	l := e.SeedAgent("alice", in)
 	id := l.Record.ID
@@ -28,17 +28,48 @@ func TestAgentPage(t *testing.T) {
 		t.Fatal("user text is rendered as HTML")
 	}
 	doc := e.Page("/agents/"+id, http.StatusOK)
+	// The description is Markdown, rendered and sanitised as chat replies
+	// are: its markup shows as formatting, its HTML as text, and nothing
+	// of it runs.
 	desc := MustTestid(t, doc, "agent-description")
-	if got := desc.Text(); got != in.Description {
-		t.Errorf("description text = %q, want %q (escaped, newlines kept)", got, in.Description)
+	for _, want := range []string{"Line one", "<script>alert(1)</script>", "indented & <b>bold</b>"} {
+		if got := desc.Text(); !strings.Contains(got, want) {
+			t.Errorf("description text = %q, want it to show %q", got, want)
+		}
 	}
-	if !desc.HasClass("prewrap") {
-		t.Error("description does not keep newlines (class prewrap)")
+	if got := Text(desc.Find("strong")); got != "strong" {
+		t.Errorf("description **strong** = %q, want it rendered as <strong>", got)
+	}
+	if n := desc.Find("li").Length(); n != 2 {
+		t.Errorf("description list items = %d, want 2", n)
+	}
+	if n := desc.Find("script, b, img, [href^='javascript']").Length(); n != 0 {
+		t.Errorf("description holds %d live element(s) from its text", n)
+	}
+	if desc.Find("br").Length() == 0 {
+		t.Error("description lost its line breaks")
+	}
+	// The signed record waits under Details; the id shows once, in the
+	// Connect panel.
+	if n := doc.Find(`[data-testid="agent-details"]`).Find(`[data-testid="agent-seq"], [data-testid="agent-publisher"], [data-testid="endpoint"]`).Length(); n != 3 {
+		t.Errorf("the record's facts under Details: %d of 3", n)
+	}
+	if _, open := MustTestid(t, doc, "agent-details").Attr("open"); open {
+		t.Error("Details is open on arrival")
+	}
+	shown := 0
+	doc.Find("main [data-testid]").Each(func(_ int, s *goquery.Selection) {
+		if Text(s) == id {
+			shown++
+		}
+	})
+	if shown != 1 {
+		t.Errorf("the agent id stands alone %d times on its page, want once", shown)
 	}
 	fields := map[string]string{
 		"agent-display-name": "Weather Bot",
 		"agent-name":         "weather-bot",
-		"agent-id":           id,
+		"use-id":             id,
 		"agent-version":      "1.2.0",
 		"agent-owner":        "@alice",
 		"agent-publisher":    e.Node.PeerID(),

@@ -164,6 +164,7 @@ func TestBrowserLookEveryPage(t *testing.T) {
 			{"home", "/"},
 			{"agents-filtered", "/agents?q=bot&tag=demo&sort=name"},
 			{"agent", "/agents/" + id},
+			{"publisher", "/publishers/" + e.Node.PeerID()},
 			{"register", "/register"},
 			{"login", "/login"},
 			{"signup", "/signup"},
@@ -270,6 +271,27 @@ func TestBrowserLookEveryPage(t *testing.T) {
 	}
 	if got := strings.Join(names("/nodes", `[data-testid="node-row"] [data-testid="host-name"], [data-testid="node-self-name"]`), ","); !strings.Contains(got, "node-a") || !strings.Contains(got, "node-b") || !strings.Contains(got, "node-c") || !strings.Contains(got, "node-d") {
 		t.Errorf("/nodes names %q, want node-a to node-d", got)
+	}
+
+	// The agent page's first screen on a phone leads with what a visitor
+	// does (chat, connect, then the skills); the signed record (sequence,
+	// publisher and host peer ids, endpoints) waits under a closed Details.
+	setViewport(viewports[1])
+	b.Do("open the agent page on a phone", chromedp.Navigate(base+"/agents/"+id), chromedp.WaitVisible(Tid("agent-detail")))
+	first := Run(b, "measure the first screen", chromedp.Evaluate[map[string]string](`(() => {
+		const fold = window.innerHeight, out = {};
+		for (const t of ['chat-agent', 'use-agent', 'agent-skills', 'agent-details', 'agent-seq', 'agent-publisher', 'agent-host']) {
+			const el = document.querySelector('[data-testid="' + t + '"]');
+			out[t] = !el ? 'missing' : !el.checkVisibility() ? 'hidden' : el.getBoundingClientRect().top < fold ? 'above' : 'below';
+		}
+		const order = ['agent-description', 'use-agent', 'agent-skills', 'agent-details'].map(t => document.querySelector('[data-testid="' + t + '"]').getBoundingClientRect().top);
+		out.order = String(order.every((v, i) => i === 0 || v > order[i - 1]));
+		return out;
+	})()`))
+	for k, want := range map[string]string{"chat-agent": "above", "use-agent": "above", "agent-seq": "hidden", "agent-publisher": "hidden", "agent-host": "hidden", "order": "true"} {
+		if first[k] != want {
+			t.Errorf("agent page on a phone: %s is %q, want %q (all: %v)", k, first[k], want, first)
+		}
 	}
 
 	// Sign up through the form; then signed in.

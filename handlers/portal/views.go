@@ -22,6 +22,7 @@ func (p *Pages) card(l store.Listing, hosts map[string]store.NodeLabel) web.Agen
 		Tags:        r.Tags,
 		Version:     r.Version,
 		Owner:       r.Owner,
+		Publisher:   r.Publisher,
 		Status:      l.Status,
 		Local:       l.Local,
 		LastSeen:    l.LastSeen,
