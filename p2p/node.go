@@ -30,7 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Topic names and protocol IDs (DESIGN.md).
+// Topic names and protocol IDs (docs/architecture.md, "Protocols between nodes").
 const (
 	TopicRecords  = "agentsite/records/1"
 	TopicStatus   = "agentsite/status/1"

@@ -1,7 +1,7 @@
 // AgentChat: the live half of the chat page (/chat/{agent-id}). The page
 // works without this script (the composer is a plain POST form); with it,
 // messages go over the WebSocket at /api/v1/chat and replies stream in
-// chunk by chunk. Protocol (DESIGN.md): we send
+// chunk by chunk. Protocol (docs/api.md, "The chat WebSocket"): we send
 // {"type":"message","agent_id","conversation_id"?,"text"}; the server sends
 // {"type":"chunk","text"}…, then {"type":"done","conversation_id","text" (the whole reply),
 // "html" (its Markdown, rendered), "message_id"} or {"type":"error","code","message","conversation_id"?,

@@ -11,7 +11,7 @@ import (
 
 // privateRefused ends the message for a private host. It is shown to
 // users, so it names no command-line flag: how an operator allows private
-// backends belongs in the operator docs (README, -help).
+// backends belongs in the operator docs (docs/configuration.md, -help).
 const privateRefused = "this node does not allow private addresses for agent backends"
 
 // CheckHost refuses URLs whose host is not on the public internet: IP

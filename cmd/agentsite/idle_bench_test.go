@@ -21,9 +21,9 @@ const (
 )
 
 // BenchmarkIdlePlanet measures what an idle planet costs each node: N whole
-// nodes (embedded SQLite, two demo agents each, DESIGN.md's 10 s heartbeat
-// interval, in-process on loopback, bootstrapped through three seeds), once
-// every node has heard every other (its nodes table holds N-1 online
+// nodes (embedded SQLite, two demo agents each, the default 10 s heartbeat
+// interval of docs/configuration.md, in-process on loopback, bootstrapped
+// through three seeds), once every node has heard every other (its nodes table holds N-1 online
 // rows), then idleWindow of nothing but heartbeats, sync, DHT and GossipSub
 // upkeep. Reported per node: bytes/s received and sent by its libp2p host
 // (p2p.Node.Traffic, every protocol) and the share of one core it used

@@ -24,8 +24,8 @@ const (
 )
 
 // BenchmarkPlanet runs N whole nodes (embedded SQLite, two demo agents
-// each, DESIGN.md's 10 s heartbeat interval and 30 s sync interval, in one
-// process) whose every libp2p connection has a 50 ms round trip and a
+// each, the default 10 s heartbeat and 30 s sync intervals of
+// docs/configuration.md, in one process) whose every libp2p connection has a 50 ms round trip and a
 // 100 Mbit/s link each way (p2p/linkdelay.go: this kernel has no netem),
 // bootstrapped through three seeds, and reports per N:
 //
