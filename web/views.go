@@ -42,9 +42,9 @@ type AgentCard struct {
 	Owner       string
 	// Publisher is the peer id that signed the listing: "by <owner>"
 	// links to its page (PublisherHref).
-	Publisher string
-	Status    string // online | stale | offline
-	Local     bool
+	Publisher   string
+	Status      string // online | stale | offline
+	Local       bool
 	LastSeen    time.Time
 	LastSeenAgo string // "3 min ago", computed by the handler with its clock
 	Health      HealthView
