@@ -99,6 +99,9 @@ type UseView struct {
 	MCPTool   string // the MCP tool call that reaches this agent there ("send_message {...}")
 	MCPHelp   string // the /mcp page about this agent
 	CardURL   string // the agent's A2A card
+	// One-click installs of this node's /mcp: Cursor's and VS Code's
+	// install links, and Claude Code's command.
+	CursorLink, VSCodeLink, ClaudeCode string
 }
 
 // HealthView is how an agent answers, as its host last said: the badge

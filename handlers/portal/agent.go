@@ -137,5 +137,9 @@ func useView(base, id string) web.UseView {
 		MCPTool:   mcpToolCall(id),
 		MCPHelp:   "/mcp?agent=" + id, // ids are base32: nothing to escape
 		CardURL:   base + "/a2a/" + id + "/agent-card.json",
+
+		CursorLink: cursorInstall(base + "/mcp"),
+		VSCodeLink: vscodeInstall(base + "/mcp"),
+		ClaudeCode: claudeCodeAdd(base + "/mcp"),
 	}
 }

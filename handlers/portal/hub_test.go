@@ -1,8 +1,10 @@
 package portal_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -64,6 +66,26 @@ func checkUsePanel(t *testing.T, e *Env, id, base string) {
 	}
 	if got := get("use-id"); got != id {
 		t.Errorf("id = %q, want %q", got, id)
+	}
+	// One-click installs of the same /mcp: Cursor's link carries its
+	// mcp.json entry as base64 JSON, VS Code's the server as JSON, and
+	// Claude Code gets its command.
+	if got, want := get("use-claude-code"), "claude mcp add --transport http agentsite "+base+"/mcp"; got != want {
+		t.Errorf("Claude Code command = %q, want %q", got, want)
+	}
+	cursor, err := url.Parse(panel.Find(`[data-testid="add-to-cursor"]`).AttrOr("href", ""))
+	if err != nil || cursor.Scheme != "cursor" || cursor.Host != "anysphere.cursor-deeplink" || cursor.Path != "/mcp/install" || cursor.Query().Get("name") != "agentsite" {
+		t.Fatalf("Cursor link = %v (%v)", cursor, err)
+	}
+	var cur map[string]string
+	if raw, err := base64.StdEncoding.DecodeString(cursor.Query().Get("config")); err != nil || json.Unmarshal(raw, &cur) != nil || cur["url"] != base+"/mcp" {
+		t.Errorf("Cursor link config = %q (%v), want the url %s/mcp", raw, err, base)
+	}
+	vscode := panel.Find(`[data-testid="add-to-vscode"]`).AttrOr("href", "")
+	raw, err := url.PathUnescape(strings.TrimPrefix(vscode, "vscode:mcp/install?"))
+	var vs map[string]string
+	if !strings.HasPrefix(vscode, "vscode:mcp/install?") || err != nil || json.Unmarshal([]byte(raw), &vs) != nil || vs["url"] != base+"/mcp" || vs["type"] != "http" || vs["name"] != "agentsite" {
+		t.Errorf("VS Code link = %q, want the server as JSON", vscode)
 	}
 }
 

@@ -1,8 +1,10 @@
 package portal
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/url"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/web"
@@ -17,6 +19,25 @@ func mcpClientConfig(endpoint string) string {
 		"mcpServers": map[string]any{web.MCPServerName: map[string]string{"type": "http", "url": endpoint}},
 	}, "", "  ")
 	return string(cfg)
+}
+
+// cursorInstall is Cursor's install link for the server at endpoint: its
+// mcp.json entry, base64 JSON, under the server's name.
+func cursorInstall(endpoint string) string {
+	cfg, _ := json.Marshal(map[string]string{"url": endpoint})
+	return "cursor://anysphere.cursor-deeplink/mcp/install?name=" + url.QueryEscape(web.MCPServerName) + "&config=" + base64.StdEncoding.EncodeToString(cfg)
+}
+
+// vscodeInstall is VS Code's install link for the server at endpoint:
+// the server, named, as percent-encoded JSON.
+func vscodeInstall(endpoint string) string {
+	cfg, _ := json.Marshal(map[string]string{"name": web.MCPServerName, "type": "http", "url": endpoint})
+	return "vscode:mcp/install?" + url.PathEscape(string(cfg))
+}
+
+// claudeCodeAdd is the Claude Code command that adds the server.
+func claudeCodeAdd(endpoint string) string {
+	return "claude mcp add --transport http " + web.MCPServerName + " " + endpoint
 }
 
 // vscodeConfig is the same server in VS Code's .vscode/mcp.json, which
