@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,18 +79,33 @@ func (m *mcpClients) acquire(ctx context.Context, b agent.Backend) (*mcpConn, fu
 
 // dial starts and initializes a client for b.
 func (m *mcpClients) dial(ctx context.Context, b agent.Backend) (*mcpConn, error) {
-	headers := map[string]string{"User-Agent": m.ua}
+	headers := map[string]string{}
 	if b.APIKey != "" {
 		headers["Authorization"] = "Bearer " + b.APIKey
 	}
-	tr, err := transport.NewStreamableHTTP(b.URL,
+	return m.dialHeaders(ctx, b.URL, headers)
+}
+
+// dialHeaders starts and initializes a client for the server at url,
+// sending headers (its credentials) on every request. The connection
+// forgets its tools list when the server says the list changed.
+func (m *mcpClients) dialHeaders(ctx context.Context, url string, headers map[string]string) (*mcpConn, error) {
+	h := map[string]string{"User-Agent": m.ua}
+	maps.Copy(h, headers)
+	tr, err := transport.NewStreamableHTTP(url,
 		transport.WithHTTPBasicClient(m.httpc),
-		transport.WithHTTPHeaders(headers),
+		transport.WithHTTPHeaders(h),
 		transport.WithHTTPLogger(m.log))
 	if err != nil {
 		return nil, errBadBackendURL
 	}
 	c := client.NewClient(tr)
+	conn := &mcpConn{client: c}
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			conn.forgetTools()
+		}
+	})
 	if err := c.Start(ctx); err != nil {
 		c.Close()
 		return nil, dialError(ctx, err)
@@ -98,7 +116,7 @@ func (m *mcpClients) dial(ctx context.Context, b agent.Backend) (*mcpConn, error
 		c.Close()
 		return nil, dialError(ctx, err)
 	}
-	return &mcpConn{client: c}, nil
+	return conn, nil
 }
 
 // dialError classifies a failed handshake with what the HTTP layer saw of
@@ -163,4 +181,30 @@ func (c *mcpConn) listTools(ctx context.Context) error {
 	}
 	c.tools, c.listedAt = tools, time.Now()
 	return nil
+}
+
+// forgetTools drops the cached tools list (the server said it changed).
+func (c *mcpConn) forgetTools() {
+	c.toolsMu.Lock()
+	c.tools = nil
+	c.toolsMu.Unlock()
+}
+
+// allTools returns the server's tools, sorted by name: the cached list
+// while it is younger than ttl and the server has not said it changed,
+// else a fresh tools/list.
+func (c *mcpConn) allTools(ctx context.Context, ttl time.Duration) ([]mcp.Tool, error) {
+	c.toolsMu.Lock()
+	defer c.toolsMu.Unlock()
+	if c.tools == nil || time.Since(c.listedAt) >= ttl {
+		if err := c.listTools(ctx); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]mcp.Tool, 0, len(c.tools))
+	for _, t := range c.tools {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }
