@@ -53,6 +53,20 @@ func newToolServer(t *testing.T, name, secret string) *toolServer {
 			ts.calls.Add(1)
 			return mcp.NewToolResultText(strings.Repeat("x", 40<<10)), nil
 		})
+	s.AddTool(mcp.NewTool("fail", mcp.WithDescription("Always fails")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ts.calls.Add(1)
+			return mcp.NewToolResultError("the oven is cold"), nil
+		})
+	s.AddTool(mcp.NewTool("hang", mcp.WithDescription("Never answers in time")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ts.calls.Add(1)
+			select {
+			case <-ctx.Done():
+			case <-time.After(30 * time.Second):
+			}
+			return mcp.NewToolResultText("too late"), nil
+		})
 	s.AddTool(mcp.NewTool("grow", mcp.WithDescription("Adds a tool")),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ts.calls.Add(1)
@@ -208,6 +222,39 @@ func TestLLMCallsMCPTool(t *testing.T) {
 	}
 }
 
+// TestLLMToolFailures: a tool that reports an error and one that does
+// not answer within the per-call time are failed steps and tool messages
+// the model reads; the turn goes on to an answer.
+func TestLLMToolFailures(t *testing.T) {
+	ts := newToolServer(t, "flaky", "")
+	script := func(req fakellm.Request) fakellm.Reply {
+		if res := req.ToolResults(); len(res) > 0 {
+			return fakellm.Reply{Text: strings.Join(res, " | ")}
+		}
+		return fakellm.Reply{Calls: []fakellm.ToolCall{
+			fakellm.Call("c1", named(t, req, "fail", ""), map[string]any{}),
+			fakellm.Call("c2", named(t, req, "hang", ""), map[string]any{}),
+		}}
+	}
+	a := newToolAgent(t, script, []agent.ToolServer{{URL: ts.url}}, runtime.RuntimeOptions{ToolCallTimeout: 200 * time.Millisecond})
+	reply, steps, err := a.turn(t, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(reply, "the oven is cold") || !strings.Contains(reply, "no reply in time") {
+		t.Errorf("reply %q", reply)
+	}
+	var failed []string
+	for _, s := range steps {
+		if s.Done && s.Error != "" {
+			failed = append(failed, s.Name+": "+s.Error)
+		}
+	}
+	if len(failed) != 2 || failed[0] != "fail: the oven is cold" || failed[1] != "hang: no reply in time" {
+		t.Errorf("failed steps %q", failed)
+	}
+}
+
 // TestLLMToolNamespacing: two servers with a tool of the same name are
 // offered it under two names, each within OpenAI's rule, and each name
 // reaches its own server.
@@ -231,8 +278,8 @@ func TestLLMToolNamespacing(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := offered(t, a.model.Requests()[0])
-	if len(names) != 8 {
-		t.Errorf("offered %d tools, want 4 from each server: %v", len(names), names)
+	if len(names) != 12 {
+		t.Errorf("offered %d tools, want 6 from each server: %v", len(names), names)
 	}
 	lookups := 0
 	for name := range names {
