@@ -162,14 +162,14 @@ func (tb *toolBox) left() bool {
 }
 
 // admit decides whether a call runs: it is the one place that does, so
-// that a gate (an owner's approval of a destructive tool) goes here. A
-// refusal is the error the model reads.
+// that a gate (an owner's approval of a destructive tool, read from
+// ref.annotations) goes here. A refusal's text is what the model reads.
 func (tb *toolBox) admit(_ context.Context, _ toolRef, _ map[string]any) error {
 	switch {
 	case tb.calls >= tb.r.opts.ToolCalls:
-		return fmt.Errorf("%w: this turn's %d tool calls are spent; answer with what you have", agent.ErrDelegationBudget, tb.r.opts.ToolCalls)
+		return fmt.Errorf("this turn's %d tool calls are spent; answer with what you have", tb.r.opts.ToolCalls)
 	case !tb.r.opts.Now().Before(tb.deadline):
-		return fmt.Errorf("%w: this turn's time for tools is spent; answer with what you have", agent.ErrDelegationBudget)
+		return errors.New("this turn's time for tools is spent; answer with what you have")
 	}
 	return nil
 }
@@ -186,7 +186,7 @@ func (tb *toolBox) run(ctx context.Context, c llmToolCall) (string, error) {
 		}
 	}
 	if err := tb.admit(ctx, ref, args); err != nil {
-		return jsonText(map[string]string{"error": strings.TrimPrefix(err.Error(), agent.ErrDelegationBudget.Error()+": "), "code": "budget"}), nil
+		return jsonText(map[string]string{"error": err.Error(), "code": "refused"}), nil
 	}
 	tb.calls++
 	step := agent.Step{Tool: StepToolCall, Name: ref.name, Server: ref.label, Text: foldArgs(args)}

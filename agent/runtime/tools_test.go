@@ -337,6 +337,33 @@ func TestLLMToolBounds(t *testing.T) {
 	}
 }
 
+// TestLLMToolTurnTime: once the turn's time for tools is spent (an
+// injected clock says an hour passed), calls are refused without reaching
+// the server and the model is told to answer.
+func TestLLMToolTurnTime(t *testing.T) {
+	ts := newToolServer(t, "calc", "")
+	script := func(req fakellm.Request) fakellm.Reply {
+		if res := req.ToolResults(); len(res) > 0 {
+			return fakellm.Reply{Text: res[0]}
+		}
+		return fakellm.Reply{Calls: []fakellm.ToolCall{fakellm.Call("c1", named(t, req, "add", ""), map[string]int{"a": 1, "b": 1})}}
+	}
+	var ticks atomic.Int64
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := func() time.Time { return start.Add(time.Duration(min(ticks.Add(1)-1, 1)) * time.Hour) } // open at start, then an hour later
+	a := newToolAgent(t, script, []agent.ToolServer{{URL: ts.url}}, runtime.RuntimeOptions{Now: now})
+	reply, _, err := a.turn(t, "1+1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(reply, "time for tools is spent") || ts.calls.Load() != 0 {
+		t.Errorf("reply %q; %d calls reached the server", reply, ts.calls.Load())
+	}
+	if reqs := a.model.Requests(); reqs[len(reqs)-1].ToolChoice != "none" {
+		t.Errorf("the model was not told to answer")
+	}
+}
+
 // TestLLMToolSecretHeader: the secret goes in the header named (the
 // server refuses calls without it) and never into a step.
 func TestLLMToolSecretHeader(t *testing.T) {
