@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -50,6 +51,7 @@ type mcpConn struct {
 	toolsMu  sync.Mutex
 	tools    map[string]mcp.Tool
 	listedAt time.Time
+	stale    atomic.Bool // the server said its list changed since
 }
 
 // Close ends the session.
@@ -138,7 +140,7 @@ func (c *mcpConn) tool(ctx context.Context, name string) (mcp.Tool, bool, error)
 	if t, ok := c.tools[name]; ok {
 		return t, true, nil
 	}
-	if c.tools != nil && time.Since(c.listedAt) < mcpToolsTTL {
+	if c.tools != nil && time.Since(c.listedAt) < mcpToolsTTL && !c.stale.Load() {
 		return mcp.Tool{}, false, nil
 	}
 	if err := c.listTools(ctx); err != nil {
@@ -164,6 +166,7 @@ func (c *mcpConn) hasTool(ctx context.Context, name string) (bool, error) {
 // listTools runs tools/list (every page, up to mcpMaxToolPages) and keeps
 // the answer; c.toolsMu must be held.
 func (c *mcpConn) listTools(ctx context.Context) error {
+	c.stale.Store(false) // a change heard from now on is after this list
 	tools := map[string]mcp.Tool{}
 	var req mcp.ListToolsRequest
 	for range mcpMaxToolPages {
@@ -183,12 +186,10 @@ func (c *mcpConn) listTools(ctx context.Context) error {
 	return nil
 }
 
-// forgetTools drops the cached tools list (the server said it changed).
-func (c *mcpConn) forgetTools() {
-	c.toolsMu.Lock()
-	c.tools = nil
-	c.toolsMu.Unlock()
-}
+// forgetTools marks the cached tools list stale (the server said it
+// changed). It never waits: it runs on the client's stream reader, which
+// a tools/list holding toolsMu may be waiting on.
+func (c *mcpConn) forgetTools() { c.stale.Store(true) }
 
 // allTools returns the server's tools, sorted by name: the cached list
 // while it is younger than ttl and the server has not said it changed,
@@ -196,7 +197,7 @@ func (c *mcpConn) forgetTools() {
 func (c *mcpConn) allTools(ctx context.Context, ttl time.Duration) ([]mcp.Tool, error) {
 	c.toolsMu.Lock()
 	defer c.toolsMu.Unlock()
-	if c.tools == nil || time.Since(c.listedAt) >= ttl {
+	if c.tools == nil || time.Since(c.listedAt) >= ttl || c.stale.Load() {
 		if err := c.listTools(ctx); err != nil {
 			return nil, err
 		}

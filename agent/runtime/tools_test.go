@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,11 +31,37 @@ type toolServer struct {
 	url   string
 	calls atomic.Int64
 	mcp   *server.MCPServer
+	// noticed hears each tools/list_changed notice written to a client.
+	noticed chan struct{}
+}
+
+// noticeWriter is a response writer that says when a tools/list_changed
+// notice goes through it.
+type noticeWriter struct {
+	http.ResponseWriter
+	noticed chan struct{}
+}
+
+func (w noticeWriter) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	if bytes.Contains(p, []byte(mcp.MethodNotificationToolsListChanged)) {
+		select {
+		case w.noticed <- struct{}{}:
+		default:
+		}
+	}
+	return n, err
+}
+
+func (w noticeWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 func newToolServer(t *testing.T, name, secret string) *toolServer {
 	t.Helper()
-	ts := &toolServer{}
+	ts := &toolServer{noticed: make(chan struct{}, 16)}
 	s := server.NewMCPServer(name, "1.0.0", server.WithToolCapabilities(true))
 	ts.mcp = s
 	s.AddTool(mcp.NewTool("add", mcp.WithDescription("Adds two numbers"),
@@ -74,8 +101,17 @@ func newToolServer(t *testing.T, name, secret string) *toolServer {
 				func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 					return mcp.NewToolResultText("fresh!"), nil
 				})
-			// Said on this call's stream, where the client hears it.
+			// Said on this call's stream, where the client hears it. The
+			// result waits until the notice is written: mcp-go's server
+			// may drop a notification still queued when its handler
+			// returns, and the client would then learn of the change
+			// only when the list's TTL runs out.
 			_ = server.ServerFromContext(ctx).SendNotificationToClient(ctx, mcp.MethodNotificationToolsListChanged, nil)
+			select {
+			case <-ts.noticed:
+			case <-ctx.Done():
+			case <-time.After(10 * time.Second):
+			}
 			return mcp.NewToolResultText("grown"), nil
 		})
 	h := server.NewStreamableHTTPServer(s)
@@ -84,7 +120,7 @@ func newToolServer(t *testing.T, name, secret string) *toolServer {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(noticeWriter{w, ts.noticed}, r)
 	}))
 	t.Cleanup(srv.Close)
 	ts.url = srv.URL + "/mcp"
