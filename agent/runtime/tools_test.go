@@ -30,7 +30,6 @@ import (
 type toolServer struct {
 	url   string
 	calls atomic.Int64
-	mcp   *server.MCPServer
 	// noticed hears each tools/list_changed notice written to a client.
 	noticed chan struct{}
 }
@@ -63,7 +62,6 @@ func newToolServer(t *testing.T, name, secret string) *toolServer {
 	t.Helper()
 	ts := &toolServer{noticed: make(chan struct{}, 16)}
 	s := server.NewMCPServer(name, "1.0.0", server.WithToolCapabilities(true))
-	ts.mcp = s
 	s.AddTool(mcp.NewTool("add", mcp.WithDescription("Adds two numbers"),
 		mcp.WithNumber("a", mcp.Required()), mcp.WithNumber("b", mcp.Required())),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
