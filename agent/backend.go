@@ -41,6 +41,10 @@ type Backend struct {
 	// ask_agent tools), within the limits of agent.MaxDelegations,
 	// agent.MaxHops, agent.MaxVisits and the tree's agent.TreeTurns.
 	Delegate bool `json:"delegate,omitempty"`
+	// Tools are the MCP servers and agents an llm agent may call at a
+	// turn, besides delegation's (docs/architecture.md, "Tools"); their
+	// secrets are kept like APIKey.
+	Tools []ToolServer `json:"tools,omitempty"`
 	// CardSigner is, for an a2a backend, the peer id of the node whose
 	// signature the agent card carried when it was registered (cardsig):
 	// the runtime refuses the card if another key signs it later, and the
@@ -54,7 +58,7 @@ func (b Backend) String() string {
 	if b.APIKey != "" {
 		key = "[redacted]"
 	}
-	return fmt.Sprintf("Backend{kind=%s builtin=%s url=%s model=%s tool=%s delegate=%t api_key=%s}", b.Kind, b.Builtin, b.URL, b.Model, b.Tool, b.Delegate, key)
+	return fmt.Sprintf("Backend{kind=%s builtin=%s url=%s model=%s tool=%s delegate=%t api_key=%s tools=%v}", b.Kind, b.Builtin, b.URL, b.Model, b.Tool, b.Delegate, key, b.Tools)
 }
 
 // GoString keeps the API key out of %#v too.
@@ -106,6 +110,7 @@ func (b Backend) Validate() error {
 	if b.Delegate && b.Kind != BackendLLM {
 		ve.add("backend.delegate", "only an llm agent can call other agents")
 	}
+	validateTools(&ve, b)
 	return ve.orNil()
 }
 
@@ -168,13 +173,36 @@ func localHost(host string) bool {
 	return false
 }
 
-// Redacted returns a copy safe to show or return in an API: the key is
-// replaced by whether one is set.
+// Redacted returns a copy safe to show or return in an API: the key and
+// the tool servers' secrets are blanked.
 func (b Backend) Redacted() Backend {
 	if b.APIKey != "" {
 		b.APIKey = ""
 	}
+	if len(b.Tools) > 0 {
+		tools := make([]ToolServer, len(b.Tools))
+		for i, t := range b.Tools {
+			t.Secret = ""
+			tools[i] = t
+		}
+		b.Tools = tools
+	}
 	return b
+}
+
+// Secrets are the backend's secret values (the API key, the tool
+// servers' secrets), for redacting them from text that leaves the node.
+func (b Backend) Secrets() []string {
+	var out []string
+	if b.APIKey != "" {
+		out = append(out, b.APIKey)
+	}
+	for _, t := range b.Tools {
+		if s := strings.TrimSpace(t.Secret); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // LogValue keeps the API key out of structured logs.

@@ -8,7 +8,7 @@
 // "html" (its Markdown, rendered), "message_id"} or {"type":"error","code","message","conversation_id"?,
 // "stored","sent"} (what became of the message: handlers/chatws Out).
 // While the agent answers it may ask other agents: each delegation comes as
-// {"type":"step","step":{tool,agent_id,agent_name,host,text,reply,error,done}},
+// {"type":"step","step":{tool,agent_id,agent_name,host,name,server,text,reply,error,done}},
 // once as it starts (done false) and once as it ends, and shows as a line
 // above the reply, pending until its end replaces it.
 //
@@ -279,7 +279,7 @@
     if (!q("template[data-template=\"" + name + "\"]")) return; // a tool this page does not know
     var li = clone(name);
     fillStep(li, s);
-    var key = [s.tool, s.agent_id || "", s.text || ""].join("\n");
+    var key = [s.tool, s.agent_id || s.name || "", s.server || "", s.text || ""].join("\n");
     var stick = nearBottom();
     var open = null;
     for (var i = 0; i < pending.steps.length && state !== "pending"; i++) {
@@ -304,10 +304,12 @@
       var el = q(sel, li);
       if (el) el.textContent = typeof text === "string" ? text : "";
     }
-    set(".step-agent", s.agent_name || s.agent_id);
-    set(".step-host", s.host);
+    // A tool call names its tool and server where an ask names its
+    // agent and node.
+    set(".step-agent", s.agent_name || s.agent_id || s.name);
+    set(".step-host", s.host || s.server);
     var where = q(".step-where", li);
-    if (where) where.hidden = !s.host;
+    if (where) where.hidden = !(s.host || s.server);
     set(".step-text", s.text);
     set(".step-question", s.text);
     set(".step-result", s.error || s.reply);

@@ -95,6 +95,8 @@ func parseAgentForm(f url.Values) (registry.Input, web.AgentFormView) {
 		b.SystemPrompt = strings.TrimSpace(strings.ReplaceAll(v.Backend.SystemPrompt, "\r\n", "\n"))
 		b.APIKey = strings.TrimSpace(f.Get("backend_api_key"))
 		b.Delegate = v.Backend.Delegate
+		b.Tools, v.Backend.ToolSecretDropped = parseTools(f.Get("backend_tools"))
+		v.Backend.Tools = toolsText(b.Tools)
 	case agent.BackendMCP:
 		b.URL = v.Backend.URL
 		b.Tool = strings.TrimSpace(v.Backend.Tool)
@@ -130,6 +132,7 @@ func agentFormFromListing(l store.Listing, b agent.Backend) web.AgentFormView {
 			Tool:         b.Tool,
 			Delegate:     b.Delegate,
 			HasStoredKey: b.APIKey != "",
+			Tools:        toolsText(b.Tools),
 		},
 	}
 	for _, s := range r.Skills {
