@@ -19,7 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentsite/agentsite/agent"
-	"github.com/agentsite/agentsite/agent/runtime/mcppool"
+	"github.com/agentsite/agentsite/mcpkit/mcppool"
 )
 
 // mcpTestServer is an mcp-go Streamable HTTP server with a few tools; it
