@@ -38,11 +38,10 @@ import (
 )
 
 // Node is this node's network side as the handlers use it: what the API
-// and the portal show of it and search through it (each surface declares
-// its own Node) and, for /readyz, whether it is up.
+// and the portal show of it and search through it (httpkit.Node) and, for
+// /readyz, whether it is up.
 type Node interface {
-	api.Node
-	portal.Node
+	httpkit.Node
 	// Ready reports whether the network side is up.
 	Ready() bool
 }

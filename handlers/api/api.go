@@ -26,25 +26,6 @@ type Catalog interface {
 	CountLocal(ctx context.Context) (store.LocalCount, error)
 }
 
-// Node is what the API tells about this node's network side, and the
-// network search it starts.
-type Node interface {
-	PeerID() string
-	// Addrs are full multiaddrs ending in /p2p/<id>.
-	Addrs() []string
-	PeerCount() int
-	// Reachability is public, private or unknown (AutoNAT); RelayAddrs
-	// are the addresses through relays the node holds a reservation on;
-	// PeerKinds counts peers with a direct connection and those reached
-	// only through a relay.
-	Reachability() string
-	RelayAddrs() []string
-	PeerKinds() (direct, relayed int)
-	// SearchTag asks the DHT who provides tag and pulls those providers'
-	// listings into the cache.
-	SearchTag(ctx context.Context, tag string, maxProviders int) (providers, changed int, err error)
-}
-
 // ReplyBound admits a turn of key while it runs, or refuses it with
 // chat.ErrTooManyReplies (chat.Live.Hold).
 type ReplyBound interface {
@@ -54,7 +35,7 @@ type ReplyBound interface {
 // API holds the dependencies of the /api/v1 handlers.
 type API struct {
 	Catalog  Catalog
-	Node     Node
+	Node     httpkit.Node
 	Registry *registry.Registry
 	Chat     *chat.Chat
 	Accounts *httpkit.Accounts

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
 )
@@ -23,7 +24,7 @@ type peerLister interface {
 // netPeers is every peer of the picture but self: connected ones first
 // (so they are drawn when there are many), then the ones only heard from,
 // each group in peer id order.
-func netPeers(n Node, self string, nodes []store.Node) []web.NetPeer {
+func netPeers(n httpkit.Node, self string, nodes []store.Node) []web.NetPeer {
 	var connected, relayed []string
 	if pl, ok := n.(peerLister); ok {
 		connected, relayed = pl.ConnectedPeers(), pl.RelayedPeers()
