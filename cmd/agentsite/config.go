@@ -20,6 +20,7 @@ import (
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/store/storeopen"
 )
 
 // Config is every setting of `agentsite serve`. Each flag has an
@@ -262,7 +263,7 @@ func (c *Config) validateShared() []error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty"))
 	}
-	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") && !strings.HasPrefix(c.DatabaseURL, "sqlite:") {
+	if _, err := storeopen.Engine(c.DatabaseURL); err != nil {
 		errs = append(errs, errors.New("--database-url must start with postgres:// (or sqlite:PATH); leave it empty for embedded SQLite"))
 	}
 	if c.RecordTTL < 5*time.Second || c.RecordTTL > 24*time.Hour {
