@@ -29,16 +29,17 @@ import (
 // 110–130 MB for good (issue 18). Zero fields take the defaults.
 type DHTStoreLimits struct {
 	// MaxBytes bounds the bytes held (values, keys and bookkeeping;
-	// default 64 MiB). When full, the oldest values of other peers go.
+	// DefaultDHTStoreBytes). When full, the oldest values of other peers go.
 	MaxBytes int64
 	// MaxValues bounds how many values are held (default 50,000).
 	MaxValues int
 	// PerPeer bounds the values one sending peer has stored here
-	// (default 256).
+	// (DefaultDHTValuesPerPeer).
 	PerPeer int
 	// PerIPGroup bounds the values the peers of one IP group (/24 of
-	// IPv4, /48 of IPv6) have stored here together (default 1,024), so
-	// fresh identities on one machine share one allowance.
+	// IPv4, /48 of IPv6) have stored here together
+	// (DefaultDHTValuesPerIPGroup), so fresh identities on one machine
+	// share one allowance.
 	PerIPGroup int
 	// UnknownPublisher bounds the values one sending peer has stored
 	// here whose publisher is neither that peer nor a publisher this node
@@ -59,16 +60,16 @@ type DHTStoreLimits struct {
 
 func (l *DHTStoreLimits) defaults() {
 	if l.MaxBytes <= 0 {
-		l.MaxBytes = 64 << 20
+		l.MaxBytes = DefaultDHTStoreBytes
 	}
 	if l.MaxValues <= 0 {
 		l.MaxValues = 50_000
 	}
 	if l.PerPeer <= 0 {
-		l.PerPeer = 256
+		l.PerPeer = DefaultDHTValuesPerPeer
 	}
 	if l.PerIPGroup <= 0 {
-		l.PerIPGroup = 1024
+		l.PerIPGroup = DefaultDHTValuesPerIPGroup
 	}
 	if l.UnknownPublisher <= 0 {
 		l.UnknownPublisher = 16
