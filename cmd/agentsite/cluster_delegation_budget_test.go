@@ -10,6 +10,7 @@ import (
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/agent/runtime/fakellm"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // The fan-out planet's scenarios, named by the user's message and passed
@@ -119,7 +120,7 @@ func startFanPlanet(tb testing.TB) *fanPlanet {
 	for i, name := range leafNames() {
 		register(name, false, []*clusterNode{p.a, p.b}[i%2])
 	}
-	eventually(tb, 30*time.Second, "A and B to list each other's agents online", func() bool {
+	waitfor.Until(tb, 30*time.Second, "A and B to list each other's agents online", func() bool {
 		onA, onB := p.a.agentIDs("online"), p.b.agentIDs("online")
 		for _, id := range wantOnA {
 			if _, ok := onA[id]; !ok {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/handlers/apiwire"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // checkDemoNames: the demo's nodes call themselves node-a, node-b and
@@ -32,7 +33,7 @@ func checkDemoNames(t *testing.T, base int) {
 			hostB = n.PeerID
 		}
 	}
-	eventually(t, 30*time.Second, "node-a to list one echo and one calculator, node-b's", func() bool {
+	waitfor.Until(t, 30*time.Second, "node-a to list one echo and one calculator, node-b's", func() bool {
 		count := map[string]int{}
 		for _, a := range demoTestAgents(fmt.Sprintf("http://127.0.0.1:%d", base)) {
 			if a.Name == "echo" || a.Name == "calculator" {
