@@ -26,7 +26,7 @@ import (
 // (docs/architecture.md "Peers are adversaries": a bounded store with expiry, and a
 // per-peer cap). Without them kad-dht keeps every valid PUT in a map that
 // is never swept: 20,000 PUTs of 4.9 KB raised a server's heap by
-// 110–130 MB for good (issue 18). Zero fields take the defaults.
+// 110–130 MB for good. Zero fields take the defaults.
 type DHTStoreLimits struct {
 	// MaxBytes bounds the bytes held (values, keys and bookkeeping;
 	// DefaultDHTStoreBytes). When full, the oldest values of other peers go.
@@ -54,7 +54,7 @@ type DHTStoreLimits struct {
 	// ValueGCInterval; default 5 min). Reads never serve one before.
 	SweepInterval time.Duration
 	// Unbounded keeps kad-dht's own unbounded in-memory map, as before
-	// issue 18: for the benchmark that measures what the bounds save.
+	// the bounds: for the benchmark that measures what they save.
 	Unbounded bool
 }
 

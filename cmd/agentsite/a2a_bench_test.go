@@ -17,7 +17,8 @@ import (
 	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
-// BenchmarkA2ASend is issue 8's A2A budget: concurrent A2A clients (5, 10
+// BenchmarkA2ASend measures A2A against its budget (BENCHMARKS.md):
+// concurrent A2A clients (5, 10
 // and 20, and 1 for the uncontended round trip) calling message/send
 // (blocking) on node A's POST /a2a/{id} for the builtin echo agent.
 // "remote": the agent is hosted on node B, so every turn goes A → libp2p

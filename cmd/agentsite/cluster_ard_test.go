@@ -18,7 +18,7 @@ import (
 	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
-// ARD federation on a three-node planet (issue 22): D mirrors nothing
+// ARD federation on a three-node planet: D mirrors nothing
 // tagged "tides"; its registry answers from the mirror (nothing), and with
 // federate: true finds A's agent through the DHT's tag providers, marked
 // as such; a URN the mirror lacks is looked up in the DHT by its id. In

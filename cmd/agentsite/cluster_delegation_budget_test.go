@@ -16,11 +16,11 @@ import (
 // The fan-out planet's scenarios, named by the user's message and passed
 // on in every delegated message ("<mode>|chain:<names>").
 const (
-	fanChain  = "chain"  // issue 18's storm: 8 asks a turn, among the four
+	fanChain  = "chain"  // the storm a delegation budget must stop: 8 asks a turn, among the four
 	fanLeaves = "leaves" // the four ask each other once, then leaves
 )
 
-// fanPlanet is issue 18's setup on two whole nodes: four delegating agents
+// fanPlanet is a delegation storm on two whole nodes: four delegating agents
 // fan1..fan4 alternating between A and B (every hop of the chain crosses
 // nodes), and eight leaf llm agents, four on each node. Every agent has a
 // model of its own name on one fake server, so each turn shows as the

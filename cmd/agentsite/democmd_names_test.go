@@ -13,7 +13,7 @@ import (
 
 // checkDemoNames: the demo's nodes call themselves node-a, node-b and
 // node-c (GET /api/v1/node), and the demo agents (echo, calculator) are
-// hosted once, on node-b, so node-a lists one of each (issue 23).
+// hosted once, on node-b, so node-a lists one of each, not three.
 func checkDemoNames(t *testing.T, base int) {
 	t.Helper()
 	client := &http.Client{Timeout: 2 * time.Second}

@@ -78,7 +78,8 @@ func rogueRecord(t *testing.T, key crypto.PrivKey, name string) (*agent.Record, 
 }
 
 // TestRogueDHTFloodIsBounded floods two real nodes' DHT stores from one
-// rogue peer with valid records (issue 18): records of fresh keys, of
+// rogue peer with valid records (docs/architecture.md "Peers are
+// adversaries"): records of fresh keys, of
 // which a node keeps a small allowance, then records of the rogue's own
 // key, of which it keeps up to the per-peer cap. Every refusal is counted
 // in /metrics, and honest records still go in and come out of the DHT.

@@ -22,7 +22,7 @@ import (
 type Catalog interface {
 	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
 	// CountLocal counts this node's agents from an index: at 100k hosted
-	// agents reading them all made /api/v1/node a 503 (issue 20).
+	// agents reading them all took seconds and made /api/v1/node a 503.
 	CountLocal(ctx context.Context) (store.LocalCount, error)
 }
 
