@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/handlers/connlimit"
@@ -176,9 +177,9 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.PublicURL, "public-url", "", "the node's public address behind a reverse proxy, e.g. https://agents.example.org (its host is accepted on /mcp; A2A card URLs use it; empty: the request's host)")
 	fs.StringVar(&c.NodeName, "node-name", defaultNodeName(), "this node's name for people, sent in its signed heartbeats and shown on every page beside its peer ID's place: 1-32 of a-z, 0-9, '-' and '.' (default: the host name, sanitised; a label, not an identity)")
 	fs.DurationVar(&c.StoreTimeout, "store-timeout", 5*time.Second, "deadline of every database call; past it the call fails and the request gets 503 with Retry-After")
-	fs.DurationVar(&c.ProbeInterval, "probe-interval", time.Minute, "how often this node probes each of its agents' backends (jittered ±10%) for their health")
+	fs.DurationVar(&c.ProbeInterval, "probe-interval", registry.DefaultProbeInterval, "how often this node probes each of its agents' backends (jittered ±10%) for their health")
 	fs.DurationVar(&c.UsesInterval, "uses-interval", 5*time.Minute, "how often this node counts the week's conversations of each of its agents, which its heartbeats carry (one grouped read of the conversations)")
-	fs.IntVar(&c.ProbeBudget, "probe-budget", 600, "the most backend probes this node makes in any minute; past it each agent is probed less often than --probe-interval, agents people use first")
+	fs.IntVar(&c.ProbeBudget, "probe-budget", registry.DefaultProbeBudget, "the most backend probes this node makes in any minute; past it each agent is probed less often than --probe-interval, agents people use first")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "loopback address for net/http/pprof, e.g. 127.0.0.1:6060 (empty: off)")
@@ -353,13 +354,13 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("--store-timeout must be between 50ms and 5m (default 5s)"))
 	}
 	if c.ProbeInterval < time.Second || c.ProbeInterval > time.Hour {
-		errs = append(errs, errors.New("--probe-interval must be between 1s and 1h (default 1m)"))
+		errs = append(errs, fmt.Errorf("--probe-interval must be between 1s and 1h (default %s)", registry.DefaultProbeInterval))
 	}
 	if c.UsesInterval < time.Second || c.UsesInterval > 24*time.Hour {
 		errs = append(errs, errors.New("--uses-interval must be between 1s and 24h (default 5m)"))
 	}
 	if c.ProbeBudget < 1 || c.ProbeBudget > 100000 {
-		errs = append(errs, errors.New("--probe-budget must be between 1 and 100000 probes a minute (default 600)"))
+		errs = append(errs, fmt.Errorf("--probe-budget must be between 1 and 100000 probes a minute (default %d)", registry.DefaultProbeBudget))
 	}
 	if c.HeartbeatBudget < 0 {
 		errs = append(errs, errors.New("--heartbeat-budget must not be negative; 0 means 10 per --heartbeat-interval"))
