@@ -71,7 +71,7 @@ const (
 	// deadline to stay under.
 	DefaultTurnTimeout = 100 * time.Second
 	// DefaultMaxTasks: a task holds at most one 8 KiB message and one
-	// reply, 64 KiB by default, so the tasks kept stay under ~70 MB.
+	// reply (64 KiB by default), so the tasks kept hold at most ~70 MB.
 	DefaultMaxTasks   = 1000
 	DefaultTaskTTL    = time.Hour
 	DefaultMaxRunning = 256
