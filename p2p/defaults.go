@@ -11,6 +11,12 @@ const (
 	// (--heartbeat-interval): how often a node heartbeats while it hears
 	// few nodes.
 	DefaultHeartbeatInterval = 10 * time.Second
+	// DefaultHeartbeatsPerInterval is Config.HeartbeatBudget's default
+	// (--heartbeat-budget 0), in heartbeats per HeartbeatInterval: a
+	// planet of up to this many nodes heartbeats at HeartbeatInterval; a
+	// larger one waits longer, so every node receives about this many
+	// heartbeats per interval.
+	DefaultHeartbeatsPerInterval = 10
 	// DefaultSyncInterval is Config.SyncInterval's default
 	// (--sync-interval).
 	DefaultSyncInterval = 30 * time.Second

@@ -125,7 +125,7 @@ func (c *Config) defaults() {
 		c.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	if c.HeartbeatBudget <= 0 {
-		c.HeartbeatBudget = defaultBudgetPerInterval / c.HeartbeatInterval.Seconds()
+		c.HeartbeatBudget = DefaultHeartbeatsPerInterval / c.HeartbeatInterval.Seconds()
 	}
 	if c.SyncInterval <= 0 {
 		c.SyncInterval = DefaultSyncInterval

@@ -161,7 +161,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.OperatorToken, "operator-token", "", "bearer token with operator rights on the API (empty: disabled)")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", true, "mark session cookies Secure (browsers accept them on http://127.0.0.1 and localhost)")
 	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", p2p.DefaultHeartbeatInterval, "how often this node announces itself on agentsite/status/1")
-	fs.Float64Var(&c.HeartbeatBudget, "heartbeat-budget", 0, "heartbeats a second each node should receive at most: the interval grows with the planet to hold it (0: 10 per --heartbeat-interval)")
+	fs.Float64Var(&c.HeartbeatBudget, "heartbeat-budget", 0, fmt.Sprintf("heartbeats a second each node should receive at most: the interval grows with the planet to hold it (0: %d per --heartbeat-interval)", p2p.DefaultHeartbeatsPerInterval))
 	fs.DurationVar(&c.StaleAfter, "stale-after", 0, "silence after which a node's listings turn stale (0: 3 heartbeat intervals)")
 	fs.BoolVar(&c.SyncOnConnect, "sync-on-connect", true, "pull each new peer's catalogue when it connects (off: the cache fills from gossip and look-ups only)")
 	fs.DurationVar(&c.SyncInterval, "sync-interval", p2p.DefaultSyncInterval, "how often what changed in each connected peer's catalogue is pulled again, jittered ±25 % (repairs records lost in gossip; 0: "+p2p.DefaultSyncInterval.String()+")")
@@ -363,7 +363,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--probe-budget must be between 1 and 100000 probes a minute (default %d)", registry.DefaultProbeBudget))
 	}
 	if c.HeartbeatBudget < 0 {
-		errs = append(errs, errors.New("--heartbeat-budget must not be negative; 0 means 10 per --heartbeat-interval"))
+		errs = append(errs, fmt.Errorf("--heartbeat-budget must not be negative; 0 means %d per --heartbeat-interval", p2p.DefaultHeartbeatsPerInterval))
 	}
 	if c.StaleAfter < 0 {
 		errs = append(errs, errors.New("--stale-after must not be negative; 0 means 3 heartbeat intervals"))
