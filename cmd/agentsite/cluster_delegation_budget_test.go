@@ -159,8 +159,8 @@ func sum(m map[string]int) int {
 	return n
 }
 
-// Issue 18: a message to a chain of delegating agents on two nodes whose
-// models ask several agents per turn. The whole tree stays within
+// A delegation storm: a message to a chain of delegating agents on two
+// nodes whose models ask several agents per turn. The whole tree stays within
 // agent.TreeTurns delegated turns, no agent is asked more than
 // agent.MaxVisits times, and the budget holds across the node hop: a node
 // handed N turns spends at most N, and what it did not spend comes back.

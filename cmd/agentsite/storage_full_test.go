@@ -126,7 +126,7 @@ func TestNodeStorageFull(t *testing.T) {
 // get 507, in both ways a restart meets a full disk: with the database's
 // log still there (the node filled the disk), and after a clean stop
 // (SQLite cannot even create its shared-memory index: the database is
-// opened read-only). Issue 18: a restart on a full disk exited. It needs
+// opened read-only). Before, a restart on a full disk exited. It needs
 // root to mount the tmpfs, as CI has; elsewhere it skips.
 func TestNodeRestartOnFullDisk(t *testing.T) {
 	disk := mountTmpfs(t, "8m")
