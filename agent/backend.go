@@ -19,7 +19,7 @@ const (
 	// BackendCatalogue is a listing only: a server its users run
 	// themselves (an MCP Registry server with packages and no remote). The
 	// node never answers for it; its record's origin says how to install
-	// it (issue 22).
+	// it, so people searching the hub learn that it exists.
 	BackendCatalogue = "catalogue"
 )
 

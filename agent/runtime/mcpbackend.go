@@ -12,7 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agentsite/agentsite/agent"
-	"github.com/agentsite/agentsite/agent/runtime/mcppool"
+	"github.com/agentsite/agentsite/mcpkit/mcppool"
 )
 
 // answerMCP sends the turn as a tools/call of b.Tool on a remote MCP server

@@ -18,7 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agentsite/agentsite/agent"
-	"github.com/agentsite/agentsite/agent/runtime/mcppool"
+	"github.com/agentsite/agentsite/mcpkit/mcppool"
 )
 
 // Tuning of the MCP clients.
