@@ -182,6 +182,8 @@ func TestPushConfigWritesRateLimited(t *testing.T) {
 	e, _ := newEnv(t, nil)
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	e.Server.A2A.Now = func() time.Time { return now } // no budget refills during the test
+	// The caller's budget as the test counts it (the node's is larger).
+	e.Server.A2A.PushCallerWrites = httpkit.NewRates(60)
 	id := e.SeedEcho("budget-bot", "Budget Bot")
 	recv := newPushReceiver(t)
 	openPushTo(e, recv)
@@ -213,7 +215,8 @@ func TestPushConfigWritesRateLimited(t *testing.T) {
 	if code := write(first, 5); code != http.StatusTooManyRequests {
 		t.Fatalf("6th write on one task: %d, want 429", code)
 	}
-	// A caller takes a burst of 10 (60 a minute), across its tasks.
+	// A caller takes a burst of a sixth of its budget, across its tasks:
+	// 10 of 60 a minute.
 	second := newTask()
 	for i := range 5 {
 		if code := write(second, i); code != http.StatusOK {
