@@ -25,7 +25,7 @@ func (r *Runtime) answerBuiltin(ctx context.Context, b agent.Backend, t agent.Tu
 	if b.Builtin == "echo" && r.opts.EchoDelay > 0 {
 		f = slowEcho(r.opts.EchoDelay)
 	}
-	if b.Builtin == conformanceBuiltin {
+	if b.Builtin == agent.BuiltinConformance {
 		f, ok = answerConformance, r.opts.Conformance
 	}
 	if !ok {

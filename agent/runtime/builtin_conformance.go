@@ -8,14 +8,14 @@ import (
 	"github.com/agentsite/agentsite/agent"
 )
 
-// conformanceBuiltin is the builtin agent the A2A conformance kit tests
-// the node against (make a2a-tck, --conformance-agent). The kit says what
-// it expects of each message by the prefix of the message's id, as the
-// kit's own system under test does (its scenarios/*.feature): complete a
-// task, make an artifact of each part kind, answer with a message, wait
-// for input, fail, stream status and artifact chunks. It only speaks
-// through agent.Turn's Yield and NeedsInput, as any agent may.
-const conformanceBuiltin = "conformance"
+// The builtin conformance agent (agent.BuiltinConformance) is what the
+// A2A conformance kit tests the node against (make a2a-tck,
+// --conformance-agent). The kit says what it expects of each message by
+// the prefix of the message's id, as the kit's own system under test does
+// (its scenarios/*.feature): complete a task, make an artifact of each
+// part kind, answer with a message, wait for input, fail, stream text and
+// artifact chunks. It speaks only through agent.Turn's Yield and
+// agent.NeedsInput, as any agent may.
 
 // conformanceStep is what the agent does for a message id prefix.
 type conformanceStep func(ctx context.Context, t agent.Turn, emit func(string) error) (string, error)

@@ -161,7 +161,9 @@ func (t *task) snapshotLocked(historyLength *int) *a2a.Task {
 		History:   slices.Clone(t.history),
 		Artifacts: slices.Clone(t.artifacts),
 	}
-	if t.agentID != "" {
+	if t.agentID != "" && t.scope == "" {
+		// The concierge's task names the agent it went to; on an agent's
+		// own url the agent is the endpoint.
 		out.Metadata = map[string]any{"agent_id": t.agentID}
 	}
 	if historyLength != nil {
