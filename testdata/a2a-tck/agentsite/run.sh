@@ -19,7 +19,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 kit=$(dirname "$here")
 py=${A2A_TCK_PYTHON:-/usr/bin/python3}
 port=${A2A_TCK_PORT:-18480}
-min=${A2A_TCK_MIN_PASS:-MINPASS}
+min=${A2A_TCK_MIN_PASS:-81}
 
 if ! "$py" -c 'import pytest, pytest_asyncio, httpx, jsonschema, google.protobuf' 2>/dev/null; then
 	echo "a2a-tck needs Debian's python3 packages: apt-get install python3-pytest python3-pytest-asyncio python3-httpx python3-jsonschema python3-protobuf python3-yaml" >&2
