@@ -26,6 +26,11 @@ const (
 // Builtins are the dependency-free agents every node can host.
 var Builtins = []string{"echo", "calculator", "haiku"}
 
+// BuiltinConformance is the builtin agent the A2A conformance kit tests a
+// node against. It is not offered among Builtins: it answers only on a
+// node started with --conformance-agent, which publishes it.
+const BuiltinConformance = "conformance"
+
 // Backend is how this node answers a local agent. It is local configuration,
 // never part of the public Record; APIKey is a secret: stored server-side,
 // never rendered back, never logged.
@@ -69,7 +74,7 @@ func (b Backend) Validate() error {
 	var ve ValidationError
 	switch b.Kind {
 	case BackendBuiltin:
-		ok := false
+		ok := b.Builtin == BuiltinConformance
 		for _, n := range Builtins {
 			ok = ok || n == b.Builtin
 		}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"slices"
 )
 
@@ -39,6 +40,68 @@ type Turn struct {
 	// OnStep, if set, hears of each delegation the agent makes while it
 	// answers, as it starts and as it ends. It is never serialized.
 	OnStep func(Step)
+	// MessageID is the id the sender gave its message (A2A's messageId);
+	// empty when it gave none.
+	MessageID string
+	// Yield, if set, takes what the agent makes besides its reply text,
+	// as it makes it (see Output). A surface that shows text alone leaves
+	// it nil, and the agent answers in text. It is never serialized: a
+	// turn another node runs yields text alone.
+	Yield func(Output)
+}
+
+// Output is something a turn yields besides its reply text.
+type Output struct {
+	// Artifact is a result the agent made: text, a file or data.
+	Artifact *Artifact
+	// Message says the reply stands alone: a message, not the outcome of
+	// a task anyone follows (A2A answers it as a Message, not a Task).
+	Message bool
+}
+
+// Artifact is a result of a turn. Chunks of one artifact share its ID:
+// Append adds a chunk's parts to the artifact so far, LastChunk marks the
+// last one.
+type Artifact struct {
+	ID, Name          string
+	Parts             []Part
+	Append, LastChunk bool
+}
+
+// Part is one piece of an artifact: text, structured data, or a file.
+// Exactly one of Text, Data and File is set.
+type Part struct {
+	Text string
+	Data map[string]any
+	File *File
+}
+
+// File is a file an agent made: its bytes, or a URL where it is.
+type File struct {
+	Name, MediaType string
+	Bytes           []byte
+	URL             string
+}
+
+// NeedsInput ends a turn that waits for more from the sender: the agent
+// asks prompt, and the turn's task resumes with the sender's next message
+// on it (A2A's input-required state). It is an error value so that it
+// passes unchanged through the layers a reply goes through; those that
+// keep conversations store the prompt as the agent's reply (InputPrompt).
+func NeedsInput(prompt string) error { return &inputRequest{prompt: prompt} }
+
+type inputRequest struct{ prompt string }
+
+func (e *inputRequest) Error() string { return "needs input: " + e.prompt }
+
+// InputPrompt is the prompt of a turn that ended waiting for input
+// (NeedsInput); ok is false for any other outcome.
+func InputPrompt(err error) (prompt string, ok bool) {
+	var ir *inputRequest
+	if errors.As(err, &ir) {
+		return ir.prompt, true
+	}
+	return "", false
 }
 
 // MaxMessageBytes bounds the text of one message to an agent, wherever it

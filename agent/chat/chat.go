@@ -137,6 +137,11 @@ type Request struct {
 	// the edited message, or empty to send that message again (retry).
 	// ConversationID is required.
 	ReplaceLast bool
+	// MessageID is the id the sender gave its message (A2A's messageId).
+	MessageID string
+	// Yield, if set, takes what the agent makes besides its reply text
+	// (agent.Turn.Yield); only the text is stored.
+	Yield func(agent.Output)
 }
 
 // Result is what a turn produced. Conversation is set once the message is
@@ -147,6 +152,9 @@ type Result struct {
 	// Sent reports whether the message reached the agent's runtime or
 	// host (a failure after that was the agent's).
 	Sent bool
+	// NeedsInput is set when the agent ended the turn waiting for more
+	// (agent.NeedsInput): it is the agent's prompt, stored as its reply.
+	NeedsInput bool
 }
 
 // Errors of a turn.
@@ -228,7 +236,7 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 		req.OnStarted(conv)
 	}
 	turn := agent.Turn{AgentID: l.Record.ID, ConversationID: conv.ID, History: toHistory(past), Text: text, Owner: conv.AgentOwner,
-		Trace: req.Trace, OnStep: c.stepRecorder(ctx, conv.ID, req.OnStep)}
+		Trace: req.Trace, OnStep: c.stepRecorder(ctx, conv.ID, req.OnStep), MessageID: req.MessageID, Yield: req.Yield}
 	if turn.Trace.ID == "" {
 		turn.Trace = agent.NewTrace()
 	}
@@ -252,6 +260,10 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 	} else {
 		reply, err = c.Remote.Send(ctx, l.HostPeerID, turn, collect)
 	}
+	prompt, paused := agent.InputPrompt(err)
+	if paused {
+		reply, err = prompt, nil
+	}
 	if err != nil {
 		e := TurnError(err, l)
 		stopped := errors.Is(context.Cause(ctx), ErrStopped)
@@ -268,7 +280,7 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 	if err != nil {
 		return Result{Conversation: conv, Sent: true}, fmt.Errorf("store reply: %w", err)
 	}
-	return Result{Conversation: conv, Reply: m, Sent: true}, nil
+	return Result{Conversation: conv, Reply: m, Sent: true, NeedsInput: paused}, nil
 }
 
 // lastUserMessage is the last message the person wrote in conversation

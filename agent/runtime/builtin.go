@@ -25,6 +25,9 @@ func (r *Runtime) answerBuiltin(ctx context.Context, b agent.Backend, t agent.Tu
 	if b.Builtin == "echo" && r.opts.EchoDelay > 0 {
 		f = slowEcho(r.opts.EchoDelay)
 	}
+	if b.Builtin == agent.BuiltinConformance {
+		f, ok = answerConformance, r.opts.Conformance
+	}
 	if !ok {
 		return "", fmt.Errorf("%w: no builtin agent %q", agent.ErrUnknownAgent, b.Builtin)
 	}

@@ -45,6 +45,10 @@ type RuntimeOptions struct {
 	// turn's tool calls (then the model must answer). Defaults 20s, 45s.
 	ToolCallTimeout time.Duration
 	ToolTurnTimeout time.Duration
+	// Conformance lets the builtin conformance agent answer (the A2A
+	// conformance kit's system under test, builtin_conformance.go); off,
+	// it is no agent at all.
+	Conformance bool
 	// Now is the clock a probe's latency is measured on, so a test can
 	// say how long a backend took instead of depending on the machine's
 	// speed. Default time.Now.
@@ -162,6 +166,9 @@ func (r *Runtime) Answer(ctx context.Context, t agent.Turn, emit func(chunk stri
 		return "", fmt.Errorf("%w: not hosted: this is a catalogue listing of a server you run yourself (its page gives the install line); no node answers for it", agent.ErrUnknownAgent)
 	default:
 		err = fmt.Errorf("%w: backend kind %q is not supported", agent.ErrUnknownAgent, b.Kind)
+	}
+	if _, paused := agent.InputPrompt(err); paused {
+		return reply, err // not a failure: the agent waits for the next message
 	}
 	if err != nil {
 		err = redact(r.classify(ctx, tctx, b, err), b.APIKey)

@@ -219,6 +219,7 @@ func (a *app) buildUseCases(metrics prometheus.Registerer) error {
 		UserAgent:    "AgentSite/" + buildVersion(),
 		Logger:       a.logger,
 		EchoDelay:    a.cfg.EchoDelay,
+		Conformance:  a.cfg.ConformanceAgent,
 	})
 	observer, err := newProbeMetrics(metrics)
 	if err != nil {
@@ -279,7 +280,8 @@ func (a *app) registryStore() registry.Store {
 // needs the other.
 func closeDelegationLoop(rt *runtime.Runtime, c *chat.Chat) { rt.Delegator = c }
 
-// startBackground publishes the demo agents (--demo-agents) and starts
+// startBackground publishes the demo agents (--demo-agents) and the
+// conformance agent (--conformance-agent), and starts
 // the background work: re-signing local listings, the liveness sweep
 // and the probes.
 func (a *app) startBackground() error {
@@ -290,6 +292,11 @@ func (a *app) startBackground() error {
 			a.logger.Warn("demo agents not published: the disk is full", "err", err)
 		} else if err != nil {
 			return fmt.Errorf("publish demo agents: %w", err)
+		}
+	}
+	if a.cfg.ConformanceAgent {
+		if err := publishConformanceAgent(a.loops, a.registry); err != nil {
+			return fmt.Errorf("publish the conformance agent: %w", err)
 		}
 	}
 	a.goLoop(a.registry.RunRefresh)

@@ -39,6 +39,7 @@ type Config struct {
 	DatabaseURL           string
 	DemoAgents            bool
 	EchoDelay             time.Duration
+	ConformanceAgent      bool
 	AllowPrivateEndpoints bool
 	AllowEndpoints        []string
 	AllowPushEndpoints    []string
@@ -157,6 +158,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.RelayService, "relay-service", true, "offer a bounded circuit relay to nodes behind NAT while this node is publicly reachable")
 	fs.Var(&stringList{vals: &c.TestPublicCIDRs}, "test-public-cidr", "tests only: count addresses in this CIDR (e.g. the documentation prefix 198.51.100.0/24) as public (repeatable)")
 	fs.BoolVar(&c.DemoAgents, "demo-agents", true, "host the builtin demo agents (echo, calculator)")
+	fs.BoolVar(&c.ConformanceAgent, "conformance-agent", false, "host the builtin conformance agent the A2A conformance kit tests against (make a2a-tck); off, there is no such agent")
 	fs.DurationVar(&c.EchoDelay, "echo-delay", 0, "pause of the builtin echo agent before each word, so streaming shows (the demo and make run use 50ms)")
 	fs.StringVar(&c.OperatorToken, "operator-token", "", "bearer token with operator rights on the API (empty: disabled)")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", true, "mark session cookies Secure (browsers accept them on http://127.0.0.1 and localhost)")

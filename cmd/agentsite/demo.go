@@ -52,3 +52,24 @@ func publishDemoAgents(ctx context.Context, reg *registry.Registry, logger *slog
 	}
 	return nil
 }
+
+// conformanceAgent is the builtin agent the A2A conformance kit tests
+// against (--conformance-agent; make a2a-tck points the kit at its url).
+var conformanceAgent = registry.Input{
+	Name:        "a2a-conformance",
+	DisplayName: "A2A Conformance",
+	Description: "Does what the A2A conformance kit asks by the id of each message: completes tasks, makes artifacts, asks for input, answers with messages. For testing A2A clients and this node.",
+	Tags:        []string{"testing", "a2a"},
+	Skills: []agent.Skill{{
+		ID: "conformance", Name: "A2A conformance", Description: "Behaves as the A2A conformance kit's system under test.",
+	}},
+	Version: "1.0.0",
+	Backend: agent.Backend{Kind: agent.BackendBuiltin, Builtin: agent.BuiltinConformance},
+}
+
+// publishConformanceAgent registers the conformance agent as the
+// operator's, or re-signs it.
+func publishConformanceAgent(ctx context.Context, reg *registry.Registry) error {
+	_, err := reg.EnsureOperatorAgent(ctx, conformanceAgent)
+	return err
+}

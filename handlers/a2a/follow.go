@@ -26,12 +26,19 @@ var errTooManyWatchers = &RPCError{Code: CodeServerError, status: http.StatusToo
 // are merged into one event, so a slow follower holds nothing but its
 // place in the text.
 func (t *task) follow(ctx context.Context, from mark, emit func(a2a.Event) error) {
-	sent, state := from.sent, from.state
+	round, sent, made, state := from.round, from.sent, from.made, from.state
 	for {
 		t.mu.Lock()
 		ch := t.changed
 		text := t.textLocked()
 		var events []a2a.Event
+		if t.round != round { // a turn that resumed the task: its reply starts anew
+			round, sent = t.round, 0
+		}
+		for _, e := range t.made[made:] {
+			events = append(events, e)
+		}
+		made = len(t.made)
 		if len(text) > sent {
 			events = append(events, t.artifactEvent(text[sent:], sent > 0))
 			sent = len(text)

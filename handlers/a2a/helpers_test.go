@@ -24,7 +24,8 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // fakeAgent answers every local agent's turns, by the message text:
 // "fail" fails, "block" streams a little then waits for its context to
 // end, "history" tells how many earlier messages it was sent, "slow:<d>"
-// answers after d, anything else is echoed word by word.
+// answers after d, "ask:<prompt>" streams "let me see" and then asks for
+// input (agent.NeedsInput), anything else is echoed word by word.
 type fakeAgent struct {
 	blocked chan struct{} // a "block" turn is running
 	ended   chan error    // a "block" turn's context ended, with this error
@@ -40,6 +41,11 @@ func (f *fakeAgent) Answer(ctx context.Context, t agent.Turn, emit func(string) 
 		<-ctx.Done()
 		f.ended <- ctx.Err()
 		return "working on it", ctx.Err()
+	case strings.HasPrefix(t.Text, "ask:"):
+		if err := emit("let me see"); err != nil {
+			return "", err
+		}
+		return "let me see", agent.NeedsInput(strings.TrimPrefix(t.Text, "ask:"))
 	case t.Text == "history":
 		reply := fmt.Sprintf("%d earlier messages", len(t.History))
 		return reply, emit(reply)

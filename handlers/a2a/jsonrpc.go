@@ -81,9 +81,10 @@ var (
 	errInvalidRequest = &RPCError{Code: CodeInvalidRequest, Message: `Not a JSON-RPC 2.0 request: send {"jsonrpc": "2.0", "method": "...", "params": {...}, "id": 1}.`}
 	errTaskNotFound   = &RPCError{Code: CodeTaskNotFound, Message: "No such task here. Tasks are kept for a while only; " +
 		"the conversation goes on: send a new message with the same contextId."}
-	errTaskEnded         = &RPCError{Code: CodeTaskNotCancelable, Message: "The task has already ended."}
-	errNoResubscribe     = &RPCError{Code: CodeUnsupportedOperation, Message: "The task has ended: there is nothing to subscribe to; read it with GetTask (tasks/get)."}
-	errOnlyText          = &RPCError{Code: CodeContentTypeNotSupp, Message: "Only text parts are understood; send the message as text."}
+	errTaskEnded     = &RPCError{Code: CodeTaskNotCancelable, Message: "The task has already ended."}
+	errNoResubscribe = &RPCError{Code: CodeUnsupportedOperation, Message: "The task has ended: there is nothing to subscribe to; read it with GetTask (tasks/get)."}
+	errOnlyText      = &RPCError{Code: CodeContentTypeNotSupp, status: http.StatusUnsupportedMediaType,
+		Message: "Only text parts are understood; send the message as text."}
 	errTaskFinishedInput = &RPCError{Code: CodeInvalidParams, Message: "Each message here is a task of its own, which takes no " +
 		"further input: to continue the conversation, send a new message without taskId, with the same contextId."}
 )

@@ -229,7 +229,7 @@ func (s *Server) addPush(t *task, pc pushConfig) *RPCError {
 		}
 		t.pushes = append(t.pushes, pc)
 	}
-	s.startPushLocked(t, mark{sent: len(t.textLocked()), state: t.state})
+	s.startPushLocked(t, t.markLocked())
 	return nil
 }
 

@@ -213,15 +213,18 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, c *call, who ca
 		pushCfg = &pc
 	}
 	text, rerr := messageText(p.Message)
+	var resume *task
 	if rerr == nil && p.Message.TaskID != "" {
-		rerr = s.followUp(p.Message.TaskID, scope, who)
+		resume, rerr = s.followUp(p.Message, scope, who)
 	}
 	if rerr != nil {
 		c.fail(w, rerr)
 		return
 	}
 	agentID := scope
-	if scope == "" {
+	if resume != nil {
+		agentID = resume.agentID
+	} else if scope == "" {
 		agentID = metadataAgentID(p)
 		if agentID == "" {
 			s.findAgents(w, r, c, who, p.Message, text)
@@ -237,8 +240,15 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, c *call, who ca
 		trace = agent.NewTrace()
 	}
 	trace = trace.WithQuota(s.Rates.Quota(s.now, "ip:"+httpkit.ClientKey(r))) // its delegated turns count as the client's
+	if resume != nil && pushCfg != nil {
+		pushCfg.taskID = resume.id
+		if err := s.addPush(resume, *pushCfg); err != nil {
+			c.fail(w, err)
+			return
+		}
+	}
 	s.turn(w, r, c, turnSpec{scope: scope, agentID: agentID, msg: p.Message, text: text, config: p.Config, trace: trace,
-		who: who, push: pushCfg})
+		who: who, push: pushCfg}, resume)
 }
 
 // failHTTP answers a failure of the HTTP exchange (too many requests,
@@ -283,15 +293,19 @@ func safeJSONError(err error) string {
 	return "malformed"
 }
 
-// messageText is the text of a message: its text parts, joined.
+// messageText is the text of a message: its text parts, joined. A file
+// part is refused (ContentTypeNotSupportedError): agents here take text.
 func messageText(m *a2a.Message) (string, *RPCError) {
 	if m == nil {
 		return "", invalidParams("params.message is required.")
 	}
 	var texts []string
 	for _, p := range m.Parts {
-		if tp, ok := p.(a2a.TextPart); ok {
-			texts = append(texts, tp.Text)
+		switch x := p.(type) {
+		case a2a.TextPart:
+			texts = append(texts, x.Text)
+		case a2a.FilePart: // agents here take text; a file would be dropped unread
+			return "", errOnlyText
 		}
 	}
 	switch {
@@ -303,13 +317,21 @@ func messageText(m *a2a.Message) (string, *RPCError) {
 	return "", invalidParams("params.message has no parts: send the text as a text part.")
 }
 
-// followUp answers a message naming a task: every turn here is a task of
-// its own that ends with the reply, so none takes more input.
-func (s *Server) followUp(id a2a.TaskID, scope string, who caller) *RPCError {
-	if s.tasks.get(id, scope, who.owner, s.now()) == nil {
-		return errTaskNotFound
+// followUp is the task a message naming one continues: one whose agent
+// asked for input (it waits in input-required). Any other task takes no
+// further input: each turn here is a task of its own that ends with the
+// reply, unless its agent asks for more.
+func (s *Server) followUp(m *a2a.Message, scope string, who caller) (*task, *RPCError) {
+	t := s.tasks.get(m.TaskID, scope, who.owner, s.now())
+	switch {
+	case t == nil:
+		return nil, errTaskNotFound
+	case t.currentState() != a2a.TaskStateInputRequired:
+		return nil, errTaskFinishedInput
+	case m.ContextID != "" && m.ContextID != t.contextID:
+		return nil, invalidParams("The message's contextId is not its task's: send the task's contextId, or none.")
 	}
-	return errTaskFinishedInput
+	return t, nil
 }
 
 // metadataAgentID is the agent a concierge message is for: metadata
@@ -342,11 +364,13 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request, c *call, who
 		c.fail(w, errTaskNotFound)
 		return
 	}
-	t.requestCancel()
-	select {
-	case <-t.done:
-	case <-r.Context().Done():
-		return
+	if !t.cancelWaiting(s.now()) {
+		t.requestCancel()
+		select {
+		case <-t.turnDone():
+		case <-r.Context().Done():
+			return
+		}
 	}
 	if t.currentState() != a2a.TaskStateCanceled { // it ended first
 		c.fail(w, errTaskEnded)

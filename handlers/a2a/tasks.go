@@ -23,27 +23,44 @@ var errBusy = &httpkit.Error{Status: http.StatusServiceUnavailable, Code: "a2a_b
 // errCancelRequested is the cause of a turn canceled by tasks/cancel.
 var errCancelRequested = errors.New("a2a: task canceled by the client")
 
-// task is one turn as an A2A task. Its identity is fixed at creation; its
-// state changes under mu while the turn runs, and snapshots are built from
-// it (messages, once made, are never changed, so snapshots share them).
+// task is an A2A task: one turn, or several when the agent asked for
+// input and the caller answered on the same task. Its identity is fixed at
+// creation; its state changes under mu while a turn runs, and snapshots
+// are built from it (messages and artifacts, once made, are never changed,
+// so snapshots share them).
 type task struct {
-	id         a2a.TaskID
-	scope      string // the endpoint it was created on: an agent id, or "" for /a2a
-	owner      string // the authenticated caller that made it; "" anonymous
-	agentID    string
-	contextID  string
-	artifactID a2a.ArtifactID
-	created    time.Time
-	done       chan struct{} // closed when the turn has ended
+	id        a2a.TaskID
+	scope     string // the endpoint it was created on: an agent id, or "" for /a2a
+	owner     string // the authenticated caller that made it; "" anonymous
+	agentID   string
+	contextID string
+	created   time.Time
 
-	mu       sync.Mutex
-	state    a2a.TaskState
-	stamp    time.Time
-	status   *a2a.Message // the status message (why it failed)
-	history  []*a2a.Message
-	streamed strings.Builder // the reply as it streams
-	reply    *string         // the whole reply, once the turn is over
-	data     map[string]any  // a data part of the reply (the concierge's matches)
+	mu    sync.Mutex
+	done  chan struct{} // closed when the running turn has ended; a new one for each turn
+	state a2a.TaskState
+	stamp time.Time
+	// status is the status message: why it failed, or what the agent
+	// asks for when it waits for input.
+	status  *a2a.Message
+	history []*a2a.Message
+	// round counts the turns run on the task; a follower's mark names the
+	// round its offset in the reply text is of.
+	round int
+	// The running (or last) turn's reply: its artifact, its text as it
+	// streams and once whole, and a data part (the concierge's matches).
+	artifactID a2a.ArtifactID
+	streamed   strings.Builder
+	reply      *string
+	data       map[string]any
+	// artifacts are what the agent made (agent.Output) and the replies of
+	// earlier turns, in order; made, the events that made the agent's,
+	// which followers replay.
+	artifacts []*a2a.Artifact
+	made      []*a2a.TaskArtifactUpdateEvent
+	// message: the agent's reply stands alone (agent.Output.Message); a
+	// send answers it as a Message rather than the task.
+	message  bool
 	cancel   context.CancelCauseFunc
 	changed  chan struct{} // closed, and replaced, at every change
 	watchers int           // streams following the task (SubscribeToTask)
@@ -64,17 +81,48 @@ func newID() string { return rand.Text() }
 func newTask(scope, owner, agentID, contextID string, msg *a2a.Message, now time.Time) *task {
 	t := &task{
 		id: a2a.TaskID(newID()), scope: scope, owner: owner, agentID: agentID, contextID: contextID,
-		artifactID: a2a.ArtifactID(newID()), created: now, done: make(chan struct{}),
+		artifactID: a2a.ArtifactID(newID()), created: now, done: make(chan struct{}), round: 1,
 		state: a2a.TaskStateSubmitted, stamp: now, changed: make(chan struct{}),
 	}
+	t.history = []*a2a.Message{t.userMessage(msg)}
+	return t
+}
+
+// userMessage is msg as the task's history keeps it.
+func (t *task) userMessage(msg *a2a.Message) *a2a.Message {
 	m := *msg
-	m.TaskID, m.ContextID = t.id, contextID
+	m.TaskID, m.ContextID = t.id, t.contextID
 	if m.ID == "" {
 		m.ID = newID()
 	}
 	m.Role = a2a.MessageRoleUser
-	t.history = []*a2a.Message{&m}
-	return t
+	return &m
+}
+
+// turnDone is closed when the task's running turn has ended.
+func (t *task) turnDone() chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.done
+}
+
+// resume starts the next turn of a task that waits for input, with the
+// caller's message msg; false when the task does not wait for input (it
+// is running, or has ended).
+func (t *task) resume(msg *a2a.Message, cancel context.CancelCauseFunc, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state != a2a.TaskStateInputRequired {
+		return false
+	}
+	t.history = append(t.history, t.userMessage(msg))
+	t.round++
+	t.artifactID, t.reply, t.data, t.message = a2a.ArtifactID(newID()), nil, nil, false
+	t.streamed.Reset()
+	t.done, t.cancel, t.status = make(chan struct{}), cancel, nil
+	t.state, t.stamp = a2a.TaskStateSubmitted, now
+	t.changedLocked()
+	return true
 }
 
 // snapshot is the task as the protocol shows it, with at most
@@ -85,11 +133,12 @@ func (t *task) snapshot(historyLength *int) *a2a.Task {
 	return t.snapshotLocked(historyLength)
 }
 
-// mark is where a follower starts: how much of the reply it has, and the
-// state it has seen.
+// mark is where a follower starts: the round and how much of its reply
+// it has, how many of the agent's artifact events, and the state it has
+// seen.
 type mark struct {
-	sent  int
-	state a2a.TaskState
+	round, sent, made int
+	state             a2a.TaskState
 }
 
 // snapshotMark is the task as it is and the mark of that snapshot, taken
@@ -97,34 +146,50 @@ type mark struct {
 func (t *task) snapshotMark() (*a2a.Task, mark) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.snapshotLocked(nil), mark{sent: len(t.textLocked()), state: t.state}
+	return t.snapshotLocked(nil), t.markLocked()
+}
+
+func (t *task) markLocked() mark {
+	return mark{round: t.round, sent: len(t.textLocked()), made: len(t.made), state: t.state}
 }
 
 func (t *task) snapshotLocked(historyLength *int) *a2a.Task {
 	stamp := t.stamp
 	out := &a2a.Task{
 		ID: t.id, ContextID: t.contextID,
-		Status:  a2a.TaskStatus{State: t.state, Message: t.status, Timestamp: &stamp},
-		History: slices.Clone(t.history),
+		Status:    a2a.TaskStatus{State: t.state, Message: t.status, Timestamp: &stamp},
+		History:   slices.Clone(t.history),
+		Artifacts: slices.Clone(t.artifacts),
 	}
-	if t.agentID != "" {
+	if t.agentID != "" && t.scope == "" {
+		// The concierge's task names the agent it went to; on an agent's
+		// own url the agent is the endpoint.
 		out.Metadata = map[string]any{"agent_id": t.agentID}
 	}
 	if historyLength != nil {
 		out.History = out.History[len(out.History)-min(max(*historyLength, 0), len(out.History)):]
 	}
+	if a := t.replyArtifactLocked(); a != nil {
+		out.Artifacts = append(out.Artifacts, a)
+	}
+	return out
+}
+
+// replyArtifactLocked is the running turn's reply as an artifact; nil
+// while it has no text.
+func (t *task) replyArtifactLocked() *a2a.Artifact {
 	text := t.streamed.String()
 	if t.reply != nil {
 		text = *t.reply
 	}
-	if text != "" {
-		parts := a2a.ContentParts{a2a.TextPart{Text: text}}
-		if t.data != nil {
-			parts = append(parts, a2a.DataPart{Data: t.data})
-		}
-		out.Artifacts = []*a2a.Artifact{{ID: t.artifactID, Name: "reply", Parts: parts}}
+	if text == "" {
+		return nil
 	}
-	return out
+	parts := a2a.ContentParts{a2a.TextPart{Text: text}}
+	if t.data != nil {
+		parts = append(parts, a2a.DataPart{Data: t.data})
+	}
+	return &a2a.Artifact{ID: t.artifactID, Name: "reply", Parts: parts}
 }
 
 // text is the reply so far: the whole reply once there is one and nothing
@@ -163,6 +228,42 @@ func (t *task) artifactEvent(text string, appendIt bool) *a2a.TaskArtifactUpdate
 	}
 }
 
+// addArtifact records an artifact the agent made (a chunk of one appends to it)
+// and returns its event.
+func (t *task) addArtifact(a *a2a.Artifact, appendIt, last bool) *a2a.TaskArtifactUpdateEvent {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ev := &a2a.TaskArtifactUpdateEvent{TaskID: t.id, ContextID: t.contextID, Append: appendIt, LastChunk: last, Artifact: a}
+	t.made = append(t.made, ev)
+	i := slices.IndexFunc(t.artifacts, func(old *a2a.Artifact) bool { return old.ID == a.ID })
+	switch {
+	case i < 0:
+		t.artifacts = append(t.artifacts, a)
+	case appendIt:
+		whole := *t.artifacts[i]
+		whole.Parts = append(slices.Clip(whole.Parts), a.Parts...)
+		t.artifacts[i] = &whole
+	default:
+		t.artifacts[i] = a
+	}
+	t.changedLocked()
+	return ev
+}
+
+// standAlone marks the agent's reply as a message that stands alone.
+func (t *task) standAlone() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.message = true
+}
+
+// standsAlone: the agent said its reply is a message that stands alone.
+func (t *task) standsAlone() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.message
+}
+
 // complete ends the task with the agent's reply, which joins the history.
 // When nothing streamed (a backend that answers in one piece) it also
 // returns the artifact event carrying the reply.
@@ -174,26 +275,74 @@ func (t *task) complete(reply string, now time.Time) (*a2a.TaskArtifactUpdateEve
 		art = t.artifactEvent(reply, false)
 	}
 	t.reply = &reply
-	t.history = append(t.history, &a2a.Message{ID: newID(), Role: a2a.MessageRoleAgent, TaskID: t.id, ContextID: t.contextID,
-		Parts: a2a.ContentParts{a2a.TextPart{Text: reply}}})
+	t.history = append(t.history, t.agentMessage(reply))
 	t.finish(a2a.TaskStateCompleted, nil, now)
 	return art, t.statusEvent(true)
+}
+
+// agentMessage is text from the agent, as history and status keep it.
+func (t *task) agentMessage(text string) *a2a.Message {
+	return &a2a.Message{ID: newID(), Role: a2a.MessageRoleAgent, TaskID: t.id, ContextID: t.contextID,
+		Parts: a2a.ContentParts{a2a.TextPart{Text: text}}}
+}
+
+// reply is the agent's reply as a message that stands alone (a send's
+// answer when the agent said so).
+func (t *task) replyMessage() *a2a.Message {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	text := ""
+	if t.reply != nil {
+		text = *t.reply
+	}
+	return &a2a.Message{ID: newID(), Role: a2a.MessageRoleAgent, ContextID: t.contextID, Parts: a2a.ContentParts{a2a.TextPart{Text: text}}}
+}
+
+// pause ends the turn with the agent asking for input: prompt is the
+// status message and joins the history. The reply so far stays an
+// artifact of the task; the next turn's goes in a new one.
+func (t *task) pause(prompt string, now time.Time) *a2a.TaskStatusUpdateEvent {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if a := t.replyArtifactLocked(); a != nil {
+		t.artifacts = append(t.artifacts, a)
+	}
+	t.streamed.Reset()
+	t.reply, t.data = nil, nil
+	msg := t.agentMessage(prompt)
+	t.history = append(t.history, msg)
+	t.finish(a2a.TaskStateInputRequired, msg, now)
+	return t.statusEvent(true)
 }
 
 // fail ends the task in state (failed or canceled) with why, for people.
 func (t *task) fail(state a2a.TaskState, why string, now time.Time) *a2a.TaskStatusUpdateEvent {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.finish(state, &a2a.Message{ID: newID(), Role: a2a.MessageRoleAgent, TaskID: t.id, ContextID: t.contextID,
-		Parts: a2a.ContentParts{a2a.TextPart{Text: why}}}, now)
+	t.finish(state, t.agentMessage(why), now)
 	return t.statusEvent(true)
 }
 
+// cancelWaiting cancels a task that waits for input (no turn runs to
+// cancel); false when it does not wait.
+func (t *task) cancelWaiting(now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state != a2a.TaskStateInputRequired {
+		return false
+	}
+	t.finish(a2a.TaskStateCanceled, t.agentMessage("The task was canceled."), now)
+	return true
+}
+
+// finish ends the running turn in state; t.mu is held.
 func (t *task) finish(state a2a.TaskState, status *a2a.Message, now time.Time) {
 	t.state, t.status, t.stamp, t.cancel = state, status, now, nil
 	t.changedLocked()
 }
 
+// statusEvent is the task's state as an event; final ends a stream (a
+// turn's end: its task ended, or waits for input).
 func (t *task) statusEvent(final bool) *a2a.TaskStatusUpdateEvent {
 	stamp := t.stamp
 	return &a2a.TaskStatusUpdateEvent{TaskID: t.id, ContextID: t.contextID, Final: final,
@@ -254,6 +403,18 @@ func (ts *taskStore) add(t *task, now time.Time) error {
 	}
 	ts.running++
 	ts.lru.Add(t.id, t)
+	return nil
+}
+
+// started counts the next turn of a task that waits for input in,
+// or refuses it (errBusy).
+func (ts *taskStore) started() error {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.running >= ts.maxRunning {
+		return errBusy
+	}
+	ts.running++
 	return nil
 }
 
@@ -320,7 +481,7 @@ func (ts *taskStore) list(q listQuery, now time.Time) []*task {
 
 func (ts *taskStore) expired(t *task, now time.Time) bool {
 	select {
-	case <-t.done:
+	case <-t.turnDone():
 		return now.Sub(t.created) > ts.ttl
 	default:
 		return false // a running turn is bounded by its own timeout

@@ -3,6 +3,7 @@ package a2a
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -360,14 +361,25 @@ func v1Parts(parts a2a.ContentParts) v1.ContentParts {
 			out = append(out, &v1.Part{Content: v1.Text(x.Text), Metadata: x.Metadata})
 		case a2a.DataPart:
 			out = append(out, &v1.Part{Content: v1.Data{Value: x.Data}, Metadata: x.Metadata, MediaType: "application/json"})
+		case a2a.FilePart:
+			switch f := x.File.(type) {
+			case a2a.FileBytes:
+				raw, err := base64.StdEncoding.DecodeString(f.Bytes)
+				if err != nil {
+					continue // made here from bytes; never malformed
+				}
+				out = append(out, &v1.Part{Content: v1.Raw(raw), Filename: f.Name, MediaType: f.MimeType, Metadata: x.Metadata})
+			case a2a.FileURI:
+				out = append(out, &v1.Part{Content: v1.URL(f.URI), Filename: f.Name, MediaType: f.MimeType, Metadata: x.Metadata})
+			}
 		}
 	}
 	return out
 }
 
-// v03Message is a 1.0 message as the 0.3 value turns take. Parts other
-// than text and data become file parts, which a turn refuses with a
-// clear error.
+// v03Message is a 1.0 message as the 0.3 value turns take: its file
+// parts (raw bytes or a URL) become 0.3's file parts, which a turn
+// refuses with a clear error while agents take text alone.
 func v03Message(m *v1.Message) *a2a.Message {
 	if m == nil {
 		return nil
@@ -388,6 +400,12 @@ func v03Message(m *v1.Message) *a2a.Message {
 		case v1.Data:
 			data, _ := c.Value.(map[string]any)
 			out.Parts = append(out.Parts, a2a.DataPart{Data: data, Metadata: p.Metadata})
+		case v1.Raw:
+			out.Parts = append(out.Parts, a2a.FilePart{File: a2a.FileBytes{FileMeta: a2a.FileMeta{Name: p.Filename, MimeType: p.MediaType},
+				Bytes: base64.StdEncoding.EncodeToString(c)}, Metadata: p.Metadata})
+		case v1.URL:
+			out.Parts = append(out.Parts, a2a.FilePart{File: a2a.FileURI{FileMeta: a2a.FileMeta{Name: p.Filename, MimeType: p.MediaType},
+				URI: string(c)}, Metadata: p.Metadata})
 		default:
 			out.Parts = append(out.Parts, a2a.FilePart{File: a2a.FileURI{URI: "about:blank"}})
 		}
