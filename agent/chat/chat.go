@@ -120,6 +120,9 @@ type Request struct {
 	// answers (agent.Step, as it starts and as it ends). Finished steps
 	// are stored in the conversation either way.
 	OnStep func(agent.Step)
+	// OnWait, if set, hears while the turn waits in its model's queue:
+	// how many are ahead, and -1 once the model takes it (agent.Turn).
+	OnWait func(ahead int)
 	// Trace continues the trace of a message another agent passed on
 	// (A2A metadata); zero for a person's message, which starts one.
 	Trace agent.Trace
@@ -228,7 +231,7 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 		req.OnStarted(conv)
 	}
 	turn := agent.Turn{AgentID: l.Record.ID, ConversationID: conv.ID, History: toHistory(past), Text: text, Owner: conv.AgentOwner,
-		Trace: req.Trace, OnStep: c.stepRecorder(ctx, conv.ID, req.OnStep)}
+		Trace: req.Trace, OnStep: c.stepRecorder(ctx, conv.ID, req.OnStep), OnWait: req.OnWait}
 	if turn.Trace.ID == "" {
 		turn.Trace = agent.NewTrace()
 	}
@@ -248,7 +251,9 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 	}
 	var reply string
 	if l.Local {
-		reply, err = c.local().Answer(ctx, turn, collect)
+		// The owner is who waits in a shared model's queue, with the
+		// turns its agent delegates.
+		reply, err = c.local().Answer(agent.WithCaller(ctx, string(owner)), turn, collect)
 	} else {
 		reply, err = c.Remote.Send(ctx, l.HostPeerID, turn, collect)
 	}
@@ -325,7 +330,7 @@ func (c *Chat) admit(ctx context.Context, agentID, text string) (store.Listing, 
 // refused the turn before running it.
 func delivered(e *agent.Error) bool {
 	switch e.Code {
-	case agent.CodeHostUnreachable, agent.CodeAgentBusy, agent.CodeAgentMisconfigured,
+	case agent.CodeHostUnreachable, agent.CodeAgentBusy, agent.CodeModelBusy, agent.CodeAgentMisconfigured,
 		agent.CodeUnknownAgent, agent.CodeOwnerChanged:
 		return false
 	}
