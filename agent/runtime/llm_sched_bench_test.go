@@ -80,7 +80,7 @@ func runSchedulerLoad(b *testing.B, mode string) {
 	defer srv.Close()
 	var s *modelsched.Scheduler
 	if mode == "scheduler" {
-		s = modelsched.New(modelsched.Options{Limit: modelParallel, MaxQueue: 64})
+		s = mustNew(b, modelsched.Options{Limit: modelParallel, MaxQueue: 64})
 	}
 	be := agent.Backend{Kind: agent.BackendLLM, URL: srv.URL + "/v1", Model: "demo"}
 	rt := runtime.NewRuntime(func(context.Context, string) (agent.Backend, error) { return be, nil },

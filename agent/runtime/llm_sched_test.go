@@ -80,7 +80,7 @@ func poll(t *testing.T, what string, cond func() bool) {
 // wait in the scheduler, and all six are answered.
 func TestModelLimitHoldsThroughTheRuntime(t *testing.T) {
 	model := newGatedModel()
-	s := modelsched.New(modelsched.Options{Limit: 2, MaxQueue: 16})
+	s := mustNew(t, modelsched.Options{Limit: 2, MaxQueue: 16})
 	rt, endpoint := scheduledRuntime(t, model.script, s, nil)
 	errs := make(chan error, 6)
 	for i := range 6 {
@@ -115,7 +115,7 @@ func TestModelLimitHoldsThroughTheRuntime(t *testing.T) {
 // the queue without ever reaching the model.
 func TestModelBusyAndStopThroughTheRuntime(t *testing.T) {
 	model := newGatedModel()
-	s := modelsched.New(modelsched.Options{Limit: 1, MaxQueue: 1})
+	s := mustNew(t, modelsched.Options{Limit: 1, MaxQueue: 1})
 	rt, endpoint := scheduledRuntime(t, model.script, s, nil)
 	first := make(chan error, 1)
 	go func() {
@@ -198,7 +198,7 @@ func TestDelegatedTurnTakesTheSameQueue(t *testing.T) {
 		}
 		return fakellm.Reply{Text: "outer heard: " + strings.Join(req.ToolResults(), "")}
 	}
-	s := modelsched.New(modelsched.Options{Limit: 1, MaxQueue: 4})
+	s := mustNew(t, modelsched.Options{Limit: 1, MaxQueue: 4})
 	rt, endpoint := scheduledRuntime(t, script, s, func(b *agent.Backend) { b.Delegate = true })
 	rt.Delegator = askLocal{rt}
 	ctx, cancel := context.WithTimeout(agent.WithCaller(t.Context(), "user:1"), 20*time.Second)
@@ -213,4 +213,14 @@ func TestDelegatedTurnTakesTheSameQueue(t *testing.T) {
 	if in, w := s.Load(endpoint); in != 0 || w != 0 || most != 1 {
 		t.Fatalf("%d in flight, %d waiting, %d at the model at most; want 0, 0, 1", in, w, most)
 	}
+}
+
+// mustNew is a Scheduler for a test.
+func mustNew(tb testing.TB, opts modelsched.Options) *modelsched.Scheduler {
+	tb.Helper()
+	s, err := modelsched.New(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }

@@ -63,5 +63,5 @@ func newModelScheduler(cfg Config, reg prometheus.Registerer) (*modelsched.Sched
 	if err != nil {
 		return nil, err
 	}
-	return modelsched.New(modelsched.Options{Limit: cfg.LLMConcurrency, MaxQueue: cfg.LLMQueue, Observer: m}), nil
+	return modelsched.New(modelsched.Options{Limit: cfg.LLMConcurrency, MaxQueue: cfg.LLMQueue, Observer: m})
 }

@@ -102,15 +102,16 @@ type waiter struct {
 	granted bool
 }
 
-// New returns a Scheduler; it panics on a Limit below 1, a wiring bug.
-func New(opts Options) *Scheduler {
-	if opts.Limit < 1 {
-		panic("modelsched: Limit must be at least 1")
+// New returns a Scheduler, or an error for a Limit below 1 or a negative
+// MaxQueue.
+func New(opts Options) (*Scheduler, error) {
+	if opts.Limit < 1 || opts.MaxQueue < 0 {
+		return nil, fmt.Errorf("modelsched: limit %d and queue %d: the limit must be at least 1 and the queue not negative", opts.Limit, opts.MaxQueue)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Scheduler{opts: opts, eps: map[string]*endpoint{}}
+	return &Scheduler{opts: opts, eps: map[string]*endpoint{}}, nil
 }
 
 // Acquire waits for a slot at r.Endpoint and returns the function that

@@ -85,7 +85,7 @@ func mustAcquire(t *testing.T, s *modelsched.Scheduler, r modelsched.Request) fu
 }
 
 func TestLimitHeldPerEndpoint(t *testing.T) {
-	s := modelsched.New(modelsched.Options{Limit: 2, MaxQueue: 8})
+	s := mustNew(t, modelsched.Options{Limit: 2, MaxQueue: 8})
 	a := modelsched.Request{Endpoint: "a", Caller: "p"}
 	r1, r2 := mustAcquire(t, s, a), mustAcquire(t, s, a)
 	third := queued(t, context.Background(), s, a)
@@ -117,7 +117,7 @@ func TestLimitHeldPerEndpoint(t *testing.T) {
 }
 
 func TestRoundRobinAcrossCallers(t *testing.T) {
-	s := modelsched.New(modelsched.Options{Limit: 1, MaxQueue: 64})
+	s := mustNew(t, modelsched.Options{Limit: 1, MaxQueue: 64})
 	hold := mustAcquire(t, s, modelsched.Request{Endpoint: "m", Caller: "other"})
 	type entry struct {
 		name string
@@ -184,7 +184,7 @@ func TestRoundRobinAcrossCallers(t *testing.T) {
 }
 
 func TestQueueBoundRefuses(t *testing.T) {
-	s := modelsched.New(modelsched.Options{Limit: 1, MaxQueue: 2})
+	s := mustNew(t, modelsched.Options{Limit: 1, MaxQueue: 2})
 	r := modelsched.Request{Endpoint: "m", Caller: "p"}
 	hold := mustAcquire(t, s, r)
 	w1, w2 := queued(t, context.Background(), s, r), queued(t, context.Background(), s, r)
@@ -207,7 +207,7 @@ func TestQueueBoundRefuses(t *testing.T) {
 
 func TestCancelWhileQueued(t *testing.T) {
 	obs := newObserver()
-	s := modelsched.New(modelsched.Options{Limit: 1, MaxQueue: 8, Observer: obs})
+	s := mustNew(t, modelsched.Options{Limit: 1, MaxQueue: 8, Observer: obs})
 	hold := mustAcquire(t, s, modelsched.Request{Endpoint: "m", Caller: "p"})
 	ctx, stop := context.WithCancel(context.Background())
 	first := queued(t, ctx, s, modelsched.Request{Endpoint: "m", Caller: "a"})
@@ -244,7 +244,7 @@ func TestCancelWhileQueued(t *testing.T) {
 func TestWaitTimeOnTheInjectedClock(t *testing.T) {
 	clk := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	obs := newObserver()
-	s := modelsched.New(modelsched.Options{Limit: 1, MaxQueue: 8, Now: clk.Now, Observer: obs})
+	s := mustNew(t, modelsched.Options{Limit: 1, MaxQueue: 8, Now: clk.Now, Observer: obs})
 	hold := mustAcquire(t, s, modelsched.Request{Endpoint: "m"})
 	w := queued(t, context.Background(), s, modelsched.Request{Endpoint: "m"})
 	clk.Add(3 * time.Second)
@@ -260,11 +260,29 @@ func TestWaitTimeOnTheInjectedClock(t *testing.T) {
 func TestOwnLimit(t *testing.T) {
 	// An agent whose owner says its model takes one at a time waits while
 	// another agent's request holds the endpoint, under a node limit of 4.
-	s := modelsched.New(modelsched.Options{Limit: 4, MaxQueue: 8})
+	s := mustNew(t, modelsched.Options{Limit: 4, MaxQueue: 8})
 	hold := mustAcquire(t, s, modelsched.Request{Endpoint: "m", Caller: "a"})
 	one := queued(t, context.Background(), s, modelsched.Request{Endpoint: "m", Caller: "b", Limit: 1})
 	// A request under the node's limit still starts.
 	mustAcquire(t, s, modelsched.Request{Endpoint: "m", Caller: "c"})()
 	hold()
 	(<-one).release()
+}
+
+// mustNew is a Scheduler for a test.
+func mustNew(tb testing.TB, opts modelsched.Options) *modelsched.Scheduler {
+	tb.Helper()
+	s, err := modelsched.New(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func TestNewRefusesNoLimit(t *testing.T) {
+	for _, o := range []modelsched.Options{{Limit: 0, MaxQueue: 1}, {Limit: 1, MaxQueue: -1}} {
+		if _, err := modelsched.New(o); err == nil {
+			t.Errorf("New(%+v) = nil error", o)
+		}
+	}
 }
