@@ -251,9 +251,13 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 	}
 	var reply string
 	if l.Local {
-		// The owner is who waits in a shared model's queue, with the
-		// turns its agent delegates.
-		reply, err = c.local().Answer(agent.WithCaller(ctx, string(owner)), turn, collect)
+		// Who waits in a shared model's queue, with the turns its agent
+		// delegates: the caller the surface named (one anonymous client
+		// among those sharing an owner), else the owner.
+		if agent.CallerOf(ctx) == "" {
+			ctx = agent.WithCaller(ctx, string(owner))
+		}
+		reply, err = c.local().Answer(ctx, turn, collect)
 	} else {
 		reply, err = c.Remote.Send(ctx, l.HostPeerID, turn, collect)
 	}

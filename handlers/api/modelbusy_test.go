@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/agentsite/agentsite/agent"
@@ -22,5 +24,29 @@ func TestAPIModelBusyIs429(t *testing.T) {
 	body := Decode[apiwire.ErrorBody](t, resp)
 	if body.Error.Code != "model_busy" || body.Error.Message != "The agent's model is busy: 64 waiting; try again shortly." {
 		t.Fatalf("error %+v", body.Error)
+	}
+}
+
+// callerAnswerer answers with the caller its turn waits as in a model's
+// queue.
+type callerAnswerer struct{}
+
+func (callerAnswerer) Answer(ctx context.Context, _ agent.Turn, emit func(string) error) (string, error) {
+	c := agent.CallerOf(ctx)
+	return c, emit(c)
+}
+
+// TestAPITurnsQueueAsTheirCaller: an account's turns wait in a model's
+// queue as the account; anonymous callers, who share one owner, each as
+// their own visitor.
+func TestAPITurnsQueueAsTheirCaller(t *testing.T) {
+	e := NewChat(t)
+	id := e.SeedEcho("echo", "Echo")
+	e.Server.Chat.Local = callerAnswerer{}
+	if got := send(t, e, id, apiwire.MessageIn{Text: "hi"}).Reply; !strings.HasPrefix(got, "api:anonymous@ip:") {
+		t.Errorf("an anonymous turn waits as %q, want api:anonymous@ip:…", got)
+	}
+	if got := send(t, e, id, apiwire.MessageIn{Text: "hi"}, Bearer(e.UserToken("alice"))...).Reply; !strings.HasPrefix(got, "user:") {
+		t.Errorf("an account's turn waits as %q, want user:…", got)
 	}
 }
