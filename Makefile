@@ -64,7 +64,7 @@ bench-search: ## distinct-query search (every query a cache miss) on both stores
 	$(GO) run ./cmd/agentsite-load --store postgres --listings 100000 --mix distinct --concurrency 20 --duration 10s --ceiling
 	$(GO) run ./cmd/agentsite-load --store sqlite --listings 100000 --mix distinct --concurrency 20 --duration 10s --ceiling
 
-bench-million: ## the 1M catalogue (issue 20): distinct-query search at 1 and 20 clients, index load and RSS at 1,000,000 listings on SQLite and Postgres, then `agentsite import` of 1M lines into SQLite
+bench-million: ## the 1M catalogue: distinct-query search at 1 and 20 clients, index load and RSS at 1,000,000 listings on SQLite and Postgres, then `agentsite import` of 1M lines into SQLite
 	rm -rf /tmp/agentsite-million && mkdir -p /tmp/agentsite-million
 	$(GO) run ./cmd/agentsite-load --store sqlite --listings 1000000 --data-dir /tmp/agentsite-million/sqlite --mix distinct --concurrency 1,20 --duration 20s
 	$(GO) run ./cmd/agentsite-load --store postgres --listings 1000000 --quota-counts seeder --mix distinct --concurrency 1,20 --duration 20s

@@ -19,7 +19,7 @@ const (
 	// BackendCatalogue is a listing only: a server its users run
 	// themselves (an MCP Registry server with packages and no remote). The
 	// node never answers for it; its record's origin says how to install
-	// it (issue 22).
+	// it, so people searching the hub learn that it exists.
 	BackendCatalogue = "catalogue"
 )
 
@@ -50,6 +50,10 @@ type Backend struct {
 	// start only while fewer than this are in flight at its endpoint. 0:
 	// the node's --llm-concurrency.
 	Concurrency int `json:"concurrency,omitempty"`
+	// Tools are the MCP servers and agents an llm agent may call at a
+	// turn, besides delegation's (docs/architecture.md, "Tools"); their
+	// secrets are kept like APIKey.
+	Tools []ToolServer `json:"tools,omitempty"`
 	// CardSigner is, for an a2a backend, the peer id of the node whose
 	// signature the agent card carried when it was registered (cardsig):
 	// the runtime refuses the card if another key signs it later, and the
@@ -63,7 +67,7 @@ func (b Backend) String() string {
 	if b.APIKey != "" {
 		key = "[redacted]"
 	}
-	return fmt.Sprintf("Backend{kind=%s builtin=%s url=%s model=%s tool=%s delegate=%t api_key=%s}", b.Kind, b.Builtin, b.URL, b.Model, b.Tool, b.Delegate, key)
+	return fmt.Sprintf("Backend{kind=%s builtin=%s url=%s model=%s tool=%s delegate=%t api_key=%s tools=%v}", b.Kind, b.Builtin, b.URL, b.Model, b.Tool, b.Delegate, key, b.Tools)
 }
 
 // GoString keeps the API key out of %#v too.
@@ -121,6 +125,7 @@ func (b Backend) Validate() error {
 	if b.Delegate && b.Kind != BackendLLM {
 		ve.add("backend.delegate", "only an llm agent can call other agents")
 	}
+	validateTools(&ve, b)
 	return ve.orNil()
 }
 
@@ -183,13 +188,36 @@ func localHost(host string) bool {
 	return false
 }
 
-// Redacted returns a copy safe to show or return in an API: the key is
-// replaced by whether one is set.
+// Redacted returns a copy safe to show or return in an API: the key and
+// the tool servers' secrets are blanked.
 func (b Backend) Redacted() Backend {
 	if b.APIKey != "" {
 		b.APIKey = ""
 	}
+	if len(b.Tools) > 0 {
+		tools := make([]ToolServer, len(b.Tools))
+		for i, t := range b.Tools {
+			t.Secret = ""
+			tools[i] = t
+		}
+		b.Tools = tools
+	}
 	return b
+}
+
+// Secrets are the backend's secret values (the API key, the tool
+// servers' secrets), for redacting them from text that leaves the node.
+func (b Backend) Secrets() []string {
+	var out []string
+	if b.APIKey != "" {
+		out = append(out, b.APIKey)
+	}
+	for _, t := range b.Tools {
+		if s := strings.TrimSpace(t.Secret); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // LogValue keeps the API key out of structured logs.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -170,7 +171,7 @@ func TestBackendRedacted(t *testing.T) {
 	}
 	want := b
 	want.APIKey = ""
-	if r != want {
+	if !reflect.DeepEqual(r, want) {
 		t.Fatalf("Redacted changed other fields: %+v", r)
 	}
 	if b.APIKey != testAPIKey {
@@ -183,7 +184,7 @@ func TestBackendRedacted(t *testing.T) {
 	if strings.Contains(string(out), testAPIKey) || strings.Contains(string(out), "api_key") {
 		t.Fatalf("redacted JSON carries the key: %s", out)
 	}
-	if (Backend{Kind: BackendBuiltin, Builtin: "echo"}).Redacted() != (Backend{Kind: BackendBuiltin, Builtin: "echo"}) {
+	if !reflect.DeepEqual((Backend{Kind: BackendBuiltin, Builtin: "echo"}).Redacted(), Backend{Kind: BackendBuiltin, Builtin: "echo"}) {
 		t.Fatal("Redacted changed a backend without a key")
 	}
 }

@@ -7,9 +7,9 @@ import (
 )
 
 // Limits of the whole tree of one user message, on every node it reaches
-// together. Issue 18 measured why: one message to a chain of four
-// delegating agents on two nodes, each model asking 8 agents a turn, ran
-// 585 turns and 1,170 model calls (TestDelegationTreeBudgetAcrossTwoNodes).
+// together. Why: without them, one message to a chain of four delegating
+// agents on two nodes, each model asking 8 agents a turn, ran 585 turns
+// and 1,170 model calls (TestDelegationTreeBudgetAcrossTwoNodes).
 const (
 	// TreeTurns is how many delegated turns the tree of one user message
 	// may run: also what a trace from a node that predates the budget

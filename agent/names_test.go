@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// invisibleNames render blank or hide characters (issue 7, defect 10).
+// invisibleNames render blank or hide characters: a name of them would
+// pass for another agent's, or for none.
 var invisibleNames = map[string]string{
 	"hangul filler":          "\u3164",
 	"hangul fillers spaced":  " \u3164 \u3164 ",

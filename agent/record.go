@@ -95,7 +95,8 @@ type Record struct {
 	ExpiresAt   time.Time  `json:"expires_at"`
 	Tombstone   bool       `json:"tombstone,omitempty"`
 	// Origin, for a listing imported from another catalogue, is where it
-	// came from and its identity there (issue 22: exports keep it). Older
+	// came from and its identity there, which exports keep, so the listing
+	// is known by the same name there and here. Older
 	// nodes ignore it.
 	Origin *Origin `json:"origin,omitempty"`
 }

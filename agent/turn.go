@@ -135,9 +135,11 @@ func (t Trace) Valid() bool {
 }
 
 // Step is one delegation an agent made during a turn: asking another agent
-// (AgentID, Text → Reply) or searching the catalogue (Tool find_agents).
+// (AgentID, Text → Reply), searching the catalogue (Tool find_agents) or
+// calling a tool of one of its tool servers (Tool call_tool: Name at
+// Server, Text its arguments, Reply a summary of the result).
 type Step struct {
-	Tool      string `json:"tool"`                 // ask_agent or find_agents
+	Tool      string `json:"tool"`                 // ask_agent, find_agents or call_tool
 	AgentID   string `json:"agent_id,omitempty"`   // ask_agent: who was asked
 	AgentName string `json:"agent_name,omitempty"` // its display name, for people
 	Host      string `json:"host,omitempty"`       // the node hosting it (short), for people
@@ -145,6 +147,13 @@ type Step struct {
 	Reply     string `json:"reply,omitempty"`      // the answer, once done
 	Error     string `json:"error,omitempty"`      // why it failed, once done
 	Done      bool   `json:"done"`
+	// Name and Server are, for call_tool, the tool's own name and the
+	// server it was called on (its URL's host and path).
+	Name   string `json:"name,omitempty"`
+	Server string `json:"server,omitempty"`
+	// DurationMS is how long the call took, once done (call_tool, and an
+	// agent called as a tool).
+	DurationMS int64 `json:"duration_ms,omitempty"`
 }
 
 // ParseStep reads a stored step message (RoleStep: the Step as JSON); a

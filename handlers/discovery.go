@@ -9,7 +9,8 @@ import (
 	"github.com/agentsite/agentsite/handlers/discovery"
 )
 
-// discoveryRoutes mounts the discovery standards (issue 22): the ARD
+// discoveryRoutes mounts the discovery standards, so that other
+// directories and clients find this node's agents by them: the ARD
 // registry under ard.BasePath, the AI Catalog and the MCP server cards.
 // Built with the routes, as publicMCP is.
 func (s *Server) discoveryRoutes(r chi.Router) {

@@ -38,11 +38,10 @@ import (
 )
 
 // Node is this node's network side as the handlers use it: what the API
-// and the portal show of it and search through it (each surface declares
-// its own Node) and, for /readyz, whether it is up.
+// and the portal show of it and search through it (httpkit.Node) and, for
+// /readyz, whether it is up.
 type Node interface {
-	api.Node
-	portal.Node
+	httpkit.Node
 	// Ready reports whether the network side is up.
 	Ready() bool
 }
@@ -294,14 +293,20 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	s.ChatSocket = &chatws.Handler{Chat: s.Chat, Live: s.Live, Sessions: s.sessions,
 		Sockets: connlimit.NewCounter(cfg.MaxSocketsPerClient), Rates: s.chatLimits, Anon: anon,
 		AllowOrigin: s.originRule().admits, Lifetime: deps.Lifetime, Fail: s.renderError, Logger: logger, Now: now}
-	s.A2A = a2a.New(deps.Lifetime, s.Chat, st, s.chatLimits, logger, a2a.Config{
-		NodeID: node.PeerID(), Version: cfg.Version, PublicURL: s.publicURL(),
-		TurnTimeout: cfg.StreamWriteTimeout - cfg.StreamWriteTimeout/10, // the answer is written before the deadline
+	turnTimeout := a2a.DefaultTurnTimeout
+	if cfg.StreamWriteTimeout > 0 {
+		turnTimeout = cfg.StreamWriteTimeout - cfg.StreamWriteTimeout/10 // the answer is written before the deadline
+	}
+	s.A2A, err = a2a.New(deps.Lifetime, s.Chat, st, s.chatLimits, logger, a2a.Config{
+		NodeID: node.PeerID(), Version: cfg.Version, PublicURL: s.publicURL(), TurnTimeout: turnTimeout,
+		MaxTasks: a2a.DefaultMaxTasks, TaskTTL: a2a.DefaultTaskTTL, MaxRunning: a2a.DefaultMaxRunning, Push: deps.Push,
 	})
+	if err != nil {
+		return nil, err
+	}
 	s.A2A.Now = now
 	s.A2A.Accounts, s.A2A.CardKey = accounts, deps.CardKey
 	s.A2A.Sessions, s.A2A.SameOrigin = s.sessions, s.fromOwnPages()
-	s.A2A.PushPolicy, s.A2A.PushClient = deps.Push, a2a.NewPushClient(deps.Push)
 	s.MCPRegistry = &mcpregistry.Handler{Catalog: st, PublicURL: cfg.PublicURL, Fail: s.renderError}
 	m, err := newMetrics(deps.Metrics, st)
 	if err != nil {

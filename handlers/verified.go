@@ -2,7 +2,8 @@ package handlers
 
 import "github.com/agentsite/agentsite/agent/verify"
 
-// Verified is what the surfaces know of verified publishers (issue 22):
+// Verified is what the surfaces know of verified publishers, so a reader
+// can tell a listing's domain was proved rather than claimed:
 // the domains each publisher proved, as this node checked them itself
 // (agent/verify.Claims; its own node's answer for its own peer id).
 type Verified interface {

@@ -43,7 +43,7 @@ type Admission struct {
 	// fresh identity lacks.
 	Verified func(peerID string) []string
 	// PublisherPerMinute bounds the fresh records of one publisher that
-	// gossip may bring per minute (default 120; the rest are ignored, and
+	// gossip may bring per minute (DefaultPublisherRate; the rest are ignored, and
 	// the publisher, if it sent them itself, loses score).
 	PublisherPerMinute int
 	// RelayerPerMinute bounds the gossip messages one forwarding peer may
@@ -51,7 +51,7 @@ type Admission struct {
 	RelayerPerMinute int
 	// UnheardPerHour bounds the listings of publishers never heard from
 	// (no heartbeat, no connection) that one relaying peer may place in
-	// this node's cache per hour (default 1000). An IP group (/24 of IPv4,
+	// this node's cache per hour (DefaultUnheardPerHour). An IP group (/24 of IPv4,
 	// /48 of IPv6) gets IPGroupFactor times as much, so fresh peer
 	// identities on one machine share one allowance.
 	UnheardPerHour int
@@ -71,13 +71,13 @@ type Admission struct {
 
 func (a *Admission) defaults() {
 	if a.PublisherPerMinute <= 0 {
-		a.PublisherPerMinute = 120
+		a.PublisherPerMinute = DefaultPublisherRate
 	}
 	if a.RelayerPerMinute <= 0 {
 		a.RelayerPerMinute = 1200
 	}
 	if a.UnheardPerHour <= 0 {
-		a.UnheardPerHour = 1000
+		a.UnheardPerHour = DefaultUnheardPerHour
 	}
 	if a.UnheardPublishersPerHour <= 0 {
 		a.UnheardPublishersPerHour = 25

@@ -26,19 +26,20 @@ import (
 // (docs/architecture.md "Peers are adversaries": a bounded store with expiry, and a
 // per-peer cap). Without them kad-dht keeps every valid PUT in a map that
 // is never swept: 20,000 PUTs of 4.9 KB raised a server's heap by
-// 110–130 MB for good (issue 18). Zero fields take the defaults.
+// 110–130 MB for good. Zero fields take the defaults.
 type DHTStoreLimits struct {
 	// MaxBytes bounds the bytes held (values, keys and bookkeeping;
-	// default 64 MiB). When full, the oldest values of other peers go.
+	// DefaultDHTStoreBytes). When full, the oldest values of other peers go.
 	MaxBytes int64
 	// MaxValues bounds how many values are held (default 50,000).
 	MaxValues int
 	// PerPeer bounds the values one sending peer has stored here
-	// (default 256).
+	// (DefaultDHTValuesPerPeer).
 	PerPeer int
 	// PerIPGroup bounds the values the peers of one IP group (/24 of
-	// IPv4, /48 of IPv6) have stored here together (default 1,024), so
-	// fresh identities on one machine share one allowance.
+	// IPv4, /48 of IPv6) have stored here together
+	// (DefaultDHTValuesPerIPGroup), so fresh identities on one machine
+	// share one allowance.
 	PerIPGroup int
 	// UnknownPublisher bounds the values one sending peer has stored
 	// here whose publisher is neither that peer nor a publisher this node
@@ -53,22 +54,22 @@ type DHTStoreLimits struct {
 	// ValueGCInterval; default 5 min). Reads never serve one before.
 	SweepInterval time.Duration
 	// Unbounded keeps kad-dht's own unbounded in-memory map, as before
-	// issue 18: for the benchmark that measures what the bounds save.
+	// the bounds: for the benchmark that measures what they save.
 	Unbounded bool
 }
 
 func (l *DHTStoreLimits) defaults() {
 	if l.MaxBytes <= 0 {
-		l.MaxBytes = 64 << 20
+		l.MaxBytes = DefaultDHTStoreBytes
 	}
 	if l.MaxValues <= 0 {
 		l.MaxValues = 50_000
 	}
 	if l.PerPeer <= 0 {
-		l.PerPeer = 256
+		l.PerPeer = DefaultDHTValuesPerPeer
 	}
 	if l.PerIPGroup <= 0 {
-		l.PerIPGroup = 1024
+		l.PerIPGroup = DefaultDHTValuesPerIPGroup
 	}
 	if l.UnknownPublisher <= 0 {
 		l.UnknownPublisher = 16

@@ -467,7 +467,7 @@ func TestDHTServerBoundsARoguePeer(t *testing.T) {
 }
 
 // BenchmarkRogueDHTPut measures the heap a DHT server keeps after 10,000
-// valid PUTs of 4.9 KB from one rogue peer (issue 18):
+// valid PUTs of 4.9 KB from one rogue peer:
 //
 //	go test -run xxx -bench RogueDHTPut -benchtime 1x ./p2p
 //

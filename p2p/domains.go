@@ -8,7 +8,7 @@ import (
 	"github.com/agentsite/agentsite/agent"
 )
 
-// Verified publishers (issue 22, agent/verify): a node's heartbeats carry
+// Verified publishers (agent/verify): a node's heartbeats carry
 // the domains it proved it controls, and each receiver hands the claims to
 // Config.Claims, which proves them again itself before anything shows
 // them. p2p only carries the claims: it never looks up DNS or fetches

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // A heartbeat's domains are checked like its other fields: normalised
@@ -84,14 +85,14 @@ func TestHeartbeatCarriesDomains(t *testing.T) {
 	seen := &claimsSeen{last: map[string][]string{}}
 	a := startNode(t, nil, Config{Cache: &hostCache{}, HeartbeatInterval: 100 * time.Millisecond, NoSyncOnConnect: true, Claims: seen})
 	connect(t, a, b)
-	eventually(t, 30*time.Second, "B's domains at A", func() bool {
+	waitfor.Until(t, 30*time.Second, "B's domains at A", func() bool {
 		d, _ := seen.get(b.PeerID())
 		return slices.Equal(d, []string{"b.example"})
 	})
 	mu.Lock()
 	mine = nil
 	mu.Unlock()
-	eventually(t, 30*time.Second, "B's empty set at A", func() bool {
+	waitfor.Until(t, 30*time.Second, "B's empty set at A", func() bool {
 		d, ok := seen.get(b.PeerID())
 		return ok && len(d) == 0
 	})
@@ -150,14 +151,14 @@ func TestClaimsChargedToForwarder(t *testing.T) {
 	a := startNode(t, nil, Config{Cache: &hostCache{}, HeartbeatInterval: 100 * time.Millisecond, NoSyncOnConnect: true,
 		Claims: seen, Admission: Admission{IntroducedPerHour: 3, IPGroupFactor: 1}})
 	connect(t, a, b)
-	eventually(t, 30*time.Second, "B's first claims at A", func() bool {
+	waitfor.Until(t, 30*time.Second, "B's first claims at A", func() bool {
 		d, _ := seen.get(b.PeerID())
 		return slices.Equal(d, mine)
 	})
 	mu.Lock()
 	mine = []string{"c.example", "d.example"} // two more to prove: 4 > 3
 	mu.Unlock()
-	eventually(t, 30*time.Second, "A to refuse B's new claims", func() bool {
+	waitfor.Until(t, 30*time.Second, "A to refuse B's new claims", func() bool {
 		return a.AdmissionPenalty(b.host.ID()) > 0
 	})
 	if d, _ := seen.get(b.PeerID()); !slices.Equal(d, []string{"a.example", "b.example"}) {

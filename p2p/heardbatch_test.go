@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // batchingCache records the batches HeardAll gets, and any heartbeat
@@ -51,7 +52,7 @@ func TestHeardLoopRecordsAWindowAtOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); n.heardLoop(ctx) }()
-	eventually(t, 30*time.Second, "the batch", func() bool {
+	waitfor.Until(t, 30*time.Second, "the batch", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		return len(c.batches) > 0

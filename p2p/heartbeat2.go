@@ -19,11 +19,6 @@ import (
 // state (refreshSlices of them), so a node that missed a change or just
 // joined has it within one cycle, and its addresses and hosted count.
 const (
-	// defaultBudgetPerInterval is Config.HeartbeatBudget's default, in
-	// heartbeats per HeartbeatInterval: a planet of up to this many nodes
-	// heartbeats at HeartbeatInterval; a larger one waits longer, so every
-	// node receives about this many heartbeats per interval.
-	defaultBudgetPerInterval = 10
 	// refreshEvery is how many rounds apart the refresh rounds are (one a
 	// minute at the default interval).
 	refreshEvery = 6

@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // gossipMsg is a message on topic authored by author, as the validator
@@ -196,7 +197,7 @@ func TestHeartbeatsLeaveWhileTheStoreStalls(t *testing.T) {
 		}
 		return len(at)
 	}
-	eventually(t, 30*time.Second, fmt.Sprintf("%d heartbeat rounds of a host whose store stalls", rounds), func() bool {
+	waitfor.Until(t, 30*time.Second, fmt.Sprintf("%d heartbeat rounds of a host whose store stalls", rounds), func() bool {
 		return heard() >= rounds
 	})
 	if stalled.calls() == 0 {
@@ -218,7 +219,7 @@ func TestOwnGossipIsPacedAndTheRestSyncs(t *testing.T) {
 	host := startNode(t, key, Config{Cache: hostCache, SyncInterval: 200 * time.Millisecond})
 	peerNode := startNode(t, nil, Config{Cache: peerCache, SyncInterval: 200 * time.Millisecond})
 	connect(t, peerNode, host)
-	eventually(t, 10*time.Second, "the peer in the host's records topic", func() bool {
+	waitfor.Until(t, 10*time.Second, "the peer in the host's records topic", func() bool {
 		for _, p := range host.records.ListPeers() {
 			if p == peerNode.Host().ID() {
 				return true
@@ -243,7 +244,7 @@ func TestOwnGossipIsPacedAndTheRestSyncs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, fmt.Sprintf("the peer holding all %d records", records), func() bool {
+	waitfor.Until(t, 30*time.Second, fmt.Sprintf("the peer holding all %d records", records), func() bool {
 		return peerCache.held() >= records
 	})
 	if p := peerNode.AdmissionPenalty(hostID); p != 0 {

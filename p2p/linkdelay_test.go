@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // TestPlanetOverSlowLinks is the small planet bench (make bench-planet):
@@ -43,7 +45,7 @@ func TestPlanetOverSlowLinks(t *testing.T) {
 		}
 	}
 	// Every node in the mesh of the records topic before the publish.
-	eventually(t, 30*time.Second, "the records topic's mesh", func() bool {
+	waitfor.Until(t, 30*time.Second, "the records topic's mesh", func() bool {
 		for _, n := range nodes {
 			if len(n.ps.ListPeers(TopicRecords)) == 0 {
 				return false
@@ -60,7 +62,7 @@ func TestPlanetOverSlowLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range caches {
-		eventually(t, 30*time.Second, "the record on every node", func() bool { return c.has(r.ID) })
+		waitfor.Until(t, 30*time.Second, "the record on every node", func() bool { return c.has(r.ID) })
 	}
 
 	// The last node loses all gossip of records: the next one arrives by
@@ -76,7 +78,7 @@ func TestPlanetOverSlowLinks(t *testing.T) {
 	if err := nodes[0].Announce(context.Background(), r2, env2); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the withheld record to be repaired by sync", func() bool {
+	waitfor.Until(t, 60*time.Second, "the withheld record to be repaired by sync", func() bool {
 		return caches[len(caches)-1].has(r2.ID)
 	})
 	if got := bySync(); got <= before {

@@ -57,9 +57,9 @@ type Config struct {
 	// NodeName is this node's name for people (--node-name), sent in
 	// every heartbeat; "" sends none. agent.CheckNodeName must accept it.
 	NodeName string
-	// HeartbeatInterval is how often the node announces itself (default
-	// 10s) while the planet is small; it waits longer as the planet grows
-	// (HeartbeatBudget).
+	// HeartbeatInterval is how often the node announces itself
+	// (DefaultHeartbeatInterval) while the planet is small; it waits
+	// longer as the planet grows (HeartbeatBudget).
 	HeartbeatInterval time.Duration
 	// HeartbeatBudget is how many heartbeats a second every node should
 	// receive at most: each node's interval is the nodes heard divided by
@@ -79,7 +79,7 @@ type Config struct {
 	NoSyncOnConnect bool
 	// SyncInterval is how often a node pulls a connected peer's change
 	// feed again (jittered ±25 %), so that a record lost in gossip is
-	// repaired (default 30 s): with more than syncFanout peers, each peer
+	// repaired (DefaultSyncInterval): with more than syncFanout peers, each peer
 	// is pulled every SyncInterval times peers/syncFanout, so that the node
 	// still pulls about syncFanout feeds per SyncInterval (idle.go).
 	SyncInterval time.Duration
@@ -122,13 +122,13 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.HeartbeatInterval <= 0 {
-		c.HeartbeatInterval = 10 * time.Second
+		c.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	if c.HeartbeatBudget <= 0 {
-		c.HeartbeatBudget = defaultBudgetPerInterval / c.HeartbeatInterval.Seconds()
+		c.HeartbeatBudget = DefaultHeartbeatsPerInterval / c.HeartbeatInterval.Seconds()
 	}
 	if c.SyncInterval <= 0 {
-		c.SyncInterval = defaultSyncInterval
+		c.SyncInterval = DefaultSyncInterval
 	}
 	if c.MaxSyncRecords <= 0 {
 		c.MaxSyncRecords = 200_000

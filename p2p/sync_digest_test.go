@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // TestPeerMetLaterSendsOnlyWhatIsLacking: a peer met after the mirror
@@ -26,7 +27,7 @@ func TestPeerMetLaterSendsOnlyWhatIsLacking(t *testing.T) {
 	m.syncs.adopt = 0 // every later peer is past the window
 	m.syncs.mu.Unlock()
 	connect(t, m, a)
-	eventually(t, 30*time.Second, "the fill from A", func() bool { return mirror.held() == 20 })
+	waitfor.Until(t, 30*time.Second, "the fill from A", func() bool { return mirror.held() == 20 })
 
 	bKey, _ := genKey(t)
 	bCache := &memCache{}
@@ -35,8 +36,8 @@ func TestPeerMetLaterSendsOnlyWhatIsLacking(t *testing.T) {
 	before := m.SyncCounts()
 	b := startNode(t, bKey, Config{Cache: bCache, NoSyncOnConnect: true})
 	connect(t, m, b)
-	eventually(t, 30*time.Second, "B's own listings", func() bool { return mirror.held() == 23 })
-	eventually(t, 30*time.Second, "the sync with B to end", func() bool {
+	waitfor.Until(t, 30*time.Second, "B's own listings", func() bool { return mirror.held() == 23 })
+	waitfor.Until(t, 30*time.Second, "the sync with B to end", func() bool {
 		m.syncs.mu.Lock()
 		defer m.syncs.mu.Unlock()
 		return len(m.syncs.sem) == 0
@@ -117,10 +118,10 @@ func TestPeersConnectedBeforeWatchingAreSynced(t *testing.T) {
 	mirror := &memCache{}
 	m := startNode(t, nil, Config{Cache: mirror, NoSyncOnConnect: true, SyncInterval: time.Hour})
 	connect(t, m, a)
-	eventually(t, 30*time.Second, "A identified", func() bool {
+	waitfor.Until(t, 30*time.Second, "A identified", func() bool {
 		p, err := m.Host().Peerstore().SupportsProtocols(a.Host().ID(), SyncFeedProtocol)
 		return err == nil && len(p) == 1
 	})
 	m.watchPeers() // as New does, after the connection
-	eventually(t, 30*time.Second, "A's listings", func() bool { return mirror.held() == 5 })
+	waitfor.Until(t, 30*time.Second, "A's listings", func() bool { return mirror.held() == 5 })
 }

@@ -111,9 +111,8 @@ const (
 const (
 	// SyncFeedProtocol is incremental catalogue sync, served next to
 	// SyncProtocol (1.0.0) for older nodes.
-	SyncFeedProtocol    = "/agentsite/sync/1.1.0"
-	syncShards          = 8
-	defaultSyncInterval = 30 * time.Second
+	SyncFeedProtocol = "/agentsite/sync/1.1.0"
+	syncShards       = 8
 	// syncCursorTTL: the cursors of a peer not synced with for this long
 	// go (checked at most once per syncPruneEvery).
 	syncCursorTTL  = 7 * 24 * time.Hour

@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // fillSource makes a cache of n listings signed by key.
@@ -64,18 +65,6 @@ func connect(t *testing.T, from, to *Node) {
 	}
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval
-	}
-}
-
 // TestFeedSyncResumesAfterCut: a sync cut part-way (the page past 200
 // envelopes fails, and the mirror restarts on the same cache) resumes from
 // the page it stopped at: the source serves each envelope once.
@@ -89,7 +78,7 @@ func TestFeedSyncResumesAfterCut(t *testing.T) {
 	mirror := &memCache{}
 	m1 := startNode(t, nil, Config{Cache: mirror, SyncInterval: time.Hour})
 	connect(t, m1, s)
-	eventually(t, 30*time.Second, "the cut", func() bool {
+	waitfor.Until(t, 30*time.Second, "the cut", func() bool {
 		src.mu.Lock()
 		defer src.mu.Unlock()
 		return src.failAt == 0
@@ -102,7 +91,7 @@ func TestFeedSyncResumesAfterCut(t *testing.T) {
 
 	m2 := startNode(t, nil, Config{Cache: mirror, SyncInterval: time.Hour})
 	connect(t, m2, s)
-	eventually(t, 30*time.Second, "the mirror to fill", func() bool { return mirror.held() == n })
+	waitfor.Until(t, 30*time.Second, "the mirror to fill", func() bool { return mirror.held() == n })
 	if got := src.servedCount(); got > n {
 		t.Fatalf("the source served %d envelopes for %d listings (%d held at the cut): the sync did not resume", got, n, held)
 	}
@@ -125,7 +114,7 @@ func TestSyncHandsTheCacheWholePages(t *testing.T) {
 			mirror := &memCache{}
 			m := startNode(t, nil, Config{Cache: mirror, SyncInterval: time.Hour})
 			connect(t, m, s)
-			eventually(t, 30*time.Second, "the mirror to fill", func() bool { return mirror.held() == n })
+			waitfor.Until(t, 30*time.Second, "the mirror to fill", func() bool { return mirror.held() == n })
 			mirror.mu.Lock()
 			pages := append([]int(nil), mirror.pages...)
 			mirror.mu.Unlock()
@@ -180,7 +169,7 @@ func TestJoinerSplitsWork(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, "the mirror to fill", func() bool { return mirror.held() == n })
+	waitfor.Until(t, 30*time.Second, "the mirror to fill", func() bool { return mirror.held() == n })
 	served := func() int {
 		total := 0
 		for _, c := range srcs {
@@ -199,7 +188,7 @@ func TestJoinerSplitsWork(t *testing.T) {
 		calls[i] = c.calls
 		c.mu.Unlock()
 	}
-	eventually(t, 30*time.Second, "two more rounds", func() bool {
+	waitfor.Until(t, 30*time.Second, "two more rounds", func() bool {
 		for i, c := range srcs {
 			c.mu.Lock()
 			more := c.calls - calls[i]
@@ -226,7 +215,7 @@ func TestAntiEntropyRepairsLostGossip(t *testing.T) {
 	mirror := &memCache{}
 	m := startNode(t, nil, Config{Cache: mirror, SyncInterval: 20 * time.Millisecond})
 	connect(t, m, s)
-	eventually(t, 30*time.Second, "the first sync", func() bool { return mirror.held() == 10 })
+	waitfor.Until(t, 30*time.Second, "the first sync", func() bool { return mirror.held() == 10 })
 
 	// The source gets a record by a path the mirror does not see (its
 	// gossip to the mirror lost): only the source's cache has it.
@@ -234,7 +223,7 @@ func TestAntiEntropyRepairsLostGossip(t *testing.T) {
 	if _, err := src.Put(context.Background(), r, env); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the lost record to be repaired", func() bool {
+	waitfor.Until(t, 30*time.Second, "the lost record to be repaired", func() bool {
 		mirror.mu.Lock()
 		defer mirror.mu.Unlock()
 		return mirror.ids[r.ID]
@@ -287,7 +276,7 @@ func TestPeerMetLaterIsPulledWhole(t *testing.T) {
 	m.syncs.adopt = 0 // every later peer is past the window
 	m.syncs.mu.Unlock()
 	connect(t, m, a)
-	eventually(t, 30*time.Second, "the fill from A", func() bool { return mirror.held() == 20 })
+	waitfor.Until(t, 30*time.Second, "the fill from A", func() bool { return mirror.held() == 20 })
 
 	bKey, _ := genKey(t)
 	bCache := &memCache{}
@@ -300,5 +289,5 @@ func TestPeerMetLaterIsPulledWhole(t *testing.T) {
 	}
 	b := startNode(t, bKey, Config{Cache: bCache, NoSyncOnConnect: true})
 	connect(t, m, b)
-	eventually(t, 30*time.Second, "B's own listings", func() bool { return mirror.held() == 35 })
+	waitfor.Until(t, 30*time.Second, "B's own listings", func() bool { return mirror.held() == 35 })
 }

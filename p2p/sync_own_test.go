@@ -16,6 +16,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // hostingCache is a memCache whose node hosts some of its listings (own):
@@ -106,7 +108,7 @@ func TestAdoptedPeersOwnListingsArrive(t *testing.T) {
 	m := startNode(t, nil, Config{Cache: mirror, SyncInterval: 50 * time.Millisecond,
 		Admission: Admission{UnheardPerHour: 10 * hosts * each}})
 	connectAll(t, m, nodes)
-	eventually(t, 60*time.Second, "every host's own listings", func() bool { return mirror.held() == hosts*each })
+	waitfor.Until(t, 60*time.Second, "every host's own listings", func() bool { return mirror.held() == hosts*each })
 	if got := pulledBytes(m); got > int64(size)*13/10 {
 		t.Errorf("the joiner read %d bytes of sync pages for %d bytes of listings, want at most 1.3 times", got, size)
 	}
@@ -132,7 +134,7 @@ func TestAdoptedPeersAreAskedAgainSoon(t *testing.T) {
 	m := startNode(t, nil, Config{Cache: mirror, SyncInterval: time.Hour, HeartbeatInterval: 20 * time.Millisecond,
 		Admission: Admission{UnheardPerHour: 10 * hosts * each}})
 	connectAll(t, m, nodes)
-	eventually(t, 60*time.Second, "every host's own listings", func() bool { return mirror.held() == hosts*each })
+	waitfor.Until(t, 60*time.Second, "every host's own listings", func() bool { return mirror.held() == hosts*each })
 }
 
 // TestMeshOfHostsConverges: four nodes that each registered listings
@@ -178,7 +180,7 @@ func TestMeshOfHostsConverges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 60*time.Second, "every node to hold every listing", func() bool {
+	waitfor.Until(t, 60*time.Second, "every node to hold every listing", func() bool {
 		for _, c := range caches {
 			if c.held() != hosts*each {
 				return false
@@ -329,7 +331,7 @@ func TestOwnPagesOfWhatTheFillBroughtCostDigests(t *testing.T) {
 	m := startNode(t, nil, Config{Cache: mirror, SyncInterval: 50 * time.Millisecond,
 		Admission: Admission{UnheardPerHour: 10 * hosts * each}})
 	connectAll(t, m, nodes)
-	eventually(t, 60*time.Second, "the fill and the own pages of the adopted peers", func() bool {
+	waitfor.Until(t, 60*time.Second, "the fill and the own pages of the adopted peers", func() bool {
 		m.syncs.mu.Lock()
 		pulled := len(m.syncs.ownPulled)
 		m.syncs.mu.Unlock()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // TestSyncPeersSaysWhatEachPeerBrought: a mirror syncing from a real
@@ -31,7 +33,7 @@ func TestSyncPeersSaysWhatEachPeerBrought(t *testing.T) {
 	m := startNode(t, nil, Config{Cache: mirror, SyncInterval: time.Hour, Admission: Admission{UnheardPerHour: quota}})
 	connect(t, m, s)
 	var row PeerSync
-	eventually(t, 30*time.Second, "the sync to be counted", func() bool {
+	waitfor.Until(t, 30*time.Second, "the sync to be counted", func() bool {
 		for _, r := range m.SyncPeers() {
 			if r.Peer == s.PeerID() && r.Records["new"]+r.Records["refused"] >= hosts*each {
 				row = r

@@ -41,10 +41,10 @@ import (
 // SyncServeLimits bounds what this node sends to the peers that pull its
 // catalogue (zero fields: the defaults).
 type SyncServeLimits struct {
-	// BytesPerSecond is a peer's rate once its burst is spent (default
-	// 4 MiB/s, --sync-serve-rate).
+	// BytesPerSecond is a peer's rate once its burst is spent
+	// (DefaultSyncServeRate, --sync-serve-rate).
 	BytesPerSecond int
-	// Burst is the bytes a peer may pull at once (default 16 MiB,
+	// Burst is the bytes a peer may pull at once (DefaultSyncServeBurst,
 	// --sync-serve-burst). A page larger than the burst costs the burst.
 	Burst int
 	// GroupFactor: an IP group's rate and burst in multiples of a
@@ -63,8 +63,6 @@ type SyncServeLimits struct {
 }
 
 const (
-	defaultServeRate    = 4 << 20
-	defaultServeBurst   = 16 << 20
 	defaultServeFactor  = 4
 	defaultServeStreams = 2
 	defaultServeWait    = 5 * time.Second
@@ -79,10 +77,10 @@ const (
 
 func (l *SyncServeLimits) defaults() {
 	if l.BytesPerSecond <= 0 {
-		l.BytesPerSecond = defaultServeRate
+		l.BytesPerSecond = DefaultSyncServeRate
 	}
 	if l.Burst <= 0 {
-		l.Burst = defaultServeBurst
+		l.Burst = DefaultSyncServeBurst
 	}
 	if l.GroupFactor <= 0 {
 		l.GroupFactor = defaultServeFactor

@@ -18,6 +18,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // rogueStream is a raw sync stream a test peer opens to a server.
@@ -185,7 +187,7 @@ func TestSyncServeRefusesAThirdStream(t *testing.T) {
 		_ = third.s.Close()
 	}
 	_ = first.s.Close()
-	eventually(t, 10*time.Second, "a stream to be served once one closed", func() bool {
+	waitfor.Until(t, 10*time.Second, "a stream to be served once one closed", func() bool {
 		rs := openRogue(t, rogue, s.Host().ID(), SyncFeedProtocol)
 		defer rs.s.Close()
 		return served(rs) == nil
@@ -220,7 +222,7 @@ func TestSyncServeLetsAnHonestSyncFinish(t *testing.T) {
 			mirror := &memCache{}
 			m := startNode(t, nil, Config{Cache: mirror, SyncInterval: time.Hour})
 			connect(t, m, s)
-			eventually(t, 60*time.Second, "the mirror to fill", func() bool { return mirror.held() == n })
+			waitfor.Until(t, 60*time.Second, "the mirror to fill", func() bool { return mirror.held() == n })
 			paced := counterValue(s.serving.limited.WithLabelValues(proto, serveActionPaced))
 			refused := counterValue(s.serving.limited.WithLabelValues(proto, serveActionRefused))
 			if paced == 0 || refused != 0 {

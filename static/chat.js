@@ -3,11 +3,12 @@
 // messages go over the WebSocket at /api/v1/chat and replies stream in
 // chunk by chunk. Protocol (docs/api.md, "The chat WebSocket"): we send
 // {"type":"message","agent_id","conversation_id"?,"text"}; the server sends
-// {"type":"chunk","text"}…, then {"type":"done","conversation_id","text" (the whole reply),
+// {"type":"chunk","text","html"?,"tail"?}… (a chunk that ends a line may carry the reply so far:
+// its finished lines rendered, and the unfinished one as tail), then {"type":"done","conversation_id","text" (the whole reply),
 // "html" (its Markdown, rendered), "message_id"} or {"type":"error","code","message","conversation_id"?,
 // "stored","sent"} (what became of the message: handlers/chatws Out).
 // While the agent answers it may ask other agents: each delegation comes as
-// {"type":"step","step":{tool,agent_id,agent_name,host,text,reply,error,done}},
+// {"type":"step","step":{tool,agent_id,agent_name,host,name,server,text,reply,error,done}},
 // once as it starts (done false) and once as it ends, and shows as a line
 // above the reply, pending until its end replaces it.
 // While the turn waits in its model's queue, {"type":"waiting","ahead"}
@@ -27,8 +28,9 @@
 // Everything comes from data- attributes on [data-chat] (the CSP allows no
 // inline script). The markup comes from the page too: the script clones its
 // <template>s (web/chat.templ chatTemplates), the server's own components,
-// and puts text in only as text (textContent), except a done frame's html:
-// the reply's Markdown, rendered and sanitized by the server.
+// and puts text in only as text (textContent), except the html of done
+// and chunk frames: the reply's Markdown, rendered and sanitized by the
+// server.
 (function () {
   "use strict";
 
@@ -67,7 +69,7 @@
   var attempt = 0;      // failed attempts since the last open, for the backoff
   var timer = 0;        // pending reconnect
   var leaving = false;  // the page is being unloaded: no reconnects, no errors
-  var pending = null;   // the turn in flight: {user, agent, textNode, text, raw, got, steps, started}
+  var pending = null;   // the turn in flight: {user, agent, textNode, full, live, text, raw, got, steps, started}
 
   // ---------- Connection ----------
 
@@ -191,7 +193,9 @@
         break;
       case "attached":
         if (pending && typeof f.text === "string") {
+          dropLive(pending);
           pending.textNode.data = "";
+          pending.full = "";
           if (f.text) addChunk(f.text);
         }
         break;
@@ -204,7 +208,10 @@
         }
         break;
       case "chunk":
-        if (pending && typeof f.text === "string") addChunk(f.text);
+        if (pending && typeof f.text === "string") {
+          addChunk(f.text);
+          if (typeof f.html === "string" && f.html !== "") showLive(f.html, typeof f.tail === "string" ? f.tail : "");
+        }
         break;
       case "step":
         if (pending && f.step && typeof f.step === "object") showStep(f.step);
@@ -244,8 +251,39 @@
       if (typing) typing.remove();
       pending.agent.removeAttribute("aria-busy");
     }
+    pending.full += text;
     pending.textNode.appendData(text);
     if (stick) scrollToEnd();
+  }
+
+  // showLive shows a streaming reply as Markdown: html, the server's
+  // sanitized rendering of its finished lines (web/markdown), then tail,
+  // the unfinished line, as text; the chunks that follow append to tail
+  // until the next rendering. The finished lines render as they will
+  // when the reply is done, so nothing jumps at the end.
+  function showLive(html, tail) {
+    var stick = nearBottom();
+    if (!pending.live) {
+      // The reply's Markdown so far, beside (not as) its plain text.
+      pending.live = clone("markdown");
+      pending.live.className = "msg-md msg-live";
+      pending.live.setAttribute("data-testid", "message-live-markdown");
+      pending.live.setAttribute("data-live-markdown", "true");
+      var plain = q(".msg-text", pending.agent);
+      plain.parentNode.insertBefore(pending.live, plain);
+    }
+    pending.live.innerHTML = html;
+    pending.textNode.data = tail;
+    if (stick) scrollToEnd();
+  }
+
+  // dropLive takes p's live rendering away, its whole text back in the
+  // plain bubble.
+  function dropLive(p) {
+    if (!p.live) return;
+    p.live.remove();
+    p.live = null;
+    p.textNode.data = p.full;
   }
 
   // showStep adds the line of a step frame above the reply, or replaces
@@ -257,7 +295,7 @@
     if (!q("template[data-template=\"" + name + "\"]")) return; // a tool this page does not know
     var li = clone(name);
     fillStep(li, s);
-    var key = [s.tool, s.agent_id || "", s.text || ""].join("\n");
+    var key = [s.tool, s.agent_id || s.name || "", s.server || "", s.text || ""].join("\n");
     var stick = nearBottom();
     var open = null;
     for (var i = 0; i < pending.steps.length && state !== "pending"; i++) {
@@ -282,10 +320,12 @@
       var el = q(sel, li);
       if (el) el.textContent = typeof text === "string" ? text : "";
     }
-    set(".step-agent", s.agent_name || s.agent_id);
-    set(".step-host", s.host);
+    // A tool call names its tool and server where an ask names its
+    // agent and node.
+    set(".step-agent", s.agent_name || s.agent_id || s.name);
+    set(".step-host", s.host || s.server);
     var where = q(".step-where", li);
-    if (where) where.hidden = !s.host;
+    if (where) where.hidden = !(s.host || s.server);
     set(".step-text", s.text);
     set(".step-question", s.text);
     set(".step-result", s.error || s.reply);
@@ -312,7 +352,8 @@
     }
     // The stored reply is authoritative: if a streamed chunk was lost on
     // the way (a relay may drop one under load), show the whole reply.
-    if (typeof f.text === "string" && f.text !== p.textNode.data) p.textNode.data = f.text;
+    dropLive(p);
+    if (typeof f.text === "string" && f.text !== p.full) p.textNode.data = f.text;
     // Chunks stream in as plain text; the reply's Markdown, rendered and
     // sanitized by the server (web/markdown), replaces them once it ends.
     if (typeof f.html === "string" && f.html !== "") showMarkdown(p.agent, f.html);
@@ -630,6 +671,8 @@
       user: user,
       agent: agentMsg,
       textNode: textNode,
+      full: "",
+      live: null,
       text: text,
       raw: raw,
       title: "",
@@ -779,6 +822,8 @@
       user: lastUserBubble(),
       agent: live,
       textNode: liveNode,
+      full: liveNode.data,
+      live: null,
       text: "",
       raw: "",
       got: liveNode.data !== "",

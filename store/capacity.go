@@ -14,7 +14,7 @@ import (
 	"github.com/agentsite/agentsite/agent"
 )
 
-// The node's own capacity (--max-listings, issue 20): the one bound on the
+// The node's own capacity (--max-listings): the one bound on the
 // size of the catalogue. When the catalogue is full, a new listing from the
 // network makes room by evicting held ones, in an order that gives up what
 // is worth least first:
@@ -57,8 +57,8 @@ type Evictor interface {
 }
 
 // DefaultMaxListings is --max-listings: the largest catalogue this
-// node's targets are set for (issue 20's 1M catalogue: search, index load,
-// memory). Peers are adversaries: without a bound by default a node holds
+// node's targets are set for (search, index load and memory measured at a
+// 1M catalogue, BENCHMARKS.md "Capacity"). Peers are adversaries: without a bound by default a node holds
 // whatever the planet sends until its disk is full. An operator with room
 // for more raises it; 0 turns the bound off.
 const DefaultMaxListings = 1_000_000

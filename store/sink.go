@@ -52,7 +52,7 @@ type Sink struct {
 // DefaultMaxPerPublisher is Sink.MaxPerPublisher when unset: far above what
 // one node hosts (an import of 100k agents is this node's own, and local
 // records are not counted), far below the 21,106 identities' worth of
-// records one rogue peer delivered in issue 18.
+// records one rogue peer delivered to a node before these quotas.
 const DefaultMaxPerPublisher = 10_000
 
 // DefaultUnheardAfter is how long a listing whose host never sent a

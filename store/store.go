@@ -295,7 +295,7 @@ type Catalogue interface {
 }
 
 // Locals reads the listings this node hosts a page or a count at a time:
-// a host of 100k agents timed out reading them all in full (issue 20).
+// a host of 100k agents timed out reading them all in full.
 type Locals interface {
 	// LocalRefs is a page of the hosted listings, tombstones excluded,
 	// with only what the timers need (LocalQuery).

@@ -3,11 +3,13 @@ package web
 import "github.com/agentsite/agentsite/agent"
 
 // Step tools, as agent.Step.Tool names them in stored steps and step
-// frames (runtime.ToolAskAgent and runtime.ToolFindAgents; web does not
-// import the runtime, and a portal test checks that they agree).
+// frames (runtime.ToolAskAgent, runtime.ToolFindAgents and
+// runtime.StepToolCall; web does not import the runtime, and a portal
+// test checks that they agree).
 const (
 	StepToolAsk  = "ask_agent"
 	StepToolFind = "find_agents"
+	StepToolCall = "call_tool"
 )
 
 // Step states: a step frame with done false is pending; a done one failed
@@ -23,23 +25,26 @@ const (
 // 6*7 → 42". Every field is plain text (escaped by templ, filled in with
 // textContent by chat.js).
 type ChatStep struct {
-	Tool   string // StepToolAsk or StepToolFind
+	Tool   string // StepToolAsk, StepToolFind or StepToolCall
 	State  string // pending | done | failed
-	Agent  string // ask: the agent asked, by name (its id if it has none)
-	Host   string // ask: the node hosting it ("node b3c4d5", "this node"); "" unknown
-	Text   string // the question, or the search
+	Agent  string // ask: the agent asked, by name (its id if it has none); call: the tool
+	Host   string // ask: the node hosting it ("node b3c4d5", "this node"); call: the server; "" unknown
+	Text   string // the question, the search, or the tool's arguments
 	Result string // the reply, the search's outcome, or why it failed
 }
 
 // NewChatStep is the line for s; false for a step of a tool the page does
 // not know, which the page shows as a plain "step" line.
 func NewChatStep(s agent.Step) (ChatStep, bool) {
-	if s.Tool != StepToolAsk && s.Tool != StepToolFind {
+	if s.Tool != StepToolAsk && s.Tool != StepToolFind && s.Tool != StepToolCall {
 		return ChatStep{}, false
 	}
 	c := ChatStep{Tool: s.Tool, State: stepPending, Agent: s.AgentName, Host: s.Host, Text: s.Text, Result: s.Reply}
 	if c.Agent == "" {
 		c.Agent = s.AgentID
+	}
+	if s.Tool == StepToolCall {
+		c.Agent, c.Host = s.Name, s.Server
 	}
 	switch {
 	case s.Done && s.Error != "":
@@ -54,7 +59,7 @@ func NewChatStep(s agent.Step) (ChatStep, bool) {
 // per tool and state, named "step-{tool}-{state}".
 func stepTemplates() []ChatStep {
 	var out []ChatStep
-	for _, tool := range []string{StepToolAsk, StepToolFind} {
+	for _, tool := range []string{StepToolAsk, StepToolFind, StepToolCall} {
 		for _, state := range []string{stepPending, stepDone, stepFailed} {
 			out = append(out, ChatStep{Tool: tool, State: state})
 		}
@@ -71,6 +76,10 @@ func stepVerb(s ChatStep) string {
 		return "asking"
 	case s.Tool == StepToolAsk:
 		return "asked"
+	case s.Tool == StepToolCall && s.State == stepPending:
+		return "calling"
+	case s.Tool == StepToolCall:
+		return "called"
 	case s.State == stepPending:
 		return "searching the catalogue"
 	default:
@@ -81,8 +90,11 @@ func stepVerb(s ChatStep) string {
 // stepLabels name the question and the result inside an opened step.
 func stepLabels(s ChatStep) (question, result string) {
 	question, result = "Question", "Reply"
-	if s.Tool == StepToolFind {
+	switch s.Tool {
+	case StepToolFind:
 		question, result = "Search", "Found"
+	case StepToolCall:
+		question, result = "Arguments", "Result"
 	}
 	if s.State == stepFailed {
 		result = "Error"

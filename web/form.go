@@ -30,6 +30,14 @@ func delegateHelp() string {
 		"Limits: %d calls a turn, %d hops deep, no agent twice in one chain.", agent.MaxDelegations, agent.MaxHops)
 }
 
+// toolsHelp says what the tools field takes, with the runtime's bounds.
+func toolsHelp() string {
+	return fmt.Sprintf("One a line: an MCP server's URL (Streamable HTTP), optionally followed by a header and its secret "+
+		"(https://tools.example.com/mcp X-Api-Key: sk-…; a bare token after Authorization: is sent as a bearer token), or an agent's id. "+
+		"The model is offered every tool of each server. Secrets are stored on this node only and never shown again: "+
+		"a header left empty keeps the stored one. At most %d servers.", agent.MaxToolServers)
+}
+
 // shown reports whether the form displays the error of key next to a field.
 func (f AgentFormView) shown(key string) bool {
 	base, _, _ := strings.Cut(key, "[")
@@ -44,6 +52,8 @@ func (f AgentFormView) shown(key string) bool {
 		}
 		field, _, _ = strings.Cut(field, "[")
 		return field == "id" || field == "name" || field == "description" || field == "examples"
+	case "backend.tools":
+		return true // shown by line under the tools field
 	}
 	return backendFields[key]
 }

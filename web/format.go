@@ -192,7 +192,8 @@ func elemIndex(k, key string) int {
 	if !ok {
 		return -1
 	}
-	n, err := strconv.Atoi(strings.TrimSuffix(rest, "]"))
+	idx, _, _ := strings.Cut(rest, "]") // "3]" or "3].url"
+	n, err := strconv.Atoi(idx)
 	if err != nil {
 		return -1
 	}

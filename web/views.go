@@ -370,6 +370,12 @@ type BackendForm struct {
 	Concurrency  string
 	HasStoredKey bool
 	KeyDropped   bool
+	// Tools is the llm agent's tool servers, one a line (an MCP server's
+	// URL, optionally followed by "Header: secret", or an agent id), with
+	// every secret left out: a header with nothing after it keeps the
+	// stored secret. ToolSecretDropped says a typed secret was not kept.
+	Tools             string
+	ToolSecretDropped bool
 }
 
 // AccountView is the account page.

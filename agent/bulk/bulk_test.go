@@ -50,7 +50,7 @@ not json
 }
 
 // TestJSONLinesLongLine: a line over MaxItemBytes is refused alone, with
-// its line number, and the lines after it are read (issue 18: the reader
+// its line number, and the lines after it are read (before, the reader
 // stopped at such a line and the rest of the file was never imported).
 func TestJSONLinesLongLine(t *testing.T) {
 	// padded is a valid registration of exactly n bytes (JSON whitespace

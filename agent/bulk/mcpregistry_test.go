@@ -9,8 +9,8 @@ import (
 )
 
 // Remote URLs with unfilled placeholders are refused with the placeholder
-// named (issue 22: the registry has a server listed with a literal
-// <YOUR_TOKEN>); a variable with a default is filled; an empty
+// named (the registry lists a server with a literal <YOUR_TOKEN> in its
+// URL); a variable with a default is filled; an empty
 // description stays empty.
 func TestMCPRegistryPlaceholders(t *testing.T) {
 	items := collect(t, "mcp-registry", `{"servers": [
@@ -46,7 +46,7 @@ func TestMCPRegistryPlaceholders(t *testing.T) {
 }
 
 // A server with packages and no remote becomes a catalogue listing with
-// its install line (issue 22: 464 of the registry's 471 seed servers were
+// its install line (before, 464 of the registry's 471 seed servers were
 // refused, so nobody searching the hub learnt they exist).
 func TestMCPRegistryPackageOnly(t *testing.T) {
 	items := collect(t, "mcp-registry", `{"servers": [

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/store/sqlite/sqlitetest"
 )
 
@@ -80,17 +81,6 @@ func (e *events) text() (resume, chunks string, end *chat.LiveEnd, started strin
 	return resume, chunks, end, started
 }
 
-func eventually(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func newLive(t *testing.T) (*node, *chat.Live, *gate, string) {
 	n := newNode(t, sqlitetest.Open(t))
 	id := n.register(t, "", "live").Record.ID
@@ -110,16 +100,16 @@ func TestLiveTurnOutlivesItsListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the started event", func() bool { _, _, _, s := first.text(); return s != "" })
+	waitfor.Until(t, 10*time.Second, "the started event", func() bool { _, _, _, s := first.text(); return s != "" })
 	_, _, _, convID := first.text()
 	if turn.ConversationID() != convID {
 		t.Errorf("ConversationID %q, want %q", turn.ConversationID(), convID)
 	}
 	g.chunks <- "Hel"
-	eventually(t, "the first chunk", func() bool { _, c, _, _ := first.text(); return c == "Hel" })
+	waitfor.Until(t, 10*time.Second, "the first chunk", func() bool { _, c, _, _ := first.text(); return c == "Hel" })
 	unsub() // the page went away
 	g.chunks <- "lo "
-	eventually(t, "the text so far in flight", func() bool { text, ok := lv.InFlight(owner, convID); return ok && text == "Hello " })
+	waitfor.Until(t, 10*time.Second, "the text so far in flight", func() bool { text, ok := lv.InFlight(owner, convID); return ok && text == "Hello " })
 	if _, ok := lv.InFlight(chat.AnonOwner("someone-else"), convID); ok {
 		t.Error("another owner sees the turn")
 	}
@@ -218,7 +208,7 @@ func TestLiveHold(t *testing.T) {
 	}
 	r3()
 	g.finish <- "done"
-	eventually(t, "the turn to end", func() bool { return lv.Len() == 0 })
+	waitfor.Until(t, 10*time.Second, "the turn to end", func() bool { return lv.Len() == 0 })
 }
 
 // TestLiveBounds: one reply at a time per conversation, at most
@@ -236,7 +226,7 @@ func TestLiveBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the first turn's conversation", func() bool { return t1.ConversationID() != "" })
+	waitfor.Until(t, 10*time.Second, "the first turn's conversation", func() bool { return t1.ConversationID() != "" })
 	if _, err := start(a, t1.ConversationID()); !errors.Is(err, chat.ErrReplyPending) {
 		t.Errorf("second turn in one conversation: %v, want ErrReplyPending", err)
 	}
@@ -258,12 +248,12 @@ func TestLiveBounds(t *testing.T) {
 	for range 3 {
 		g.finish <- "done"
 	}
-	eventually(t, "every turn to end", func() bool { return lv.Len() == 0 })
+	waitfor.Until(t, 10*time.Second, "every turn to end", func() bool { return lv.Len() == 0 })
 	if _, err := start(a, t1.ConversationID()); err != nil {
 		t.Errorf("a turn after the last ended: %v", err)
 	}
 	g.finish <- "done"
-	eventually(t, "the turn to end", func() bool { return lv.Len() == 0 })
+	waitfor.Until(t, 10*time.Second, "the turn to end", func() bool { return lv.Len() == 0 })
 
 	// MaxDuration ends a turn that runs too long, stored as timed out.
 	lv.MaxDuration = time.Millisecond
@@ -313,5 +303,5 @@ func TestLiveEndsWithLifetime(t *testing.T) {
 		t.Errorf("%d turns ended with an error, %d kept; want 20 and 0", failed, lv.Len())
 	}
 	_ = g
-	eventually(t, "the turns' goroutines to end", func() bool { return runtime.NumGoroutine() <= baseline+2 })
+	waitfor.Until(t, 10*time.Second, "the turns' goroutines to end", func() bool { return runtime.NumGoroutine() <= baseline+2 })
 }

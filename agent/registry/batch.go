@@ -545,7 +545,7 @@ func (r *Registry) batchPrepare(ctx context.Context, rd batchReader, a Actor, it
 		case err == nil && old.Kind == agent.BackendBuiltin && (in.Backend.Kind != old.Kind || in.Backend.Builtin != old.Builtin):
 			// A builtin (the demo agents are builtins) is the node's own:
 			// an import of the same name and another backend would be
-			// undone at the next start (issue 22). The same builtin again
+			// undone at the next start. The same builtin again
 			// (an import run twice) updates it as before.
 			p.res.Err = fieldError("name", msgBuiltinKept)
 			return p, false

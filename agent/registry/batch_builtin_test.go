@@ -14,8 +14,8 @@ import (
 
 // An import never replaces a builtin (the demo agents are builtins): an
 // item named as one is refused with the reason, and the builtin stays
-// (issue 22: a card named echo "updated" the builtin echo, which came
-// back at the next start).
+// (before, a card named echo "updated" the builtin echo, which came back
+// at the next start).
 func TestBatchKeepsBuiltins(t *testing.T) {
 	registrytest.Engines(t, func(t *testing.T, st store.Store) {
 		env := registrytest.New(t, st)

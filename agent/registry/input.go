@@ -2,6 +2,7 @@ package registry
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"time"
@@ -44,6 +45,10 @@ func (in *Input) normalize() {
 func normalizeBackend(b *agent.Backend) {
 	b.Kind = strings.TrimSpace(b.Kind)
 	b.URL = strings.TrimSpace(b.URL)
+	for i := range b.Tools {
+		t := &b.Tools[i]
+		t.URL, t.Agent, t.Header, t.Secret = strings.TrimSpace(t.URL), strings.TrimSpace(t.Agent), strings.TrimSpace(t.Header), strings.TrimSpace(t.Secret)
+	}
 }
 
 // validate merges record and backend errors into one ValidationError so a
@@ -77,12 +82,16 @@ func ValidateBackend(b agent.Backend, backends runtime.Policy) (agent.Backend, e
 }
 
 // KeepKey is b with old's API key when b is an llm or a2a backend without
-// one: forms never render a key back, so a blank key means "keep the
-// stored one" (saving an edit, and testing the edit form's backend). An
+// one, and an llm backend's tool servers their secrets: forms never
+// render a key back, so a blank key means "keep the stored one" (saving
+// an edit, and testing the edit form's backend). An
 // a2a backend on the same card URL keeps its card's pinned signer too.
 func KeepKey(b, old agent.Backend) agent.Backend {
 	if b.APIKey == "" && (b.Kind == agent.BackendLLM || b.Kind == agent.BackendA2A && old.Kind == agent.BackendA2A) {
 		b.APIKey = old.APIKey
+	}
+	if b.Kind == agent.BackendLLM {
+		b.Tools = agent.KeepToolSecrets(b.Tools, old.Tools)
 	}
 	if b.Kind == agent.BackendA2A && old.Kind == agent.BackendA2A && b.URL == old.URL && b.CardSigner == "" {
 		b.CardSigner = old.CardSigner
@@ -104,6 +113,15 @@ func backendErrors(b agent.Backend, backends runtime.Policy) error {
 	if _, bad := ve.Fields["backend.url"]; !bad && b.URL != "" {
 		if err := backends.CheckURL(b.URL); err != nil {
 			ve.Fields["backend.url"] = err.Error()
+		}
+	}
+	for i, t := range b.Tools {
+		// A tool server is called through the same guard as the backend.
+		key := fmt.Sprintf("backend.tools[%d].url", i)
+		if _, bad := ve.Fields[key]; !bad && t.URL != "" {
+			if err := backends.CheckURL(t.URL); err != nil {
+				ve.Fields[key] = err.Error()
+			}
 		}
 	}
 	if len(ve.Fields) == 0 {

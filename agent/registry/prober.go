@@ -44,7 +44,7 @@ const (
 	DefaultProbeConcurrency = 8
 	// DefaultProbeBudget is the most backend probes a minute: 600 (ten a
 	// second) probes every agent of a host of 600 each minute; probing
-	// 100k agents a minute would be 1,700 probes a second (issue 20).
+	// 100k agents a minute would be 1,700 probes a second.
 	DefaultProbeBudget = 600
 	// probeJitter spreads each agent's probes by ±10%.
 	probeJitter = 0.1

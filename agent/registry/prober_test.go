@@ -10,6 +10,7 @@ import (
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/agent/runtime"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // gatedProbes fakes the runtime's probes: each waits for release, and it
@@ -62,18 +63,6 @@ func (o *observed) ObserveProbe(kind string, res runtime.ProbeResult) {
 	o.byKind[kind+" "+res.Outcome()]++
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // probeFixture is 20 webhook agents and 3 builtins on gated probes.
 func probeFixture() (*agents, *gatedProbes) {
 	st := &agents{backends: map[string]agent.Backend{}}
@@ -98,7 +87,7 @@ func TestProberRound(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() { done <- p.Round(t.Context()) }()
-	eventually(t, "3 probes in flight", func() bool { in, _, _, _ := probes.stats(); return in == 3 })
+	waitfor.Until(t, 10*time.Second, "3 probes in flight", func() bool { in, _, _, _ := probes.stats(); return in == 3 })
 	close(probes.release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -132,7 +121,7 @@ func TestProberRun(t *testing.T) {
 		p.Run(ctx)
 		close(done)
 	}()
-	eventually(t, "three rounds", func() bool { _, _, total, _ := probes.stats(); return total >= 60 })
+	waitfor.Until(t, 10*time.Second, "three rounds", func() bool { _, _, total, _ := probes.stats(); return total >= 60 })
 	cancel()
 	select {
 	case <-done:

@@ -8,7 +8,7 @@ import (
 // Re-signing is spread over the TTL: each listing is re-signed when its
 // own expiry is half a TTL away, a bounded number a tick, so a host of
 // 100k agents imported at once does not re-sign all of them in one pass
-// (issue 20). The bound lets the whole set be re-signed in a quarter of
+// (which stalls the store for everything else). The bound lets the whole set be re-signed in a quarter of
 // the TTL, twice what keeping up needs, so a backlog (all imported at
 // once, or after a restart) is worked off before anything lapses, and
 // the expiries it hands out spread the next round over the TTL.

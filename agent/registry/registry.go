@@ -421,7 +421,7 @@ func (r *Registry) Refresh(ctx context.Context, window time.Duration) (int, erro
 // this node signed that expire within window, the first to expire first.
 // It reads the due ones only, a page of refs at a time, and each due
 // record once: never every listing in full (a host of 100k agents timed
-// out doing that, issue 20). Another replica's agents (a shared
+// out doing that). Another replica's agents (a shared
 // database) are its to re-sign.
 func (r *Registry) RefreshDue(ctx context.Context, window time.Duration, limit int) (int, error) {
 	now := r.now()

@@ -25,6 +25,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/cardsig"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // v1Agent is an A2A 1.0 agent (an a2a-go v2 AgentExecutor) that answers
@@ -349,11 +350,7 @@ func TestA2A10CancelsOnTimeout(t *testing.T) {
 			if !slicesContainsSuffix(calls, "CancelTask", ":cancel") {
 				t.Fatalf("calls %v; want a CancelTask after the turn gave up", calls)
 			}
-			for deadline := time.Now().Add(10 * time.Second); srv.agent.cancels.Load() == 0; time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the agent's Cancel never ran")
-				}
-			}
+			waitfor.Until(t, 10*time.Second, "the agent's Cancel to run", func() bool { return srv.agent.cancels.Load() > 0 })
 		})
 	}
 }

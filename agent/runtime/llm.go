@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/agentsite/agentsite/agent"
@@ -95,8 +96,9 @@ func llmMessages(b agent.Backend, t agent.Turn) []llmMessage {
 // delta of a few characters travels in ~150 bytes of JSON and SSE framing.
 const llmRawFactor = 128
 
-// answerLLM runs the completion, and for a delegate agent the tool calls
-// it asks for, feeding their results back until the model answers. The
+// answerLLM runs the completion, and the tool calls it asks for (a
+// delegate agent's, and those of its tool servers), feeding their results
+// back until the model answers. The
 // reply is all the text the model wrote, in every round.
 func (r *Runtime) answerLLM(ctx context.Context, b agent.Backend, t agent.Turn, emit func(string) error) (string, error) {
 	endpoint, err := chatCompletionsURL(b.URL)
@@ -105,35 +107,55 @@ func (r *Runtime) answerLLM(ctx context.Context, b agent.Backend, t agent.Turn, 
 	}
 	req := llmRequest{Model: b.Model, Stream: true, Messages: llmMessages(b, t)}
 	var dl *delegation
+	maxRounds := 0
 	if b.Delegate && r.Delegator != nil {
 		dl = &delegation{d: r.Delegator, turn: t}
 		req.Tools = delegationTools
+		maxRounds += agent.MaxDelegations
+	}
+	tb := r.openToolBox(ctx, b, t) // the agent's tool servers; nil: none
+	if tb != nil {
+		req.Tools = append(slices.Clip(req.Tools), tb.tools...)
+		maxRounds += r.opts.ToolCalls
 	}
 	var reply strings.Builder
 	for rounds := 0; ; rounds++ {
 		round, err := r.scheduledRound(ctx, endpoint, b, t, req, emit)
 		reply.WriteString(round.Text)
-		if err != nil || len(round.Calls) == 0 || dl == nil {
+		if err != nil || len(round.Calls) == 0 || (dl == nil && tb == nil) {
 			return reply.String(), err
 		}
-		if rounds > agent.MaxDelegations {
+		if rounds > maxRounds {
 			// Told to answer (tool_choice none), it still calls tools.
 			return reply.String(), kindError(agent.ErrBadBackendReply, agent.BackendLLM, "the model kept calling tools after its budget was spent")
 		}
 		req.Messages = append(req.Messages, llmMessage{Role: "assistant", Content: round.Text, ToolCalls: round.Calls})
 		for _, c := range round.Calls {
-			result, err := dl.run(ctx, c)
+			result, err := runToolCall(ctx, dl, tb, c)
 			if err != nil {
 				return reply.String(), err
 			}
 			req.Messages = append(req.Messages, llmMessage{Role: "tool", ToolCallID: c.ID, Content: result})
 		}
-		if !dl.budgetLeft() || dl.turn.Trace.Budget() <= 0 {
+		if (dl == nil || !dl.budgetLeft() || dl.turn.Trace.Budget() <= 0) && (tb == nil || !tb.left()) {
 			// The turn's or the tree's budget is spent: the model must
 			// answer now.
 			req.ToolChoice = "none"
 		}
 	}
+}
+
+// runToolCall answers one tool call: a tool of the agent's tool servers,
+// or delegation's find_agents and ask_agent (their names cannot meet: a
+// server's tools are namespaced "<server>__<tool>").
+func runToolCall(ctx context.Context, dl *delegation, tb *toolBox, c llmToolCall) (string, error) {
+	switch {
+	case tb != nil && tb.has(c.Function.Name):
+		return tb.run(ctx, c)
+	case dl != nil:
+		return dl.run(ctx, c)
+	}
+	return fmt.Sprintf(`{"error":"no tool named %q; use one of the tools offered"}`, c.Function.Name), nil
 }
 
 // llmRound sends one completion request and reads its answer.

@@ -12,14 +12,14 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agentsite/agentsite/agent"
-	"github.com/agentsite/agentsite/agent/runtime/mcppool"
+	"github.com/agentsite/agentsite/mcpkit/mcppool"
 )
 
 // answerMCP sends the turn as a tools/call of b.Tool on a remote MCP server
 // (Streamable HTTP) and replies with the text of the result.
 func (r *Runtime) answerMCP(ctx context.Context, b agent.Backend, t agent.Turn, emit func(string) error) (string, error) {
 	var reply string
-	err := withMCPSession(ctx, b, func(ctx context.Context) (err error) {
+	err := withMCPSession(ctx, b.APIKey, func(ctx context.Context) (err error) {
 		reply, err = r.callMCP(ctx, b, t)
 		return err
 	})
@@ -29,11 +29,12 @@ func (r *Runtime) answerMCP(ctx context.Context, b agent.Backend, t agent.Turn, 
 	return reply, emit(reply)
 }
 
-// withMCPSession runs call, which uses b's pooled session, once more on a
+// withMCPSession runs call, which uses a pooled session, once more on a
 // fresh session if the server had forgotten the first (it restarted), and
-// classifies its failure with what the HTTP layer saw of it.
-func withMCPSession(ctx context.Context, b agent.Backend, call func(ctx context.Context) error) error {
-	st := &mcpCallState{key: b.APIKey}
+// classifies its failure with what the HTTP layer saw of it (key, the
+// server's secret, redacted from what it says).
+func withMCPSession(ctx context.Context, key string, call func(ctx context.Context) error) error {
+	st := &mcpCallState{key: key}
 	ctx = withMCPState(ctx, st)
 	for attempt := 0; ; attempt++ {
 		err := call(ctx)

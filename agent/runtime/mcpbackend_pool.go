@@ -5,8 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -14,7 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agentsite/agentsite/agent"
-	"github.com/agentsite/agentsite/agent/runtime/mcppool"
+	"github.com/agentsite/agentsite/mcpkit/mcppool"
 )
 
 // Tuning of the MCP clients.
@@ -47,6 +51,7 @@ type mcpConn struct {
 	toolsMu  sync.Mutex
 	tools    map[string]mcp.Tool
 	listedAt time.Time
+	stale    atomic.Bool // the server said its list changed since
 }
 
 // Close ends the session.
@@ -76,18 +81,33 @@ func (m *mcpClients) acquire(ctx context.Context, b agent.Backend) (*mcpConn, fu
 
 // dial starts and initializes a client for b.
 func (m *mcpClients) dial(ctx context.Context, b agent.Backend) (*mcpConn, error) {
-	headers := map[string]string{"User-Agent": m.ua}
+	headers := map[string]string{}
 	if b.APIKey != "" {
 		headers["Authorization"] = "Bearer " + b.APIKey
 	}
-	tr, err := transport.NewStreamableHTTP(b.URL,
+	return m.dialHeaders(ctx, b.URL, headers)
+}
+
+// dialHeaders starts and initializes a client for the server at url,
+// sending headers (its credentials) on every request. The connection
+// forgets its tools list when the server says the list changed.
+func (m *mcpClients) dialHeaders(ctx context.Context, url string, headers map[string]string) (*mcpConn, error) {
+	h := map[string]string{"User-Agent": m.ua}
+	maps.Copy(h, headers)
+	tr, err := transport.NewStreamableHTTP(url,
 		transport.WithHTTPBasicClient(m.httpc),
-		transport.WithHTTPHeaders(headers),
+		transport.WithHTTPHeaders(h),
 		transport.WithHTTPLogger(m.log))
 	if err != nil {
 		return nil, errBadBackendURL
 	}
 	c := client.NewClient(tr)
+	conn := &mcpConn{client: c}
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationToolsListChanged) {
+			conn.forgetTools()
+		}
+	})
 	if err := c.Start(ctx); err != nil {
 		c.Close()
 		return nil, dialError(ctx, err)
@@ -98,7 +118,7 @@ func (m *mcpClients) dial(ctx context.Context, b agent.Backend) (*mcpConn, error
 		c.Close()
 		return nil, dialError(ctx, err)
 	}
-	return &mcpConn{client: c}, nil
+	return conn, nil
 }
 
 // dialError classifies a failed handshake with what the HTTP layer saw of
@@ -120,7 +140,7 @@ func (c *mcpConn) tool(ctx context.Context, name string) (mcp.Tool, bool, error)
 	if t, ok := c.tools[name]; ok {
 		return t, true, nil
 	}
-	if c.tools != nil && time.Since(c.listedAt) < mcpToolsTTL {
+	if c.tools != nil && time.Since(c.listedAt) < mcpToolsTTL && !c.stale.Load() {
 		return mcp.Tool{}, false, nil
 	}
 	if err := c.listTools(ctx); err != nil {
@@ -146,6 +166,7 @@ func (c *mcpConn) hasTool(ctx context.Context, name string) (bool, error) {
 // listTools runs tools/list (every page, up to mcpMaxToolPages) and keeps
 // the answer; c.toolsMu must be held.
 func (c *mcpConn) listTools(ctx context.Context) error {
+	c.stale.Store(false) // a change heard from now on is after this list
 	tools := map[string]mcp.Tool{}
 	var req mcp.ListToolsRequest
 	for range mcpMaxToolPages {
@@ -163,4 +184,28 @@ func (c *mcpConn) listTools(ctx context.Context) error {
 	}
 	c.tools, c.listedAt = tools, time.Now()
 	return nil
+}
+
+// forgetTools marks the cached tools list stale (the server said it
+// changed). It never waits: it runs on the client's stream reader, which
+// a tools/list holding toolsMu may be waiting on.
+func (c *mcpConn) forgetTools() { c.stale.Store(true) }
+
+// allTools returns the server's tools, sorted by name: the cached list
+// while it is younger than ttl and the server has not said it changed,
+// else a fresh tools/list.
+func (c *mcpConn) allTools(ctx context.Context, ttl time.Duration) ([]mcp.Tool, error) {
+	c.toolsMu.Lock()
+	defer c.toolsMu.Unlock()
+	if c.tools == nil || time.Since(c.listedAt) >= ttl || c.stale.Load() {
+		if err := c.listTools(ctx); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]mcp.Tool, 0, len(c.tools))
+	for _, t := range c.tools {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }

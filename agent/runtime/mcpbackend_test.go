@@ -19,7 +19,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentsite/agentsite/agent"
-	"github.com/agentsite/agentsite/agent/runtime/mcppool"
+	"github.com/agentsite/agentsite/internal/waitfor"
+	"github.com/agentsite/agentsite/mcpkit/mcppool"
 )
 
 // mcpTestServer is an mcp-go Streamable HTTP server with a few tools; it
@@ -269,16 +270,7 @@ func TestMCPPoolIdleExpiry(t *testing.T) {
 	if _, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: "x"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if rt.mcp.pool.Len() == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("idle client was not closed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.Until(t, 5*time.Second, "the idle client to be closed", func() bool { return rt.mcp.pool.Len() == 0 })
 	before := ts.handshakes.Load()
 	if _, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: "y"}, nil); err != nil {
 		t.Fatal(err)

@@ -89,7 +89,7 @@ func (r *Runtime) Probe(ctx context.Context, b agent.Backend) ProbeResult {
 	case agent.BackendLLM:
 		err = r.probeLLM(pctx, b)
 	case agent.BackendMCP:
-		err = withMCPSession(pctx, b, func(ctx context.Context) error { return r.probeMCPTool(ctx, b) })
+		err = withMCPSession(pctx, b.APIKey, func(ctx context.Context) error { return r.probeMCPTool(ctx, b) })
 	case agent.BackendWebhook:
 		err = r.probeWebhook(pctx, b)
 	case agent.BackendA2A:

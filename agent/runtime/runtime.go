@@ -36,6 +36,16 @@ type RuntimeOptions struct {
 	// EchoDelay is the builtin echo's pause before each word, so that
 	// streaming shows in a demo. Default 0.
 	EchoDelay time.Duration
+	// ToolCalls bounds the calls an llm agent makes of its tool servers'
+	// tools in one turn. Default 8.
+	ToolCalls int
+	// ToolResultBytes bounds one tool result the model reads (more is
+	// cut, with a note saying so). Default 16 KiB.
+	ToolResultBytes int
+	// ToolCallTimeout bounds one tool call; ToolTurnTimeout all of a
+	// turn's tool calls (then the model must answer). Defaults 20s, 45s.
+	ToolCallTimeout time.Duration
+	ToolTurnTimeout time.Duration
 	// Now is the clock a probe's latency is measured on, so a test can
 	// say how long a backend took instead of depending on the machine's
 	// speed. Default time.Now.
@@ -91,6 +101,18 @@ func NewRuntime(lookup func(ctx context.Context, agentID string) (agent.Backend,
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.ToolCalls <= 0 {
+		opts.ToolCalls = DefaultToolCalls
+	}
+	if opts.ToolResultBytes <= 0 {
+		opts.ToolResultBytes = DefaultToolResultBytes
+	}
+	if opts.ToolCallTimeout <= 0 {
+		opts.ToolCallTimeout = DefaultToolCallTimeout
+	}
+	if opts.ToolTurnTimeout <= 0 {
+		opts.ToolTurnTimeout = DefaultToolTurnTimeout
 	}
 	client := NewGuardedClientWithOptions(GuardOptions{Policy: opts.policy(), Timeout: opts.Timeout})
 	return &Runtime{

@@ -154,8 +154,9 @@ func TestSpecialRangesWellFormed(t *testing.T) {
 	}
 }
 
-// TestCheckAddrSpecialIPv6 pins the forms of issue 7 defect 8 and a few
-// more that embed or tunnel to a private IPv4 address.
+// TestCheckAddrSpecialIPv6 pins the IPv6 forms that embed or tunnel to a
+// private IPv4 address (mapped, compatible, NAT64, 6to4, Teredo and a few
+// more), each of which once passed the guard or might.
 func TestCheckAddrSpecialIPv6(t *testing.T) {
 	for _, s := range []string{
 		"::127.0.0.1", "::10.0.0.1", "::8.8.8.8", // IPv4-compatible

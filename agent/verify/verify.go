@@ -1,5 +1,6 @@
 // Package verify proves that a node's operator controls a domain, so the
-// planet can show "verified: example.org" next to its agents (issue 22).
+// planet can show "verified: example.org" next to its agents: a
+// domain is evidence a fresh identity lacks.
 // A domain is proved by either:
 //
 //   - DNS: a TXT record on the domain reading agentsite-verify=<peer id>;

@@ -13,9 +13,12 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 	v1 "github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
-// BenchmarkA2ASend is issue 8's A2A budget: concurrent A2A clients (5, 10
+// BenchmarkA2ASend measures A2A against its budget (BENCHMARKS.md):
+// concurrent A2A clients (5, 10
 // and 20, and 1 for the uncontended round trip) calling message/send
 // (blocking) on node A's POST /a2a/{id} for the builtin echo agent.
 // "remote": the agent is hosted on node B, so every turn goes A → libp2p
@@ -39,7 +42,7 @@ func BenchmarkA2ASend(b *testing.B) {
 	host := startClusterNode(b, nodeOpts{bootstrap: []string{a.addr()}, extra: fast, heartbeat: time.Second, ttl: time.Hour})
 	onB := host.register("remote-echo")
 	onA := a.register("local-echo")
-	eventually(b, 20*time.Second, "A to see B's echo agent online", func() bool {
+	waitfor.Until(b, 20*time.Second, "A to see B's echo agent online", func() bool {
 		code, got := a.agent(onB.ID)
 		return code == http.StatusOK && got.Status == "online" && !got.Local
 	})

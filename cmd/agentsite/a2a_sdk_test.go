@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // a2aJSDir holds the official A2A JavaScript SDK (package.json pins it)
@@ -121,7 +123,7 @@ func TestA2AJSSDKAcrossTwoNodes(t *testing.T) {
 	if err := json.Unmarshal(body, &created); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 15*time.Second, "A to list the agent hosted on B", func() bool {
+	waitfor.Until(t, 15*time.Second, "A to list the agent hosted on B", func() bool {
 		code, got := a.agent(created.ID)
 		return code == http.StatusOK && !got.Local && got.Status == "online"
 	})

@@ -21,6 +21,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/agentsite/agentsite/agent/cardsig"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // a2aJS1Dir holds the official A2A JavaScript SDK at its protocol-1.0 line
@@ -138,7 +139,7 @@ func TestA2A1ClientsAcrossTwoNodes(t *testing.T) {
 	if err := json.Unmarshal(body, &created); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 15*time.Second, "A to list the agent hosted on B", func() bool {
+	waitfor.Until(t, 15*time.Second, "A to list the agent hosted on B", func() bool {
 		code, got := a.agent(created.ID)
 		return code == http.StatusOK && !got.Local && got.Status == "online"
 	})
@@ -274,7 +275,7 @@ func a2aJS1(t *testing.T, cardURL, hook string, pushes chan pushed, started chan
 		t.Errorf("push notification token = %q", p.token)
 	}
 	<-started // the JS client canceled once the model's first word was there
-	eventually(t, 10*time.Second, "the cancel to reach the model on B", func() bool { return canceled.Load() > before })
+	waitfor.Until(t, 10*time.Second, "the cancel to reach the model on B", func() bool { return canceled.Load() > before })
 	if !slices.Contains(got.Extended.Skills, "my_tasks") {
 		t.Errorf("extended card skills = %v", got.Extended.Skills)
 	}
@@ -407,7 +408,7 @@ func a2aGo1(t *testing.T, rawCard []byte, tr a2a.TransportProtocol, hook string,
 	if p := waitPush(t, pushes, string(running.ID), "TASK_STATE_CANCELED"); p.token != "go-push-token" {
 		t.Errorf("push notification token = %q", p.token)
 	}
-	eventually(t, 10*time.Second, "the cancel to reach the model on B", func() bool { return canceled.Load() > before })
+	waitfor.Until(t, 10*time.Second, "the cancel to reach the model on B", func() bool { return canceled.Load() > before })
 
 	ext, err := client.GetExtendedAgentCard(authed, &a2a.GetExtendedAgentCardRequest{})
 	if err != nil || !slices.ContainsFunc(ext.Skills, func(s a2a.AgentSkill) bool { return s.ID == "my_tasks" }) {

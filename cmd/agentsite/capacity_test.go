@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // TestMaxListings: a node started with --max-listings 10, fed by real
@@ -28,7 +30,7 @@ func TestMaxListings(t *testing.T) {
 	for i := range 4 {
 		honest = append(honest, a.register(fmt.Sprintf("honest-%d", i)).ID)
 	}
-	eventually(t, 30*time.Second, "M to hold A's agents online", func() bool {
+	waitfor.Until(t, 30*time.Second, "M to hold A's agents online", func() bool {
 		got := m.agentIDs("online")
 		for _, id := range honest {
 			if _, ok := got[id]; !ok {
@@ -56,12 +58,12 @@ func TestMaxListings(t *testing.T) {
 	r := newRogue(t)
 	r.servePaged(spam(t, 20, 5, "flood"))
 	r.connect(m)
-	eventually(t, 60*time.Second, "M to refuse what does not fit", func() bool {
+	waitfor.Until(t, 60*time.Second, "M to refuse what does not fit", func() bool {
 		held("during the flood")
 		return m.metric("agentsite_catalogue_refused_total") >= 1 &&
 			m.metric("agentsite_p2p_records_rejected_total", "reason", "full") >= 1
 	})
-	eventually(t, 30*time.Second, "M to fill up with the flood's listings", func() bool {
+	waitfor.Until(t, 30*time.Second, "M to fill up with the flood's listings", func() bool {
 		return len(held("after the flood")) == 10
 	})
 	if pen := m.m.Node.AdmissionPenalty(r.id); pen != 0 {
@@ -74,7 +76,7 @@ func TestMaxListings(t *testing.T) {
 	for i := range 5 {
 		late = append(late, a.register(fmt.Sprintf("late-%d", i)).ID)
 	}
-	eventually(t, 30*time.Second, "M to hold 3 of A's late agents instead of the flood's", func() bool {
+	waitfor.Until(t, 30*time.Second, "M to hold 3 of A's late agents instead of the flood's", func() bool {
 		all := held("A's late agents")
 		n := 0
 		for _, id := range late {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // BenchmarkChatTurns is the paper's experiment on AgentChat: concurrent
@@ -27,7 +29,7 @@ func BenchmarkChatTurns(b *testing.B) {
 	host := startClusterNode(b, nodeOpts{demo: true, extra: fast, heartbeat: time.Second, ttl: time.Hour})
 	portal := startClusterNode(b, nodeOpts{bootstrap: []string{host.addr()}, extra: fast, heartbeat: time.Second, ttl: time.Hour})
 	var echoID string
-	eventually(b, 20*time.Second, "the portal to learn the host's echo agent", func() bool {
+	waitfor.Until(b, 20*time.Second, "the portal to learn the host's echo agent", func() bool {
 		for id, a := range portal.agentIDs("all") {
 			if a.Name == "echo" && !a.Local {
 				echoID = id

@@ -24,6 +24,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/record"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store"
 )
@@ -127,7 +128,7 @@ func (r *rogue) connect(nodes ...*clusterNode) {
 			r.t.Fatalf("rogue connect: %v", err)
 		}
 	}
-	eventually(r.t, 10*time.Second, "the real nodes to show up as topic peers of the rogue", func() bool {
+	waitfor.Until(r.t, 10*time.Second, "the real nodes to show up as topic peers of the rogue", func() bool {
 		for _, n := range nodes {
 			if !slices.Contains(r.records.ListPeers(), n.pid()) || !slices.Contains(r.status.ListPeers(), n.pid()) {
 				return false
@@ -255,7 +256,7 @@ func TestRogueHostCannotPoisonTheNetwork(t *testing.T) {
 	real := []*clusterNode{a, b, c}
 
 	// A puts its records into the DHT only once it has DHT peers.
-	eventually(t, 10*time.Second, "A's DHT to know B and C", func() bool {
+	waitfor.Until(t, 10*time.Second, "A's DHT to know B and C", func() bool {
 		return a.m.Node.DHT().RoutingTable().Size() >= 2
 	})
 	// The victim: an agent of A, updated once, so an older genuine
@@ -277,14 +278,14 @@ func TestRogueHostCannotPoisonTheNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range real {
-		eventually(t, 15*time.Second, "every node to hold the victim's latest seq", func() bool {
+		waitfor.Until(t, 15*time.Second, "every node to hold the victim's latest seq", func() bool {
 			_, got := n.agent(victim.ID)
 			return got.Seq == cur.Record.Seq
 		})
 	}
 	// The victim's record must be in the DHT before the rogue's forgeries
 	// compete with it there.
-	eventually(t, 15*time.Second, "the victim's latest record in the DHT", func() bool {
+	waitfor.Until(t, 15*time.Second, "the victim's latest record in the DHT", func() bool {
 		env, err := b.m.Node.DHT().GetValue(t.Context(), "/agent/"+victim.ID)
 		return err == nil && bytes.Equal(env, cur.Envelope)
 	})
@@ -319,7 +320,7 @@ func TestRogueHostCannotPoisonTheNetwork(t *testing.T) {
 	graylisted := func(t *testing.T, r *rogue) {
 		t.Helper()
 		for _, n := range real {
-			eventually(t, 10*time.Second, "the rogue's peer score to fall below the graylist threshold", func() bool {
+			waitfor.Until(t, 10*time.Second, "the rogue's peer score to fall below the graylist threshold", func() bool {
 				s, ok := n.m.Node.PeerScore(r.id)
 				return ok && s < -80
 			})
@@ -365,7 +366,7 @@ func TestRogueHostCannotPoisonTheNetwork(t *testing.T) {
 			}
 			r.publish(topic, tc.data(fg))
 			for _, n := range real {
-				eventually(t, 10*time.Second, fmt.Sprintf("rejected{path=%s,reason=%s} to grow", tc.path, tc.reason), func() bool {
+				waitfor.Until(t, 10*time.Second, fmt.Sprintf("rejected{path=%s,reason=%s} to grow", tc.path, tc.reason), func() bool {
 					return n.metric("agentsite_p2p_records_rejected_total", "path", tc.path, "reason", tc.reason) > before[n]
 				})
 			}
@@ -385,7 +386,7 @@ func TestRogueHostCannotPoisonTheNetwork(t *testing.T) {
 		}
 		streams := map[*clusterNode]string{}
 		for _, n := range real {
-			eventually(t, 5*time.Second, "the rogue's GossipSub stream to the node", func() bool {
+			waitfor.Until(t, 5*time.Second, "the rogue's GossipSub stream to the node", func() bool {
 				streams[n] = inboundMeshsub(n, r.id)
 				return streams[n] != ""
 			})
@@ -397,7 +398,7 @@ func TestRogueHostCannotPoisonTheNetwork(t *testing.T) {
 		// stream (the rogue may open another); the frame never reaches a
 		// validator, or it would count as "size" (or "signature").
 		for _, n := range real {
-			eventually(t, 10*time.Second, "the node to reset the rogue's stream", func() bool { return inboundMeshsub(n, r.id) != streams[n] })
+			waitfor.Until(t, 10*time.Second, "the node to reset the rogue's stream", func() bool { return inboundMeshsub(n, r.id) != streams[n] })
 			if got := n.metric("agentsite_p2p_records_rejected_total", "path", "gossip", "reason", "size"); got != size[n] {
 				t.Errorf("%s validated the 200 KiB frame (size rejections %v → %v)", n.peerID(), size[n], got)
 			}
@@ -418,7 +419,7 @@ func TestRogueHostCannotPoisonTheNetwork(t *testing.T) {
 	graylisted(t, r)
 
 	t.Run("dht", func(t *testing.T) {
-		eventually(t, 10*time.Second, "the rogue's DHT to know the real nodes", func() bool {
+		waitfor.Until(t, 10*time.Second, "the rogue's DHT to know the real nodes", func() bool {
 			return r.dht.RoutingTable().Size() >= len(real)
 		})
 		before := map[*clusterNode]float64{}
@@ -440,7 +441,7 @@ func TestRogueHostCannotPoisonTheNetwork(t *testing.T) {
 			cancel()
 		}
 		for _, n := range real {
-			eventually(t, 10*time.Second, "the forged DHT puts to be rejected", func() bool {
+			waitfor.Until(t, 10*time.Second, "the forged DHT puts to be rejected", func() bool {
 				return n.metric("agentsite_p2p_records_rejected_total", "path", "dht") >= before[n]+4
 			})
 		}
@@ -481,7 +482,7 @@ func TestRogueHostCannotPoisonTheNetwork(t *testing.T) {
 		for _, n := range real {
 			_ = r.h.Network().ClosePeer(n.pid())
 		}
-		eventually(t, 10*time.Second, "the rogue to be disconnected", func() bool {
+		waitfor.Until(t, 10*time.Second, "the rogue to be disconnected", func() bool {
 			for _, n := range real {
 				if n.connected(r.id) {
 					return false
@@ -495,7 +496,7 @@ func TestRogueHostCannotPoisonTheNetwork(t *testing.T) {
 			}
 		}
 		for _, n := range real {
-			eventually(t, 10*time.Second, "the rogue to be blocked and disconnected", func() bool {
+			waitfor.Until(t, 10*time.Second, "the rogue to be blocked and disconnected", func() bool {
 				return n.m.Node.Gater().Blocked(r.id) && !n.connected(r.id)
 			})
 			if got := n.metric("agentsite_p2p_records_rejected_total", "path", "sync"); got < before[n]+11 {
@@ -541,7 +542,7 @@ func TestRogueHostCannotPoisonTheNetwork(t *testing.T) {
 		t.Fatalf("update victim: %d %s", code, body)
 	}
 	for _, n := range real {
-		eventually(t, 10*time.Second, "an honest update after the attacks to spread", func() bool {
+		waitfor.Until(t, 10*time.Second, "an honest update after the attacks to spread", func() bool {
 			_, got := n.agent(victim.ID)
 			return got.DisplayName == "Victim v3"
 		})

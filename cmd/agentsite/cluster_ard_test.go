@@ -15,9 +15,10 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/handlers/ard"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
-// ARD federation on a three-node planet (issue 22): D mirrors nothing
+// ARD federation on a three-node planet: D mirrors nothing
 // tagged "tides"; its registry answers from the mirror (nothing), and with
 // federate: true finds A's agent through the DHT's tag providers, marked
 // as such; a URN the mirror lacks is looked up in the DHT by its id. In
@@ -33,8 +34,8 @@ func TestARDFederatesThroughTheDHT(t *testing.T) {
 	tide := a.register("tide-bot", "tides")
 	weather := a.register("weather-bot", "weather")
 	registered := time.Now()
-	eventually(t, 15*time.Second, "B to learn both agents", func() bool { return b.hasAll(tide.ID, weather.ID) })
-	eventually(t, 15*time.Second, "the DHT to hold A's records", func() bool {
+	waitfor.Until(t, 15*time.Second, "B to learn both agents", func() bool { return b.hasAll(tide.ID, weather.ID) })
+	waitfor.Until(t, 15*time.Second, "the DHT to hold A's records", func() bool {
 		_, err1 := b.m.Node.DHT().GetValue(t.Context(), "/agent/"+tide.ID)
 		_, err2 := b.m.Node.DHT().GetValue(t.Context(), "/agent/"+weather.ID)
 		return err1 == nil && err2 == nil
@@ -43,7 +44,7 @@ func TestARDFederatesThroughTheDHT(t *testing.T) {
 	// TestLookupBeyondTheCache).
 	<-time.After(time.Until(registered.Add(time.Duration(pubsub.GossipSubHistoryLength+1) * pubsub.GossipSubHeartbeatInterval)))
 	d := startClusterNode(t, nodeOpts{bootstrap: []string{tcpAddr(t, b)}, ttl: time.Hour, extra: append(dFlags, "--sync-on-connect=false")})
-	eventually(t, 10*time.Second, "D to connect", func() bool { return d.m.Node.PeerCount() > 0 })
+	waitfor.Until(t, 10*time.Second, "D to connect", func() bool { return d.m.Node.PeerCount() > 0 })
 
 	ardSearch := func(filter map[string]any, federate bool, mode ...string) (ard.SearchResponse, string) {
 		t.Helper()
@@ -77,7 +78,7 @@ func TestARDFederatesThroughTheDHT(t *testing.T) {
 	var fed ard.SearchResponse
 	var how string
 	var took time.Duration
-	eventually(t, 30*time.Second, "a federated search to find the tides agent", func() bool {
+	waitfor.Until(t, 30*time.Second, "a federated search to find the tides agent", func() bool {
 		began := time.Now()
 		fed, how = ardSearch(tides, true)
 		took = time.Since(began)
@@ -106,7 +107,7 @@ func TestARDFederatesThroughTheDHT(t *testing.T) {
 		t.Fatalf("D's mirror already has the weather agent")
 	}
 	var found ard.SearchResponse
-	eventually(t, 30*time.Second, "a federated identifier look-up", func() bool {
+	waitfor.Until(t, 30*time.Second, "a federated identifier look-up", func() bool {
 		found, _ = ardSearch(byID, true)
 		return len(found.Results) == 1
 	})
@@ -119,7 +120,7 @@ func TestARDFederatesThroughTheDHT(t *testing.T) {
 	// A's, not B's (it hosts nothing), never D's own.
 	var refs ard.SearchResponse
 	var refHow string
-	eventually(t, 30*time.Second, "D to refer to A's registry", func() bool {
+	waitfor.Until(t, 30*time.Second, "D to refer to A's registry", func() bool {
 		refs, refHow = ardSearch(tides, false, ard.ModeReferrals)
 		return len(refs.Referrals) == 1
 	})

@@ -10,16 +10,17 @@ import (
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/agent/runtime/fakellm"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // The fan-out planet's scenarios, named by the user's message and passed
 // on in every delegated message ("<mode>|chain:<names>").
 const (
-	fanChain  = "chain"  // issue 18's storm: 8 asks a turn, among the four
+	fanChain  = "chain"  // the storm a delegation budget must stop: 8 asks a turn, among the four
 	fanLeaves = "leaves" // the four ask each other once, then leaves
 )
 
-// fanPlanet is issue 18's setup on two whole nodes: four delegating agents
+// fanPlanet is a delegation storm on two whole nodes: four delegating agents
 // fan1..fan4 alternating between A and B (every hop of the chain crosses
 // nodes), and eight leaf llm agents, four on each node. Every agent has a
 // model of its own name on one fake server, so each turn shows as the
@@ -119,7 +120,7 @@ func startFanPlanet(tb testing.TB) *fanPlanet {
 	for i, name := range leafNames() {
 		register(name, false, []*clusterNode{p.a, p.b}[i%2])
 	}
-	eventually(tb, 30*time.Second, "A and B to list each other's agents online", func() bool {
+	waitfor.Until(tb, 30*time.Second, "A and B to list each other's agents online", func() bool {
 		onA, onB := p.a.agentIDs("online"), p.b.agentIDs("online")
 		for _, id := range wantOnA {
 			if _, ok := onA[id]; !ok {
@@ -158,8 +159,8 @@ func sum(m map[string]int) int {
 	return n
 }
 
-// Issue 18: a message to a chain of delegating agents on two nodes whose
-// models ask several agents per turn. The whole tree stays within
+// A delegation storm: a message to a chain of delegating agents on two
+// nodes whose models ask several agents per turn. The whole tree stays within
 // agent.TreeTurns delegated turns, no agent is asked more than
 // agent.MaxVisits times, and the budget holds across the node hop: a node
 // handed N turns spends at most N, and what it did not spend comes back.

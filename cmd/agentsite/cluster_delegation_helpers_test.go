@@ -17,6 +17,7 @@ import (
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/agent/runtime/fakellm"
 	"github.com/agentsite/agentsite/handlers/apiwire"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // What the test asks A's planner; its script plays one scenario for each.
@@ -158,7 +159,7 @@ func startDelegationPlanet(tb testing.TB, extra ...string) *delegationPlanet {
 	p.relay = p.b.registerBackend("relay", llm(relayURL, "relay-model", true), "relay")
 	p.poet = p.c.registerBackend("poet", llm(poetURL, "poet-model", false), "poetry")
 	p.haiku = p.c.registerBackend("haiku", map[string]any{"kind": "builtin", "builtin": "haiku"}, "poetry")
-	eventually(tb, 20*time.Second, "B to host the calculator", func() bool {
+	waitfor.Until(tb, 20*time.Second, "B to host the calculator", func() bool {
 		for _, a := range p.b.agentIDs("online") {
 			if a.Local && a.Name == "calculator" {
 				p.calc = a
@@ -170,7 +171,7 @@ func startDelegationPlanet(tb testing.TB, extra ...string) *delegationPlanet {
 	for name, a := range map[string]apiAgent{"planner": p.planner, "relay": p.relay, "poet": p.poet, "haiku": p.haiku, "calculator": p.calc} {
 		p.ids.set(name, a.ID)
 	}
-	eventually(tb, 30*time.Second, "A to list B's and C's agents online, and B the planner", func() bool {
+	waitfor.Until(tb, 30*time.Second, "A to list B's and C's agents online, and B the planner", func() bool {
 		onA := p.a.agentIDs("online")
 		for _, a := range []apiAgent{p.calc, p.relay, p.poet, p.haiku} {
 			if _, ok := onA[a.ID]; !ok {

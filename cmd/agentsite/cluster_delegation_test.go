@@ -13,6 +13,7 @@ import (
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/agent/runtime/fakellm"
 	"github.com/agentsite/agentsite/handlers/apiwire"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // Agents that call agents across three nodes, each model a fakellm script
@@ -49,7 +50,7 @@ func TestDelegationAcrossThreeNodes(t *testing.T) {
 	// The planner is A's; asked through B's portal, its steps travel back
 	// from A (MCP step notifications) and B shows and keeps them.
 	t.Run("steps of a remote planner reach the asking portal", func(t *testing.T) {
-		eventually(t, 15*time.Second, "B to list A's planner", func() bool {
+		waitfor.Until(t, 15*time.Second, "B to list A's planner", func() bool {
 			code, _ := p.b.agent(p.planner.ID)
 			return code == http.StatusOK
 		})
@@ -115,7 +116,7 @@ func TestDelegationAcrossThreeNodes(t *testing.T) {
 			p.ids.set(name, a.ID)
 			echoes[a.ID] = true
 		}
-		eventually(t, 30*time.Second, "A to list B's echo agents online", func() bool {
+		waitfor.Until(t, 30*time.Second, "A to list B's echo agents online", func() bool {
 			onA := p.a.agentIDs("online")
 			for id := range echoes {
 				if _, ok := onA[id]; !ok {

@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 	"time"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // TestNodeLossAndReturn stops the node that hosts some agents: the others
@@ -31,7 +33,7 @@ func TestNodeLossAndReturn(t *testing.T) {
 	bIDs := []string{onB1.ID, onB2.ID}
 	status := func(n *clusterNode, id string) string { return n.agentIDs("all")[id].Status }
 	for _, n := range []*clusterNode{a, b, c} {
-		eventually(t, 15*time.Second, "every node to see every agent online", func() bool {
+		waitfor.Until(t, 15*time.Second, "every node to see every agent online", func() bool {
 			got := n.agentIDs("all")
 			for _, id := range all {
 				if got[id].Status != "online" {
@@ -51,7 +53,7 @@ func TestNodeLossAndReturn(t *testing.T) {
 	}
 	for _, n := range []*clusterNode{a, c} {
 		for _, id := range bIDs {
-			eventually(t, 5*time.Second, "B's agent to turn stale", func() bool {
+			waitfor.Until(t, 5*time.Second, "B's agent to turn stale", func() bool {
 				s := status(n, id)
 				if s == "offline" {
 					t.Fatalf("B's agent %s went offline without being seen stale", id)
@@ -63,7 +65,7 @@ func TestNodeLossAndReturn(t *testing.T) {
 	t.Logf("stale after %s", time.Since(stopped).Round(time.Millisecond))
 	for _, n := range []*clusterNode{a, c} {
 		for _, id := range bIDs {
-			eventually(t, 15*time.Second, "B's agent to turn offline past its expiry", func() bool {
+			waitfor.Until(t, 15*time.Second, "B's agent to turn offline past its expiry", func() bool {
 				return status(n, id) == "offline"
 			})
 		}
@@ -96,7 +98,7 @@ func TestNodeLossAndReturn(t *testing.T) {
 		t.Fatalf("peer ID changed across restart: %s → %s", bPeer, back.peerID())
 	}
 	for _, n := range []*clusterNode{a, c, back} {
-		eventually(t, 10*time.Second, "B's agents to be online again", func() bool {
+		waitfor.Until(t, 10*time.Second, "B's agents to be online again", func() bool {
 			got := n.agentIDs("")
 			for _, id := range all {
 				if got[id].Status != "online" {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/handlers/apiwire"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // TestMirrorFillIsVisible: a host registers agents through the batch API
@@ -31,7 +32,7 @@ func TestMirrorFillIsVisible(t *testing.T) {
 	mirror := startClusterNode(t, nodeOpts{bootstrap: []string{host.addr()}})
 
 	var peer apiwire.PeerSync
-	eventually(t, 2*time.Minute, "the mirror to say it holds all the host announces", func() bool {
+	waitfor.Until(t, 2*time.Minute, "the mirror to say it holds all the host announces", func() bool {
 		var node apiwire.Node
 		if code, body := mirror.api("GET", "/api/v1/node", nil); code != http.StatusOK || json.Unmarshal(body, &node) != nil || node.Sync == nil {
 			return false

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // TestHealthOfARemoteAgent: B hosts a webhook agent and probes it; when
@@ -35,9 +36,9 @@ func TestHealthOfARemoteAgent(t *testing.T) {
 		}
 		return got.Health.State
 	}
-	eventually(t, 30*time.Second, "A to show B's webhook agent healthy", func() bool { return healthOnA() == agent.HealthHealthy })
+	waitfor.Until(t, 30*time.Second, "A to show B's webhook agent healthy", func() bool { return healthOnA() == agent.HealthHealthy })
 	hook.Close() // the webhook goes down: B's probes are refused
-	eventually(t, 30*time.Second, "A to show B's webhook agent failing", func() bool { return healthOnA() == agent.HealthFailing })
+	waitfor.Until(t, 30*time.Second, "A to show B's webhook agent failing", func() bool { return healthOnA() == agent.HealthFailing })
 
 	if got := a.metric("agentsite_probe_total", "kind", "webhook"); got != 0 {
 		t.Errorf("A probed a webhook %v times; a mirror never probes other nodes' agents", got)

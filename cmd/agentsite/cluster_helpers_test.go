@@ -15,6 +15,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // metricsScrape is one /metrics body, read once and queried many times.
@@ -29,7 +31,7 @@ func (n *clusterNode) scrape() metricsScrape {
 	var body []byte
 	// A scrape fails (500) when a store-backed collector times out, which a
 	// loaded test machine can make happen; try again.
-	eventually(n.t, 30*time.Second, "a /metrics scrape", func() bool {
+	waitfor.Until(n.t, 30*time.Second, "a /metrics scrape", func() bool {
 		req, _ := http.NewRequestWithContext(n.t.Context(), "GET", n.m.HTTPURL()+"/metrics", nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

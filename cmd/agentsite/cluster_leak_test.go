@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // TestClusterShutdownReleasesEverything runs a small planet through a
@@ -28,7 +30,7 @@ func TestClusterShutdownReleasesEverything(t *testing.T) {
 		ids = append(ids, n.register(fmt.Sprintf("leak-check-%d", i)).ID)
 	}
 	for _, n := range nodes {
-		eventually(t, 15*time.Second, "every node to learn every agent", func() bool { return n.hasAll(ids...) })
+		waitfor.Until(t, 15*time.Second, "every node to learn every agent", func() bool { return n.hasAll(ids...) })
 	}
 	var ports []string
 	for _, n := range nodes {
@@ -37,6 +39,6 @@ func TestClusterShutdownReleasesEverything(t *testing.T) {
 	for _, n := range nodes {
 		n.stop()
 	}
-	eventually(t, 10*time.Second, "every HTTP and libp2p port to be free again", func() bool { return portsReleased(ports) })
+	waitfor.Until(t, 10*time.Second, "every HTTP and libp2p port to be free again", func() bool { return portsReleased(ports) })
 	waitGoroutines(t, before)
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // A node that lacks a listing finds it through the DHT (GET by id), and a tag
@@ -19,7 +21,7 @@ func TestLookupBeyondTheCache(t *testing.T) {
 	x := a.register("weather-bot", "weather")
 	y := a.register("tide-bot", "tides")
 	registered := time.Now()
-	eventually(t, 15*time.Second, "B to learn both agents", func() bool {
+	waitfor.Until(t, 15*time.Second, "B to learn both agents", func() bool {
 		ids := b.agentIDs("all")
 		_, okx := ids[x.ID]
 		_, oky := ids[y.ID]
@@ -27,7 +29,7 @@ func TestLookupBeyondTheCache(t *testing.T) {
 	})
 	// The DHT put and provide run in the background after publishing; wait
 	// until B (a DHT server next to A) holds them before D asks.
-	eventually(t, 15*time.Second, "the DHT to hold A's record", func() bool {
+	waitfor.Until(t, 15*time.Second, "the DHT to hold A's record", func() bool {
 		_, err := b.m.Node.DHT().GetValue(t.Context(), "/agent/"+x.ID)
 		return err == nil
 	})
@@ -39,12 +41,12 @@ func TestLookupBeyondTheCache(t *testing.T) {
 	gossipWindow := time.Duration(pubsub.GossipSubHistoryLength+1) * pubsub.GossipSubHeartbeatInterval
 	<-time.After(time.Until(registered.Add(gossipWindow)))
 	d := startClusterNode(t, nodeOpts{bootstrap: []string{b.addr()}, ttl: time.Hour, extra: []string{"--sync-on-connect=false"}})
-	eventually(t, 10*time.Second, "D to connect", func() bool { return d.m.Node.PeerCount() > 0 })
+	waitfor.Until(t, 10*time.Second, "D to connect", func() bool { return d.m.Node.PeerCount() > 0 })
 	if _, ok := d.agentIDs("all")[x.ID]; ok {
 		t.Fatal("D has the record before looking it up; the test proves nothing")
 	}
 	var got apiAgent
-	eventually(t, 15*time.Second, "D to find the agent through the DHT", func() bool {
+	waitfor.Until(t, 15*time.Second, "D to find the agent through the DHT", func() bool {
 		code, a := d.agent(x.ID)
 		got = a
 		return code == http.StatusOK
@@ -60,7 +62,7 @@ func TestLookupBeyondTheCache(t *testing.T) {
 	if _, ok := d.agentIDs("all")[y.ID]; ok {
 		t.Fatal("D already has the tides agent")
 	}
-	eventually(t, 20*time.Second, "a network tag search to find the tides agent", func() bool {
+	waitfor.Until(t, 20*time.Second, "a network tag search to find the tides agent", func() bool {
 		code, body := d.api("POST", "/api/v1/network/search?tag=tides", nil)
 		var res networkSearchResult
 		_ = json.Unmarshal(body, &res)

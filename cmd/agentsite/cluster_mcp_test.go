@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // remotePair is node A (the portal people use) and node B, which hosts an
@@ -31,7 +32,7 @@ func remotePair(t testing.TB) (a, b *clusterNode, onB apiAgent) {
 	a = startClusterNode(t, nodeOpts{})
 	b = startClusterNode(t, nodeOpts{bootstrap: []string{a.addr()}})
 	onB = b.register("remote-echo")
-	eventually(t, 15*time.Second, "A to see B's agent online", func() bool {
+	waitfor.Until(t, 15*time.Second, "A to see B's agent online", func() bool {
 		code, got := a.agent(onB.ID)
 		return code == http.StatusOK && got.Status == "online" && !got.Local
 	})
@@ -216,7 +217,7 @@ func TestRemoteAgentOverLibp2p(t *testing.T) {
 		if txt := res.Content[0].(*sdk.TextContent).Text; txt != "via mcp on A" {
 			t.Errorf("reply %q", txt)
 		}
-		eventually(t, 2*time.Second, "progress notifications", func() bool { mu.Lock(); defer mu.Unlock(); return progress >= 2 })
+		waitfor.Until(t, 2*time.Second, "progress notifications", func() bool { mu.Lock(); defer mu.Unlock(); return progress >= 2 })
 	})
 
 	// B goes away mid-conversation: a clear error, and the conversation
@@ -251,7 +252,7 @@ func TestRemoteAgentOverLibp2p(t *testing.T) {
 
 	// B is back (same data dir, same peer id): the conversation goes on.
 	startClusterNode(t, nodeOpts{dir: bDir, bootstrap: []string{a.addr()}})
-	eventually(t, 15*time.Second, "chat with B's agent to work again", func() bool {
+	waitfor.Until(t, 15*time.Second, "chat with B's agent to work again", func() bool {
 		code, _ := a.api("POST", "/api/v1/agents/"+onB.ID+"/messages", map[string]string{"text": "welcome back", "conversation_id": convID})
 		return code == http.StatusOK
 	})

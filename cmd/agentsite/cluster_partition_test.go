@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // TestPartitionAndHeal cuts a six-node planet in two with the connection
@@ -64,7 +66,7 @@ func TestPartitionAndHeal(t *testing.T) {
 			_ = r.m.Node.Host().Network().ClosePeer(l.pid())
 		}
 	}
-	eventually(t, 10*time.Second, "no connection across the cut", func() bool {
+	waitfor.Until(t, 10*time.Second, "no connection across the cut", func() bool {
 		for _, l := range left {
 			for _, r := range right {
 				if l.connected(r.pid()) || r.connected(l.pid()) {
@@ -130,7 +132,7 @@ func TestPartitionAndHeal(t *testing.T) {
 	for _, n := range all {
 		// The other side's heartbeats flow again: its agents, stale while
 		// cut off, are online.
-		eventually(t, 10*time.Second, "every new agent online on every node", func() bool {
+		waitfor.Until(t, 10*time.Second, "every new agent online on every node", func() bool {
 			got := n.agentIDs("all")
 			for _, a := range append(onLeft, onRight...) {
 				if got[a.ID].Status != "online" {
@@ -156,7 +158,7 @@ func TestPartitionAndHeal(t *testing.T) {
 
 	// Gossip crosses again too.
 	late := n5.register("after-heal")
-	eventually(t, 10*time.Second, "a post-heal agent to reach the other side", func() bool {
+	waitfor.Until(t, 10*time.Second, "a post-heal agent to reach the other side", func() bool {
 		return n0.hasAll(late.ID) && n2.hasAll(late.ID)
 	})
 }
@@ -165,7 +167,7 @@ func TestPartitionAndHeal(t *testing.T) {
 // same seqs.
 func converge(t *testing.T, nodes []*clusterNode, what string) {
 	t.Helper()
-	eventually(t, 20*time.Second, what, func() bool {
+	waitfor.Until(t, 20*time.Second, what, func() bool {
 		first := nodes[0].catalogue()
 		for _, n := range nodes[1:] {
 			if !maps.Equal(first, n.catalogue()) {

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // TestTwentyNodesAndALateJoiner starts a planet of twenty nodes (one on
@@ -66,7 +68,7 @@ func TestTwentyNodesAndALateJoiner(t *testing.T) {
 
 	start := time.Now()
 	for i, n := range nodes {
-		eventually(t, 30*time.Second, fmt.Sprintf("node %d to learn all %d records at their latest seq", i, len(want)), func() bool {
+		waitfor.Until(t, 30*time.Second, fmt.Sprintf("node %d to learn all %d records at their latest seq", i, len(want)), func() bool {
 			got := n.catalogue()
 			for id, seq := range want {
 				if got[id] != seq {
@@ -93,7 +95,7 @@ func TestTwentyNodesAndALateJoiner(t *testing.T) {
 	// The late joiner knows only the end of the chain.
 	start = time.Now()
 	late := startClusterNode(t, nodeOpts{ttl: o.ttl, heartbeat: o.heartbeat, bootstrap: []string{nodes[total-1].addr()}})
-	eventually(t, 10*time.Second, "the late joiner to mirror the catalogue", func() bool {
+	waitfor.Until(t, 10*time.Second, "the late joiner to mirror the catalogue", func() bool {
 		got := late.catalogue()
 		for id, seq := range want {
 			if got[id] != seq {

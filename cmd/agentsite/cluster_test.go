@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent/runtime"
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
 )
@@ -212,28 +213,13 @@ func (n *clusterNode) registerBackend(name string, backend map[string]any, tags 
 	return a
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for delay := 10 * time.Millisecond; ; delay = min(delay*2, 200*time.Millisecond) {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(delay) // polling interval, not a fixed wait for an outcome
-	}
-}
-
 func TestThreeNodesRegisterUpdateDelete(t *testing.T) {
 	a := startClusterNode(t, nodeOpts{postgres: true})
 	b := startClusterNode(t, nodeOpts{bootstrap: []string{a.addr()}})
 	c := startClusterNode(t, nodeOpts{bootstrap: []string{b.addr()}})
 
 	created := a.register("weather-bot", "weather")
-	eventually(t, 15*time.Second, "C to learn the agent registered on A", func() bool {
+	waitfor.Until(t, 15*time.Second, "C to learn the agent registered on A", func() bool {
 		code, got := c.agent(created.ID)
 		return code == http.StatusOK && got.Seq == created.Seq
 	})
@@ -249,7 +235,7 @@ func TestThreeNodesRegisterUpdateDelete(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("update: %d %s", code, body)
 	}
-	eventually(t, 15*time.Second, "C to show the update", func() bool {
+	waitfor.Until(t, 15*time.Second, "C to show the update", func() bool {
 		_, got := c.agent(created.ID)
 		return got.DisplayName == "Weather Bot v2"
 	})
@@ -257,7 +243,7 @@ func TestThreeNodesRegisterUpdateDelete(t *testing.T) {
 	if code, body := a.api("DELETE", "/api/v1/agents/"+created.ID, nil); code != http.StatusNoContent {
 		t.Fatalf("delete: %d %s", code, body)
 	}
-	eventually(t, 15*time.Second, "C to hide the deleted agent", func() bool {
+	waitfor.Until(t, 15*time.Second, "C to hide the deleted agent", func() bool {
 		code, _ := c.agent(created.ID)
 		_, listed := c.agentIDs("all")[created.ID]
 		return code == http.StatusGone && !listed

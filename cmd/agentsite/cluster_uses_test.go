@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -46,7 +47,7 @@ func TestUsesTravelInTheHeartbeat(t *testing.T) {
 		}
 		return got.Health.Uses7d
 	}
-	eventually(t, 30*time.Second, "A to show B's agent with 2 conversations this week", func() bool { return usesOnA() == 2 })
+	waitfor.Until(t, 30*time.Second, "A to show B's agent with 2 conversations this week", func() bool { return usesOnA() == 2 })
 	code, body := a.api(http.MethodGet, "/api/v1/agents?sort=used", nil)
 	var page struct {
 		Agents []apiAgent `json:"agents"`

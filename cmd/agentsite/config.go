@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers"
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store"
+	"github.com/agentsite/agentsite/store/storeopen"
 )
 
 // Config is every setting of `agentsite serve`. Each flag has an
@@ -160,11 +162,11 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.EchoDelay, "echo-delay", 0, "pause of the builtin echo agent before each word, so streaming shows (the demo and make run use 50ms)")
 	fs.StringVar(&c.OperatorToken, "operator-token", "", "bearer token with operator rights on the API (empty: disabled)")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", true, "mark session cookies Secure (browsers accept them on http://127.0.0.1 and localhost)")
-	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", 10*time.Second, "how often this node announces itself on agentsite/status/1")
-	fs.Float64Var(&c.HeartbeatBudget, "heartbeat-budget", 0, "heartbeats a second each node should receive at most: the interval grows with the planet to hold it (0: 10 per --heartbeat-interval)")
+	fs.DurationVar(&c.HeartbeatInterval, "heartbeat-interval", p2p.DefaultHeartbeatInterval, "how often this node announces itself on agentsite/status/1")
+	fs.Float64Var(&c.HeartbeatBudget, "heartbeat-budget", 0, fmt.Sprintf("heartbeats a second each node should receive at most: the interval grows with the planet to hold it (0: %d per --heartbeat-interval)", p2p.DefaultHeartbeatsPerInterval))
 	fs.DurationVar(&c.StaleAfter, "stale-after", 0, "silence after which a node's listings turn stale (0: 3 heartbeat intervals)")
 	fs.BoolVar(&c.SyncOnConnect, "sync-on-connect", true, "pull each new peer's catalogue when it connects (off: the cache fills from gossip and look-ups only)")
-	fs.DurationVar(&c.SyncInterval, "sync-interval", 30*time.Second, "how often what changed in each connected peer's catalogue is pulled again, jittered ±25 % (repairs records lost in gossip; 0: 30s)")
+	fs.DurationVar(&c.SyncInterval, "sync-interval", p2p.DefaultSyncInterval, "how often what changed in each connected peer's catalogue is pulled again, jittered ±25 % (repairs records lost in gossip; 0: "+p2p.DefaultSyncInterval.String()+")")
 	fs.IntVar(&c.ChatRateLimit, "chat-rate-limit", 120, "chat turns per minute one IP or account may send (WebSocket, message API, MCP)")
 	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", 64, "HTTP connections one client IP (IPv6: its /64) may hold open; 0: no cap")
 	fs.IntVar(&c.MaxConns, "max-conns", 0, "HTTP connections all clients together may hold open (0: half the open-file limit)")
@@ -177,27 +179,27 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.PublicURL, "public-url", "", "the node's public address behind a reverse proxy, e.g. https://agents.example.org (its host is accepted on /mcp; A2A card URLs use it; empty: the request's host)")
 	fs.StringVar(&c.NodeName, "node-name", defaultNodeName(), "this node's name for people, sent in its signed heartbeats and shown on every page beside its peer ID's place: 1-32 of a-z, 0-9, '-' and '.' (default: the host name, sanitised; a label, not an identity)")
 	fs.DurationVar(&c.StoreTimeout, "store-timeout", 5*time.Second, "deadline of every database call; past it the call fails and the request gets 503 with Retry-After")
-	fs.DurationVar(&c.ProbeInterval, "probe-interval", time.Minute, "how often this node probes each of its agents' backends (jittered ±10%) for their health")
+	fs.DurationVar(&c.ProbeInterval, "probe-interval", registry.DefaultProbeInterval, "how often this node probes each of its agents' backends (jittered ±10%) for their health")
 	fs.DurationVar(&c.UsesInterval, "uses-interval", 5*time.Minute, "how often this node counts the week's conversations of each of its agents, which its heartbeats carry (one grouped read of the conversations)")
-	fs.IntVar(&c.ProbeBudget, "probe-budget", 600, "the most backend probes this node makes in any minute; past it each agent is probed less often than --probe-interval, agents people use first")
+	fs.IntVar(&c.ProbeBudget, "probe-budget", registry.DefaultProbeBudget, "the most backend probes this node makes in any minute; past it each agent is probed less often than --probe-interval, agents people use first")
 	fs.IntVar(&c.LLMConcurrency, "llm-concurrency", 4, "completion requests this node's llm agents have in flight at one model endpoint (base URL) at once; the rest wait, callers taken in turn (an agent's owner may set its own, backend.concurrency)")
 	fs.IntVar(&c.LLMQueue, "llm-queue", 64, "requests that may wait for one model endpoint; past it a turn is refused with 429 (busy: N waiting)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "loopback address for net/http/pprof, e.g. 127.0.0.1:6060 (empty: off)")
 	// The DHT values this node holds for other peers.
-	fs.IntVar(&c.DHTStoreMiB, "dht-store-mib", 64, "MiB of DHT values this node holds for other peers; when full, the oldest go (0: the default)")
-	fs.IntVar(&c.DHTValuesPerPeer, "dht-values-per-peer", 256, "DHT values one peer may have stored here; more PUTs are refused")
-	fs.IntVar(&c.DHTValuesPerIPGroup, "dht-values-per-ip-group", 1024, "DHT values the peers of one IP group (/24 of IPv4, /48 of IPv6) may have stored here together")
+	fs.IntVar(&c.DHTStoreMiB, "dht-store-mib", p2p.DefaultDHTStoreBytes>>20, "MiB of DHT values this node holds for other peers; when full, the oldest go (0: the default)")
+	fs.IntVar(&c.DHTValuesPerPeer, "dht-values-per-peer", p2p.DefaultDHTValuesPerPeer, "DHT values one peer may have stored here; more PUTs are refused")
+	fs.IntVar(&c.DHTValuesPerIPGroup, "dht-values-per-ip-group", p2p.DefaultDHTValuesPerIPGroup, "DHT values the peers of one IP group (/24 of IPv4, /48 of IPv6) may have stored here together")
 	// What one peer may pull from this node's catalogue (an IP group 4× as much).
-	fs.IntVar(&c.SyncServeRate, "sync-serve-rate", 4, "MiB a second one peer may pull from this node's catalogue by sync once its burst is spent (an IP group 4x as much); past it its pages wait, then its streams end. An honest mirror's fill takes 1-2 MiB/s")
-	fs.IntVar(&c.SyncServeBurst, "sync-serve-burst", 16, "MiB one peer may pull from this node's catalogue by sync at once before --sync-serve-rate applies (an IP group 4x as much)")
+	fs.IntVar(&c.SyncServeRate, "sync-serve-rate", p2p.DefaultSyncServeRate>>20, "MiB a second one peer may pull from this node's catalogue by sync once its burst is spent (an IP group 4x as much); past it its pages wait, then its streams end. An honest mirror's fill takes 1-2 MiB/s")
+	fs.IntVar(&c.SyncServeBurst, "sync-serve-burst", p2p.DefaultSyncServeBurst>>20, "MiB one peer may pull from this node's catalogue by sync at once before --sync-serve-rate applies (an IP group 4x as much)")
 	// Admission of network listings: who may place them here, how many.
 	fs.Var(&stringList{vals: &c.BlockPeers}, "block-peer", "peer ID refused as a peer and as a publisher: no connection, its listings dropped (repeatable)")
 	fs.Var(&stringList{vals: &c.TrustPeers}, "trust-peer", "peer ID exempt from the admission quotas, as publisher and relayer (repeatable)")
 	fs.BoolVar(&c.TrustedOnly, "trusted-only", false, "keep only listings published by --trust-peer peers and this node")
-	fs.IntVar(&c.PublisherRate, "publisher-rate", 120, "fresh records one publisher may bring by gossip per minute; the rest are ignored")
-	fs.IntVar(&c.UnheardPerHour, "unheard-per-hour", 1000, "listings of never-heard publishers one relaying peer may place here per hour (its IP group: twice that)")
+	fs.IntVar(&c.PublisherRate, "publisher-rate", p2p.DefaultPublisherRate, "fresh records one publisher may bring by gossip per minute; the rest are ignored")
+	fs.IntVar(&c.UnheardPerHour, "unheard-per-hour", p2p.DefaultUnheardPerHour, "listings of never-heard publishers one relaying peer may place here per hour (its IP group: twice that)")
 	// What listings of hosts and publishers never heard may hold here.
 	fs.IntVar(&c.MaxPerPublisher, "max-listings-per-publisher", store.DefaultMaxPerPublisher, "listings one publisher other than this node may hold here that are not offline while this node does not hear it; a publisher it hears starts there and doubles every 6 heartbeat intervals up to what its heartbeats say it hosts and --max-listings; a new one beyond it is refused (0: the default)")
 	fs.IntVar(&c.MaxListings, "max-listings", store.DefaultMaxListings, "listings this node holds at most; at it a new one from the network evicts those of hosts never heard, then offline, then stale ones of hosts heard no longer than its own (never this node's own nor online ones), or is refused (0: no bound)")
@@ -266,7 +268,7 @@ func (c *Config) validateShared() []error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("--data-dir must not be empty"))
 	}
-	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") && !strings.HasPrefix(c.DatabaseURL, "postgresql://") && !strings.HasPrefix(c.DatabaseURL, "sqlite:") {
+	if _, err := storeopen.Engine(c.DatabaseURL); err != nil {
 		errs = append(errs, errors.New("--database-url must start with postgres:// (or sqlite:PATH); leave it empty for embedded SQLite"))
 	}
 	if c.RecordTTL < 5*time.Second || c.RecordTTL > 24*time.Hour {
@@ -317,7 +319,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("--max-listings-per-publisher and --unheard-expiry must not be negative (0: the defaults, 10000 and 15m)"))
 	}
 	if c.HeartbeatInterval < 100*time.Millisecond || c.HeartbeatInterval > 10*time.Minute {
-		errs = append(errs, errors.New("--heartbeat-interval must be between 100ms and 10m (default 10s)"))
+		errs = append(errs, fmt.Errorf("--heartbeat-interval must be between 100ms and 10m (default %s)", p2p.DefaultHeartbeatInterval))
 	}
 	if c.ChatRateLimit < 1 {
 		errs = append(errs, errors.New("--chat-rate-limit must be at least 1 (turns per minute)"))
@@ -356,13 +358,13 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("--store-timeout must be between 50ms and 5m (default 5s)"))
 	}
 	if c.ProbeInterval < time.Second || c.ProbeInterval > time.Hour {
-		errs = append(errs, errors.New("--probe-interval must be between 1s and 1h (default 1m)"))
+		errs = append(errs, fmt.Errorf("--probe-interval must be between 1s and 1h (default %s)", registry.DefaultProbeInterval))
 	}
 	if c.UsesInterval < time.Second || c.UsesInterval > 24*time.Hour {
 		errs = append(errs, errors.New("--uses-interval must be between 1s and 24h (default 5m)"))
 	}
 	if c.ProbeBudget < 1 || c.ProbeBudget > 100000 {
-		errs = append(errs, errors.New("--probe-budget must be between 1 and 100000 probes a minute (default 600)"))
+		errs = append(errs, fmt.Errorf("--probe-budget must be between 1 and 100000 probes a minute (default %d)", registry.DefaultProbeBudget))
 	}
 	if c.LLMConcurrency < 1 || c.LLMConcurrency > agent.MaxLLMConcurrency {
 		errs = append(errs, fmt.Errorf("--llm-concurrency must be between 1 and %d requests at one model endpoint (default 4)", agent.MaxLLMConcurrency))
@@ -371,7 +373,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("--llm-queue must be between 0 and 10000 waiting requests per model endpoint (default 64)"))
 	}
 	if c.HeartbeatBudget < 0 {
-		errs = append(errs, errors.New("--heartbeat-budget must not be negative; 0 means 10 per --heartbeat-interval"))
+		errs = append(errs, fmt.Errorf("--heartbeat-budget must not be negative; 0 means %d per --heartbeat-interval", p2p.DefaultHeartbeatsPerInterval))
 	}
 	if c.StaleAfter < 0 {
 		errs = append(errs, errors.New("--stale-after must not be negative; 0 means 3 heartbeat intervals"))
@@ -405,7 +407,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("--publisher-rate and --unheard-per-hour must be at least 1"))
 	}
 	if c.DHTStoreMiB < 0 || c.DHTValuesPerPeer < 0 || c.DHTValuesPerIPGroup < 0 {
-		errs = append(errs, errors.New("--dht-store-mib, --dht-values-per-peer and --dht-values-per-ip-group must not be negative (0: the defaults, 64, 256 and 1024)"))
+		errs = append(errs, fmt.Errorf("--dht-store-mib, --dht-values-per-peer and --dht-values-per-ip-group must not be negative (0: the defaults, %d, %d and %d)",
+			p2p.DefaultDHTStoreBytes>>20, p2p.DefaultDHTValuesPerPeer, p2p.DefaultDHTValuesPerIPGroup))
 	}
 	if c.SyncServeRate < 1 || c.SyncServeBurst < 1 {
 		errs = append(errs, errors.New("--sync-serve-rate and --sync-serve-burst must be at least 1 (MiB/s and MiB; the defaults are 4 and 16)"))

@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// BenchmarkDelegation is issue 8's delegation budget: a turn of A's
+// BenchmarkDelegation measures delegation against its budget
+// (BENCHMARKS.md): a turn of A's
 // planner (a delegate llm agent on a fake model) that asks B's calculator
 // and then C's haiku agent, each over libp2p, then answers; three model
 // rounds in all. It reports what AgentSite adds above the model's own time

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/handlers/apiwire"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // checkDemoNames: the demo's nodes call themselves node-a, node-b and
 // node-c (GET /api/v1/node), and the demo agents (echo, calculator) are
-// hosted once, on node-b, so node-a lists one of each (issue 23).
+// hosted once, on node-b, so node-a lists one of each, not three.
 func checkDemoNames(t *testing.T, base int) {
 	t.Helper()
 	client := &http.Client{Timeout: 2 * time.Second}
@@ -32,7 +33,7 @@ func checkDemoNames(t *testing.T, base int) {
 			hostB = n.PeerID
 		}
 	}
-	eventually(t, 30*time.Second, "node-a to list one echo and one calculator, node-b's", func() bool {
+	waitfor.Until(t, 30*time.Second, "node-a to list one echo and one calculator, node-b's", func() bool {
 		count := map[string]int{}
 		for _, a := range demoTestAgents(fmt.Sprintf("http://127.0.0.1:%d", base)) {
 			if a.Name == "echo" || a.Name == "calculator" {

@@ -10,6 +10,7 @@ import (
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/agent/runtime/fakellm"
 	"github.com/agentsite/agentsite/handlers/apiwire"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // checkDemoPlanner asks the running demo's planner (node-a, portal base)
@@ -41,7 +42,7 @@ func checkDemoPlanner(t *testing.T, base int) {
 	if calc.ID == "" || haiku.ID == "" {
 		t.Fatalf("node-b's calculator %q, node-c's haiku %q", calc.ID, haiku.ID)
 	}
-	eventually(t, 30*time.Second, "node-a to list node-b's calculator and node-c's haiku online", func() bool {
+	waitfor.Until(t, 30*time.Second, "node-a to list node-b's calculator and node-c's haiku online", func() bool {
 		online := 0
 		for _, a := range demoTestAgents(portal(0)) {
 			if (a.ID == calc.ID || a.ID == haiku.ID) && a.Status == "online" {

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentsite/agentsite/handlers/apiwire"
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/store/postgres"
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
 )
@@ -62,7 +63,7 @@ func TestDemoPlanet(t *testing.T) {
 	want := map[string]bool{"translator": true, "weather": true, "haiku": true}
 	for i := range demoSpecs {
 		portal := fmt.Sprintf("http://127.0.0.1:%d", base+i)
-		eventually(t, 90*time.Second, portal+" to list the three demo nodes' agents", func() bool {
+		waitfor.Until(t, 90*time.Second, portal+" to list the three demo nodes' agents", func() bool {
 			select {
 			case err := <-done:
 				t.Fatalf("demo ended early: %v\n%s", err, out.String())
@@ -78,7 +79,7 @@ func TestDemoPlanet(t *testing.T) {
 				hosts["weather"] != hosts["haiku"] && hosts["translator"] != hosts["haiku"]
 		})
 	}
-	eventually(t, 30*time.Second, "the summary", func() bool {
+	waitfor.Until(t, 30*time.Second, "the summary", func() bool {
 		return strings.Contains(out.String(), "Press Ctrl-C")
 	})
 	checkDemoPlanner(t, base)

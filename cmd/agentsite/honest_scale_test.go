@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // TestBigBatchKeepsTheHostHeard: a host registers 3,000 agents through
@@ -31,7 +33,7 @@ func TestBigBatchKeepsTheHostHeard(t *testing.T) {
 	host := startClusterNode(t, nodeOpts{demo: true, ttl: time.Hour, heartbeat: 2 * time.Second, extra: fast})
 	peerNode := startClusterNode(t, nodeOpts{bootstrap: []string{host.addr()}, ttl: time.Hour, heartbeat: 2 * time.Second, extra: fast})
 	heard := func() float64 { return peerNode.metric("agentsite_p2p_heartbeats_received_total") }
-	eventually(t, 30*time.Second, "the peer hearing the host", func() bool { return heard() > 0 })
+	waitfor.Until(t, 30*time.Second, "the peer hearing the host", func() bool { return heard() > 0 })
 
 	for start := 0; start < agents; start += batch {
 		items := make([]map[string]any, 0, batch)
@@ -89,7 +91,7 @@ func TestBigBatchKeepsTheHostHeard(t *testing.T) {
 		}
 		time.Sleep(time.Second) // polling interval
 	}
-	eventually(t, 30*time.Second, "the peer hearing the host's heartbeats after the batch", func() bool {
+	waitfor.Until(t, 30*time.Second, "the peer hearing the host's heartbeats after the batch", func() bool {
 		return heard() > afterBatch
 	})
 	if f := peerNode.metric("agentsite_p2p_records_rejected_total", "path", "gossip", "reason", "flood"); f != 0 {

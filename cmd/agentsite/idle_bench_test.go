@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -62,7 +63,7 @@ func benchIdle(b *testing.B, size int) {
 // missing (and the window then measures with it).
 func settleIdle(b *testing.B, nodes []*clusterNode, within time.Duration, began time.Time) {
 	size := len(nodes)
-	eventually(b, within, "every node to hear every other", func() bool {
+	waitfor.Until(b, within, "every node to hear every other", func() bool {
 		for _, n := range nodes {
 			c, err := n.m.Store.CountNodes(b.Context())
 			if err != nil || c[store.StatusOnline] < size-1 {

@@ -135,7 +135,7 @@ func TestImportThroughNode(t *testing.T) {
 
 // TestImportLongLine: a line over 256 KiB in the middle of the file is
 // refused with its line number, every other line is imported, and the
-// command fails, saying how many were refused (issue 18: the import
+// command fails, saying how many were refused (before, the import
 // stopped at that line, skipped the rest and exited 0).
 func TestImportLongLine(t *testing.T) {
 	var b strings.Builder

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 func TestConfigProbeInterval(t *testing.T) {
@@ -72,7 +73,7 @@ func TestProbeNodeHealth(t *testing.T) {
 	if err := json.Unmarshal(body, &created); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the webhook agent failing", func() bool {
+	waitfor.Until(t, 30*time.Second, "the webhook agent failing", func() bool {
 		return n.m.Health.Summary(created.ID).State == agent.HealthFailing
 	})
 	if msg := n.m.Health.LastError(created.ID); msg != "connection refused at "+deadAddr {

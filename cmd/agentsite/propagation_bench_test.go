@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store"
 )
@@ -67,7 +68,7 @@ func benchPropagation(b *testing.B, size int) {
 
 	began := time.Now()
 	nodes := startBenchPlanet(b, size, rng)
-	eventually(b, benchSettleWait, "every node to be ready, connected and to fill its DHT routing table", func() bool {
+	waitfor.Until(b, benchSettleWait, "every node to be ready, connected and to fill its DHT routing table", func() bool {
 		for _, n := range nodes {
 			if !n.m.Node.Ready() || n.m.Node.PeerCount() == 0 || n.m.Node.DHT().RoutingTable().Size() < min(size-1, benchMinRT) {
 				return false
@@ -86,7 +87,7 @@ func benchPropagation(b *testing.B, size int) {
 	}
 	for _, a := range targets {
 		asker := nodes[otherNode(rng, size, a.host)]
-		eventually(b, benchSettleWait, "the DHT to serve "+a.id+" and the providers of "+a.tag, func() bool {
+		waitfor.Until(b, benchSettleWait, "the DHT to serve "+a.id+" and the providers of "+a.tag, func() bool {
 			_, gerr := dhtGet(ctx, asker, a.id)
 			_, ferr := dhtFindProvider(ctx, asker, a.tag)
 			return gerr == nil && ferr == nil

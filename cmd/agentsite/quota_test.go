@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -118,7 +119,7 @@ func TestEvictionKeepsACutOffHost(t *testing.T) {
 		honest = append(honest, host.register(fmt.Sprintf("forecast-%d", i), "forecast").ID)
 	}
 	hostID := host.peerID()
-	eventually(t, 60*time.Second, "the mirror to hold the host's 40 listings online", func() bool {
+	waitfor.Until(t, 60*time.Second, "the mirror to hold the host's 40 listings online", func() bool {
 		got := mirror.agentIDs("online")
 		for _, id := range honest {
 			if _, ok := got[id]; !ok {
@@ -142,7 +143,7 @@ func TestEvictionKeepsACutOffHost(t *testing.T) {
 
 	// The host is cut off: its listings turn stale on the mirror.
 	host.stop()
-	eventually(t, 30*time.Second, "the host's listings to turn stale on the mirror", func() bool {
+	waitfor.Until(t, 30*time.Second, "the host's listings to turn stale on the mirror", func() bool {
 		_, counts := mirror.held()
 		return counts[store.StatusStale] >= len(honest)
 	})
@@ -186,11 +187,11 @@ func TestEvictionKeepsACutOffHost(t *testing.T) {
 		}
 	}()
 	defer func() { close(stopBeats); <-beatsDone }()
-	eventually(t, 60*time.Second, "the mirror to hear the rogue", func() bool {
+	waitfor.Until(t, 60*time.Second, "the mirror to hear the rogue", func() bool {
 		nodes, err := mirror.m.Store.GetNodes(t.Context(), []string{r.id.String()})
 		return err == nil && len(nodes) == 1 && nodes[0].Status == store.StatusOnline
 	})
-	eventually(t, 90*time.Second, "the mirror to fill up with the rogue's listings and refuse the rest", func() bool {
+	waitfor.Until(t, 90*time.Second, "the mirror to fill up with the rogue's listings and refuse the rest", func() bool {
 		kept("during the flood")
 		n, _ := mirror.held()
 		return n >= 150 && mirror.metric("agentsite_catalogue_refused_total") >= 1
@@ -202,7 +203,7 @@ func TestEvictionKeepsACutOffHost(t *testing.T) {
 	if host.peerID() != hostID {
 		t.Fatalf("the host came back as %s, was %s", host.peerID(), hostID)
 	}
-	eventually(t, 60*time.Second, "the host's listings to be online again on the mirror", func() bool {
+	waitfor.Until(t, 60*time.Second, "the host's listings to be online again on the mirror", func() bool {
 		got := mirror.agentIDs("online")
 		for _, id := range honest {
 			if _, ok := got[id]; !ok {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/handlers/ard"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // A rogue peer that hosts a listing heartbeats every address a client
@@ -69,7 +70,7 @@ func TestARDReferralsUnderRogueHeartbeats(t *testing.T) {
 		return out.Referrals
 	}
 	var got []ard.Referral
-	eventually(t, 30*time.Second, "the rogue's public name to be referred", func() bool {
+	waitfor.Until(t, 30*time.Second, "the rogue's public name to be referred", func() bool {
 		got = referrals()
 		return len(got) > 0
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/p2p"
 )
 
@@ -168,7 +169,7 @@ func BenchmarkRogueSpamRank(b *testing.B) {
 		a := startClusterNode(b, nodeOpts{ttl: 10 * time.Minute, heartbeat: 2 * time.Second})
 		n := startClusterNode(b, nodeOpts{ttl: 10 * time.Minute, heartbeat: 2 * time.Second, bootstrap: []string{a.addr()}, extra: []string{"--sync-on-connect=false"}})
 		weather := a.register("weather-bot", "weather")
-		eventually(b, 30*time.Second, "the honest agent online on the node", func() bool {
+		waitfor.Until(b, 30*time.Second, "the honest agent online on the node", func() bool {
 			_, ok := n.agentIDs("online")[weather.ID]
 			return ok
 		})

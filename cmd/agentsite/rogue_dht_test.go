@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/protodelim"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/p2p"
 )
 
@@ -77,7 +78,8 @@ func rogueRecord(t *testing.T, key crypto.PrivKey, name string) (*agent.Record, 
 }
 
 // TestRogueDHTFloodIsBounded floods two real nodes' DHT stores from one
-// rogue peer with valid records (issue 18): records of fresh keys, of
+// rogue peer with valid records (docs/architecture.md "Peers are
+// adversaries"): records of fresh keys, of
 // which a node keeps a small allowance, then records of the rogue's own
 // key, of which it keeps up to the per-peer cap. Every refusal is counted
 // in /metrics, and honest records still go in and come out of the DHT.
@@ -92,7 +94,7 @@ func TestRogueDHTFloodIsBounded(t *testing.T) {
 	a := startClusterNode(t, nodeOpts{})
 	b := startClusterNode(t, nodeOpts{bootstrap: []string{a.addr()}})
 	real := []*clusterNode{a, b}
-	eventually(t, 10*time.Second, "A's and B's DHTs to know each other", func() bool {
+	waitfor.Until(t, 10*time.Second, "A's and B's DHTs to know each other", func() bool {
 		return a.m.Node.DHT().RoutingTable().Size() >= 1 && b.m.Node.DHT().RoutingTable().Size() >= 1
 	})
 	r := newRogue(t)
@@ -156,7 +158,7 @@ func TestRogueDHTFloodIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 15*time.Second, "B to hold A's new record in its DHT store", func() bool {
+	waitfor.Until(t, 15*time.Second, "B to hold A's new record in its DHT store", func() bool {
 		return b.m.Node.DHTStoreStats().PerPeer[a.peerID()] >= 1
 	})
 	env, err := b.m.Node.DHT().GetValue(t.Context(), "/agent/"+honest.ID)

@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // The rogue-peer suite (issue "the open planet"): real rogue libp2p peers
@@ -71,7 +72,7 @@ func TestRoguePeers(t *testing.T) {
 	b := startClusterNode(t, ob)
 	weather := a.register("weather-bot", "weather")
 	translator := a.register("translator", "translate")
-	eventually(t, 30*time.Second, "B to hold A's agents online", func() bool {
+	waitfor.Until(t, 30*time.Second, "B to hold A's agents online", func() bool {
 		got := b.agentIDs("online")
 		_, w := got[weather.ID]
 		_, tr := got[translator.ID]
@@ -79,7 +80,7 @@ func TestRoguePeers(t *testing.T) {
 	})
 	honestFirst := func(t *testing.T, q, id string) {
 		t.Helper()
-		eventually(t, 15*time.Second, "the honest agent first for "+q, func() bool {
+		waitfor.Until(t, 15*time.Second, "the honest agent first for "+q, func() bool {
 			ids := b.search(q)
 			return len(ids) > 0 && ids[0] == id
 		})
@@ -106,7 +107,7 @@ func TestRoguePeers(t *testing.T) {
 			r.connect(b)
 			rogues = append(rogues, r)
 		}
-		eventually(t, 60*time.Second, "B to refuse the rogues' syncs over quota", func() bool {
+		waitfor.Until(t, 60*time.Second, "B to refuse the rogues' syncs over quota", func() bool {
 			return b.metric("agentsite_p2p_records_rejected_total", "path", "sync", "reason", "quota") >= 3*64
 		})
 		// Per relayer 100 listings of never-heard publishers an hour, per
@@ -115,7 +116,7 @@ func TestRoguePeers(t *testing.T) {
 			t.Fatalf("B holds %d of the rogues' 6,000 listings; the IP group's quota is 200", held)
 		}
 		for _, r := range rogues {
-			eventually(t, 15*time.Second, "each rogue's score to drop", func() bool {
+			waitfor.Until(t, 15*time.Second, "each rogue's score to drop", func() bool {
 				s, ok := b.m.Node.PeerScore(r.id)
 				return b.m.Node.AdmissionPenalty(r.id) > 0 && ok && s < 0
 			})
@@ -159,7 +160,7 @@ func TestRoguePeers(t *testing.T) {
 		// Past the first, each heartbeat of the round costs the flooder
 		// score; GossipSub's peer gater then drops some of the rest unread,
 		// so not every one is counted.
-		eventually(t, 30*time.Second, "B to ignore the flood", func() bool {
+		waitfor.Until(t, 30*time.Second, "B to ignore the flood", func() bool {
 			s, ok := b.m.Node.PeerScore(r.id)
 			return b.metric("agentsite_p2p_records_rejected_total", "path", "heartbeat", "reason", "flood") >= 20 && ok && s < 0
 		})
@@ -168,7 +169,7 @@ func TestRoguePeers(t *testing.T) {
 		}
 		// The claim of a million hosted agents is cut to what B holds of
 		// the rogue's: none.
-		eventually(t, 15*time.Second, "B to record the rogue's node", func() bool {
+		waitfor.Until(t, 15*time.Second, "B to record the rogue's node", func() bool {
 			nodes, err := b.m.Store.GetNodes(t.Context(), []string{r.id.String()})
 			if err != nil || len(nodes) != 1 {
 				return false
@@ -212,7 +213,7 @@ func TestRoguePeers(t *testing.T) {
 		}
 		// A forwarder introduces at most 500 never-heard authors an hour
 		// (and is held to twice the planet's size per interval).
-		eventually(t, 30*time.Second, "B to refuse the authors past the forwarder's allowance", func() bool {
+		waitfor.Until(t, 30*time.Second, "B to refuse the authors past the forwarder's allowance", func() bool {
 			return b.metric("agentsite_p2p_records_rejected_total", "path", "heartbeat", "reason", "quota")+
 				b.metric("agentsite_p2p_records_rejected_total", "path", "heartbeat", "reason", "flood") > 0 &&
 				b.m.Node.AdmissionPenalty(r.id) > 0
@@ -243,7 +244,7 @@ func TestRoguePeers(t *testing.T) {
 		}
 		// Past the rate each record costs the rogue score, so it is soon
 		// graylisted and the rest are dropped unread.
-		eventually(t, 30*time.Second, "B to ignore the flood past the publisher's rate", func() bool {
+		waitfor.Until(t, 30*time.Second, "B to ignore the flood past the publisher's rate", func() bool {
 			return b.metric("agentsite_p2p_records_rejected_total", "path", "gossip", "reason", "flood") >= 50
 		})
 		held := 0
@@ -255,7 +256,7 @@ func TestRoguePeers(t *testing.T) {
 		if held > sent/3 {
 			t.Fatalf("B holds %d of the flood's %d records; the publisher's rate is 30 a minute", held, sent)
 		}
-		eventually(t, 15*time.Second, "the flooder to sink below the graylist threshold", func() bool {
+		waitfor.Until(t, 15*time.Second, "the flooder to sink below the graylist threshold", func() bool {
 			s, ok := b.m.Node.PeerScore(r.id)
 			return ok && s < -80
 		})
@@ -270,7 +271,7 @@ func TestRoguePeers(t *testing.T) {
 			{ID: weather.ID, Name: "weather-bot", Health: agent.Health{State: agent.HealthFailing, CheckedAt: time.Now().UTC()}},
 		}}
 		r.publish(r.status, mustJSON(t, hb))
-		eventually(t, 15*time.Second, "the forged claim to be rejected and the rogue graylisted", func() bool {
+		waitfor.Until(t, 15*time.Second, "the forged claim to be rejected and the rogue graylisted", func() bool {
 			s, ok := b.m.Node.PeerScore(r.id)
 			return ok && s < -80
 		})
@@ -300,16 +301,16 @@ func TestAdmissionFlags(t *testing.T) {
 	ob2 := o
 	ob2.bootstrap = []string{b.addr()}
 	d := startClusterNode(t, ob2) // reaches C's gossip only through B
-	eventually(t, 15*time.Second, "B to be in the mesh", func() bool {
+	waitfor.Until(t, 15*time.Second, "B to be in the mesh", func() bool {
 		return b.connected(a.pid()) && b.connected(c.pid()) && d.connected(b.pid())
 	})
 	trusted := a.register("trusted-bot")
 	other := c.register("other-bot")
-	eventually(t, 15*time.Second, "B to hold the trusted publisher's listing", func() bool {
+	waitfor.Until(t, 15*time.Second, "B to hold the trusted publisher's listing", func() bool {
 		code, _ := b.agent(trusted.ID)
 		return code == http.StatusOK
 	})
-	eventually(t, 15*time.Second, "the untrusted listing to reach every node but B", func() bool {
+	waitfor.Until(t, 15*time.Second, "the untrusted listing to reach every node but B", func() bool {
 		codeA, _ := a.agent(other.ID)
 		codeD, _ := d.agent(other.ID)
 		return codeA == http.StatusOK && codeD == http.StatusOK

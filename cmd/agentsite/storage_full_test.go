@@ -94,8 +94,8 @@ func wantReads(t *testing.T, base, id string) {
 // max_page_count reached: SQLITE_FULL, as on a full disk) answers a
 // registration 507 storage_full with what to do, stays ready with
 // /readyz saying the store is full, serves pages, the API and search, and
-// takes writes again once there is room, without a restart (issue 18:
-// 500 internal, /readyz ok).
+// takes writes again once there is room, without a restart (before: 500
+// internal, and /readyz said ok).
 func TestNodeStorageFull(t *testing.T) {
 	m := startNode(t, t.TempDir(), "--operator-token", fullToken)
 	defer m.Close()
@@ -126,7 +126,7 @@ func TestNodeStorageFull(t *testing.T) {
 // get 507, in both ways a restart meets a full disk: with the database's
 // log still there (the node filled the disk), and after a clean stop
 // (SQLite cannot even create its shared-memory index: the database is
-// opened read-only). Issue 18: a restart on a full disk exited. It needs
+// opened read-only). Before, a restart on a full disk exited. It needs
 // root to mount the tmpfs, as CI has; elsewhere it skips.
 func TestNodeRestartOnFullDisk(t *testing.T) {
 	disk := mountTmpfs(t, "8m")

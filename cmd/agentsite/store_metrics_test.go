@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // TestNodeStoreMetrics: serve.go hands the node's registry to the engine,
@@ -28,7 +30,7 @@ func TestNodeStoreMetrics(t *testing.T) {
 		resp.Body.Close()
 		return string(body)
 	}
-	eventually(t, 30*time.Second, "the search index's first read of the change feed in /metrics", func() bool {
+	waitfor.Until(t, 30*time.Second, "the search index's first read of the change feed in /metrics", func() bool {
 		return strings.Contains(metrics(), `agentsite_store_query_duration_seconds_count{op="listing_changes"}`)
 	})
 	body := metrics()

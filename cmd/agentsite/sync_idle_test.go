@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/p2p"
 	"github.com/agentsite/agentsite/store"
 )
@@ -58,14 +59,14 @@ func TestIdleSyncTransfersNothingHeld(t *testing.T) {
 			return true
 		}
 	}
-	eventually(t, time.Minute, "every node to hear every other, no sync pending", settled(""))
+	waitfor.Until(t, time.Minute, "every node to hear every other, no sync pending", settled(""))
 
 	a := nodes[0].register("late-bot")
-	eventually(t, 30*time.Second, "the new listing everywhere", settled(a.ID))
+	waitfor.Until(t, 30*time.Second, "the new listing everywhere", settled(a.ID))
 	before := syncTotals(nodes)
 	// Every node asks each of its 2 peers every 300 ms ±25 %: 6 heads a
 	// node take it past every peer's feed at least once.
-	eventually(t, time.Minute, "six periodic syncs a node", func() bool {
+	waitfor.Until(t, time.Minute, "six periodic syncs a node", func() bool {
 		for i, n := range nodes {
 			if n.m.Node.SyncCounts().Requests["head/periodic"]-before[i].Requests["head/periodic"] < 6 {
 				return false

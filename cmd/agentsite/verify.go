@@ -20,7 +20,7 @@ import (
 	"github.com/agentsite/agentsite/p2p"
 )
 
-// Verified publishers (issue 22, agent/verify): this node proves the
+// Verified publishers (agent/verify): this node proves the
 // domains its operator claims (--verify-domain) and carries the proved ones
 // in its heartbeats; it proves the domains other nodes claim itself before
 // showing them.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent/verify"
 	"github.com/agentsite/agentsite/agent/verify/verifytest"
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/p2p"
 )
 
@@ -86,7 +87,7 @@ func TestVerifiedPublishers(t *testing.T) {
 	var node struct {
 		Domains []verify.Status `json:"domains"`
 	}
-	eventually(t, 30*time.Second, "B to prove its three domains", func() bool {
+	waitfor.Until(t, 30*time.Second, "B to prove its three domains", func() bool {
 		_, body := b.api(http.MethodGet, "/api/v1/node", nil)
 		if json.Unmarshal(body, &node) != nil || len(node.Domains) != 3 {
 			return false
@@ -119,7 +120,7 @@ func TestVerifiedPublishers(t *testing.T) {
 		return got.VerifiedDomains
 	}
 	want := []string{"b.example", "example.com"}
-	eventually(t, 30*time.Second, "A to show B's agent verified for b.example and example.com", func() bool {
+	waitfor.Until(t, 30*time.Second, "A to show B's agent verified for b.example and example.com", func() bool {
 		return slices.Equal(verifiedOnA(agentB.ID), want)
 	})
 	// c.example stays out: A checked it (claimed in the same rounds,
@@ -209,7 +210,7 @@ func TestVerifiedPublishers(t *testing.T) {
 	// b.example's record goes from A's DNS (B still proves and claims it):
 	// three failed checks later A no longer shows it.
 	dnsA.Set("b.example")
-	eventually(t, 60*time.Second, "A to unverify b.example", func() bool {
+	waitfor.Until(t, 60*time.Second, "A to unverify b.example", func() bool {
 		return slices.Equal(verifiedOnA(agentB.ID), []string{"example.com"})
 	})
 	st := a.m.app.verify.Statuses(idB)

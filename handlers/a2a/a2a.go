@@ -18,6 +18,7 @@ package a2a
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -48,17 +49,42 @@ type Config struct {
 	// TurnTimeout bounds one turn. A turn runs detached from its request
 	// (a task outlives a client that goes away), so it needs its own
 	// bound; keep it below the stream write deadline so a blocking
-	// message/send can still write the answer. 0: 100 s.
+	// message/send can still write the answer (DefaultTurnTimeout when
+	// responses have none).
 	TurnTimeout time.Duration
 	// MaxTasks is how many tasks are kept for tasks/get; the least
-	// recently used go first. 0: 1,000 (a task holds at most one 8 KiB
-	// message and one reply, 64 KiB by default).
+	// recently used go first (DefaultMaxTasks).
 	MaxTasks int
-	// TaskTTL is how long a finished task is kept. 0: 1 h.
+	// TaskTTL is how long a finished task is kept (DefaultTaskTTL).
 	TaskTTL time.Duration
 	// MaxRunning caps the turns running at once over A2A; more are
-	// refused as busy. 0: 256.
+	// refused as busy (DefaultMaxRunning).
 	MaxRunning int
+	// Push is what a push callback URL may reach: the policy of the
+	// guarded client notifications go through (NewPushClient).
+	Push runtime.Policy
+}
+
+// The values of Config that no flag sets; the handlers root passes them.
+const (
+	// DefaultTurnTimeout bounds a turn when responses have no write
+	// deadline to stay under.
+	DefaultTurnTimeout = 100 * time.Second
+	// DefaultMaxTasks: a task holds at most one 8 KiB message and one
+	// reply (64 KiB by default), so the tasks kept hold at most ~70 MB.
+	DefaultMaxTasks   = 1000
+	DefaultTaskTTL    = time.Hour
+	DefaultMaxRunning = 256
+)
+
+// check refuses the settings that have no "off": New takes a finished
+// Config.
+func (c Config) check() error {
+	if c.TurnTimeout <= 0 || c.MaxTasks <= 0 || c.TaskTTL <= 0 || c.MaxRunning <= 0 {
+		return fmt.Errorf("a2a: TurnTimeout (%s), MaxTasks (%d), TaskTTL (%s) and MaxRunning (%d) must be positive; pass DefaultTurnTimeout, DefaultMaxTasks, DefaultTaskTTL and DefaultMaxRunning for the defaults",
+			c.TurnTimeout, c.MaxTasks, c.TaskTTL, c.MaxRunning)
+	}
+	return nil
 }
 
 // Server serves the A2A surface.
@@ -85,7 +111,8 @@ type Server struct {
 	CardKey crypto.PrivKey
 	// PushPolicy is what a callback URL may reach, checked when a config
 	// is made; PushClient, the guarded client of that policy
-	// (NewPushClient), checks it again on the address it dials.
+	// (NewPushClient), checks it again on the address it dials. New sets
+	// both from Config.Push.
 	// PushBackoff is the first wait between two tries of one
 	// notification.
 	PushPolicy  runtime.Policy
@@ -104,29 +131,21 @@ type Server struct {
 	started time.Time
 }
 
-// New builds the A2A surface. Turns run on lifetime: they end when it does.
-func New(lifetime context.Context, ch *chat.Chat, cat Catalog, rates *httpkit.Rates, logger *slog.Logger, cfg Config) *Server {
-	if cfg.TurnTimeout <= 0 {
-		cfg.TurnTimeout = 100 * time.Second
-	}
-	if cfg.MaxTasks <= 0 {
-		cfg.MaxTasks = 1000
-	}
-	if cfg.TaskTTL <= 0 {
-		cfg.TaskTTL = time.Hour
-	}
-	if cfg.MaxRunning <= 0 {
-		cfg.MaxRunning = 256
+// New builds the A2A surface from a finished cfg (check says what is
+// missing). Turns run on lifetime: they end when it does.
+func New(lifetime context.Context, ch *chat.Chat, cat Catalog, rates *httpkit.Rates, logger *slog.Logger, cfg Config) (*Server, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	return &Server{
 		Chat: ch, Catalog: cat, Rates: rates, Logger: logger, Now: time.Now, Config: cfg,
-		PushClient: NewPushClient(runtime.Policy{}), PushBackoff: time.Second,
+		PushPolicy: cfg.Push, PushClient: NewPushClient(cfg.Push), PushBackoff: time.Second,
 		lifetime:         lifetime,
 		tasks:            newTaskStore(cfg.MaxTasks, cfg.MaxRunning, cfg.TaskTTL),
 		started:          time.Now().UTC(),
 		PushCallerWrites: httpkit.NewRates(pushWritesPerCaller),
 		PushTaskWrites:   httpkit.NewRates(pushWritesPerTask),
-	}
+	}, nil
 }
 
 // NewPushClient is the client push notifications go through: guarded by

@@ -23,6 +23,7 @@ import (
 	srv "github.com/agentsite/agentsite/handlers/a2a"
 	. "github.com/agentsite/agentsite/handlers/handlertest"
 	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // pushReceiver is a callback URL on loopback that counts the POSTs it gets
@@ -74,23 +75,12 @@ func startWorkingTask(t *testing.T, e *Env, f *fakeAgent, id string) string {
 		t.Fatal(err)
 	}
 	taskID := string(sr.Event.(*v1.Task).ID)
-	waitFor(t, "the task to be working", func() bool {
+	waitfor.Until(t, 20*time.Second, "the task to be working", func() bool {
 		r := rpc1(e, "/a2a/"+id, `{"jsonrpc":"2.0","id":2,"method":"GetTask","params":{"id":"`+taskID+`"}}`)
 		var task v1.Task
 		return r.Error == nil && json.Unmarshal(r.Result, &task) == nil && task.Status.State == v1.TaskStateWorking
 	})
 	return taskID
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, not waiting for an outcome
-	}
 }
 
 func pushCall(e *Env, agentID, method, params string) *http.Response {
@@ -138,7 +128,7 @@ func TestPushConfigChurnKeepsOneFollower(t *testing.T) {
 	}
 	const slack = 10 // the test's own HTTP connections come and go
 	t.Logf("goroutines after 500 create/delete cycles: %d more than before", goroutinesAbove(base, slack))
-	waitFor(t, "the goroutines to settle", func() bool { return goruntime.NumGoroutine() <= base+slack })
+	waitfor.Until(t, 20*time.Second, "the goroutines to settle", func() bool { return goruntime.NumGoroutine() <= base+slack })
 
 	const secret = "push-secret-NEVER-LOGGED"
 	createPush(t, e, id, taskID, "same", recv.url, `,"authentication":{"scheme":"Bearer","credentials":"`+secret+`"}`)
@@ -147,8 +137,8 @@ func TestPushConfigChurnKeepsOneFollower(t *testing.T) {
 		t.Fatalf("CancelTask: %+v", r.Error)
 	}
 	<-f.ended
-	waitFor(t, "a notification to each live config", func() bool { return recv.posts.Load() >= 2 })
-	waitFor(t, "the follower to end with the task", func() bool { return goruntime.NumGoroutine() <= base+slack })
+	waitfor.Until(t, 20*time.Second, "a notification to each live config", func() bool { return recv.posts.Load() >= 2 })
+	waitfor.Until(t, 20*time.Second, "the follower to end with the task", func() bool { return goruntime.NumGoroutine() <= base+slack })
 	if n := recv.posts.Load(); n != 2 {
 		t.Fatalf("one change, two live configs: %d POSTs, want 2", n)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentsite/agentsite/agent/runtime"
 	srv "github.com/agentsite/agentsite/handlers/a2a"
 	. "github.com/agentsite/agentsite/handlers/handlertest"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // v1Resp is an A2A 1.0 JSON-RPC response.
@@ -275,13 +276,9 @@ func TestPushURLIsGuarded(t *testing.T) {
 		t.Fatalf("CancelTask: %+v", r.Error)
 	}
 	<-f.ended
-	deadline := time.Now().Add(10 * time.Second)
-	for !logs.has("A2A push notification refused: the callback is not a public address") {
-		if time.Now().After(deadline) {
-			t.Fatal("the refused notification was never reported")
-		}
-		time.Sleep(5 * time.Millisecond) // polling a log, not waiting for an outcome
-	}
+	waitfor.Until(t, 10*time.Second, "the refused notification to be reported", func() bool {
+		return logs.has("A2A push notification refused: the callback is not a public address")
+	})
 	select {
 	case <-called:
 		t.Error("a loopback receiver was called through the guarded client")

@@ -22,27 +22,8 @@ import (
 type Catalog interface {
 	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
 	// CountLocal counts this node's agents from an index: at 100k hosted
-	// agents reading them all made /api/v1/node a 503 (issue 20).
+	// agents reading them all took seconds and made /api/v1/node a 503.
 	CountLocal(ctx context.Context) (store.LocalCount, error)
-}
-
-// Node is what the API tells about this node's network side, and the
-// network search it starts.
-type Node interface {
-	PeerID() string
-	// Addrs are full multiaddrs ending in /p2p/<id>.
-	Addrs() []string
-	PeerCount() int
-	// Reachability is public, private or unknown (AutoNAT); RelayAddrs
-	// are the addresses through relays the node holds a reservation on;
-	// PeerKinds counts peers with a direct connection and those reached
-	// only through a relay.
-	Reachability() string
-	RelayAddrs() []string
-	PeerKinds() (direct, relayed int)
-	// SearchTag asks the DHT who provides tag and pulls those providers'
-	// listings into the cache.
-	SearchTag(ctx context.Context, tag string, maxProviders int) (providers, changed int, err error)
 }
 
 // ReplyBound admits a turn of key while it runs, or refuses it with
@@ -54,7 +35,7 @@ type ReplyBound interface {
 // API holds the dependencies of the /api/v1 handlers.
 type API struct {
 	Catalog  Catalog
-	Node     Node
+	Node     httpkit.Node
 	Registry *registry.Registry
 	Chat     *chat.Chat
 	Accounts *httpkit.Accounts

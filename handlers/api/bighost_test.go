@@ -35,7 +35,7 @@ func (f *fullReads) CountLocal(ctx context.Context) (store.LocalCount, error) {
 // TestNodeCountsLocalAgents: with 2,000 hosted agents, GET /api/v1/node
 // and the Network page say how many this node hosts from a count, never
 // reading the listings. Before, each read every hosted listing in full:
-// at 100k that took 5.5 s and answered 503 (issue 20).
+// at 100k hosted agents that took 5.5 s and answered 503.
 func TestNodeCountsLocalAgents(t *testing.T) {
 	pg := pgtest.Open(t)
 	const n = 2000

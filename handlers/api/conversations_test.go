@@ -173,7 +173,7 @@ func TestAPIConversationReadIsNoTurn(t *testing.T) {
 // held to AgentChat's rule, chat.DefaultLiveMaxPerOwner replies on their
 // way at once; the others are refused (429 rate_limited, saying to wait
 // for one to finish), and once the replies are in, new turns are
-// accepted (issue 18: 8 parallel anonymous turns were all accepted).
+// accepted (before, 8 parallel anonymous turns were all accepted).
 func TestAPIAnonymousRepliesAtOnce(t *testing.T) {
 	for _, who := range []string{"anonymous", "a user's token"} {
 		t.Run(who, func(t *testing.T) { testAPIRepliesAtOnce(t, who != "anonymous") })

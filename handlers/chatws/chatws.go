@@ -49,6 +49,20 @@ type Handler struct {
 	Fail   func(w http.ResponseWriter, r *http.Request, err error)
 	Logger *slog.Logger
 	Now    func() time.Time
+	// RenderEvery is how often at most a streaming reply is rendered
+	// again for the page (0: DefaultRenderEvery).
+	RenderEvery time.Duration
+}
+
+// DefaultRenderEvery is Handler.RenderEvery when unset: ten renderings a
+// second keep the formatting a line behind the text at worst.
+const DefaultRenderEvery = 100 * time.Millisecond
+
+func (h *Handler) renderEvery() time.Duration {
+	if h.RenderEvery > 0 {
+		return h.RenderEvery
+	}
+	return DefaultRenderEvery
 }
 
 // ServeHTTP is GET /api/v1/chat. It is outside the session middleware (a

@@ -76,9 +76,13 @@ type Out struct {
 	Stored         *bool  `json:"stored,omitempty"`
 	Sent           *bool  `json:"sent,omitempty"`
 	// HTML is a done frame's reply rendered from Markdown and sanitized
-	// (web/markdown): the page shows it in place of the streamed chunks,
-	// which are plain text.
+	// (web/markdown): the page shows it in place of the streamed chunks.
+	// A chunk frame may carry the reply so far rendered the same way
+	// (markdown.RenderPartial): its finished lines as HTML, and Tail, the
+	// unfinished line, as plain text to show after them; chunks without
+	// HTML append to that tail.
 	HTML string `json:"html,omitempty"`
+	Tail string `json:"tail,omitempty"`
 	// Step is the delegation of a step frame.
 	Step *agent.Step `json:"step,omitempty"`
 	// Ahead is a waiting frame's place in the model's queue.

@@ -3,6 +3,7 @@ package chatws
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"time"
 
@@ -220,10 +221,12 @@ func (s *socket) unsubscribeAll() {
 // subscriber turns a live turn's events into this socket's frames.
 func (s *socket) subscriber(id uint64, convID string) func(chat.Event) {
 	var streamed bool
+	var live liveMarkdown
 	return func(ev chat.Event) {
 		switch {
 		case ev.Resume != nil:
 			streamed = *ev.Resume != ""
+			live.text.WriteString(*ev.Resume)
 			_ = send(s.ctx, s.out, Out{Type: TypeAttached, ConversationID: convID, Text: *ev.Resume})
 		case ev.Started != nil:
 			convID = ev.Started.ID
@@ -239,9 +242,35 @@ func (s *socket) subscriber(id uint64, convID string) func(chat.Event) {
 			_ = send(s.ctx, s.out, s.h.endFrame(s.ctx, ev.End, convID, streamed))
 		default:
 			streamed = true
-			_ = send(s.ctx, s.out, Out{Type: TypeChunk, Text: ev.Chunk, ConversationID: convID})
+			out := Out{Type: TypeChunk, Text: ev.Chunk, ConversationID: convID}
+			out.HTML, out.Tail = live.add(ev.Chunk, s.h.Now(), s.h.renderEvery())
+			_ = send(s.ctx, s.out, out)
 		}
 	}
+}
+
+// liveMarkdown is a streaming reply as the socket has sent it, rendered
+// again (markdown.RenderPartial) when a chunk finishes a line, at most
+// once a renderEvery: each rendering reads the whole reply so far, so a
+// long reply of short lines costs a bounded number of them a second.
+type liveMarkdown struct {
+	text     strings.Builder
+	rendered time.Time
+}
+
+// add appends chunk and says the HTML and tail to send with it, or ""
+// and "" when the page is to append the chunk to the tail it has.
+func (l *liveMarkdown) add(chunk string, now time.Time, every time.Duration) (html, tail string) {
+	l.text.WriteString(chunk)
+	if !strings.Contains(chunk, "\n") || now.Sub(l.rendered) < every || l.text.Len() > markdown.MaxInput {
+		return "", ""
+	}
+	l.rendered = now
+	h, tail := markdown.RenderPartial(l.text.String())
+	if h == "" {
+		return "", ""
+	}
+	return string(h), tail
 }
 
 // endFrame is done, with the whole stored reply (so a client can correct

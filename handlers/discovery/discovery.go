@@ -1,5 +1,5 @@
 // Package discovery serves what lets others find this node's agents
-// without asking it anything else first (issue 22): the AI Catalog at
+// without asking it anything else first: the AI Catalog at
 // /.well-known/ai-catalog.json (application/ai-catalog+json, the
 // ards-project and Agent-Card ai-catalog drafts): an entry per local agent
 // for its A2A card and one for its MCP server card, one for the node's ARD

@@ -445,14 +445,21 @@ func NewChat(t *testing.T) *Env {
 // their backends looked up in the store (NewChat for a server built
 // otherwise).
 func UseRuntime(e *Env) {
+	UseRuntimeWith(e, runtime.RuntimeOptions{})
+}
+
+// UseRuntimeWith is UseRuntime with the runtime's options (a slow echo,
+// say); private backends are always allowed, turns last 10 s at most.
+func UseRuntimeWith(e *Env, opts runtime.RuntimeOptions) {
 	t := e.T
+	opts.AllowPrivate, opts.Timeout = true, 10*time.Second
 	rt := runtime.NewRuntime(func(ctx context.Context, id string) (agent.Backend, error) {
 		b, err := e.Store.GetBackend(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return agent.Backend{}, fmt.Errorf("%w: %s", agent.ErrUnknownAgent, id)
 		}
 		return b, err
-	}, runtime.RuntimeOptions{AllowPrivate: true, Timeout: 10 * time.Second})
+	}, opts)
 	t.Cleanup(func() { _ = rt.Close() })
 	e.Server.Chat.Local = rt
 	rt.Delegator = e.Server.Chat

@@ -12,7 +12,7 @@ import (
 
 // A listing imported from the MCP Registry is served under its upstream
 // name and version, found by that name, with the AgentSite name and the
-// origin in _meta (issue 22: exports were agentsite.<id>/io-github-…);
+// origin in _meta (before, exports were named agentsite.<id>/io-github-…);
 // answers still fit the registry's API.
 func TestImportedServerKeepsItsName(t *testing.T) {
 	doc := spec(t)
@@ -52,7 +52,8 @@ func TestImportedServerKeepsItsName(t *testing.T) {
 
 // A listing without a description keeps it empty: the export fills the
 // registry's required description with the marked placeholder the hub
-// shows ("No description."), not the title (issue 22), and a listing with
+// shows ("No description."), not the title (which reads as a made-up
+// description), and a listing with
 // one is not marked.
 func TestEmptyDescriptionIsNotTheTitle(t *testing.T) {
 	doc := spec(t)

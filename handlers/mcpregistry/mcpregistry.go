@@ -117,8 +117,8 @@ const defaultVersion = "0.0.0"
 
 // NoDescription is the server description of a listing without one:
 // the registry's server.json requires a non-empty description (minLength
-// 1), and AgentSite keeps the listing's own empty (issue 22: the hub says
-// "No description."), so the export says the same, marked as a
+// 1), and AgentSite keeps the listing's own empty (the hub says
+// "No description." rather than repeat the title), so the export says the same, marked as a
 // placeholder in _meta (AgentMeta "description_placeholder": true), never
 // the title passed off as a description.
 const NoDescription = "No description."
@@ -399,8 +399,9 @@ func FromListing(l store.Listing, origin string) ServerResponse {
 	version := cmpOr(rec.Version, defaultVersion)
 	name := ServerName(rec)
 	if up, ok := upstream(rec); ok && l.Local {
-		// An import keeps its identity in the registry it came from
-		// (issue 22); the AgentSite name stays in _meta.
+		// An import keeps its identity in the registry it came from, so
+		// a client that knows it there finds it here under the same name;
+		// the AgentSite name stays in _meta.
 		name = up.Name
 		if up.Version != "" {
 			version = up.Version

@@ -4,8 +4,10 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	. "github.com/agentsite/agentsite/handlers/handlertest"
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -59,12 +61,12 @@ func TestMCPAgentToolsCountFirst(t *testing.T) {
 		t.Fatalf("%d pages, %d counts after the first tools/list", pages, counts)
 	}
 	// The next syncs (at most one a second) find the same set: a count each.
-	waitFor(t, "two more syncs", func() bool { listTools(); return st.counts.Load() >= counts+2 })
+	waitfor.Until(t, 5*time.Second, "two more syncs", func() bool { listTools(); return st.counts.Load() >= counts+2 })
 	if st.pages.Load() != pages || st.listLocal.Load() != 0 {
 		t.Fatalf("unchanged local agents read %d more pages and %d full lists", st.pages.Load()-pages, st.listLocal.Load())
 	}
 	registerAgent(env, "calc-bot", "Arithmetic.", "calculator")
-	waitFor(t, "a tool for the new agent", func() bool { return listTools()["agent_calc-bot"] })
+	waitfor.Until(t, 5*time.Second, "a tool for the new agent", func() bool { return listTools()["agent_calc-bot"] })
 	if st.pages.Load() <= pages || st.listLocal.Load() != 0 {
 		t.Fatalf("a new agent: %d pages (before %d), %d full lists", st.pages.Load(), pages, st.listLocal.Load())
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/agentsite/agentsite/agent/runtime/mcpstream"
 	"github.com/agentsite/agentsite/handlers/httpkit"
+	"github.com/agentsite/agentsite/mcpkit/mcpstream"
 )
 
 // guard wraps mcp-go's Streamable HTTP server with what it does not do by

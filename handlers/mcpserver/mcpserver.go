@@ -68,7 +68,8 @@ type Catalog interface {
 	GetAgent(ctx context.Context, id string) (store.Listing, error)
 	// CountLocal and LocalRefs keep the agent tools in step with the
 	// local agents: a count from an index each time, the ids and names a
-	// page at a time only when the set changed (issue 20).
+	// page at a time only when the set changed, so a host of 100k agents
+	// never reads them all per request.
 	CountLocal(ctx context.Context) (store.LocalCount, error)
 	LocalRefs(ctx context.Context, q store.LocalQuery) ([]store.LocalRef, error)
 }

@@ -24,6 +24,7 @@ import (
 	. "github.com/agentsite/agentsite/handlers/handlertest"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/handlers/mcpserver"
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
 )
 
@@ -252,25 +253,13 @@ func TestMCPAgentToolsFollowLocalAgents(t *testing.T) {
 		t.Fatal("no tool for the first agent")
 	}
 	calc := registerAgent(env, "calc-bot", "Arithmetic.", "calculator")
-	waitFor(t, "a tool for the new agent", func() bool { return toolNames()["agent_calc-bot"] })
+	waitfor.Until(t, 5*time.Second, "a tool for the new agent", func() bool { return toolNames()["agent_calc-bot"] })
 	res := CallTool(t, cs, "agent_calc-bot", map[string]any{"text": "2 * (3 + 4)"}, "")
 	if res.IsError || !strings.Contains(ResultText(res)[0], "14") {
 		t.Errorf("calculator tool = %q", ResultText(res))
 	}
 	WantStatus(t, env.Do("DELETE", "/api/v1/agents/"+calc.ID, nil, "Authorization", "Bearer "+OperatorToken), http.StatusNoContent)
-	waitFor(t, "the deleted agent's tool to go", func() bool { return !toolNames()["agent_calc-bot"] })
-}
-
-// waitFor polls cond for up to 5 s (tools are refreshed at most once a second).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond) // polling interval
-	}
+	waitfor.Until(t, 5*time.Second, "the deleted agent's tool to go", func() bool { return !toolNames()["agent_calc-bot"] })
 }
 
 // mcpRequest sends a raw request to an MCP endpoint; length -1 hides the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
-	"github.com/agentsite/agentsite/agent/runtime/mcpstream"
+	"github.com/agentsite/agentsite/mcpkit/mcpstream"
 )
 
 func (p *public) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -97,6 +97,8 @@ func parseAgentForm(f url.Values) (registry.Input, web.AgentFormView) {
 		b.APIKey = strings.TrimSpace(f.Get("backend_api_key"))
 		b.Delegate = v.Backend.Delegate
 		b.Concurrency = formConcurrency(v.Backend.Concurrency)
+		b.Tools, v.Backend.ToolSecretDropped = parseTools(f.Get("backend_tools"))
+		v.Backend.Tools = toolsText(b.Tools)
 	case agent.BackendMCP:
 		b.URL = v.Backend.URL
 		b.Tool = strings.TrimSpace(v.Backend.Tool)
@@ -133,6 +135,7 @@ func agentFormFromListing(l store.Listing, b agent.Backend) web.AgentFormView {
 			Delegate:     b.Delegate,
 			Concurrency:  concurrencyText(b.Concurrency),
 			HasStoredKey: b.APIKey != "",
+			Tools:        toolsText(b.Tools),
 		},
 	}
 	for _, s := range r.Skills {

@@ -21,7 +21,7 @@ import (
 	. "github.com/agentsite/agentsite/handlers/handlertest"
 )
 
-// TestChatBrowserPolish is AgentChat as its users meet it (issue 23), in
+// TestChatBrowserPolish is AgentChat as its users meet it, in
 // Chromium with axe-core: the message box has the focus when a chat
 // opens; the haiku agent's reply keeps its three lines and is about the
 // whole prompt; a finished reply has Copy and Regenerate; a code block is

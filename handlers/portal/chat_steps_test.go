@@ -44,6 +44,7 @@ func TestChatSteps(t *testing.T) {
 		{Role: agent.RoleStep, Text: StepJSON(t, agent.Step{Tool: runtime.ToolAskAgent, AgentID: "weather-id", Text: "Paris?", Error: "The agent is offline.", Done: true})},
 		{Role: agent.RoleStep, Text: StepJSON(t, agent.Step{Tool: "rm_rf", Text: "x", Done: true})},
 		{Role: agent.RoleStep, Text: StepJSON(t, agent.Step{Tool: runtime.ToolAskAgent, AgentID: "evil-id", AgentName: "<i>Evil</i>", Host: "this node", Text: "hi", Reply: hostile, Done: true})},
+		{Role: agent.RoleStep, Text: StepJSON(t, agent.Step{Tool: runtime.StepToolCall, Name: "forecast", Server: "tools.example.com/mcp", Text: `{"city":"Paris"}`, Reply: "no data", Done: true, DurationMS: 12})},
 		{Role: agent.RoleAgent, Text: "42, and no weather."},
 	}
 	for i, m := range msgs {
@@ -77,6 +78,7 @@ func TestChatSteps(t *testing.T) {
 		{Tool: "ask_agent", State: "failed", Summary: "asked weather-id: Paris? → failed: The agent is offline.", Question: "Paris?", Reply: "The agent is offline."},
 		{State: "unknown", Summary: "step"},
 		{Tool: "ask_agent", State: "done", Summary: "asked <i>Evil</i> on this node: hi → " + hostile, Question: "hi", Reply: hostile},
+		{Tool: "call_tool", State: "done", Summary: `called forecast on tools.example.com/mcp: {"city":"Paris"} → no data`, Question: `{"city":"Paris"}`, Reply: "no data"},
 	}
 	got := ChatSteps(doc)
 	if len(got) != len(want) {
@@ -94,7 +96,7 @@ func TestChatSteps(t *testing.T) {
 	MustTestid(t, doc, "messages").Children().Each(func(_ int, s *goquery.Selection) {
 		order = append(order, s.AttrOr("data-testid", "")+":"+s.AttrOr("data-role", s.AttrOr("data-state", "")))
 	})
-	wantOrder := "[message:user step:done step:done step:unknown step:failed step:unknown step:done message:agent]"
+	wantOrder := "[message:user step:done step:done step:unknown step:failed step:unknown step:done step:done message:agent]"
 	if fmt.Sprint(order) != wantOrder {
 		t.Errorf("conversation order = %v\nwant %s", order, wantOrder)
 	}
@@ -106,7 +108,7 @@ func TestChatSteps(t *testing.T) {
 			t.Errorf("step %d is open", i)
 		}
 	})
-	if got := ChatMessages(doc); fmt.Sprint(got) != fmt.Sprint([][2]string{{"user", msgs[0].Text}, {"agent", msgs[7].Text}}) {
+	if got := ChatMessages(doc); fmt.Sprint(got) != fmt.Sprint([][2]string{{"user", msgs[0].Text}, {"agent", msgs[8].Text}}) {
 		t.Errorf("messages = %q", got)
 	}
 	checkStepTemplates(t, doc)
@@ -117,7 +119,7 @@ func TestChatSteps(t *testing.T) {
 func checkStepTemplates(t *testing.T, doc *goquery.Document) {
 	t.Helper()
 	root := MustTestid(t, doc, "chat")
-	for _, tool := range []string{runtime.ToolAskAgent, runtime.ToolFindAgents} {
+	for _, tool := range []string{runtime.ToolAskAgent, runtime.ToolFindAgents, runtime.StepToolCall} {
 		for _, state := range []string{"pending", "done", "failed"} {
 			name := "step-" + tool + "-" + state
 			tm := root.Find(fmt.Sprintf(`template[data-testid="chat-template"][data-template=%q]`, name))
@@ -128,7 +130,7 @@ func checkStepTemplates(t *testing.T, doc *goquery.Document) {
 				continue
 			}
 			slots := []string{".step-text", ".step-question"}
-			if tool == runtime.ToolAskAgent {
+			if tool == runtime.ToolAskAgent || tool == runtime.StepToolCall {
 				slots = append(slots, ".step-agent", ".step-host", ".step-where")
 			}
 			if state != "pending" {
@@ -149,7 +151,7 @@ func checkStepTemplates(t *testing.T, doc *goquery.Document) {
 // TestChatStepToolNames: the page and chat.js pick a step's line by the
 // runtime's tool names.
 func TestChatStepToolNames(t *testing.T) {
-	if web.StepToolAsk != runtime.ToolAskAgent || web.StepToolFind != runtime.ToolFindAgents {
+	if web.StepToolAsk != runtime.ToolAskAgent || web.StepToolFind != runtime.ToolFindAgents || web.StepToolCall != runtime.StepToolCall {
 		t.Errorf("web step tools %q, %q; runtime tools %q, %q", web.StepToolAsk, web.StepToolFind, runtime.ToolAskAgent, runtime.ToolFindAgents)
 	}
 }

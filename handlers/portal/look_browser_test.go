@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/agentsite/agentsite/handlers"
 	. "github.com/agentsite/agentsite/handlers/handlertest"
@@ -293,6 +294,37 @@ func TestBrowserLookEveryPage(t *testing.T) {
 			t.Errorf("agent page on a phone: %s is %q, want %q (all: %v)", k, first[k], want, first)
 		}
 	}
+
+	// The chat on a phone is an app: one bar (☰, the agent, its status)
+	// above the messages, as ChatGPT's and Claude's are; the drawer's
+	// conversations take their content's height, one under the other.
+	secondConv := newConversation()
+	b.Do("open a conversation on a phone", chromedp.Navigate(base+secondConv), chromedp.WaitVisible(`[data-testid="message"]`),
+		chromedp.WaitVisible(chromedp.CSS(`.chat[data-drawer]`)))
+	chrome := Run(b, "measure the chat's chrome", chromedp.Evaluate[[]float64](`(() => {
+		const first = document.querySelector('[data-testid="message"]').getBoundingClientRect().top;
+		const head = document.querySelector('[data-testid="chat-header"]').getBoundingClientRect();
+		return [first, head.height];
+	})()`))
+	if chrome[0] > 76 || chrome[1] > 60 {
+		t.Errorf("phone chat: the first message starts %.0f px down (header %.0f px); want one bar of about 56 px above it", chrome[0], chrome[1])
+	}
+	b.Do("open the drawer", chromedp.Click(Tid("conversations-toggle")), chromedp.WaitVisible(chromedp.CSS(`.chat[data-drawer="open"] [data-testid="conversation-list"]`)))
+	items := Run(b, "measure the drawer", chromedp.Evaluate[[]float64](`Array.from(document.querySelectorAll('[data-testid="conversation-list"] > li')).map(li => li.getBoundingClientRect().height)`))
+	if len(items) < 2 {
+		t.Errorf("drawer items %v, want the two conversations", items)
+	}
+	for _, h := range items {
+		if h > 80 {
+			t.Errorf("drawer items %v px tall: want each at its content's height", items)
+			break
+		}
+	}
+	// The site's own links are in the drawer, now that the top bar is not.
+	if n := Run(b, "count the drawer's site links", chromedp.Evaluate[int](`document.querySelectorAll('.chat[data-drawer="open"] [data-testid="drawer-nav"] a').length`)); n < 3 {
+		t.Errorf("drawer site links: %d, want the site's sections", n)
+	}
+	b.Do("close the drawer", chromedp.KeyEvent(kb.Escape))
 
 	// Sign up through the form; then signed in.
 	setViewport(viewports[0])

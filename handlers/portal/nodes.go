@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
 )
@@ -23,7 +24,7 @@ type peerLister interface {
 // netPeers is every peer of the picture but self: connected ones first
 // (so they are drawn when there are many), then the ones only heard from,
 // each group in peer id order.
-func netPeers(n Node, self string, nodes []store.Node) []web.NetPeer {
+func netPeers(n httpkit.Node, self string, nodes []store.Node) []web.NetPeer {
 	var connected, relayed []string
 	if pl, ok := n.(peerLister); ok {
 		connected, relayed = pl.ConnectedPeers(), pl.RelayedPeers()
@@ -60,7 +61,8 @@ func netPeers(n Node, self string, nodes []store.Node) []web.NetPeer {
 }
 
 // nodesPageSize is how many rows of the nodes table /nodes shows at once:
-// before paging, 21,106 rows made a 15.1 MB page that took 0.8 s (issue 18).
+// before paging, the 21,106 rows one rogue peer's fresh identities left
+// made a 15.1 MB page that took 0.8 s.
 const nodesPageSize = 100
 
 // maxNodeCursor bounds a peer ID taken from the query string (an Ed25519

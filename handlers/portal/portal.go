@@ -62,32 +62,13 @@ type Conversations interface {
 	ListMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error)
 }
 
-// Node is what the pages show of this node's network side, and the DHT
-// tag search the agents page offers.
-type Node interface {
-	PeerID() string
-	// Addrs are full multiaddrs ending in /p2p/<id>, for bootstrapping.
-	Addrs() []string
-	PeerCount() int
-	// Reachability is public, private or unknown (AutoNAT); RelayAddrs
-	// are the addresses through relays the node holds a reservation on;
-	// PeerKinds counts peers with a direct connection and those reached
-	// only through a relay.
-	Reachability() string
-	RelayAddrs() []string
-	PeerKinds() (direct, relayed int)
-	// SearchTag asks the DHT who provides tag and pulls those providers'
-	// listings into the cache.
-	SearchTag(ctx context.Context, tag string, maxProviders int) (providers, changed int, err error)
-}
-
 // Pages holds what the portal's handlers need. Every field is required
 // but Health and Tester; the handlers root builds it once.
 type Pages struct {
 	Catalog       Catalog
 	Users         Users
 	Conversations Conversations
-	Node          Node
+	Node          httpkit.Node
 	Registry      *registry.Registry
 	Chat          *chat.Chat
 	// Live is AgentChat's turns on their way (a reloaded page shows the

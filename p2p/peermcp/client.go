@@ -16,7 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agentsite/agentsite/agent"
-	"github.com/agentsite/agentsite/agent/runtime/mcppool"
+	"github.com/agentsite/agentsite/mcpkit/mcppool"
 )
 
 // Network is how the client reaches other nodes (p2p.Node).

@@ -14,7 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentsite/agentsite/agent"
-	"github.com/agentsite/agentsite/agent/runtime/mcpstream"
+	"github.com/agentsite/agentsite/mcpkit/mcpstream"
 )
 
 // Agents finds the agents this node hosts.

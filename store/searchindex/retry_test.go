@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/store/searchindex"
 	"github.com/agentsite/agentsite/store/sqlite/sqlitetest"
@@ -126,7 +127,7 @@ func TestRunRetries(t *testing.T) {
 		}
 	}()
 
-	waitFor(t, "the index loaded", func() bool { state, _ := s.Status(); return state == searchindex.StateOK })
+	waitfor.Until(t, 20*time.Second, "the index loaded", func() bool { state, _ := s.Status(); return state == searchindex.StateOK })
 	mu.Lock()
 	wantSeen := []string{"retrying error", "retrying timeout", "retrying error", "retrying timeout"}
 	if !slices.Equal(seen, wantSeen) || !slices.Equal(attempts, []int{1, 2, 3, 4}) {
@@ -148,9 +149,9 @@ func TestRunRetries(t *testing.T) {
 	// Catching up: a listing written behind the index's back, two failed
 	// reads, then it is in the index.
 	e.fails.Store(2)
-	waitFor(t, "two more retries", func() bool { return s.Retries() == 6 })
+	waitfor.Until(t, 20*time.Second, "two more retries", func() bool { return s.Retries() == 6 })
 	upsert(t, e.Engine, listing("tide-table", "tides and currents", 1))
-	waitFor(t, "the index caught up", func() bool {
+	waitfor.Until(t, 20*time.Second, "the index caught up", func() bool {
 		n, _, _ := s.Counts()
 		state, _ := s.Status()
 		return n == 2 && state == searchindex.StateOK
@@ -186,19 +187,6 @@ func TestDefaultBackoff(t *testing.T) {
 				t.Fatalf("DefaultBackoff(%d) = %v, want within [%v, %v]", n, d, hi/2, hi)
 			}
 		}
-	}
-}
-
-// waitFor polls cond until it holds (the index's loop runs on its own
-// goroutine), failing after a generous bound.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 20s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

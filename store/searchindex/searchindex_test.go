@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/store/postgres"
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
@@ -102,20 +103,20 @@ func search(t testing.TB, s store.Catalogue, q string) []string {
 	return out
 }
 
-// eventually polls search until it returns want.
+// eventually waits until search returns want, saying what it returned
+// last if it never does.
 func eventually(t testing.TB, s store.Catalogue, q string, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := search(t, s, q)
-		if slices.Equal(got, want) {
-			return
+	var got []string
+	defer func() {
+		if t.Failed() {
+			t.Logf("search %q last returned %v", q, got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("search %q: got %v, want %v within 10s", q, got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	}()
+	waitfor.Until(t, 10*time.Second, fmt.Sprintf("search %q to return %v", q, want), func() bool {
+		got = search(t, s, q)
+		return slices.Equal(got, want)
+	})
 }
 
 // TestReplicas: two processes' stores on one Postgres database, each with

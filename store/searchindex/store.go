@@ -27,7 +27,11 @@ type Engine interface {
 // Store is an Engine whose text searches the index answers once it has
 // loaded (Run); until then, and for what it does not answer (store.SortName, store.SortUsed,
 // a Publishers filter: a short list of peers, which the engines' publisher column answers),
-// the engine does. Every other call goes to the engine.
+// the engine does. The writes of listings are declared here, counted so
+// that the next search catches up; every other call goes to the embedded
+// engine, and each of those is named in engine_test.go's passedThrough
+// with why the index need not see it (a test fails on a method of Engine
+// that is neither).
 type Store struct {
 	Engine
 	log *slog.Logger

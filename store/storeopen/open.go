@@ -4,6 +4,7 @@ package storeopen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -25,9 +26,35 @@ func Open(ctx context.Context, url, dataDir string, logger *slog.Logger) (store.
 	return OpenWith(ctx, url, dataDir, logger, store.Options{})
 }
 
+// The engines a database URL names (Engine).
+const (
+	EngineSQLite   = "sqlite"
+	EnginePostgres = "postgres"
+)
+
+// ErrScheme is Engine's answer for a URL of no engine's scheme.
+var ErrScheme = errors.New("unsupported database URL scheme; use postgres://..., sqlite:PATH or leave it empty")
+
+// Engine names the engine url opens (EngineSQLite for "" too), or
+// ErrScheme: the one place that knows the schemes, so the config's check
+// at start and Open agree.
+func Engine(url string) (string, error) {
+	switch {
+	case url == "", strings.HasPrefix(url, "sqlite:"):
+		return EngineSQLite, nil
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return EnginePostgres, nil
+	}
+	return "", ErrScheme
+}
+
 // OpenWith is Open with opts, the store deadline and metrics the engine
 // applies to every call.
 func OpenWith(ctx context.Context, url, dataDir string, logger *slog.Logger, opts store.Options) (store.Store, string, error) {
+	engine, err := Engine(url)
+	if err != nil {
+		return nil, "", err
+	}
 	switch {
 	case url == "":
 		if err := os.MkdirAll(dataDir, 0o700); err != nil {
@@ -38,20 +65,19 @@ func OpenWith(ctx context.Context, url, dataDir string, logger *slog.Logger, opt
 		if err != nil {
 			return nil, "", fmt.Errorf("open embedded SQLite %s: %w", path, err)
 		}
-		return db, "sqlite", nil
-	case strings.HasPrefix(url, "sqlite:"):
+		return db, engine, nil
+	case engine == EngineSQLite:
 		path := strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//")
 		db, err := sqlite.OpenWith(ctx, path, logger, opts)
 		if err != nil {
 			return nil, "", fmt.Errorf("open SQLite %s: %w", path, err)
 		}
-		return db, "sqlite", nil
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return db, engine, nil
+	default:
 		db, err := postgres.OpenWith(ctx, url, logger, opts)
 		if err != nil {
 			return nil, "", fmt.Errorf("open Postgres (check --database-url and that the server is running): %w", err)
 		}
-		return db, "postgres", nil
+		return db, engine, nil
 	}
-	return nil, "", fmt.Errorf("unsupported database URL scheme; use postgres://..., sqlite:PATH or leave it empty")
 }

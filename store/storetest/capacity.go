@@ -11,7 +11,7 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-// capacityCases are the node's capacity (--max-listings, issue 20): at it
+// capacityCases are the node's capacity (--max-listings): at it
 // a new network listing evicts, never-heard hosts' listings first, then
 // offline ones, then stale ones, never this node's own nor online ones;
 // with nothing to evict it is refused and nothing held is lost; an evicted

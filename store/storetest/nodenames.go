@@ -7,7 +7,8 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-// nodeNameCases: a node's name (issue 23) as its heartbeat says it.
+// nodeNameCases: a node's name, a label for people, as its heartbeat says
+// it.
 var nodeNameCases = []testCase{
 	{"SinkStoresNodeName", testSinkStoresNodeName},
 	{"SharedNodeNames", testSharedNodeNames},

@@ -14,8 +14,8 @@ import (
 )
 
 // openPlanetCases are the bounds on what peers never heard from can make a
-// node hold (issue 18, docs/architecture.md "Peers are adversaries"): no node row for a
-// host never heard, its listings stale and soon offline, the nodes read a
+// node hold (docs/architecture.md "Peers are adversaries"): no node row
+// for a host never heard, its listings stale and soon offline, the nodes read a
 // page or a count at a time, agents_hosted capped at what is held, and a
 // quota of listings per publisher.
 var openPlanetCases = []testCase{

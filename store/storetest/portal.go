@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -25,20 +26,21 @@ func testBackends(t *testing.T, s store.Store) {
 		t.Fatalf("GetBackend before Put = %v, want ErrNotFound", err)
 	}
 	llm := agent.Backend{Kind: agent.BackendLLM, URL: "https://llm.example.org/v1", Model: "tiny",
-		SystemPrompt: "Be brief.\nBe kind.", APIKey: "sk-secret-ключ"}
+		SystemPrompt: "Be brief.\nBe kind.", APIKey: "sk-secret-ключ",
+		Tools: []agent.ToolServer{{URL: "https://tools.example.org/mcp", Header: "X-Api-Key", Secret: "tool-secret"}}}
 	if err := s.PutBackend(ctx, id, llm); err != nil {
 		t.Fatalf("PutBackend: %v", err)
 	}
-	if got, err := s.GetBackend(ctx, id); err != nil || got != llm {
+	if got, err := s.GetBackend(ctx, id); err != nil || !reflect.DeepEqual(got, llm) {
 		t.Fatalf("GetBackend = %+v, %v; want %+v (API key included)", got.Redacted(), err, llm.Redacted())
-	} else if got.APIKey != llm.APIKey {
-		t.Fatalf("API key did not round-trip")
+	} else if got.APIKey != llm.APIKey || got.Tools[0].Secret != "tool-secret" {
+		t.Fatalf("API key or tool secret did not round-trip")
 	}
 	hook := agent.Backend{Kind: agent.BackendWebhook, URL: "https://hook.example.org/in"}
 	if err := s.PutBackend(ctx, id, hook); err != nil {
 		t.Fatalf("PutBackend (replace): %v", err)
 	}
-	if got, err := s.GetBackend(ctx, id); err != nil || got != hook {
+	if got, err := s.GetBackend(ctx, id); err != nil || !reflect.DeepEqual(got, hook) {
 		t.Fatalf("GetBackend after replace = %+v, %v; want %+v", got, err, hook)
 	}
 	if err := s.DeleteBackend(ctx, id); err != nil {

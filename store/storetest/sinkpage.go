@@ -14,7 +14,8 @@ import (
 )
 
 // sinkPageCases: a catalogue sync page enters the store through the Sink
-// in one transaction, each record judged as Put judges it (issue 20).
+// in one transaction, each record judged as Put judges it (one
+// transaction a record was most of a mirror fill's CPU).
 var sinkPageCases = []testCase{
 	{"SinkPutAllOneTransactionAPage", testSinkPutAllOneTransaction},
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make ard: the ARD conformance tool against a real node (issue 22).
+# make ard: the ARD conformance tool against a real node.
 # Builds agentsite, starts it on a free port with its demo agents in a
 # temporary data dir, waits for /readyz, then runs
 #   conformance-test manifest <node>/.well-known/ai-catalog.json

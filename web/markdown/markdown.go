@@ -16,6 +16,7 @@ import (
 	"html"
 	"html/template"
 	"regexp"
+	"strings"
 	"sync"
 
 	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
@@ -96,9 +97,60 @@ func (r *Renderer) Render(text string) template.HTML {
 	return template.HTML(bytes.TrimSpace(r.policy.SanitizeBytes(b.Bytes()))) // #nosec G203 -- sanitized
 }
 
+// RenderPartial renders a reply still streaming, so that it shows as it
+// will when done, without flicker: its complete lines as Markdown, and
+// tail, the unfinished last line, for the page to show after them as
+// plain text (half a "**bold" or "[link" would render wrong now and
+// differently a moment later). Inside an open code fence every line is
+// code, the unfinished one too: the fence is closed for this rendering,
+// so the block shows as a block while it grows.
+func (r *Renderer) RenderPartial(text string) (html template.HTML, tail string) {
+	cut := strings.LastIndexByte(text, '\n') + 1
+	done := text[:cut]
+	if fence := openFence(done); fence != "" {
+		return r.Render(text + "\n" + fence), ""
+	}
+	if done == "" {
+		return "", text
+	}
+	return r.Render(done), text[cut:]
+}
+
+// openFence is the fence that closes the code block text leaves open
+// (CommonMark: a line of three or more backticks or tildes, indented
+// less than four spaces, closed by at least as many of the same), or "".
+func openFence(text string) string {
+	open := ""
+	for _, line := range strings.Split(text, "\n") {
+		l := strings.TrimLeft(line, " ")
+		if len(line)-len(l) > 3 || len(l) < 3 || (l[0] != '`' && l[0] != '~') {
+			continue
+		}
+		n := len(l) - len(strings.TrimLeft(l, l[:1]))
+		if n < 3 {
+			continue
+		}
+		switch {
+		case open == "":
+			if l[0] == '`' && strings.Contains(l[n:], "`") {
+				continue // an info string with a backtick: not a fence
+			}
+			open = l[:n]
+		case l[0] == open[0] && n >= len(open) && strings.TrimSpace(l[n:]) == "":
+			open = ""
+		}
+	}
+	return open
+}
+
 // defaultRenderer is built on first use: a Renderer holds no state that
 // changes, so one serves every caller.
 var defaultRenderer = sync.OnceValue(New)
 
 // Render is text as template-safe HTML, by a shared Renderer.
 func Render(text string) template.HTML { return defaultRenderer().Render(text) }
+
+// RenderPartial is Renderer.RenderPartial by a shared Renderer.
+func RenderPartial(text string) (template.HTML, string) {
+	return defaultRenderer().RenderPartial(text)
+}

@@ -176,3 +176,39 @@ func TestRenderKeepsLineBreaks(t *testing.T) {
 		t.Errorf("breaks inside code = %d, want 0", n)
 	}
 }
+
+// TestRenderPartial: a streaming reply shows its finished lines as they
+// will end up, holds back the unfinished one as text, and shows an open
+// code block as a block while it grows; what it renders is as inert as
+// a finished reply.
+func TestRenderPartial(t *testing.T) {
+	cases := []struct {
+		text, wantHTML, wantTail string
+	}{
+		{"Hel", "", "Hel"},
+		{"# Title\nSome **bo", "<h1>Title</h1>", "Some **bo"},
+		{"- one\n- two\n", "<li>two</li>", ""},
+		{"Intro\n```go\nfunc main() {\n\tfmt.Pri", `class="code-block`, ""},
+		{"~~~~\ncode\n~~~\nstill code\n", "still code", ""},
+		{"```\nx\n```\nafter *it", "<code", "after *it"},
+		{"<script>alert(1)</script>\n[x](javascript:alert(1))\n", "&lt;script&gt;", ""},
+	}
+	for _, c := range cases {
+		html, tail := markdown.RenderPartial(c.text)
+		if !strings.Contains(string(html), c.wantHTML) || tail != c.wantTail {
+			t.Errorf("markdown.RenderPartial(%q) = %q, tail %q; want html with %q, tail %q", c.text, html, tail, c.wantHTML, c.wantTail)
+		}
+		if strings.Contains(string(html), "<script") || strings.Contains(string(html), "javascript:") {
+			t.Errorf("markdown.RenderPartial(%q) = %q is not inert", c.text, html)
+		}
+	}
+	// Once a fence closes, the rest is Markdown again.
+	if html, _ := markdown.RenderPartial("```\nx\n```\n**b**\n"); !strings.Contains(string(html), "<strong>b</strong>") {
+		t.Errorf("after a closed fence: %q", html)
+	}
+	// The finished lines render as they will when the reply is done.
+	full := "# T\nline one\nline two\n"
+	if html, _ := markdown.RenderPartial(full + "line thr"); html != markdown.Render(full) {
+		t.Errorf("partial %q differs from the finished lines' rendering %q", html, markdown.Render(full))
+	}
+}

@@ -5,8 +5,8 @@
 //
 // It is the one pool of MCP clients: the agent runtime's mcp backend keys
 // it by server URL and credentials, p2p/peermcp's client by host peer. It
-// is a leaf (no AgentSite imports) so that peermcp can use it without
-// taking in the runtime's backends.
+// is a leaf (no AgentSite imports) under mcpkit, so that peermcp can use
+// it without taking in the runtime's backends.
 package mcppool
 
 import (

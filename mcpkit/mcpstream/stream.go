@@ -3,7 +3,8 @@
 // notifications, and the HTTP plumbing around mcp-go (a counted flush, a
 // body cap answered with 413) makes sure the last ones are not lost. The
 // public /mcp server and p2p/peermcp's handler both use it; it is a leaf
-// beside the runtime whose answers it carries.
+// (no AgentSite imports) under mcpkit, which p2p may import and the
+// runtime does not own.
 package mcpstream
 
 import (

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // fakeClient counts its closes.
@@ -48,18 +50,6 @@ func (d *dialer) count() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return len(d.made)
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestConcurrentAcquiresShareOneDial(t *testing.T) {
@@ -114,7 +104,7 @@ func TestBrokenClientIsClosedWhenReleasedAndRedialled(t *testing.T) {
 	}
 	release3(false)
 	release2(false)
-	waitFor(t, "the broken client to close", func() bool { return first.closes.Load() == 1 })
+	waitfor.Until(t, 5*time.Second, "the broken client to close", func() bool { return first.closes.Load() == 1 })
 	if second.closes.Load() != 0 {
 		t.Error("the healthy client was closed")
 	}
@@ -133,7 +123,7 @@ func TestIdleClientsAreClosed(t *testing.T) {
 		t.Fatal("a client in use was swept")
 	}
 	release(false)
-	waitFor(t, "the idle client to close", func() bool { return p.Len() == 0 && c.closes.Load() == 1 })
+	waitfor.Until(t, 5*time.Second, "the idle client to close", func() bool { return p.Len() == 0 && c.closes.Load() == 1 })
 	if _, release, err := p.Acquire(t.Context(), "k", d.dial); err != nil || d.count() != 2 {
 		t.Fatalf("after expiry: %v, %d dials", err, d.count())
 	} else {
@@ -181,7 +171,7 @@ func TestCloseDuringDial(t *testing.T) {
 		_, _, err := p.Acquire(t.Context(), "k", d.dial)
 		errc <- err
 	}()
-	waitFor(t, "the dial to start", func() bool { return p.Len() == 1 })
+	waitfor.Until(t, 5*time.Second, "the dial to start", func() bool { return p.Len() == 1 })
 	_ = p.Close()
 	close(d.gate)
 	if err := <-errc; !errors.Is(err, ErrClosed) {
@@ -205,7 +195,7 @@ func TestWaiterRedialsWhenTheLeaderGaveUp(t *testing.T) {
 		_, _, err := p.Acquire(lctx, "k", d.dial)
 		lerr <- err
 	}()
-	waitFor(t, "the leader's dial", func() bool { return p.Len() == 1 })
+	waitfor.Until(t, 5*time.Second, "the leader's dial", func() bool { return p.Len() == 1 })
 	werr := make(chan error, 1)
 	go func() {
 		_, release, err := p.Acquire(t.Context(), "k", d.dial)
@@ -215,7 +205,7 @@ func TestWaiterRedialsWhenTheLeaderGaveUp(t *testing.T) {
 		werr <- err
 	}()
 	// The waiter joins the leader's entry before the leader gives up.
-	waitFor(t, "the waiter to join", func() bool {
+	waitfor.Until(t, 5*time.Second, "the waiter to join", func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		e := p.entries["k"]

@@ -1,0 +1,89 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime"
+	"github.com/agentsite/agentsite/agent/runtime/fakellm"
+	"github.com/agentsite/agentsite/handlers/apiwire"
+	. "github.com/agentsite/agentsite/handlers/handlertest"
+)
+
+// TestAPIToolCallStep: an llm agent whose model calls a tool of its MCP
+// server answers from the result, the reply's steps carry the call (tool,
+// server, arguments, result, time), the stored conversation keeps it, and
+// the server's secret shows in none of the API's answers.
+func TestAPIToolCallStep(t *testing.T) {
+	const secret = "tool-secret-e51a"
+	s := server.NewMCPServer("weather", "1.0.0")
+	s.AddTool(mcp.NewTool("forecast", mcp.WithString("city", mcp.Required())),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("sunny in " + req.GetString("city", "?")), nil
+		})
+	h := server.NewStreamableHTTPServer(s)
+	mcpSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+secret {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(mcpSrv.Close)
+	model := &fakellm.Server{Model: "demo", Script: func(req fakellm.Request) fakellm.Reply {
+		if res := req.ToolResults(); len(res) > 0 {
+			return fakellm.Reply{Text: "The forecast: " + res[0]}
+		}
+		for _, raw := range req.Tools {
+			var tool struct{ Function struct{ Name string } }
+			_ = json.Unmarshal(raw, &tool)
+			if strings.HasSuffix(tool.Function.Name, "__forecast") {
+				return fakellm.Reply{Calls: []fakellm.ToolCall{fakellm.Call("f1", tool.Function.Name, map[string]string{"city": "Lyon"})}}
+			}
+		}
+		return fakellm.Reply{Text: "no tool offered"}
+	}}
+	llmSrv := httptest.NewServer(model)
+	t.Cleanup(llmSrv.Close)
+
+	e := NewChat(t)
+	e.AllowPrivateEndpoints()
+	auth := []string{"Authorization", "Bearer " + e.UserToken("alice")}
+	in := SimpleInput("weather-bot", "Weather Bot")
+	in.Backend = agent.Backend{Kind: agent.BackendLLM, URL: llmSrv.URL + "/v1", Model: "demo",
+		Tools: []agent.ToolServer{{URL: mcpSrv.URL + "/mcp", Secret: secret}}}
+	id := e.SeedAgent("alice", in).Record.ID
+
+	out := send(t, e, id, apiwire.MessageIn{Text: "weather in Lyon?"}, auth...)
+	if out.Reply != "The forecast: sunny in Lyon" {
+		t.Errorf("reply %q", out.Reply)
+	}
+	host := strings.TrimPrefix(mcpSrv.URL, "http://")
+	if len(out.Steps) != 1 {
+		t.Fatalf("steps %+v", out.Steps)
+	}
+	st := out.Steps[0]
+	if st.Tool != runtime.StepToolCall || st.Name != "forecast" || st.Server != host+"/mcp" || st.Text != `{"city":"Lyon"}` ||
+		st.Reply != "sunny in Lyon" || !st.Done || st.Error != "" {
+		t.Errorf("step %+v", st)
+	}
+	for _, path := range []string{"/api/v1/agents/" + id, "/api/v1/conversations/" + out.ConversationID} {
+		resp := e.Do(http.MethodGet, path, nil, auth...)
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || strings.Contains(string(body), secret) {
+			t.Errorf("GET %s: %d, secret shown: %t", path, resp.StatusCode, strings.Contains(string(body), secret))
+		}
+		if strings.HasPrefix(path, "/api/v1/conversations/") && !strings.Contains(string(body), `"name":"forecast"`) {
+			t.Errorf("the stored conversation lacks the step: %s", body)
+		}
+	}
+}
