@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/agent/runtime/fakellm"
+	"github.com/agentsite/agentsite/internal/waitfor"
 )
 
 // TestClusterLLMTools: an llm agent on node A whose tool servers are node
@@ -20,7 +21,7 @@ func TestClusterLLMTools(t *testing.T) {
 	a := startClusterNode(t, nodeOpts{extra: private})
 	b := startClusterNode(t, nodeOpts{bootstrap: []string{a.addr()}, demo: true, extra: private})
 	var calc apiAgent
-	eventually(t, 20*time.Second, "B to host the calculator", func() bool {
+	waitfor.Until(t, 20*time.Second, "B to host the calculator", func() bool {
 		for _, ag := range b.agentIDs("online") {
 			if ag.Local && ag.Name == "calculator" {
 				calc = ag
@@ -29,7 +30,7 @@ func TestClusterLLMTools(t *testing.T) {
 		}
 		return false
 	})
-	eventually(t, 30*time.Second, "A to list B's calculator online", func() bool {
+	waitfor.Until(t, 30*time.Second, "A to list B's calculator online", func() bool {
 		_, ok := a.agentIDs("online")[calc.ID]
 		return ok
 	})
