@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # they create and drop their own databases.
 TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: help run build test a2a-sdk axe ard test-short bench bench-search bench-million bench-idle bench-p2p bench-planet bench-chat bench-nat bench-rogue a2a-tck generate lint fuzz demo clean
+.PHONY: help run build test a2a-sdk axe ard test-short bench bench-search bench-million bench-idle bench-p2p bench-scheduler bench-planet bench-chat bench-nat bench-rogue a2a-tck generate lint fuzz demo clean
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{n[NR]=$$1; d[NR]=$$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= NR; i++) printf "  %-*s  %s\n", w, n[i], d[i]}'
@@ -81,6 +81,9 @@ bench-chat: ## chat turns to echo, local and cross-node, API, WebSocket and A2A,
 	$(GO) test -run '^$$' -bench BenchmarkChatTurns -benchtime 1x -timeout 30m ./cmd/agentsite/
 	$(GO) test -run '^$$' -bench BenchmarkRemoteTurn -benchtime 200x -timeout 30m ./cmd/agentsite/
 	$(GO) test -run '^$$' -bench BenchmarkA2ASend -benchtime 1x -timeout 30m ./cmd/agentsite/
+
+bench-scheduler: ## the model scheduler: 20 callers (one sending 10x the others) on one slow fake model, without a scheduler and with it: throughput, waits per class, Jain's fairness
+	$(GO) test -run '^$$' -bench BenchmarkModelScheduler -benchtime 1x -timeout 10m ./agent/runtime/
 
 bench-p2p: ## propagation and DHT look-up latency on planets of 5, 10, 20 and 50 nodes
 	$(GO) test -run '^$$' -bench BenchmarkPropagation -benchtime 20x -timeout 30m ./cmd/agentsite/

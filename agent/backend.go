@@ -23,6 +23,10 @@ const (
 	BackendCatalogue = "catalogue"
 )
 
+// MaxLLMConcurrency bounds an llm backend's own Concurrency: more than a
+// model server takes at once is no limit at all.
+const MaxLLMConcurrency = 64
+
 // Builtins are the dependency-free agents every node can host.
 var Builtins = []string{"echo", "calculator", "haiku"}
 
@@ -46,6 +50,11 @@ type Backend struct {
 	// ask_agent tools), within the limits of agent.MaxDelegations,
 	// agent.MaxHops, agent.MaxVisits and the tree's agent.TreeTurns.
 	Delegate bool `json:"delegate,omitempty"`
+	// Concurrency, for an llm backend, is how many requests its model
+	// server takes at once, as its owner knows it: the agent's requests
+	// start only while fewer than this are in flight at its endpoint. 0:
+	// the node's --llm-concurrency.
+	Concurrency int `json:"concurrency,omitempty"`
 	// Tools are the MCP servers and agents an llm agent may call at a
 	// turn, besides delegation's (docs/architecture.md, "Tools"); their
 	// secrets are kept like APIKey.
@@ -95,6 +104,9 @@ func (b Backend) Validate() error {
 		checkText(&ve, "backend.model", b.Model, 200, true)
 		checkText(&ve, "backend.system_prompt", b.SystemPrompt, 8<<10, false)
 		checkText(&ve, "backend.api_key", b.APIKey, 1024, true)
+		if b.Concurrency < 0 || b.Concurrency > MaxLLMConcurrency {
+			ve.add("backend.concurrency", "must be from 1 to %d (or left out for the node's default)", MaxLLMConcurrency)
+		}
 	case BackendMCP:
 		if err := CheckHTTPURL(b.URL); err != nil {
 			ve.add("backend.url", "%v", err)
@@ -111,6 +123,9 @@ func (b Backend) Validate() error {
 		validateA2A(&ve, b)
 	default:
 		ve.add("backend.kind", "must be one of builtin, llm, mcp, webhook, a2a")
+	}
+	if b.Concurrency != 0 && b.Kind != BackendLLM {
+		ve.add("backend.concurrency", "only an llm agent has a model concurrency")
 	}
 	if b.Delegate && b.Kind != BackendLLM {
 		ve.add("backend.delegate", "only an llm agent can call other agents")

@@ -21,21 +21,22 @@ func TestBackendValidate(t *testing.T) {
 	with := func(b Backend, f func(*Backend)) Backend { f(&b); return b }
 
 	valid := map[string]Backend{
-		"builtin echo":       {Kind: BackendBuiltin, Builtin: "echo"},
-		"builtin calculator": {Kind: BackendBuiltin, Builtin: "calculator"},
-		"llm":                llm,
-		"llm without key":    with(llm, func(b *Backend) { b.APIKey = "" }),
-		"llm local http":     with(llm, func(b *Backend) { b.URL = "http://localhost:11434/v1" }), // syntax only; SSRF is CheckHost's job
-		"mcp":                mcp,
-		"webhook":            hook,
-		"a2a":                a2a,
-		"a2a with key":       with(a2a, func(b *Backend) { b.APIKey = testAPIKey }),
-		"a2a with signer":    with(a2a, func(b *Backend) { b.CardSigner = "12D3KooWKfu3wQ3XqXcUK7QbxdQ2VVv6UfFsRQrAHDgQJdqGNYAs" }),
-		"a2a http localhost": with(a2a, func(b *Backend) { b.URL = "http://localhost:9001/.well-known/agent-card.json" }),
-		"a2a http loopback":  with(a2a, func(b *Backend) { b.URL = "http://127.0.0.1:9001/card.json" }),
-		"a2a http ipv6":      with(a2a, func(b *Backend) { b.URL = "http://[::1]:9001/card.json" }),
-		"a2a http private":   with(a2a, func(b *Backend) { b.URL = "http://10.1.2.3/card.json" }),
-		"a2a http internal":  with(a2a, func(b *Backend) { b.URL = "http://agents.corp.internal/card.json" }),
+		"builtin echo":        {Kind: BackendBuiltin, Builtin: "echo"},
+		"builtin calculator":  {Kind: BackendBuiltin, Builtin: "calculator"},
+		"llm":                 llm,
+		"llm without key":     with(llm, func(b *Backend) { b.APIKey = "" }),
+		"llm local http":      with(llm, func(b *Backend) { b.URL = "http://localhost:11434/v1" }), // syntax only; SSRF is CheckHost's job
+		"llm own concurrency": with(llm, func(b *Backend) { b.Concurrency = 64 }),
+		"mcp":                 mcp,
+		"webhook":             hook,
+		"a2a":                 a2a,
+		"a2a with key":        with(a2a, func(b *Backend) { b.APIKey = testAPIKey }),
+		"a2a with signer":     with(a2a, func(b *Backend) { b.CardSigner = "12D3KooWKfu3wQ3XqXcUK7QbxdQ2VVv6UfFsRQrAHDgQJdqGNYAs" }),
+		"a2a http localhost":  with(a2a, func(b *Backend) { b.URL = "http://localhost:9001/.well-known/agent-card.json" }),
+		"a2a http loopback":   with(a2a, func(b *Backend) { b.URL = "http://127.0.0.1:9001/card.json" }),
+		"a2a http ipv6":       with(a2a, func(b *Backend) { b.URL = "http://[::1]:9001/card.json" }),
+		"a2a http private":    with(a2a, func(b *Backend) { b.URL = "http://10.1.2.3/card.json" }),
+		"a2a http internal":   with(a2a, func(b *Backend) { b.URL = "http://agents.corp.internal/card.json" }),
 	}
 	for name, b := range valid {
 		if err := b.Validate(); err != nil {
@@ -62,6 +63,9 @@ func TestBackendValidate(t *testing.T) {
 		{"llm system prompt control", with(llm, func(b *Backend) { b.SystemPrompt = "a\x00" }), "backend.system_prompt"},
 		{"llm api key newline", with(llm, func(b *Backend) { b.APIKey = testAPIKey + "\n" }), "backend.api_key"},
 		{"llm api key too long", with(llm, func(b *Backend) { b.APIKey = strings.Repeat("k", 1025) }), "backend.api_key"},
+		{"llm concurrency negative", with(llm, func(b *Backend) { b.Concurrency = -1 }), "backend.concurrency"},
+		{"llm concurrency too high", with(llm, func(b *Backend) { b.Concurrency = 65 }), "backend.concurrency"},
+		{"webhook with concurrency", with(hook, func(b *Backend) { b.Concurrency = 2 }), "backend.concurrency"},
 		{"mcp no url", with(mcp, func(b *Backend) { b.URL = "" }), "backend.url"},
 		{"mcp no tool", with(mcp, func(b *Backend) { b.Tool = "" }), "backend.tool"},
 		{"mcp tool multi-line", with(mcp, func(b *Backend) { b.Tool = "a\nb" }), "backend.tool"},

@@ -63,7 +63,9 @@ const (
 	// Hosts before it sent CodeAgentBadReply for this too.
 	CodeAgentReplyTooLarge Code = "agent_reply_too_large"
 	CodeAgentBusy          Code = "agent_busy"
-	CodeHostUnreachable    Code = "host_unreachable"
+	// CodeModelBusy: the agent's model has a full queue on its host.
+	CodeModelBusy       Code = "model_busy"
+	CodeHostUnreachable Code = "host_unreachable"
 	// CodeBadArguments: a tool call's arguments break its contract (MCP,
 	// node to node and public).
 	CodeBadArguments Code = "bad_arguments"
@@ -182,6 +184,10 @@ var (
 	// ErrAgentBusy: the node hosting the agent refused the turn for load.
 	ErrAgentBusy = sentinel(KindUnavailable, CodeAgentBusy, "agent host is busy",
 		"The node hosting this agent is busy; try again in a minute.")
+	// ErrModelBusy: the queue for the agent's model on its host is full
+	// (agent/runtime/modelsched); nothing was sent to the model.
+	ErrModelBusy = sentinel(KindRateLimited, CodeModelBusy, "agent model busy",
+		"The agent's model is busy; try again shortly.")
 	// ErrHostUnreachable: the node hosting the agent did not answer.
 	ErrHostUnreachable = sentinel(KindUpstream, CodeHostUnreachable, "agent host unreachable",
 		"The node hosting this agent could not be reached. It may be offline; try again later.")
@@ -213,7 +219,7 @@ var turnErrors = map[Code]*Error{}
 func init() {
 	for _, e := range []*Error{ErrUnknownAgent, ErrBackendTimeout, ErrBackendUnavailable, ErrBackendRejected,
 		ErrReplyTooLarge, ErrBlockedAddress, ErrOwnerChanged, ErrBadBackendReply, ErrAgentBusy, ErrHostUnreachable,
-		ErrDelegationLoop, ErrDelegationDepth} {
+		ErrModelBusy, ErrDelegationLoop, ErrDelegationDepth} {
 		turnErrors[e.Code] = e
 	}
 	turnErrors[CodeRateLimited] = ErrAgentBusy // what hosts before codes were shared sent

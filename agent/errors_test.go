@@ -25,6 +25,7 @@ var sentinels = map[string]*Error{
 	"ErrBadBackendReply":    ErrBadBackendReply,
 	"ErrAgentBusy":          ErrAgentBusy,
 	"ErrHostUnreachable":    ErrHostUnreachable,
+	"ErrModelBusy":          ErrModelBusy,
 	"ErrDelegationLoop":     ErrDelegationLoop,
 	"ErrDelegationDepth":    ErrDelegationDepth,
 	"ErrDelegationBudget":   ErrDelegationBudget,
@@ -157,6 +158,7 @@ func TestTurnErrorCodes(t *testing.T) {
 		{CodeAgentBadReply, ErrBadBackendReply},
 		{CodeRateLimited, ErrAgentBusy},
 		{CodeAgentTimeout, ErrBackendTimeout},
+		{CodeModelBusy, ErrModelBusy},
 		{"no_such_code", nil},
 	} {
 		if got := TurnError(tc.code); got != tc.want {

@@ -40,6 +40,10 @@ type Turn struct {
 	// OnStep, if set, hears of each delegation the agent makes while it
 	// answers, as it starts and as it ends. It is never serialized.
 	OnStep func(Step)
+	// OnWait, if set, hears while the turn waits for its model's queue
+	// (agent/runtime/modelsched): how many requests are ahead, as that
+	// changes, and -1 once the model takes it. It is never serialized.
+	OnWait func(ahead int)
 	// MessageID is the id the sender gave its message (A2A's messageId);
 	// empty when it gave none.
 	MessageID string

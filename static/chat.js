@@ -11,6 +11,9 @@
 // {"type":"step","step":{tool,agent_id,agent_name,host,name,server,text,reply,error,done}},
 // once as it starts (done false) and once as it ends, and shows as a line
 // above the reply, pending until its end replaces it.
+// While the turn waits in its model's queue, {"type":"waiting","ahead"}
+// says how many go first ("waiting for the model: 2 ahead" beside the
+// typing dots); ahead -1, the first chunk or the end clears it.
 //
 // A turn outlives the page: the server sends {"type":"started","conversation_id","text" (the
 // title)} once the message is stored, keeps the turn running if the socket
@@ -213,6 +216,9 @@
       case "step":
         if (pending && f.step && typeof f.step === "object") showStep(f.step);
         break;
+      case "waiting":
+        if (pending) showWait(pending, typeof f.ahead === "number" ? f.ahead : -1);
+        break;
       case "done":
         if (pending) finishPending(f);
         break;
@@ -227,10 +233,20 @@
     }
   }
 
+  // showWait shows the turn's place in its model's queue, or hides it
+  // (ahead < 0).
+  function showWait(p, ahead) {
+    var el = q("[data-testid=model-wait]", p.agent);
+    if (!el) return;
+    el.hidden = ahead < 0;
+    el.textContent = ahead < 0 ? "" : "waiting for the model: " + ahead + " ahead";
+  }
+
   function addChunk(text) {
     var stick = nearBottom();
     if (!pending.got) {
       pending.got = true;
+      showWait(pending, -1);
       var typing = q("[data-testid=typing]", pending.agent);
       if (typing) typing.remove();
       pending.agent.removeAttribute("aria-busy");
@@ -328,6 +344,7 @@
     pending = null;
     var stick = nearBottom();
     dropPendingSteps(p);
+    showWait(p, -1);
     if (!p.got) {
       var typing = q("[data-testid=typing]", p.agent);
       if (typing) typing.remove();

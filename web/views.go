@@ -365,6 +365,9 @@ type BackendForm struct {
 	SystemPrompt string
 	Tool         string
 	Delegate     bool // llm: may call other agents
+	// Concurrency is an llm backend's own requests at once, as typed
+	// ("": the node's --llm-concurrency).
+	Concurrency  string
 	HasStoredKey bool
 	KeyDropped   bool
 	// Tools is the llm agent's tool servers, one a line (an MCP server's

@@ -120,6 +120,9 @@ type Request struct {
 	// answers (agent.Step, as it starts and as it ends). Finished steps
 	// are stored in the conversation either way.
 	OnStep func(agent.Step)
+	// OnWait, if set, hears while the turn waits in its model's queue:
+	// how many are ahead, and -1 once the model takes it (agent.Turn).
+	OnWait func(ahead int)
 	// Trace continues the trace of a message another agent passed on
 	// (A2A metadata); zero for a person's message, which starts one.
 	Trace agent.Trace
@@ -236,7 +239,7 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 		req.OnStarted(conv)
 	}
 	turn := agent.Turn{AgentID: l.Record.ID, ConversationID: conv.ID, History: toHistory(past), Text: text, Owner: conv.AgentOwner,
-		Trace: req.Trace, OnStep: c.stepRecorder(ctx, conv.ID, req.OnStep), MessageID: req.MessageID, Yield: req.Yield}
+		Trace: req.Trace, OnStep: c.stepRecorder(ctx, conv.ID, req.OnStep), OnWait: req.OnWait, MessageID: req.MessageID, Yield: req.Yield}
 	if turn.Trace.ID == "" {
 		turn.Trace = agent.NewTrace()
 	}
@@ -256,6 +259,12 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 	}
 	var reply string
 	if l.Local {
+		// Who waits in a shared model's queue, with the turns its agent
+		// delegates: the caller the surface named (one anonymous client
+		// among those sharing an owner), else the owner.
+		if agent.CallerOf(ctx) == "" {
+			ctx = agent.WithCaller(ctx, string(owner))
+		}
 		reply, err = c.local().Answer(ctx, turn, collect)
 	} else {
 		reply, err = c.Remote.Send(ctx, l.HostPeerID, turn, collect)
@@ -337,7 +346,7 @@ func (c *Chat) admit(ctx context.Context, agentID, text string) (store.Listing, 
 // refused the turn before running it.
 func delivered(e *agent.Error) bool {
 	switch e.Code {
-	case agent.CodeHostUnreachable, agent.CodeAgentBusy, agent.CodeAgentMisconfigured,
+	case agent.CodeHostUnreachable, agent.CodeAgentBusy, agent.CodeModelBusy, agent.CodeAgentMisconfigured,
 		agent.CodeUnknownAgent, agent.CodeOwnerChanged:
 		return false
 	}

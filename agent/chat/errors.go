@@ -17,6 +17,9 @@ func TurnError(err error, l store.Listing) *agent.Error {
 	switch {
 	case errors.Is(err, agent.ErrBackendRejected):
 		return agent.ErrBackendRejected.With("The agent's backend refused the request: " + safeDetail(err)).Wrap(err)
+	case errors.Is(err, agent.ErrModelBusy) && runtime.PublicMessage(err) != "":
+		// How many wait, from this node's scheduler.
+		return agent.ErrModelBusy.With("The agent's model is " + runtime.PublicMessage(err) + ".").Wrap(err)
 	case errors.Is(err, agent.ErrUnknownAgent):
 		return agent.ErrUnknownAgent.With("This agent is not hosted here any more.").Wrap(err)
 	case e != nil && e.Kind != agent.KindInternal:

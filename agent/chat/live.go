@@ -49,7 +49,8 @@ type Live struct {
 
 // Event is what a subscriber of a live turn hears, one field set:
 // Started once the message is stored (the conversation), Chunk of the
-// reply, Step of a delegation, End when the turn ended.
+// reply, Step of a delegation, Wait in the model's queue, End when the
+// turn ended.
 type Event struct {
 	// Resume is the reply so far: the first event an attached subscriber
 	// hears (Attach).
@@ -57,7 +58,10 @@ type Event struct {
 	Started *store.Conversation
 	Chunk   string
 	Step    *agent.Step
-	End     *LiveEnd
+	// Wait is how many requests are ahead in the model's queue while
+	// the turn waits there, -1 once it no longer does.
+	Wait *int
+	End  *LiveEnd
 }
 
 // LiveEnd is how a live turn ended: Turn's result and error, and whether a
@@ -142,6 +146,7 @@ func (lv *Live) Start(ctx context.Context, owner Owner, req Request, sub func(Ev
 	tctx, cancelTimeout := context.WithTimeout(cctx, maxDur)
 	req.OnStarted = func(c store.Conversation) { lv.started(t, c) }
 	req.OnStep = func(s agent.Step) { t.publish(Event{Step: &s}) }
+	req.OnWait = func(n int) { t.publish(Event{Wait: &n}) }
 	emit := func(chunk string) error {
 		if chunk != "" {
 			t.chunk(chunk)

@@ -120,7 +120,7 @@ func (r *Runtime) answerLLM(ctx context.Context, b agent.Backend, t agent.Turn, 
 	}
 	var reply strings.Builder
 	for rounds := 0; ; rounds++ {
-		round, err := r.llmRound(ctx, endpoint, b, req, emit)
+		round, err := r.scheduledRound(ctx, endpoint, b, t, req, emit)
 		reply.WriteString(round.Text)
 		if err != nil || len(round.Calls) == 0 || (dl == nil && tb == nil) {
 			return reply.String(), err

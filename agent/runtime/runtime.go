@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/runtime/modelsched"
 )
 
 // RuntimeOptions configure NewRuntime; zero values take the defaults.
@@ -53,6 +54,10 @@ type RuntimeOptions struct {
 	// say how long a backend took instead of depending on the machine's
 	// speed. Default time.Now.
 	Now func() time.Time
+	// Models, if set, shares each model endpoint among the completion
+	// requests of llm agents (docs/architecture.md, "Model scheduler");
+	// nil: every request goes at once.
+	Models *modelsched.Scheduler
 }
 
 // policy is what the backends may reach.

@@ -76,8 +76,8 @@ type app struct {
 // appDeps is what buildApp takes besides the flags.
 type appDeps struct {
 	Logger *slog.Logger
-	// Metrics receives the store, search index, p2p and probe metrics;
-	// nil: none (import).
+	// Metrics receives the store, search index, p2p, probe and model
+	// scheduler metrics; nil: none (import).
 	Metrics prometheus.Registerer
 	// Offline builds the key, the store (the engine alone) and the
 	// registry only: no network, runtime or chat (import).
@@ -213,6 +213,10 @@ func (a *app) startP2P(ctx context.Context, deps appDeps) error {
 // agents answer through the runtime, remote ones through their hosts
 // over MCP on libp2p), live turns and the prober.
 func (a *app) buildUseCases(metrics prometheus.Registerer) error {
+	models, err := newModelScheduler(a.cfg, metrics)
+	if err != nil {
+		return fmt.Errorf("model scheduler metrics: %w", err)
+	}
 	a.runtime = runtime.NewRuntime(backendLookup(a.engine), runtime.RuntimeOptions{
 		AllowPrivate: a.cfg.AllowPrivateEndpoints,
 		Allow:        a.outbound.Policy(runtime.PurposeBackend).Allow,
@@ -220,6 +224,7 @@ func (a *app) buildUseCases(metrics prometheus.Registerer) error {
 		Logger:       a.logger,
 		EchoDelay:    a.cfg.EchoDelay,
 		Conformance:  a.cfg.ConformanceAgent,
+		Models:       models,
 	})
 	observer, err := newProbeMetrics(metrics)
 	if err != nil {

@@ -66,6 +66,8 @@ type Config struct {
 	ProbeInterval         time.Duration
 	UsesInterval          time.Duration
 	ProbeBudget           int
+	LLMConcurrency        int
+	LLMQueue              int
 	LogLevel              string
 	LogFormat             string
 	DebugAddr             string
@@ -182,6 +184,8 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.ProbeInterval, "probe-interval", registry.DefaultProbeInterval, "how often this node probes each of its agents' backends (jittered ±10%) for their health")
 	fs.DurationVar(&c.UsesInterval, "uses-interval", 5*time.Minute, "how often this node counts the week's conversations of each of its agents, which its heartbeats carry (one grouped read of the conversations)")
 	fs.IntVar(&c.ProbeBudget, "probe-budget", registry.DefaultProbeBudget, "the most backend probes this node makes in any minute; past it each agent is probed less often than --probe-interval, agents people use first")
+	fs.IntVar(&c.LLMConcurrency, "llm-concurrency", 4, "completion requests this node's llm agents have in flight at one model endpoint (base URL) at once; the rest wait, callers taken in turn (an agent's owner may set its own, backend.concurrency)")
+	fs.IntVar(&c.LLMQueue, "llm-queue", 64, "requests that may wait for one model endpoint; past it a turn is refused with 429 (busy: N waiting)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "loopback address for net/http/pprof, e.g. 127.0.0.1:6060 (empty: off)")
@@ -363,6 +367,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ProbeBudget < 1 || c.ProbeBudget > 100000 {
 		errs = append(errs, fmt.Errorf("--probe-budget must be between 1 and 100000 probes a minute (default %d)", registry.DefaultProbeBudget))
+	}
+	if c.LLMConcurrency < 1 || c.LLMConcurrency > agent.MaxLLMConcurrency {
+		errs = append(errs, fmt.Errorf("--llm-concurrency must be between 1 and %d requests at one model endpoint (default 4)", agent.MaxLLMConcurrency))
+	}
+	if c.LLMQueue < 0 || c.LLMQueue > 10000 {
+		errs = append(errs, errors.New("--llm-queue must be between 0 and 10000 waiting requests per model endpoint (default 64)"))
 	}
 	if c.HeartbeatBudget < 0 {
 		errs = append(errs, fmt.Errorf("--heartbeat-budget must not be negative; 0 means %d per --heartbeat-interval", p2p.DefaultHeartbeatsPerInterval))

@@ -18,7 +18,7 @@ func TestConfigDefaultsEnvAndFlags(t *testing.T) {
 	}
 	if c.DataDir != "./data" || c.HTTPAddr != "127.0.0.1:8080" || !c.DemoAgents || c.DatabaseURL != "" ||
 		c.RecordTTL != time.Hour || len(c.P2PListen) != 2 || c.AllowPrivateEndpoints || !c.SecureCookies ||
-		c.StoreTimeout != 5*time.Second {
+		c.StoreTimeout != 5*time.Second || c.LLMConcurrency != 4 || c.LLMQueue != 64 {
 		t.Fatalf("defaults = %+v", c)
 	}
 
@@ -56,6 +56,8 @@ func TestConfigErrorsSayHowToFix(t *testing.T) {
 		{[]string{"--log-level", "loud"}, nil, "--log-level"},
 		{[]string{"--store-timeout", "1ms"}, nil, "--store-timeout"},
 		{[]string{"--sync-serve-rate", "0"}, nil, "--sync-serve-rate"},
+		{[]string{"--llm-concurrency", "0"}, nil, "--llm-concurrency must be between 1 and 64"},
+		{nil, map[string]string{"AGENTSITE_LLM_QUEUE": "-1"}, "--llm-queue must be between 0"},
 		{nil, map[string]string{"AGENTSITE_DEMO_AGENTS": "maybe"}, "AGENTSITE_DEMO_AGENTS"},
 		{[]string{"stray"}, nil, "unexpected argument"},
 		{[]string{"--public-url", "agents.example.org"}, nil, "--public-url"},

@@ -68,7 +68,13 @@ func (a *API) SendMessage(w http.ResponseWriter, r *http.Request) {
 			steps = append(steps, s)
 		}
 	}
-	res, err := a.Chat.Turn(r.Context(), owner, chat.Request{AgentID: chi.URLParam(r, "id"), ConversationID: in.ConversationID, Text: in.Text, OnStep: onStep,
+	ctx := r.Context()
+	if owner == chat.APIAnonymous {
+		// Anonymous callers share an owner; each waits in a model's
+		// queue as its own visitor.
+		ctx = agent.WithCaller(ctx, string(chat.APIAnonymous)+"@"+visitor)
+	}
+	res, err := a.Chat.Turn(ctx, owner, chat.Request{AgentID: chi.URLParam(r, "id"), ConversationID: in.ConversationID, Text: in.Text, OnStep: onStep,
 		Quota: a.ChatRates.Quota(a.Now, visitor)}, func(string) error { return nil })
 	if err != nil {
 		a.Fail(w, r, turnError(err, res))

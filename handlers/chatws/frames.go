@@ -35,6 +35,10 @@ const (
 	// asking another agent, or searching the catalogue (Step), once as it
 	// starts and once as it ends (step.done).
 	TypeStep = "step"
+	// TypeWaiting reports the turn waiting in its model's queue (the model
+	// scheduler): ahead is how many requests go first, as that changes,
+	// and -1 once the model takes the turn.
+	TypeWaiting = "waiting"
 )
 
 // In is a frame from the browser: a message to an agent, in a new
@@ -81,6 +85,8 @@ type Out struct {
 	Tail string `json:"tail,omitempty"`
 	// Step is the delegation of a step frame.
 	Step *agent.Step `json:"step,omitempty"`
+	// Ahead is a waiting frame's place in the model's queue.
+	Ahead *int `json:"ahead,omitempty"`
 }
 
 // Codes of this transport's own refusals, before a turn starts.

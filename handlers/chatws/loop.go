@@ -233,6 +233,8 @@ func (s *socket) subscriber(id uint64, convID string) func(chat.Event) {
 			_ = send(s.ctx, s.out, Out{Type: TypeStarted, ConversationID: convID, Text: ev.Started.Title})
 		case ev.Step != nil:
 			_ = send(s.ctx, s.out, Out{Type: TypeStep, ConversationID: convID, Step: ev.Step})
+		case ev.Wait != nil:
+			_ = send(s.ctx, s.out, Out{Type: TypeWaiting, ConversationID: convID, Ahead: ev.Wait})
 		case ev.End != nil:
 			s.mu.Lock()
 			delete(s.subs, id)

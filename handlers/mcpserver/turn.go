@@ -6,6 +6,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/mcpkit/mcpstream"
 )
@@ -40,6 +41,11 @@ func (p *public) turn(ctx context.Context, req mcp.CallToolRequest, agentID stri
 	owner := chat.MCPAnonymous
 	if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
 		owner = chat.MCPOwner(cs.SessionID())
+	}
+	if owner == chat.MCPAnonymous {
+		// Clients without a session share an owner; each waits in a
+		// model's queue as its own client.
+		ctx = agent.WithCaller(ctx, string(owner)+"@"+callerFrom(ctx))
 	}
 	stream := mcpstream.New(ctx, p.srv, req)
 	res, err := p.s.Chat.Turn(ctx, owner, chat.Request{AgentID: agentID, ConversationID: conv, Text: text,

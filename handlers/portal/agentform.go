@@ -83,6 +83,7 @@ func parseAgentForm(f url.Values) (registry.Input, web.AgentFormView) {
 		SystemPrompt: f.Get("backend_system_prompt"),
 		Tool:         f.Get("backend_tool"),
 		Delegate:     f.Get("backend_delegate") != "",
+		Concurrency:  strings.TrimSpace(f.Get("backend_concurrency")),
 		KeyDropped:   f.Get("backend_api_key") != "" || f.Get("backend_a2a_key") != "",
 	}
 	b := agent.Backend{Kind: v.Backend.Kind}
@@ -95,6 +96,7 @@ func parseAgentForm(f url.Values) (registry.Input, web.AgentFormView) {
 		b.SystemPrompt = strings.TrimSpace(strings.ReplaceAll(v.Backend.SystemPrompt, "\r\n", "\n"))
 		b.APIKey = strings.TrimSpace(f.Get("backend_api_key"))
 		b.Delegate = v.Backend.Delegate
+		b.Concurrency = formConcurrency(v.Backend.Concurrency)
 		b.Tools, v.Backend.ToolSecretDropped = parseTools(f.Get("backend_tools"))
 		v.Backend.Tools = toolsText(b.Tools)
 	case agent.BackendMCP:
@@ -131,6 +133,7 @@ func agentFormFromListing(l store.Listing, b agent.Backend) web.AgentFormView {
 			SystemPrompt: b.SystemPrompt,
 			Tool:         b.Tool,
 			Delegate:     b.Delegate,
+			Concurrency:  concurrencyText(b.Concurrency),
 			HasStoredKey: b.APIKey != "",
 			Tools:        toolsText(b.Tools),
 		},
@@ -227,4 +230,26 @@ func skillIDFrom(name string) string {
 		}
 	}
 	return strings.TrimRight(b.String()[:min(b.Len(), agent.MaxNameLen)], "-")
+}
+
+// formConcurrency reads the "Requests at once" field: blank is 0 (the
+// node's default); what is not a number is -1, which the backend's
+// validation refuses with the range to use.
+func formConcurrency(s string) int {
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// concurrencyText is the field's text for a stored backend.
+func concurrencyText(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }

@@ -95,7 +95,7 @@ func (c *Client) Send(ctx context.Context, hostPeerID string, t agent.Turn, emit
 	tctx, cancel := context.WithTimeout(ctx, turnTimeout)
 	defer cancel()
 	token := "t" + strconv.FormatUint(c.tokens.Add(1), 10)
-	sink := &progressSink{emit: emit, cancel: cancel, onStep: t.OnStep}
+	sink := &progressSink{emit: emit, cancel: cancel, onStep: t.OnStep, onWait: t.OnWait}
 	cn.sinks.Store(token, sink)
 	defer cn.sinks.Delete(token)
 

@@ -27,6 +27,8 @@ func (c *conn) onNotification(nt mcp.JSONRPCNotification) {
 		s.(*progressSink).chunk(progress, msg)
 	case MethodStep:
 		s.(*progressSink).step(f["step"])
+	case MethodWaiting:
+		s.(*progressSink).waiting(f["ahead"])
 	}
 }
 
@@ -36,6 +38,7 @@ type progressSink struct {
 	mu     sync.Mutex
 	emit   func(string) error
 	onStep func(agent.Step) // nil: the caller wants no steps
+	onWait func(int)        // nil: the caller wants no place in the queue
 	cancel context.CancelFunc
 	last   float64
 	text   strings.Builder // what was emitted
@@ -89,4 +92,20 @@ func (s *progressSink) finish() error {
 	defer s.mu.Unlock()
 	s.done = true
 	return s.err
+}
+
+// maxAhead bounds the place in a host's model queue this node believes.
+const maxAhead = 1 << 16
+
+// waiting passes the turn's place in the host's model queue on: a whole
+// number from -1 (the model took it) to maxAhead; anything else is
+// dropped.
+func (s *progressSink) waiting(v any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := v.(float64)
+	if s.done || s.onWait == nil || !ok || f != float64(int(f)) || f < -1 || f > maxAhead {
+		return
+	}
+	s.onWait(int(f))
 }

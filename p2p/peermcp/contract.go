@@ -54,6 +54,12 @@ const (
 // were its own.
 const MethodStep = "notifications/agentsite/step"
 
+// MethodWaiting is the notification a host sends, with the call's progress
+// token and {"ahead": n}, while the turn waits for its model on the host
+// (the model scheduler): how many requests go first, and -1 once the model
+// takes it. A caller that does not know it ignores it.
+const MethodWaiting = "notifications/agentsite/waiting"
+
 // CodeBadArguments: the call's arguments break the contract. The host's
 // other codes are the agent package's too (agent.TurnError maps them back).
 const CodeBadArguments = agent.CodeBadArguments

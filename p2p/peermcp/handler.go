@@ -155,7 +155,9 @@ func (h *handler) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mc
 	turn := agent.Turn{AgentID: in.AgentID, ConversationID: in.ConversationID, History: fromWire(in.History), Text: in.Text, Trace: trace}
 	stream := mcpstream.New(ctx, h.srv, req)
 	turn.OnStep = func(st agent.Step) { _ = stream.Notify(MethodStep, map[string]any{"step": st}) }
-	reply, err := h.cfg.Answerer.Answer(ctx, turn, stream.Emit)
+	turn.OnWait = func(n int) { _ = stream.Notify(MethodWaiting, map[string]any{"ahead": n}) }
+	// The calling node is one caller in a shared model's queue here.
+	reply, err := h.cfg.Answerer.Answer(agent.WithCaller(ctx, callerFrom(ctx)), turn, stream.Emit)
 	stream.Drain()
 	if err != nil {
 		detail := ""
