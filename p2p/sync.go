@@ -202,6 +202,13 @@ func (n *Node) takePage(ctx context.Context, p peer.ID, round string, envs [][]b
 			count("known")
 		default:
 			n.countSynced(p, round, "refused", storeRefusal(errs[i]), now)
+			if errors.Is(errs[i], agent.ErrOverQuota) {
+				// Over its publisher's quota here, which grows while the
+				// publisher is heard: the cursor stays before it, so the
+				// sync's retries bring it then (a first sync usually runs
+				// before the host's first heartbeat arrives).
+				refused++
+			}
 		}
 	}
 	return changed, refused
