@@ -74,7 +74,11 @@ type Chat struct {
 	Outcomes Outcomes
 	// Hosts names the node hosting a listing for the steps people see
 	// ("node-b", store.NodeLabels); nil: HostName.
-	Hosts  HostLabeler
+	Hosts HostLabeler
+	// Users names the accounts that own conversations, so that a failed
+	// turn shows the agent's own owner what its backend said (owners.go);
+	// nil: only the operator is shown.
+	Users  UserNamer
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -275,6 +279,9 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 	}
 	if err != nil {
 		e := TurnError(err, l)
+		if c.ownerSees(ctx, owner, l) {
+			e = forOwner(e, err)
+		}
 		stopped := errors.Is(context.Cause(ctx), ErrStopped)
 		if stopped {
 			e = ErrStopped.Wrap(err)

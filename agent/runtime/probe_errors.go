@@ -16,8 +16,8 @@ import (
 )
 
 // explainProbe classifies a failed probe like a turn (Runtime.classify),
-// then rewrites its public part for the agent's owner, who can fix it: what
-// went wrong, where (host and port only), and what to check.
+// then rewrites its public part for the agent's owner, who can fix it
+// (ownerText).
 func (r *Runtime) explainProbe(parent, probe context.Context, b agent.Backend, err error, limit time.Duration) error {
 	err = r.classify(parent, probe, b, err)
 	var be *BackendError
@@ -25,28 +25,37 @@ func (r *Runtime) explainProbe(parent, probe context.Context, b agent.Backend, e
 		return err // canceled by the caller
 	}
 	e := *be
+	if m := ownerText(b, &e, limit); m != "" {
+		e.Public = m
+	}
+	return &e
+}
+
+// ownerText is what e means to the owner of backend b, who can fix it:
+// what went wrong, where (host and port only, never a path, query or
+// key) and what to check; "" when there is no more to say than e.Public.
+// limit is the time the call had (0: not known).
+func ownerText(b agent.Backend, e *BackendError, limit time.Duration) string {
 	noun := probeNoun(b.Kind)
 	switch {
-	case e.Kind == agent.ErrBackendTimeout:
-		e.Public = "timed out after " + limit.Round(time.Millisecond).String()
+	case e.Kind == agent.ErrBackendTimeout && limit > 0:
+		return "timed out after " + limit.Round(time.Millisecond).String()
 	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
 		hint := "check the key"
 		if b.Kind == agent.BackendA2A {
 			hint = "the card must be readable without a key"
 		}
-		e.Public = fmt.Sprintf("%d from the %s: %s", e.Status, noun, hint)
+		return fmt.Sprintf("%d from the %s: %s", e.Status, noun, hint)
 	case e.Status == http.StatusNotFound || e.Status == http.StatusGone:
-		e.Public = fmt.Sprintf("%d from the %s: check the URL", e.Status, noun)
+		return fmt.Sprintf("%d from the %s: check the URL", e.Status, noun)
 	case e.Status == http.StatusTooManyRequests:
-		e.Public += " from the " + noun
+		return e.Public + " from the " + noun
 	case e.Status != 0:
-		e.Public = fmt.Sprintf("HTTP %d %s from the %s", e.Status, http.StatusText(e.Status), noun)
+		return fmt.Sprintf("HTTP %d %s from the %s", e.Status, http.StatusText(e.Status), noun)
 	case e.Kind == agent.ErrBackendUnavailable:
-		if m := netProblem(e.Err, hostPort(b.URL)); m != "" {
-			e.Public = m
-		}
+		return netProblem(e.Err, hostPort(b.URL))
 	}
-	return &e
+	return ""
 }
 
 // probeNoun names what a probe of kind asked.

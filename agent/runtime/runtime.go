@@ -177,6 +177,10 @@ func (r *Runtime) Answer(ctx context.Context, t agent.Turn, emit func(chunk stri
 	}
 	if err != nil {
 		err = redact(r.classify(ctx, tctx, b, err), b.APIKey)
+		var be *BackendError
+		if errors.As(err, &be) {
+			be.Owner = ownerText(b, be, 0)
+		}
 		r.logFailure(ctx, t, b, err)
 	}
 	return reply, err

@@ -27,7 +27,11 @@ type BackendError struct {
 	RetryAfter time.Duration // from a 429's Retry-After, if any
 	Upstream   string        // what the upstream said, sanitized, for logs
 	Public     string        // short summary safe to show a person
-	Err        error         // underlying cause, if any
+	// Owner is the failure as the agent's owner is told it, who can fix
+	// it: where (host and port) and what to check (ownerText); "" when
+	// Public says all. Never a key, a path or a query.
+	Owner string
+	Err   error // underlying cause, if any
 }
 
 func (e *BackendError) Error() string {

@@ -237,7 +237,7 @@ func (a *app) buildUseCases(metrics prometheus.Registerer) error {
 	a.registry = newRegistry(a.cfg, a.registryStore(), a.publisher, a.node, a.prober, a.peerID, a.logger)
 	a.peers = peermcp.NewClient(a.node, peermcp.ClientConfig{Logger: a.logger, Version: buildVersion()})
 	a.chat = &chat.Chat{Store: a.full, Listings: a.registry, Local: a.runtime, Remote: a.peers,
-		Search: a.full, Outcomes: a.health, Logger: a.logger,
+		Search: a.full, Outcomes: a.health, Users: a.full, Logger: a.logger,
 		Hosts: &store.NodeLabels{Nodes: a.full, SelfID: a.peerID, SelfName: a.cfg.NodeName}}
 	a.live = &chat.Live{Chat: a.chat, Lifetime: a.lifetime, Logger: a.logger}
 	return nil

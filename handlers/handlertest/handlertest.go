@@ -111,7 +111,7 @@ func NewConfig(t testing.TB, st store.Store, edit func(*handlers.Config)) *Env {
 	lifetime, end := context.WithCancel(context.Background())
 	t.Cleanup(end)
 	reg := &registry.Registry{Store: st, Publisher: pub, Network: node, PeerID: node.PeerID(), TTL: agent.DefaultTTL, Logger: logger}
-	ch := &chat.Chat{Store: st, Listings: reg, Search: st, Logger: logger}
+	ch := &chat.Chat{Store: st, Listings: reg, Search: st, Users: st, Logger: logger}
 	deps := handlers.Deps{
 		Store: st, Node: node, Registry: reg, Chat: ch,
 		Live:     &chat.Live{Chat: ch, Lifetime: lifetime, Logger: logger},
