@@ -28,6 +28,7 @@ import (
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers/a2a"
 	"github.com/agentsite/agentsite/handlers/api"
+	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/chatws"
 	"github.com/agentsite/agentsite/handlers/connlimit"
 	"github.com/agentsite/agentsite/handlers/httpkit"
@@ -287,6 +288,9 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	s.API = &api.API{Catalog: st, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
 		ChatRates: s.chatLimits, Replies: s.Live, Sessions: s.sessions, Anon: anon, Version: cfg.Version, NodeName: cfg.NodeName, Now: now, Fail: s.renderError, Logger: logger,
 		Verified: deps.Verified}
+	if deps.Tester != nil {
+		s.API.TestBackend = backendTest(deps.Tester)
+	}
 	if deps.Sync != nil {
 		s.API.Sync = deps.Sync
 	}
@@ -410,3 +414,22 @@ func (s *Server) origin(r *http.Request) string {
 	}
 	return httpkit.Origin(r, public)
 }
+
+// backendTest probes a just-saved agent once for the API's create and
+// update, within the time the portal's forms give it (portal.ProbeAfterSave):
+// a slower backend is left to the prober's next round and said so.
+func backendTest(t portal.BackendTester) func(ctx context.Context, id string) *apiwire.BackendTest {
+	return func(ctx context.Context, id string) *apiwire.BackendTest {
+		ctx, cancel := context.WithTimeout(ctx, portal.ProbeAfterSave)
+		defer cancel()
+		res, err := t.ProbeAgent(ctx, id)
+		switch {
+		case err != nil:
+			return nil
+		case ctx.Err() != nil && !res.OK:
+			return &apiwire.BackendTest{Message: "the backend did not answer within " + portal.ProbeAfterSave.String() + "; it will be checked again shortly"}
+		}
+		return &apiwire.BackendTest{OK: res.OK, Message: res.Message(), LatencyMS: res.Latency.Milliseconds()}
+	}
+}
+

@@ -125,7 +125,19 @@ func (a *API) CreateAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/api/v1/agents/"+l.Record.ID)
-	httpkit.WriteJSON(w, http.StatusCreated, apiwire.FromListing(l))
+	httpkit.WriteJSON(w, http.StatusCreated, a.saved(r.Context(), l, in.Backend.Kind))
+}
+
+// saved is a just-saved listing as a create or an update answers it: with
+// what one probe of its backend found (a builtin runs here: nothing to
+// probe). A backend that fails is said, never refused: it may come up
+// later, and the owner decides.
+func (a *API) saved(ctx context.Context, l store.Listing, kind string) apiwire.Agent {
+	out := apiwire.FromListing(l)
+	if a.TestBackend != nil && kind != "" && kind != agent.BackendBuiltin {
+		out.BackendTest = a.TestBackend(ctx, l.Record.ID)
+	}
+	return out
 }
 
 // ownedAgentRequest authenticates a write to /api/v1/agents/{id} and checks
@@ -161,7 +173,7 @@ func (a *API) UpdateAgent(w http.ResponseWriter, r *http.Request) {
 		a.Fail(w, r, err)
 		return
 	}
-	httpkit.WriteJSON(w, http.StatusOK, apiwire.FromListing(l))
+	httpkit.WriteJSON(w, http.StatusOK, a.saved(r.Context(), l, in.Backend.Kind))
 }
 
 // DeleteAgent is DELETE /api/v1/agents/{id}: publishes a tombstone.

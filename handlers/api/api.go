@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent/chat"
 	"github.com/agentsite/agentsite/agent/registry"
+	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
@@ -63,6 +64,10 @@ type API struct {
 	Fail func(w http.ResponseWriter, r *http.Request, err error)
 	// Logger logs what answers do not say (nil: nothing).
 	Logger *slog.Logger
+	// TestBackend probes a just-saved agent's backend once, as the form's
+	// Test backend does, so a create or update says what it found; nil:
+	// nothing is probed.
+	TestBackend func(ctx context.Context, id string) *apiwire.BackendTest
 	// Verified is the verified publishers (verified.go); nil: none.
 	Verified Verified
 	// Sync is how the catalogue fills (node.go); nil: GET /api/v1/node

@@ -41,3 +41,37 @@ func TestOwnerSeesWhyATurnFailed(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIRegistrationTestsTheBackend: creating or updating an agent
+// through the API probes its backend once, as the form's Test backend
+// does, and says what failed without refusing the agent; a builtin has
+// nothing to probe.
+func TestAPIRegistrationTestsTheBackend(t *testing.T) {
+	e := New(t)
+	UseHealth(e)
+	e.AllowPrivateEndpoints()
+	token := Bearer(e.UserToken("alice"))
+	dead, hostPort := RefusingURL(t, "/v1")
+	in := apiwire.AgentInput{Name: "dead-model", DisplayName: "Dead Model", Description: "Its model is down."}
+	in.Backend = agent.Backend{Kind: agent.BackendLLM, URL: dead, Model: "m"}
+	resp := e.Do("POST", "/api/v1/agents", in, token...)
+	WantStatus(t, resp, 201)
+	got := Decode[apiwire.Agent](t, resp)
+	if got.BackendTest == nil || got.BackendTest.OK || !strings.Contains(got.BackendTest.Message, "connection refused at "+hostPort) {
+		t.Fatalf("backend_test = %+v, want the refused connection at %s", got.BackendTest, hostPort)
+	}
+	// Saved all the same, and an update says it again.
+	in.Description = "Still down."
+	resp = e.Do("PUT", "/api/v1/agents/"+got.ID, in, token...)
+	WantStatus(t, resp, 200)
+	if up := Decode[apiwire.Agent](t, resp); up.BackendTest == nil || up.BackendTest.OK {
+		t.Errorf("update: backend_test = %+v", up.BackendTest)
+	}
+	echo := apiwire.AgentInput{Name: "echo-two", DisplayName: "Echo", Description: "Echoes."}
+	echo.Backend = agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}
+	resp = e.Do("POST", "/api/v1/agents", echo, token...)
+	WantStatus(t, resp, 201)
+	if b := Decode[apiwire.Agent](t, resp).BackendTest; b != nil {
+		t.Errorf("a builtin got backend_test %+v", b)
+	}
+}

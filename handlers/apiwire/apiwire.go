@@ -43,6 +43,18 @@ type Agent struct {
 	// agent/verify), sorted; absent when none. They say who runs the
 	// publishing node, not what its agents do.
 	VerifiedDomains []string `json:"verified_domains,omitempty"`
+	// BackendTest is what probing the backend found, on the answer to a
+	// create or an update of an agent with a backend to probe (the
+	// form's "Test backend"): the agent is saved either way.
+	BackendTest *BackendTest `json:"backend_test,omitempty"`
+}
+
+// BackendTest is one probe of an agent's backend.
+type BackendTest struct {
+	OK bool `json:"ok"`
+	// Message says what failed, where, and what to check; empty when OK.
+	Message   string `json:"message,omitempty"`
+	LatencyMS int64  `json:"latency_ms,omitempty"`
 }
 
 // AgentList is one page of GET /api/v1/agents; an empty NextCursor means

@@ -30,10 +30,10 @@ type BackendTester interface {
 	ProbeAgent(ctx context.Context, id string) (runtime.ProbeResult, error)
 }
 
-// probeAfterSave bounds the probe of a just-saved agent, which the
+// ProbeAfterSave bounds the probe of a just-saved agent, which the
 // redirect waits for: a backend slower than this is left to the prober's
 // next round.
-const probeAfterSave = 3 * time.Second
+const ProbeAfterSave = 3 * time.Second
 
 // ownerHealth is local agent id's health for its owner; nil without a
 // tracker.
@@ -118,14 +118,14 @@ func (p *Pages) testBackend(w http.ResponseWriter, r *http.Request, v web.AgentF
 // (its forms show no button).
 var errNoTester = httpkit.Errorf(http.StatusServiceUnavailable, "backend_test_unavailable", "This node cannot test backends.")
 
-// probeSaved probes a just-saved agent once, within probeAfterSave, so
+// probeSaved probes a just-saved agent once, within ProbeAfterSave, so
 // that its health is known at once, and says what it found in a sentence
 // for the flash ("" when there is nothing to say).
 func (p *Pages) probeSaved(r *http.Request, id, kind string) string {
 	if p.Tester == nil {
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), probeAfterSave)
+	ctx, cancel := context.WithTimeout(r.Context(), ProbeAfterSave)
 	defer cancel()
 	res, err := p.Tester.ProbeAgent(ctx, id)
 	switch {
@@ -135,7 +135,7 @@ func (p *Pages) probeSaved(r *http.Request, id, kind string) string {
 	case kind == agent.BackendBuiltin:
 		return ""
 	case ctx.Err() != nil:
-		return fmt.Sprintf(" Its backend did not answer within %s; it will be checked again shortly.", probeAfterSave)
+		return fmt.Sprintf(" Its backend did not answer within %s; it will be checked again shortly.", ProbeAfterSave)
 	case res.OK:
 		return " Its backend answered in " + web.Millis(res.Latency) + "."
 	}
