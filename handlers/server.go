@@ -432,4 +432,3 @@ func backendTest(t portal.BackendTester) func(ctx context.Context, id string) *a
 		return &apiwire.BackendTest{OK: res.OK, Message: res.Message(), LatencyMS: res.Latency.Milliseconds()}
 	}
 }
-
