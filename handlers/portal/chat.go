@@ -212,7 +212,7 @@ func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, con
 		p.RenderError(w, r, err)
 		return
 	}
-	if v.ConversationID != "" && !readOnly {
+	if v.ConversationID != "" {
 		if v.Shared, err = p.Chat.IsShared(ctx, v.ConversationID); err != nil {
 			p.RenderError(w, r, err)
 			return
