@@ -69,6 +69,9 @@ func (p *Pages) PageShare(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := web.ShareView{Title: chat.TitleText(c.Title), StyleURL: static.Path("chat.css")}
+	if v.Title == "" {
+		v.Title = "A shared conversation"
+	}
 	if len(ms) > chatPageMessages {
 		ms, v.Truncated = ms[len(ms)-chatPageMessages:], true
 	}
