@@ -479,6 +479,24 @@ type Conversations interface {
 	// DeleteMessagesFrom removes a conversation's message fromID and every
 	// later one (an exchange replaced by a retry or an edit).
 	DeleteMessagesFrom(ctx context.Context, conversationID string, fromID int64) error
+	// SearchConversations returns ownerKey's conversations whose title or
+	// any user or agent message contains q, latest first: case-insensitive
+	// (ASCII letters on SQLite), q taken literally (% and _ are not
+	// wildcards) and cut to MaxConversationQuery bytes; limit as in
+	// ListConversations. An empty q finds nothing.
+	SearchConversations(ctx context.Context, ownerKey, q string, limit int) ([]Conversation, error)
+	// ShareConversation gives conversation id a share link: the token
+	// whose sha256 is tokenHash, in place of any earlier one. ErrNotFound
+	// if the conversation does not exist.
+	ShareConversation(ctx context.Context, id string, tokenHash []byte, at time.Time) error
+	// UnshareConversation revokes conversation id's share link; none is
+	// not an error.
+	UnshareConversation(ctx context.Context, id string) error
+	// SharedConversation returns the conversation whose share link's
+	// token hashes to tokenHash; ErrNotFound if no link has it.
+	SharedConversation(ctx context.Context, tokenHash []byte) (Conversation, error)
+	// ConversationShared reports whether conversation id has a share link.
+	ConversationShared(ctx context.Context, id string) (bool, error)
 }
 
 // Conn is the database connection itself, apart from what is stored.

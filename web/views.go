@@ -19,6 +19,9 @@ type Page struct {
 	User   string // handle of the logged-in user; "" for visitors
 	Flash  string // one-shot notice from the previous request
 	Assets Assets
+	// NoIndex asks search engines to keep the page out of their index (a
+	// shared conversation: public to whoever has the link, not to all).
+	NoIndex bool
 }
 
 // Assets are the content-hashed URLs of the static files (static.Path),

@@ -48,6 +48,10 @@ type Store interface {
 	DeleteMessagesFrom(ctx context.Context, conversationID string, fromID int64) error
 	RenameConversation(ctx context.Context, id, title string) (store.Conversation, error)
 	DeleteConversation(ctx context.Context, id string) error
+	ShareConversation(ctx context.Context, id string, tokenHash []byte, at time.Time) error
+	UnshareConversation(ctx context.Context, id string) error
+	SharedConversation(ctx context.Context, tokenHash []byte) (store.Conversation, error)
+	ConversationShared(ctx context.Context, id string) (bool, error)
 }
 
 // Limits of a turn.

@@ -28,6 +28,8 @@ const (
 type chatDraft struct {
 	Text  string
 	Error string
+	// ShareToken is a share link just made, shown this once.
+	ShareToken string
 }
 
 // PageChat is GET /chat/{id}: AgentChat with one agent. Anonymous visitors
@@ -210,6 +212,15 @@ func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, con
 		p.RenderError(w, r, err)
 		return
 	}
+	if v.ConversationID != "" {
+		if v.Shared, err = p.Chat.IsShared(ctx, v.ConversationID); err != nil {
+			p.RenderError(w, r, err)
+			return
+		}
+	}
+	if v.ConversationID != "" && draft.ShareToken != "" {
+		v.ShareURL = p.base(r) + web.ShareHref(draft.ShareToken)
+	}
 	v.Page = p.page(r, p.viewer(r), "Chat with "+rec.DisplayName, "chat")
 	p.render(w, r, status, web.ChatPage(v))
 }
@@ -317,6 +328,13 @@ func (p *Pages) chatSideList(ctx context.Context, owner chat.Owner, current stor
 	if err != nil {
 		return nil, err
 	}
+	return p.labelConversations(ctx, cs, current, currentID)
+}
+
+// labelConversations labels each of cs with its agent's name (from the
+// cache only); current is the page's agent, currentID the open
+// conversation.
+func (p *Pages) labelConversations(ctx context.Context, cs []store.Conversation, current store.Listing, currentID string) ([]web.ChatConversation, error) {
 	names := map[string]string{current.Record.ID: current.Record.DisplayName}
 	now := p.now()
 	out := make([]web.ChatConversation, 0, len(cs))

@@ -156,11 +156,27 @@ func TestBrowserLookEveryPage(t *testing.T) {
 		}
 		return u.RequestURI()
 	}
+	// shareLink makes a read-only link to conversation conv with its
+	// menu's form and returns the link's path.
+	shareLink := func(conv string) string {
+		b.Do("open the conversation to share", chromedp.Navigate(base+conv), chromedp.WaitReady(Tid("share-form")))
+		b.Do("share it",
+			chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid="share-form"]').submit()`),
+			chromedp.WaitVisible(Tid("share-url")),
+		)
+		link := Run(b, "read the share link", chromedp.Evaluate[string](`document.querySelector('[data-testid="share-url"]').textContent.trim()`))
+		u, err := url.Parse(link)
+		if err != nil || !strings.HasPrefix(u.Path, "/share/") {
+			t.Fatalf("share link %q", link)
+		}
+		return u.Path
+	}
 	// The conversation list's long, unbroken title must not widen the page
 	// (it did at 390 px: 536 px wide).
 
 	type pg struct{ name, path string }
 	pagesFor := func(conv string) []pg {
+		shared := shareLink(conv)
 		return []pg{
 			{"home", "/"},
 			{"agents-filtered", "/agents?q=bot&tag=demo&sort=name"},
@@ -170,7 +186,11 @@ func TestBrowserLookEveryPage(t *testing.T) {
 			{"login", "/login"},
 			{"signup", "/signup"},
 			{"chat-index", "/chat"},
+			{"chat-search", "/chat?q=first-message"},
+			{"chat-search-empty", "/chat?q=nothing+like+this"},
 			{"conversation", conv},
+			{"shared", shared},
+			{"shared-revoked", "/share/" + strings.Repeat("A", 43)},
 			{"nodes", "/nodes"},
 			{"account", "/account"},
 			{"account-tokens", "/account/tokens"},

@@ -60,6 +60,7 @@ type Users interface {
 type Conversations interface {
 	ListConversations(ctx context.Context, ownerKey string, limit int) ([]store.Conversation, error)
 	ListMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error)
+	SearchConversations(ctx context.Context, ownerKey, q string, limit int) ([]store.Conversation, error)
 }
 
 // Pages holds what the portal's handlers need. Every field is required

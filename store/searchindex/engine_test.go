@@ -53,6 +53,15 @@ var passedThrough = map[string]string{
 	"Stats":              "reads",
 	"SyncChanges":        "reads",
 	"SyncCursor":         "reads",
+
+	// Conversation search and share links: conversations, which the index
+	// does not hold.
+	"SearchConversations": "reads",
+	"SharedConversation":  "reads",
+	"ConversationShared":  "reads",
+	"ShareConversation":   "writes",
+	"UnshareConversation": "writes",
+
 	// Writes of what the index does not hold.
 	"AppendMessage":        "conversations",
 	"CreateConversation":   "conversations",

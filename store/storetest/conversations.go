@@ -14,6 +14,8 @@ var conversationCases = []testCase{
 	{"Messages", testMessages},
 	{"RenameDeleteConversation", testRenameDeleteConversation},
 	{"DeleteMessagesFrom", testDeleteMessagesFrom},
+	{"SearchConversations", testSearchConversations},
+	{"ShareConversation", testShareConversation},
 }
 
 // testRenameDeleteConversation: a rename changes the title only; a delete
