@@ -68,6 +68,46 @@
     }
   }, true);
 
+  // <input data-match="password"> (the repeated password) must equal the
+  // field of that id. The forms check on the server (novalidate), whose
+  // answer to a mismatch clears both password fields (it never sends a
+  // password back); this stops the mismatch before it is sent, says so
+  // where the server would, and keeps what was typed.
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    if (!form.querySelectorAll) return;
+    var repeats = form.querySelectorAll("input[data-match]");
+    for (var i = 0; i < repeats.length; i++) {
+      var repeat = repeats[i];
+      var first = document.getElementById(repeat.getAttribute("data-match"));
+      if (!first || !first.value || repeat.value === first.value) continue;
+      ev.preventDefault();
+      ev.stopImmediatePropagation();
+      showFieldError(repeat, "does not match the password: type it again");
+      repeat.focus();
+      return;
+    }
+  }, true);
+
+  // showFieldError puts msg in input's error line, as the server renders
+  // one (web fieldError: the id its aria-describedby names).
+  function showFieldError(input, msg) {
+    var field = input.closest(".field");
+    if (field) field.classList.add("has-error");
+    var ids = (input.getAttribute("aria-describedby") || "").split(" ");
+    var id = ids.filter(function (x) { return x.indexOf("err-") === 0; })[0];
+    if (!id) return;
+    var p = document.getElementById(id);
+    if (!p) {
+      p = document.createElement("p");
+      p.className = "field-error";
+      p.id = id;
+      p.setAttribute("data-testid", "error-" + id.slice(4));
+      (field || input.parentNode).appendChild(p);
+    }
+    p.textContent = msg;
+  }
+
   // <details data-wide-open> (the search filters) start open on a wide
   // screen; on a phone they stay folded under their summary.
   if (window.matchMedia && window.matchMedia("(min-width: 641px)").matches) {

@@ -220,7 +220,7 @@ func SignupPage(v AuthView) templ.Component {
 				}
 				templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "><label for=\"password-confirm\">Repeat password</label> <input id=\"password-confirm\" name=\"password_confirm\" type=\"password\" autocomplete=\"new-password\" required aria-describedby=\"err-password_confirm\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "><label for=\"password-confirm\">Repeat password</label> <input id=\"password-confirm\" name=\"password_confirm\" type=\"password\" autocomplete=\"new-password\" required data-match=\"password\" aria-describedby=\"err-password_confirm\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
