@@ -25,7 +25,9 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // "fail" fails, "block" streams a little then waits for its context to
 // end, "history" tells how many earlier messages it was sent, "slow:<d>"
 // answers after d, "ask:<prompt>" streams "let me see" and then asks for
-// input (agent.NeedsInput), anything else is echoed word by word.
+// input (agent.NeedsInput), "tool:<name>" calls that tool (a step, as it
+// starts and ends) and answers "used <name>", anything else is echoed
+// word by word.
 type fakeAgent struct {
 	blocked chan struct{} // a "block" turn is running
 	ended   chan error    // a "block" turn's context ended, with this error
@@ -46,6 +48,16 @@ func (f *fakeAgent) Answer(ctx context.Context, t agent.Turn, emit func(string) 
 			return "", err
 		}
 		return "let me see", agent.NeedsInput(strings.TrimPrefix(t.Text, "ask:"))
+	case strings.HasPrefix(t.Text, "tool:"):
+		name := strings.TrimPrefix(t.Text, "tool:")
+		st := agent.Step{Tool: "call_tool", Name: name, Server: "tools.example/mcp", Text: `{"city":"Paris"}`}
+		if t.OnStep != nil {
+			t.OnStep(st)
+			st.Done, st.Reply, st.DurationMS = true, "sunny", 12
+			t.OnStep(st)
+		}
+		reply := "used " + name
+		return reply, emit(reply)
 	case t.Text == "history":
 		reply := fmt.Sprintf("%d earlier messages", len(t.History))
 		return reply, emit(reply)

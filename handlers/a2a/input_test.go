@@ -1,6 +1,7 @@
 package a2a_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -82,4 +83,50 @@ func TestCancelWhileWaitingForInput(t *testing.T) {
 	follow := message("too late", "")
 	follow.TaskID = task.ID
 	wantError(t, call(e, path, "message/send", send(follow)), -32602, "")
+}
+
+// Each finished step of a turn (here a tool call) is in the task's
+// history, between the person's message and the reply, as a message of
+// the agent's with a line for people and the step as data; a stream
+// tells of it as a working status.
+func TestStepsInTaskHistory(t *testing.T) {
+	e, _ := newEnv(t, nil)
+	path := "/a2a/" + e.SeedEcho("tool-bot", "Tool Bot")
+	task := resultOf[a2a.Task](t, call(e, path, "message/send", send(message("tool:forecast", ""))))
+	if task.Status.State != a2a.TaskStateCompleted || len(task.History) != 3 {
+		t.Fatalf("task %s with %d messages, want completed with the message, the step and the reply", task.Status.State, len(task.History))
+	}
+	step := task.History[1]
+	if step.Role != a2a.MessageRoleAgent || step.Metadata["agentsite_step"] != true || text(step.Parts) != "Called forecast on tools.example/mcp" {
+		t.Errorf("step message = %+v", step)
+	}
+	var data map[string]any
+	for _, p := range step.Parts {
+		if d, ok := p.(a2a.DataPart); ok {
+			data = d.Data
+		}
+	}
+	if data["tool"] != "call_tool" || data["name"] != "forecast" || data["reply"] != "sunny" || data["duration_ms"] != float64(12) {
+		t.Errorf("step data = %v", data)
+	}
+	if text(task.History[2].Parts) != "used forecast" {
+		t.Errorf("reply = %q", text(task.History[2].Parts))
+	}
+	working := 0
+	for _, ev := range streamEvents(e, path, send(message("tool:forecast", ""))) {
+		var su struct {
+			Kind   string `json:"kind"`
+			Status struct {
+				State   a2a.TaskState `json:"state"`
+				Message *a2a.Message  `json:"message"`
+			} `json:"status"`
+		}
+		if json.Unmarshal(ev.Result, &su) == nil && su.Kind == "status-update" && su.Status.State == a2a.TaskStateWorking &&
+			su.Status.Message != nil && text(su.Status.Message.Parts) == "Called forecast on tools.example/mcp" {
+			working++
+		}
+	}
+	if working != 1 {
+		t.Errorf("the stream told of the step %d times, want once", working)
+	}
 }

@@ -3,9 +3,11 @@ package a2a
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 )
 
@@ -278,6 +281,49 @@ func (t *task) complete(reply string, now time.Time) (*a2a.TaskArtifactUpdateEve
 	t.history = append(t.history, t.agentMessage(reply))
 	t.finish(a2a.TaskStateCompleted, nil, now)
 	return art, t.statusEvent(true)
+}
+
+// step records a finished step of the turn (a tool call, a question to
+// another agent, a search of the planet) in the history: a message of the
+// agent's with a line for people and the step itself as data, marked
+// "agentsite_step" in its metadata. It returns the working status that
+// tells the task's followers of it.
+func (t *task) step(s agent.Step, now time.Time) *a2a.TaskStatusUpdateEvent {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	data := map[string]any{}
+	if b, err := json.Marshal(s); err == nil {
+		_ = json.Unmarshal(b, &data)
+	}
+	msg := &a2a.Message{ID: newID(), Role: a2a.MessageRoleAgent, TaskID: t.id, ContextID: t.contextID,
+		Parts: a2a.ContentParts{a2a.TextPart{Text: stepLine(s)}, a2a.DataPart{Data: data}}, Metadata: map[string]any{"agentsite_step": true}}
+	t.history = append(t.history, msg)
+	t.status, t.stamp = msg, now
+	t.changedLocked()
+	return t.statusEvent(false)
+}
+
+// stepLine is a step as one line for people.
+func stepLine(s agent.Step) string {
+	var line string
+	switch s.Tool {
+	case "call_tool":
+		line = "Called " + s.Name + " on " + s.Server
+	case "ask_agent":
+		who := s.AgentName
+		if who == "" {
+			who = s.AgentID
+		}
+		line = "Asked " + who
+	case "find_agents":
+		line = "Searched the planet for " + strconv.Quote(s.Text)
+	default:
+		line = s.Tool
+	}
+	if s.Error != "" {
+		return line + ": failed: " + s.Error
+	}
+	return line
 }
 
 // agentMessage is text from the agent, as history and status keep it.

@@ -144,7 +144,11 @@ func (s *Server) run(t *task, cctx context.Context, cancel context.CancelCauseFu
 
 	ev.send(t.begin(s.now()))
 	req := chat.Request{AgentID: t.agentID, ConversationID: t.contextID, Text: spec.text, Trace: spec.trace,
-		MessageID: spec.msg.ID, Yield: func(o agent.Output) {
+		MessageID: spec.msg.ID, OnStep: func(st agent.Step) {
+			if st.Done { // a step is told once, as it ends
+				ev.send(t.step(st, s.now()))
+			}
+		}, Yield: func(o agent.Output) {
 			if o.Message {
 				t.standAlone()
 			}
