@@ -516,6 +516,7 @@ type Store interface {
 	Accounts
 	Sessions
 	Conversations
+	Memories
 	Conn
 }
 
@@ -528,6 +529,7 @@ type Composed struct {
 	Accounts
 	Sessions
 	Conversations
+	Memories
 	Conn
 }
 
