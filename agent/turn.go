@@ -52,6 +52,12 @@ type Turn struct {
 	// it nil, and the agent answers in text. It is never serialized: a
 	// turn another node runs yields text alone.
 	Yield func(Output)
+	// Person is the portal account (its id) of the person whose message
+	// this is, when this node knows them: the key of an agent's memory of
+	// them (docs/agents.md, "Memory"). 0: anyone else (an anonymous
+	// caller, another agent, a turn another node sent). It is never
+	// serialized: a person is an account of one node.
+	Person int64
 }
 
 // Output is something a turn yields besides its reply text.
