@@ -134,6 +134,8 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/account/tokens", s.pages.PageAccount)
 			r.Post("/account/tokens", s.pages.SubmitCreateToken)
 			r.Post("/account/tokens/{tokenID}/delete", s.pages.SubmitDeleteToken)
+			r.Post("/account/memories/{memoryID}/delete", s.pages.SubmitDeleteMemory)
+			r.Post("/account/memories/delete", s.pages.SubmitDeleteMemories)
 			r.With(authLimit).Post("/account/password", s.pages.SubmitChangePassword)
 			r.With(authLimit).Post("/account/delete", s.pages.SubmitDeleteAccount)
 			r.Get("/account/agents/{id}/edit", s.pages.PageEditAgent)

@@ -401,6 +401,25 @@ type AccountView struct {
 	// Health is the health of the local agents among Agents, by id; nil
 	// hides it.
 	Health map[string]OwnerHealth
+	// Memories are what this node's agents with memory remember of the
+	// user, per agent; ShowMemories shows the panel (the node keeps
+	// memories).
+	Memories     []MemoryGroup
+	ShowMemories bool
+}
+
+// MemoryGroup is what one agent remembers of the user, newest first.
+type MemoryGroup struct {
+	AgentID   string
+	AgentName string // "": the agent is no longer listed
+	Facts     []MemoryRow
+}
+
+// MemoryRow is one remembered fact.
+type MemoryRow struct {
+	ID        int64
+	Fact      string
+	CreatedAt time.Time
 }
 
 // TokenRow is one personal API token (never the token itself).
