@@ -218,14 +218,17 @@ func (a *app) buildUseCases(metrics prometheus.Registerer) error {
 		return fmt.Errorf("model scheduler metrics: %w", err)
 	}
 	a.runtime = runtime.NewRuntime(backendLookup(a.engine), runtime.RuntimeOptions{
-		AllowPrivate: a.cfg.AllowPrivateEndpoints,
-		Allow:        a.outbound.Policy(runtime.PurposeBackend).Allow,
-		UserAgent:    "AgentSite/" + buildVersion(),
-		Logger:       a.logger,
-		EchoDelay:    a.cfg.EchoDelay,
-		Conformance:  a.cfg.ConformanceAgent,
-		Models:       models,
+		AllowPrivate:  a.cfg.AllowPrivateEndpoints,
+		Allow:         a.outbound.Policy(runtime.PurposeBackend).Allow,
+		UserAgent:     "AgentSite/" + buildVersion(),
+		Logger:        a.logger,
+		EchoDelay:     a.cfg.EchoDelay,
+		Conformance:   a.cfg.ConformanceAgent,
+		Models:        models,
+		HistoryTokens: a.cfg.LLMHistoryTokens,
 	})
+	// Agents with memory keep it in the store (docs/agents.md, "Memory").
+	a.runtime.Memory = chat.Memories{Store: a.full}
 	observer, err := newProbeMetrics(metrics)
 	if err != nil {
 		return fmt.Errorf("probe metrics: %w", err)
