@@ -370,9 +370,14 @@ type BackendForm struct {
 	Delegate     bool // llm: may call other agents
 	// Concurrency is an llm backend's own requests at once, as typed
 	// ("": the node's --llm-concurrency).
-	Concurrency  string
-	HasStoredKey bool
-	KeyDropped   bool
+	Concurrency string
+	// Memory: the llm agent remembers facts of people (remember, recall).
+	Memory bool
+	// HistoryTokens is an llm backend's own history budget, as typed
+	// ("": the node's --llm-history-tokens).
+	HistoryTokens string
+	HasStoredKey  bool
+	KeyDropped    bool
 	// Tools is the llm agent's tool servers, one a line (an MCP server's
 	// URL, optionally followed by "Header: secret", or an agent id), with
 	// every secret left out: a header with nothing after it keeps the

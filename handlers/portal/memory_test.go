@@ -129,3 +129,34 @@ func TestAccountMemories(t *testing.T) {
 		}
 	})
 }
+
+// TestRegisterMemoryAndHistoryBudget: an llm agent's owner turns memory
+// on and sets the history budget on the form; the edit form shows both,
+// a budget out of range is refused on its field, and a blank one and an
+// unchecked box go back to the node's default and no memory.
+func TestRegisterMemoryAndHistoryBudget(t *testing.T) {
+	e := New(t)
+	e.Signup("erin", "password-erin-1")
+	llm := []string{"backend_kind", "llm", "backend_url", "https://api.example.com/v1", "backend_model", "gpt-x"}
+	resp := e.PostForm("/register", RegisterForm(append(llm, "backend_memory", "true", "backend_history_tokens", "2000")...))
+	WantStatus(t, resp, http.StatusSeeOther)
+	id := strings.TrimPrefix(Location(t, resp), "/agents/")
+	if b, err := e.Store.GetBackend(t.Context(), id); err != nil || !b.Memory || b.HistoryTokens != 2000 {
+		t.Fatalf("backend after registering = %v (history %d), %v", b, b.HistoryTokens, err)
+	}
+	editPath := "/account/agents/" + id + "/edit"
+	doc := e.Page(editPath, http.StatusOK)
+	if _, checked := doc.Find(`#backend-memory`).Attr("checked"); !checked || doc.Find(`#backend-history-tokens`).AttrOr("value", "") != "2000" {
+		t.Fatalf("edit form: memory checked %t, history %q", checked, doc.Find(`#backend-history-tokens`).AttrOr("value", ""))
+	}
+	for _, bad := range []string{"100", "lots"} {
+		doc = ParsePage(t, e.PostForm(editPath, RegisterForm(append(llm, "backend_history_tokens", bad)...)), http.StatusUnprocessableEntity)
+		if msg := Text(doc.Find(`[id="err-backend.history_tokens"]`)); !strings.Contains(msg, "500 to") {
+			t.Errorf("%q: field error %q, want the range", bad, msg)
+		}
+	}
+	WantStatus(t, e.PostForm(editPath, RegisterForm(llm...)), http.StatusSeeOther)
+	if b, err := e.Store.GetBackend(t.Context(), id); err != nil || b.Memory || b.HistoryTokens != 0 {
+		t.Errorf("backend after saving blank: memory %t, history %d, %v", b.Memory, b.HistoryTokens, err)
+	}
+}
