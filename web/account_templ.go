@@ -758,9 +758,9 @@ func deleteAccountPanel(v AccountView) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var37 string
-		templ_7745c5c3_Var37, templ_7745c5c3_Err = templ.JoinStringErrs("This deletes @" + v.Handle + ", its " + strconv.Itoa(len(v.Agents)) + " " + agentsWord(len(v.Agents)) + " (the network is told they are gone), its API tokens and all its conversations, and signs you out everywhere. It cannot be undone.")
+		templ_7745c5c3_Var37, templ_7745c5c3_Err = templ.JoinStringErrs("This deletes @" + v.Handle + ", its " + strconv.Itoa(len(v.Agents)) + " " + agentsWord(len(v.Agents)) + " (the network is told they are gone), its API tokens, all its conversations and what agents remember of it, and signs you out everywhere. It cannot be undone.")
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/account.templ`, Line: 185, Col: 258}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/account.templ`, Line: 185, Col: 286}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var37))
 		if templ_7745c5c3_Err != nil {
