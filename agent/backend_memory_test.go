@@ -20,7 +20,9 @@ func TestBackendMemoryAndHistory(t *testing.T) {
 		{"budget too small", func(b *Backend) { b.HistoryTokens = MinHistoryTokens - 1 }, "backend.history_tokens"},
 		{"budget not a number", func(b *Backend) { b.HistoryTokens = -1 }, "backend.history_tokens"},
 		{"memory on a webhook", func(b *Backend) { *b = Backend{Kind: BackendWebhook, URL: "https://h.example.com", Memory: true} }, "backend.memory"},
-		{"budget on a webhook", func(b *Backend) { *b = Backend{Kind: BackendWebhook, URL: "https://h.example.com", HistoryTokens: 1000} }, "backend.history_tokens"},
+		{"budget on a webhook", func(b *Backend) {
+			*b = Backend{Kind: BackendWebhook, URL: "https://h.example.com", HistoryTokens: 1000}
+		}, "backend.history_tokens"},
 	} {
 		b := llm
 		tc.edit(&b)
