@@ -74,8 +74,8 @@ func (p *Pages) toolPicker(ctx context.Context, q string, listed map[string]bool
 			picks = append(picks, l)
 		}
 	}
-	// MCP servers first, then the rest; within each, those that answer
-	// now before the quiet and failing; else the search's own order.
+	// Those that answer now first, MCP servers before other agents in
+	// each part (toolRank); else the search's own order.
 	slices.SortStableFunc(picks, func(a, b store.Listing) int { return toolRank(a) - toolRank(b) })
 	hosts := p.hostLabels(ctx, picks[:min(len(picks), toolPickerResults)])
 	for _, l := range picks[:min(len(picks), toolPickerResults)] {

@@ -83,6 +83,17 @@ func TestBrowserToolPicker(t *testing.T) {
 		t.Error("the search reloaded the page: want htmx to swap the results in place")
 	}
 	axeClean("results shown")
+	if shot, err := b.Screenshot(b.Ctx, "tool-picker.png"); err != nil {
+		t.Errorf("screenshot: %v", err)
+	} else {
+		t.Logf("tool picker screenshot: %s", shot)
+	}
+	// On a phone the results fit the screen.
+	b.Do("phone viewport", chromedp.EmulateViewport(390, 844))
+	if w := Run(b, "measure", chromedp.Evaluate[[]int](`[document.documentElement.scrollWidth, window.innerWidth]`)); w[0] > w[1] {
+		t.Errorf("on a phone the form scrolls sideways: scrollWidth %d > innerWidth %d", w[0], w[1])
+	}
+	axeClean("results shown on a phone")
 
 	b.Do("add it", chromedp.Click(chromedp.CSS(result+` [data-testid="tool-add"]`)),
 		chromedp.PollFunction[chromedp.Void](`(sel) => document.querySelector(sel).textContent.trim() === 'Added'`,

@@ -136,4 +136,17 @@ func TestToolPickerWithoutJS(t *testing.T) {
 	if b, err := e.Store.GetBackend(t.Context(), id); err != nil || len(b.Tools) != 2 || b.Tools[1].Agent != calc {
 		t.Fatalf("stored tools %v, %v", b.Tools, err)
 	}
+
+	// The edit form's picker too: Add brings it back with the line added,
+	// an id listed already is not added twice.
+	other := e.SeedAgent("", SimpleInput("zeta-other", "Zeta Other", "zeta")).Record.ID
+	edit := "/account/agents/" + id + "/edit"
+	doc = ParsePage(t, e.PostForm(edit, RegisterForm(append(llm[:6], "backend_tools", "https://tools.example.com/mcp\n"+calc, "tool_q", "zeta", "add_tool", other)...)), http.StatusOK)
+	if got := MustTestid(t, doc, "backend-tools").Text(); got != "https://tools.example.com/mcp\n"+calc+"\n"+other {
+		t.Errorf("edit form Tools after Add = %q", got)
+	}
+	doc = ParsePage(t, e.PostForm(edit, RegisterForm(append(llm[:6], "backend_tools", calc, "add_tool", calc)...)), http.StatusOK)
+	if got := MustTestid(t, doc, "backend-tools").Text(); got != calc {
+		t.Errorf("Add of a listed id: Tools = %q, want it once", got)
+	}
 }
