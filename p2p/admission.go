@@ -495,3 +495,32 @@ func (n *Node) refuse(path string, from peer.ID, err error) {
 // AdmissionPenalty is p's current admission penalty (what it loses in
 // GossipSub's application score), for operators and tests.
 func (n *Node) AdmissionPenalty(p peer.ID) float64 { return -n.adm.score(p, n.now()) }
+
+// heartbeatGate is the intake as the heartbeat protocol sees it
+// (heartbeat.Gate): the operator's blocks and the gater's, the
+// forwarders' allowances, and refusals counted on path "heartbeat".
+type heartbeatGate struct{ n *Node }
+
+func (g heartbeatGate) Blocked(author peer.ID) bool {
+	return g.n.gater.Blocked(author) || g.n.adm.blocked[author.String()]
+}
+
+func (g heartbeatGate) AllowRelayed(from peer.ID, now time.Time) bool {
+	return g.n.adm.allowRelayedHeartbeat(from, g.n.cfg.HeartbeatInterval, now)
+}
+
+func (g heartbeatGate) Known(author peer.ID) bool { return g.n.knownPublisher(author) }
+
+func (g heartbeatGate) Introduce(key string, from peer.ID, now time.Time) error {
+	return g.n.adm.introduce(key, from, ipGroup(g.n.host.Network(), from), now)
+}
+
+func (g heartbeatGate) Heard(author string, now time.Time) { g.n.adm.hear(author, now) }
+
+func (g heartbeatGate) Reject(from peer.ID, err error) { g.n.reject(pathHeartbeat, from, err) }
+
+func (g heartbeatGate) Refuse(from peer.ID, err error) { g.n.refuse(pathHeartbeat, from, err) }
+
+func (g heartbeatGate) Flood(from peer.ID) { g.n.refuse(pathHeartbeat, from, errFlood) }
+
+func (g heartbeatGate) Late() { g.n.outdated(pathHeartbeat, errReplay) }

@@ -33,7 +33,7 @@ func (n *Node) startPubSub() error {
 		return fmt.Errorf("register record validator: %w", err)
 	}
 	for _, t := range []string{TopicStatus, TopicStatus2} {
-		if err := ps.RegisterTopicValidator(t, n.validateStatusMsg); err != nil {
+		if err := ps.RegisterTopicValidator(t, n.beat.Validate); err != nil {
 			return fmt.Errorf("register status validator: %w", err)
 		}
 	}
@@ -43,7 +43,7 @@ func (n *Node) startPubSub() error {
 	if n.status, err = ps.Join(TopicStatus); err != nil {
 		return fmt.Errorf("join %s: %w", TopicStatus, err)
 	}
-	if n.hb.topic, err = ps.Join(TopicStatus2); err != nil {
+	if n.status2, err = ps.Join(TopicStatus2); err != nil {
 		return fmt.Errorf("join %s: %w", TopicStatus2, err)
 	}
 	recSub, err := n.records.Subscribe(pubsub.WithBufferSize(256))
@@ -54,13 +54,13 @@ func (n *Node) startPubSub() error {
 	if err != nil {
 		return fmt.Errorf("subscribe %s: %w", TopicStatus, err)
 	}
-	stat2Sub, err := n.hb.topic.Subscribe()
+	stat2Sub, err := n.status2.Subscribe()
 	if err != nil {
 		return fmt.Errorf("subscribe %s: %w", TopicStatus2, err)
 	}
 	n.goLoop(func(ctx context.Context) { n.readLoop(ctx, recSub, n.handleRecordMsg) })
-	n.goLoop(func(ctx context.Context) { n.readLoop(ctx, statSub, n.handleStatusMsg) })
-	n.goLoop(func(ctx context.Context) { n.readLoop(ctx, stat2Sub, n.handleStatusMsg) })
+	n.goLoop(func(ctx context.Context) { n.readLoop(ctx, statSub, n.beat.Handle) })
+	n.goLoop(func(ctx context.Context) { n.readLoop(ctx, stat2Sub, n.beat.Handle) })
 	return nil
 }
 
@@ -191,7 +191,7 @@ func (n *Node) delivered(ctx context.Context, path string, from peer.ID, rec *ag
 		}
 		return false
 	}
-	n.hosts.note(rec.Publisher, n.now()) // its heartbeats count in the planet's size at once
+	n.hosts.Note(rec.Publisher, n.now()) // its heartbeats count in the planet's size at once
 	if changed {
 		n.metrics.accepted.WithLabelValues(path).Inc()
 	}
@@ -240,7 +240,7 @@ func (n *Node) Announce(ctx context.Context, rec *agent.Record, env []byte) erro
 	}
 	n.seqs.check(rec.ID, rec.Seq) //nolint:errcheck // our own seq only grows
 	n.syncs.hold(env)             // our own: a digest page need not bring it back
-	n.hb.ownChanged()             // the hosted count is recounted off the heartbeat's path
+	n.beat.OwnChanged()           // the hosted count is recounted off the heartbeat's path
 	if !n.pace.allow(n.now()) {
 		n.metrics.published.WithLabelValues("gossip", "paced").Inc()
 		if k := n.pace.deferred(n.now()); k > 0 {
