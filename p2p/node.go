@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentsite/agentsite/p2p/heartbeat"
+	"github.com/agentsite/agentsite/p2p/intake"
 )
 
 // Topic names and protocol IDs (docs/architecture.md, "Protocols between nodes").
@@ -153,35 +154,33 @@ func (c *Config) defaults() {
 
 // Node is a running libp2p host with the DHT and GossipSub.
 type Node struct {
-	host     host.Host
-	key      crypto.PrivKey
-	logger   *slog.Logger
-	cfg      Config
-	gater    *Gater
-	dht      *dht.IpfsDHT
-	ps       *pubsub.PubSub
-	records  *pubsub.Topic
-	status   *pubsub.Topic // agentsite/status/1
-	status2  *pubsub.Topic // agentsite/status/2
-	metrics  *metrics
-	seqs     *seqCache
-	values   *dhtStore // the DHT's bounded value store (nil: unbounded)
-	adm      *admission
-	beat     *heartbeat.Service // the heartbeat protocol (p2p/heartbeat)
-	traffic  *lpmetrics.BandwidthCounter
-	strikes  *strikes
-	pace     *pace            // own records' gossip (pace.go)
-	overflow *overflow        // peers' own records over the rate let pass unpunished (pace.go)
-	hosts    *heartbeat.Hosts // publishers of the listings this node holds (p2p/heartbeat/hosts.go)
-	syncs    *syncTracker
-	serving  *serveLimiter // the budgets of the peers served sync (sync_serve.go)
-	dhtPub   *dhtPublisher // own records' DHT puts, bounded (dhtpublish.go)
-	scores   peerScores
-	mcp      mcpState                  // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
-	hostp    atomic.Pointer[host.Host] // the host, for libp2p's own goroutines (autorelay's peer source)
-	nat      natState
-	now      func() time.Time
-	started  time.Time
+	host    host.Host
+	key     crypto.PrivKey
+	logger  *slog.Logger
+	cfg     Config
+	gater   *Gater
+	dht     *dht.IpfsDHT
+	ps      *pubsub.PubSub
+	records *pubsub.Topic
+	status  *pubsub.Topic // agentsite/status/1
+	status2 *pubsub.Topic // agentsite/status/2
+	metrics *metrics
+	seqs    *seqCache
+	values  *dhtStore          // the DHT's bounded value store (nil: unbounded)
+	in      *intake.Intake     // admission, quotas, strikes, penalties (p2p/intake)
+	beat    *heartbeat.Service // the heartbeat protocol (p2p/heartbeat)
+	traffic *lpmetrics.BandwidthCounter
+	pace    *pace            // own records' gossip (pace.go)
+	hosts   *heartbeat.Hosts // publishers of the listings this node holds (p2p/heartbeat/hosts.go)
+	syncs   *syncTracker
+	serving *serveLimiter // the budgets of the peers served sync (sync_serve.go)
+	dhtPub  *dhtPublisher // own records' DHT puts, bounded (dhtpublish.go)
+	scores  intake.Scores
+	mcp     mcpState                  // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
+	hostp   atomic.Pointer[host.Host] // the host, for libp2p's own goroutines (autorelay's peer source)
+	nat     natState
+	now     func() time.Time
+	started time.Time
 	// withhold, set only by tests (WithholdGossip, -tags
 	// agentsite_testnet), drops records by id from gossip on receipt.
 	withhold atomic.Pointer[func(id string) bool]
@@ -219,12 +218,22 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("p2p metrics: %w", err)
 	}
+	self, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("p2p identity: %w", err)
+	}
+	n.in = intake.New(intake.Config{
+		Admission: cfg.Admission, Self: self,
+		Rejected: n.metrics.rejected, Blocked: n.metrics.blocked,
+		Block: func(p peer.ID) {
+			n.gater.Block(p)
+			go func() { _ = n.host.Network().ClosePeer(p) }()
+		},
+		Logger: logger, Now: func() time.Time { return n.now() },
+	})
 	n.seqs = newSeqCache(100_000)
-	n.strikes = newStrikes()
 	n.pace = newPace()
 	n.hosts = heartbeat.NewHosts()
-	n.adm = newAdmission(cfg.Admission)
-	n.overflow = newOverflow(n.adm.cfg.PublisherPerMinute)
 	for _, p := range cfg.Admission.Block {
 		if id, err := peer.Decode(p); err == nil {
 			n.gater.Block(id)

@@ -88,7 +88,7 @@ func TestQuotaRetryTransfersOnlyWhatWasRefused(t *testing.T) {
 		t.Fatalf("first sync admitted %d (held %d), want the quota %d", admitted, mirror.held(), quota)
 	}
 	for _, p := range pubs {
-		m.adm.hear(p, m.now())
+		m.in.Hear(p, m.now())
 	}
 	if _, err := m.FeedSync(context.Background(), s.Host().ID(), false); err != nil {
 		t.Fatalf("retry: %v", err)

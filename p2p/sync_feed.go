@@ -311,10 +311,10 @@ func (c *feedClient) read(req feedRequest) (feedResponse, error) {
 	if err != nil {
 		switch {
 		case errors.Is(err, agent.ErrTooLarge):
-			c.n.reject(pathSync, c.p, err)
+			c.n.in.Reject(pathSync, c.p, err)
 			return feedResponse{}, fmt.Errorf("peer %s sent an oversized sync page: %w", c.p, err)
 		case errors.Is(err, errBadPage):
-			c.n.reject(pathSync, c.p, err)
+			c.n.in.Reject(pathSync, c.p, err)
 		}
 		return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
 	}
@@ -493,7 +493,7 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 			return fmt.Errorf("peer %s changed its feed during a sync", c.p)
 		}
 		if resp.Next <= after && resp.More {
-			c.n.reject(pathSync, c.p, fmt.Errorf("%w: sync cursor did not move", errBadPage))
+			c.n.in.Reject(pathSync, c.p, fmt.Errorf("%w: sync cursor did not move", errBadPage))
 			return fmt.Errorf("peer %s: sync cursor did not move", c.p)
 		}
 		if resp.Digest {

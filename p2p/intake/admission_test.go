@@ -1,4 +1,4 @@
-package p2p
+package intake
 
 import (
 	"crypto/rand"
@@ -88,10 +88,10 @@ func TestAdmissionPolicy(t *testing.T) {
 	check := func(pub peer.ID) error {
 		return a.check(&agent.Record{Publisher: pub.String()}, relayer, "", "self", now)
 	}
-	if err := check(bad); !errors.Is(err, errBlockedPublisher) {
+	if err := check(bad); !errors.Is(err, ErrBlockedPublisher) {
 		t.Fatalf("blocked publisher: %v", err)
 	}
-	if err := check(stranger); !errors.Is(err, errUntrusted) {
+	if err := check(stranger); !errors.Is(err, ErrUntrusted) {
 		t.Fatalf("untrusted publisher with --trusted-only: %v", err)
 	}
 	for i := 0; i < 5; i++ { // trusted: no quota
@@ -247,8 +247,8 @@ func TestAdmissionRefusalLoggedOncePerInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := a.check(&agent.Record{Publisher: testPeer(t).String()}, relayer, "", "self", now)
-	if !errors.Is(err, errUnheardQuota) || !errors.Is(err, agent.ErrOverQuota) {
-		t.Fatalf("over the allowance: %v, want errUnheardQuota wrapping ErrOverQuota", err)
+	if !errors.Is(err, ErrUnheardQuota) || !errors.Is(err, agent.ErrOverQuota) {
+		t.Fatalf("over the allowance: %v, want ErrUnheardQuota wrapping ErrOverQuota", err)
 	}
 	due := 0
 	for i := range 100 {
