@@ -100,7 +100,7 @@ func (n *Node) serveSync(s network.Stream) {
 }
 
 // SyncFrom pulls p's catalogue (or, with tag, only listings with that tag),
-// verifies each record, admits it (admission.go) and caches it. It returns
+// verifies each record, admits it (p2p/intake) and caches it. It returns
 // how many records changed the cache.
 //
 // A peer is an adversary here too: every page is read as one line of at

@@ -374,16 +374,11 @@ func (c *feedClient) take(ctx context.Context, envs [][]byte) (refused bool) {
 	return ref > 0
 }
 
-// FeedSync pulls what changed in p's catalogue since the cursors this node
+// feedSync pulls what changed in p's catalogue since the cursors this node
 // keeps for p (everything, the first time, but for the shards another
-// peer already filled), and moves the cursors. It returns how many records
-// changed the cache. Errors wrap agent.ErrOverQuota when admission refused
-// records.
-func (n *Node) FeedSync(ctx context.Context, p peer.ID, skipRefused bool) (int, error) {
-	return n.feedSync(ctx, p, skipRefused, syncRoundOther)
-}
-
-// feedSync is FeedSync, its requests counted under round.
+// peer already filled), and moves the cursors, its requests counted under
+// round. It returns how many records changed the cache. Errors wrap
+// agent.ErrOverQuota when admission refused records.
 func (n *Node) feedSync(ctx context.Context, p peer.ID, skipRefused bool, round string) (int, error) {
 	s, err := n.host.NewStream(network.WithAllowLimitedConn(ctx, "sync"), p, protocol.ID(SyncFeedProtocol))
 	if err != nil {

@@ -52,8 +52,8 @@ type Store interface {
 	SetHealth(ctx context.Context, hostPeerID string, health map[string]agent.Health) error
 }
 
-// Gate is what the heartbeats need of the host's intake (package p2p,
-// admission.go and gossip.go): who is blocked, the forwarders'
+// Gate is what the heartbeats need of the host's intake (p2p/intake, which
+// p2p wraps in heartbeatGate): who is blocked, the forwarders'
 // allowances, and the counting (and penalties) of what is refused. Every
 // refusal is labelled path "heartbeat" by the host.
 type Gate interface {
