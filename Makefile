@@ -122,7 +122,7 @@ lint: ## go vet, gofmt, and generated files up to date
 fuzz: ## fuzz record opening and validation, the heartbeat decoder and both sync page readers, a minute each
 	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime 60s ./agent/
 	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 60s ./agent/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeHeartbeat$$' -fuzztime 60s ./p2p/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeHeartbeat$$' -fuzztime 60s ./p2p/heartbeat/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadFeedPage$$' -fuzztime 60s ./p2p/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSyncPage$$' -fuzztime 60s ./p2p/
 
