@@ -47,8 +47,8 @@ type foldEntry struct {
 	summary string
 }
 
-// newSummaryCache is the bounded cache of summaries, per agent and
-// conversation.
+// newSummaryCache is the bounded cache of summaries, per agent,
+// conversation and caller.
 func newSummaryCache(size int) *lru.Cache[string, foldEntry] {
 	c, err := lru.New[string, foldEntry](size)
 	if err != nil {
@@ -108,7 +108,10 @@ func (r *Runtime) llmHistory(ctx context.Context, endpoint string, b agent.Backe
 // the messages after it fit; past that, it and the next messages are
 // summarised again into one.
 func (r *Runtime) fold(ctx context.Context, endpoint string, b agent.Backend, t agent.Turn, hist []llmMessage, budget int) (string, []llmMessage) {
-	key := t.AgentID + "\x00" + t.ConversationID
+	// The caller is part of the key: a turn another node sends names a
+	// conversation id of its own choosing, and must never be given the
+	// summary of a conversation held here under the same id.
+	key := t.AgentID + "\x00" + t.ConversationID + "\x00" + agent.CallerOf(ctx)
 	start, prior := 0, ""
 	if t.ConversationID != "" {
 		if e, ok := r.summaries.Get(key); ok {

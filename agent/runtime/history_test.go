@@ -160,3 +160,19 @@ func TestLLMHistorySummaryFailsCuts(t *testing.T) {
 		t.Errorf("the failure was not logged:\n%s", logs.String())
 	}
 }
+
+// TestLLMHistorySummaryPerCaller: a summary is kept for its caller: a
+// turn another node sends under the same conversation id, with the same
+// messages, is not given it but has its own made.
+func TestLLMHistorySummaryPerCaller(t *testing.T) {
+	rt, model, _ := historyAgent(t, "SUMMARY of the person's own conversation")
+	turn := agent.Turn{AgentID: "a1", ConversationID: "c1", History: longHistory(20), Text: "question"}
+	for _, caller := range []string{"user:1", "user:1", "peer:12D3KooWOther"} {
+		if _, err := rt.Answer(agent.WithCaller(t.Context(), caller), turn, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, summaries := turnRequests(model); len(summaries) != 2 {
+		t.Errorf("%d summary requests for two callers, want 2", len(summaries))
+	}
+}
