@@ -28,6 +28,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/discover"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers"
@@ -111,9 +112,10 @@ func NewConfig(t testing.TB, st store.Store, edit func(*handlers.Config)) *Env {
 	lifetime, end := context.WithCancel(context.Background())
 	t.Cleanup(end)
 	reg := &registry.Registry{Store: st, Publisher: pub, Network: node, PeerID: node.PeerID(), TTL: agent.DefaultTTL, Logger: logger}
-	ch := &chat.Chat{Store: st, Listings: reg, Search: st, Users: st, Logger: logger}
+	disc := discover.New(discover.Deps{Catalogue: st, Network: node, Finder: reg})
+	ch := &chat.Chat{Store: st, Listings: reg, Search: disc, Users: st, Logger: logger}
 	deps := handlers.Deps{
-		Store: st, Node: node, Registry: reg, Chat: ch,
+		Store: st, Node: node, Registry: reg, Chat: ch, Discover: disc,
 		Live:     &chat.Live{Chat: ch, Lifetime: lifetime, Logger: logger},
 		Lifetime: lifetime, Logger: logger,
 	}

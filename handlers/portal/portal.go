@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/discover"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
@@ -66,7 +67,10 @@ type Conversations interface {
 // Pages holds what the portal's handlers need. Every field is required
 // but Health and Tester; the handlers root builds it once.
 type Pages struct {
-	Catalog       Catalog
+	Catalog Catalog
+	// Discover answers the hub's search and its network search, as on
+	// every surface.
+	Discover      *discover.Discover
 	Users         Users
 	Conversations Conversations
 	Node          httpkit.Node
