@@ -307,7 +307,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	if cfg.StreamWriteTimeout > 0 {
 		turnTimeout = cfg.StreamWriteTimeout - cfg.StreamWriteTimeout/10 // the answer is written before the deadline
 	}
-	s.A2A, err = a2a.New(deps.Lifetime, s.Chat, st, s.chatLimits, logger, a2a.Config{
+	s.A2A, err = a2a.New(deps.Lifetime, s.Chat, s.Discover, s.chatLimits, logger, a2a.Config{
 		NodeID: node.PeerID(), Version: cfg.Version, PublicURL: s.publicURL(), TurnTimeout: turnTimeout,
 		MaxTasks: a2a.DefaultMaxTasks, TaskTTL: a2a.DefaultTaskTTL, MaxRunning: a2a.DefaultMaxRunning, Push: deps.Push,
 	})

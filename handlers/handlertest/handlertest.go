@@ -501,3 +501,13 @@ func (e *Env) MustDial() *websocket.Conn {
 	}
 	return c
 }
+
+// UseDiscover rebuilds the server with d answering every surface's
+// searches (a catalogue that counts, DHT rounds on a fake network), and
+// chat's find_agents with it too.
+func (e *Env) UseDiscover(d *discover.Discover) {
+	e.T.Helper()
+	e.deps.Discover = d
+	e.deps.Chat.Search = d
+	e.build()
+}
