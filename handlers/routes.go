@@ -130,6 +130,7 @@ func (s *Server) Handler() http.Handler {
 		r.Group(func(r chi.Router) {
 			r.Use(s.pages.RequireLogin)
 			r.Get("/register", s.pages.PageRegister)
+			r.Get("/register/tools", s.pages.PageToolPicker) // the agent form's tool picker
 			r.Get("/account", s.pages.PageAccount)
 			r.Get("/account/tokens", s.pages.PageAccount)
 			r.Post("/account/tokens", s.pages.SubmitCreateToken)

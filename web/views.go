@@ -347,6 +347,8 @@ type AgentFormView struct {
 	Test    *BackendTest
 	// Health is the edited agent's health; nil hides it.
 	Health *OwnerHealth
+	// Picker is the tool picker under the Tools field (web/toolpicker.go).
+	Picker ToolPickerView
 }
 
 // SkillRow is one skill block of the form; Examples is one per line.

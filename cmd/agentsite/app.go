@@ -124,6 +124,9 @@ func buildApp(ctx context.Context, cfg Config, deps appDeps) (_ *app, err error)
 	if err := a.buildVerify(deps.VerifyHTTPSPort); err != nil {
 		return nil, err
 	}
+	// A proved domain is evidence for quotas and eviction (store.Sink);
+	// nothing writes through the sink before p2p starts.
+	a.sink.Verified = func(p string) bool { return len(a.verify.Domains(p)) > 0 }
 	if err := a.startP2P(ctx, deps); err != nil {
 		return nil, err
 	}
