@@ -14,7 +14,7 @@ import (
 // registry under ard.BasePath, the AI Catalog and the MCP server cards.
 // Built with the routes, as publicMCP is.
 func (s *Server) discoveryRoutes(r chi.Router) {
-	reg := ard.New(s.Store, s.Node, s.Registry, s.Config.PublicURL, s.renderError)
+	reg := ard.New(s.Discover, s.Store, s.Node, s.Config.PublicURL, s.renderError)
 	reg.Now = s.Now
 	reg.ReferAfter = s.Config.ReferAfter
 	if s.verified != nil { // nil leaves ARD's memo of answers on

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/discover"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers/a2a"
@@ -62,6 +63,9 @@ type Deps struct {
 	Registry *registry.Registry
 	Chat     *chat.Chat
 	Live     *chat.Live
+	// Discover answers every surface's searches of the catalogue and runs
+	// their rounds on the DHT, with one set of limits.
+	Discover *discover.Discover
 	// Health shows owners their agents' health and Tester runs the forms'
 	// Test backend button; nil (untyped): neither is shown.
 	Health portal.HealthReader
@@ -99,7 +103,7 @@ type SyncView interface {
 func (d Deps) check() error {
 	var missing []string
 	for name, absent := range map[string]bool{
-		"Store": d.Store == nil, "Node": d.Node == nil, "Registry": d.Registry == nil, "Chat": d.Chat == nil,
+		"Store": d.Store == nil, "Node": d.Node == nil, "Registry": d.Registry == nil, "Chat": d.Chat == nil, "Discover": d.Discover == nil,
 		"Live": d.Live == nil, "Lifetime": d.Lifetime == nil, "Logger": d.Logger == nil, "Metrics": d.Metrics == nil,
 	} {
 		if absent {
@@ -197,6 +201,7 @@ type Server struct {
 	Registry *registry.Registry
 	Chat     *chat.Chat
 	Live     *chat.Live
+	Discover *discover.Discover
 	Accounts *httpkit.Accounts
 	// API serves /api/v1 and ChatSocket the chat WebSocket; New builds
 	// both from the fields above.
@@ -243,6 +248,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 		Registry: deps.Registry,
 		Chat:     deps.Chat,
 		Live:     deps.Live,
+		Discover: deps.Discover,
 		verified: deps.Verified,
 	}
 	now := func() time.Time { return s.Now() }
@@ -273,7 +279,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	anon := httpkit.NewAnonBudget(cfg.ChatRateLimit*httpkit.AddressRateShare, anonTurns)
 	s.operatorWrites = httpkit.NewRates(OperatorWritesPerMinute)
 	s.accountWrites = newAccountWrites(6 * cfg.RateLimit) // as much as one client address
-	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,
+	s.pages = &portal.Pages{Catalog: st, Discover: s.Discover, Users: st, Conversations: st, Node: node,
 		Registry: s.Registry, Chat: s.Chat, Live: s.Live, Accounts: accounts, Sessions: s.sessions,
 		ChatLimits: s.chatLimits, Anon: anon, Logins: httpkit.NewLoginLimits(cfg.RateLimit, maxLoginAccounts), Health: deps.Health, Tester: deps.Tester,
 		Logger: logger, Version: cfg.Version, NodeName: cfg.NodeName, Now: now, Memories: st}
@@ -285,7 +291,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	if deps.Sync != nil {
 		s.pages.Fill = deps.Sync
 	}
-	s.API = &api.API{Catalog: st, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
+	s.API = &api.API{Catalog: st, Discover: s.Discover, Node: node, Registry: s.Registry, Chat: s.Chat, Accounts: accounts,
 		ChatRates: s.chatLimits, Replies: s.Live, Sessions: s.sessions, Anon: anon, Version: cfg.Version, NodeName: cfg.NodeName, Now: now, Fail: s.renderError, Logger: logger,
 		Verified: deps.Verified}
 	if deps.Tester != nil {
@@ -301,7 +307,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	if cfg.StreamWriteTimeout > 0 {
 		turnTimeout = cfg.StreamWriteTimeout - cfg.StreamWriteTimeout/10 // the answer is written before the deadline
 	}
-	s.A2A, err = a2a.New(deps.Lifetime, s.Chat, st, s.chatLimits, logger, a2a.Config{
+	s.A2A, err = a2a.New(deps.Lifetime, s.Chat, s.Discover, s.chatLimits, logger, a2a.Config{
 		NodeID: node.PeerID(), Version: cfg.Version, PublicURL: s.publicURL(), TurnTimeout: turnTimeout,
 		MaxTasks: a2a.DefaultMaxTasks, TaskTTL: a2a.DefaultTaskTTL, MaxRunning: a2a.DefaultMaxRunning, Push: deps.Push,
 	})
@@ -311,7 +317,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	s.A2A.Now = now
 	s.A2A.Accounts, s.A2A.CardKey = accounts, deps.CardKey
 	s.A2A.Sessions, s.A2A.SameOrigin = s.sessions, s.fromOwnPages()
-	s.MCPRegistry = &mcpregistry.Handler{Catalog: st, PublicURL: cfg.PublicURL, Fail: s.renderError}
+	s.MCPRegistry = &mcpregistry.Handler{Catalog: st, Discover: s.Discover, PublicURL: cfg.PublicURL, Fail: s.renderError}
 	m, err := newMetrics(deps.Metrics, st)
 	if err != nil {
 		return nil, err
@@ -326,6 +332,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 func (s *Server) publicMCP() *mcpserver.Server {
 	m := &mcpserver.Server{
 		Catalog:     s.Store,
+		Discover:    s.Discover,
 		Registry:    s.Registry,
 		Chat:        s.Chat,
 		ChatRates:   s.chatLimits,

@@ -10,47 +10,30 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-// Searcher finds listings in the catalogue (find_agents).
+// Searcher finds agents for a sentence (discover.Discover.Find: its
+// words together, then one by one), for find_agents.
 type Searcher interface {
-	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
+	Find(ctx context.Context, text, tag string, n int) ([]store.Listing, error)
 }
-
-// maxFound is how many agents find_agents returns.
-const maxFound = 8
 
 var _ runtime.Delegator = (*Chat)(nil)
 
-// FindAgents searches the catalogue for a delegating agent: all the words
-// first, then each word, so a model's wordy query still finds something.
+// FindAgents searches the catalogue for a delegating agent, as every
+// surface's sentence search (Searcher).
 func (c *Chat) FindAgents(ctx context.Context, query, tag string) ([]runtime.FoundAgent, error) {
 	if c.Search == nil {
 		return nil, ErrUnavailable
 	}
-	var tags []string
-	if tag = strings.ToLower(strings.TrimSpace(tag)); tag != "" {
-		tags = []string{tag}
+	found, err := c.Search.Find(ctx, query, tag, 0)
+	if err != nil {
+		return nil, err
 	}
-	queries := append([]string{query}, strings.Fields(query)...)
-	seen := map[string]bool{}
 	var out []runtime.FoundAgent
-	for _, q := range queries {
-		page, err := c.Search.SearchAgents(ctx, store.SearchQuery{Q: q, Tags: tags, Limit: maxFound})
-		if err != nil {
-			return nil, err
-		}
-		for _, l := range page.Listings {
-			if seen[l.Record.ID] || len(out) == maxFound {
-				continue
-			}
-			seen[l.Record.ID] = true
-			out = append(out, runtime.FoundAgent{
-				ID: l.Record.ID, Name: l.Record.DisplayName, Description: firstLine(l.Record.Description, 200),
-				Tags: l.Record.Tags, Host: c.hostLabel(ctx, l), Status: l.Status,
-			})
-		}
-		if len(out) == maxFound || (q == query && len(out) > 0) {
-			break
-		}
+	for _, l := range found {
+		out = append(out, runtime.FoundAgent{
+			ID: l.Record.ID, Name: l.Record.DisplayName, Description: firstLine(l.Record.Description, 200),
+			Tags: l.Record.Tags, Host: c.hostLabel(ctx, l), Status: l.Status,
+		})
 	}
 	return out, nil
 }

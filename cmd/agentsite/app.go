@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/discover"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/p2p"
@@ -56,7 +57,8 @@ type app struct {
 	registry  *registry.Registry
 	chat      *chat.Chat
 	live      *chat.Live
-	peers     *peermcp.Client // turns to agents other nodes host
+	discover  *discover.Discover // every surface's searches and DHT rounds
+	peers     *peermcp.Client    // turns to agents other nodes host
 
 	// lifetime ends at shutdown's first step (endLifetime): chat sockets
 	// get a close frame, live turns and A2A tasks end.
@@ -242,8 +244,13 @@ func (a *app) buildUseCases(metrics prometheus.Registerer) error {
 		Interval: a.cfg.ProbeInterval, Budget: a.cfg.ProbeBudget, Observer: observer, Logger: a.logger}
 	a.registry = newRegistry(a.cfg, a.registryStore(), a.publisher, a.node, a.prober, a.peerID, a.logger)
 	a.peers = peermcp.NewClient(a.node, peermcp.ClientConfig{Logger: a.logger, Version: buildVersion()})
+	var dht discover.Network // nil offline: searches answer from the mirror alone
+	if a.node != nil {
+		dht = a.node
+	}
+	a.discover = discover.New(discover.Deps{Catalogue: a.full, Network: dht, Finder: a.registry})
 	a.chat = &chat.Chat{Store: a.full, Listings: a.registry, Local: a.runtime, Remote: a.peers,
-		Search: a.full, Outcomes: a.health, Users: a.full, Logger: a.logger,
+		Search: a.discover, Outcomes: a.health, Users: a.full, Logger: a.logger,
 		Hosts: &store.NodeLabels{Nodes: a.full, SelfID: a.peerID, SelfName: a.cfg.NodeName}}
 	a.live = &chat.Live{Chat: a.chat, Lifetime: a.lifetime, Logger: a.logger}
 	return nil

@@ -149,7 +149,7 @@ func (m *Main) buildHTTP(metrics prometheus.Registerer) error {
 	cfg.BcryptCost = m.BcryptCost
 	cfg.StorageFull, cfg.SearchIndexStatus = storageFull(a.engine), a.indexStatus
 	srv, err := handlers.New(handlers.Deps{
-		Store: a.full, Node: a.node, Registry: a.registry, Chat: a.chat, Live: a.live,
+		Store: a.full, Node: a.node, Registry: a.registry, Chat: a.chat, Live: a.live, Discover: a.discover,
 		Health: a.health, Tester: a.prober, Lifetime: a.lifetime, Logger: m.Logger, Metrics: metrics,
 		CardKey: a.key, Push: a.outbound.Policy(runtime.PurposePush),
 		Verified: a.verify, Sync: a.syncView(),

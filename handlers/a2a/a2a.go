@@ -32,9 +32,10 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-// Catalog finds agents for the concierge (store.Store.SearchAgents).
+// Catalog finds agents for the concierge: a sentence's search, as
+// find_agents runs it (discover.Discover.Find).
 type Catalog interface {
-	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
+	Find(ctx context.Context, text, tag string, n int) ([]store.Listing, error)
 }
 
 // Config holds the A2A settings.

@@ -15,10 +15,8 @@ import (
 
 // Limits of a concierge search.
 const (
-	maxFound       = 5   // agents in one answer
-	maxQueryRunes  = 200 // of the text searched for
-	maxQueryWords  = 8   // searched one by one when the whole text finds nothing
-	minSearchRunes = 3   // shorter words are not searched alone
+	maxFound      = 5   // agents in one answer
+	maxQueryRunes = 200 // of the text searched for
 )
 
 // FoundAgent is one agent in a concierge answer (its data part).
@@ -80,43 +78,10 @@ func (s *Server) findAgents(w http.ResponseWriter, r *http.Request, c *call, who
 	c.ok(w, t.snapshot(nil))
 }
 
-// search finds up to maxFound agents for q: all its words first (the
-// catalogue ANDs them); when that finds none, its longer words one by one,
-// so a sentence still finds the agents named in it.
+// search finds up to maxFound agents for q (all its words, then its
+// words one by one: discover's sentence search).
 func (s *Server) search(ctx context.Context, q string) ([]store.Listing, error) {
-	page, err := s.Catalog.SearchAgents(ctx, store.SearchQuery{Q: q, Limit: maxFound})
-	if err != nil || len(page.Listings) > 0 {
-		return page.Listings, err
-	}
-	var out []store.Listing
-	seen := map[string]bool{}
-	words := strings.Fields(q)
-	if len(words) < 2 {
-		return nil, nil
-	}
-	tried := 0
-	for _, word := range words {
-		if tried == maxQueryWords || len(out) == maxFound {
-			break
-		}
-		word = strings.ToLower(strings.Trim(word, ".,;:!?\"'()"))
-		if utf8.RuneCountInString(word) < minSearchRunes || seen["word:"+word] {
-			continue
-		}
-		seen["word:"+word] = true
-		tried++
-		page, err := s.Catalog.SearchAgents(ctx, store.SearchQuery{Q: word, Limit: maxFound})
-		if err != nil {
-			return nil, err
-		}
-		for _, l := range page.Listings {
-			if !seen[l.Record.ID] && len(out) < maxFound {
-				seen[l.Record.ID] = true
-				out = append(out, l)
-			}
-		}
-	}
-	return out, nil
+	return s.Catalog.Find(ctx, q, "", maxFound)
 }
 
 // preferHealthy leaves failing agents out of an answer when any other

@@ -8,15 +8,12 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/discover"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
-
-// maxNetworkProviders bounds how many providers of a tag one network
-// search pulls listings from.
-const maxNetworkProviders = 20
 
 // ListAgents is GET /api/v1/agents: one page of the catalogue search, and
 // how many listings the search matches (total: exact from the search
@@ -49,43 +46,28 @@ func (a *API) ListAgents(w http.ResponseWriter, r *http.Request) {
 	httpkit.WriteJSONBody(w, body)
 }
 
-// Memo is the read cache's memo (store.Cache.Memo): a value derived from
-// the catalogue, kept until the next write.
-type Memo interface {
-	Memo(ctx context.Context, key string, load func(ctx context.Context, n store.Network) (any, error)) (any, error)
-}
-
-// listBody is the encoded answer to a search: from the read cache when
-// the catalogue has one (so a repeated search costs a map look-up and a
-// write, not an encoding of the page), otherwise from a search.
+// listBody is the encoded answer to a search, kept by the read cache's
+// memo (discover.Answer: a repeated search costs a map look-up and a
+// write, not an encoding of the page).
 func (a *API) listBody(ctx context.Context, q store.SearchQuery) ([]byte, error) {
-	encode := func(ctx context.Context, c Catalog) ([]byte, error) {
-		page, err := c.SearchAgents(ctx, q)
-		if err != nil {
-			return nil, err
-		}
+	v, err := a.Discover.Answer(ctx, "api/v1/agents\x00"+a.verifiedGeneration(), q, func(ctx context.Context, r discover.Result) (any, error) {
+		page := r.Page
 		// Sized for the page: a listing is its public JSON and ~300 bytes
 		// of the node's own fields (growing the buffer copied it twice).
 		size := 96
 		for i := range page.Listings {
 			size += len(page.Listings[i].PublicJSON) + 384
 		}
-		mc, ok := c.(store.MatchCounter)
-		if !ok {
-			return apiwire.AppendAgentListVerified(make([]byte, 0, size), page, a.verifiedDomains)
-		}
 		var total apiwire.Total
-		if total.N, total.Exact, err = mc.CountMatches(ctx, q, store.MaxCountedMatches); err != nil {
+		var counted bool
+		var err error
+		if total.N, total.Exact, counted, err = r.Total(ctx); err != nil {
 			return nil, err
 		}
+		if !counted {
+			return apiwire.AppendAgentListVerified(make([]byte, 0, size), page, a.verifiedDomains)
+		}
 		return apiwire.AppendAgentListTotal(make([]byte, 0, size), page, a.verifiedDomains, total)
-	}
-	m, ok := a.Catalog.(Memo)
-	if !ok {
-		return encode(ctx, a.Catalog)
-	}
-	v, err := m.Memo(ctx, "api/v1/agents\x00"+a.verifiedGeneration()+store.SearchKey(q), func(ctx context.Context, n store.Network) (any, error) {
-		return encode(ctx, n)
 	})
 	if err != nil {
 		return nil, err
@@ -189,8 +171,9 @@ func (a *API) DeleteAgent(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// NetworkSearch is POST /api/v1/network/search?tag=: it asks the DHT for
-// providers of a tag and pulls their listings; then GET
+// NetworkSearch is POST /api/v1/network/search?tag=: one round on the
+// DHT for the providers of a tag, their listings pulled into the mirror
+// (discover.Lookup, within the node's limits); then GET
 // /api/v1/agents?tag= shows them.
 func (a *API) NetworkSearch(w http.ResponseWriter, r *http.Request) {
 	tag := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("tag")))
@@ -198,10 +181,10 @@ func (a *API) NetworkSearch(w http.ResponseWriter, r *http.Request) {
 		a.Fail(w, r, &httpkit.Error{Status: http.StatusBadRequest, Code: httpkit.CodeBadQuery, Message: "Give a tag to search the network for.", Fields: map[string]string{"tag": "must be a tag"}})
 		return
 	}
-	providers, changed, err := a.Node.SearchTag(r.Context(), tag, maxNetworkProviders)
-	if err != nil {
-		a.Fail(w, r, httpkit.Errorf(http.StatusServiceUnavailable, string(agent.CodeNetworkUnavailable), "The network search failed; try again in a moment."))
+	round, err := a.Discover.Lookup(r.Context(), discover.Ask{Tags: []string{tag}})
+	if err != nil || (round.Err != nil && round.Providers == 0) {
+		a.Fail(w, r, httpkit.NetworkSearchFailed(err))
 		return
 	}
-	httpkit.WriteJSON(w, http.StatusOK, apiwire.NetworkSearch{Tag: tag, Providers: providers, Records: changed})
+	httpkit.WriteJSON(w, http.StatusOK, apiwire.NetworkSearch{Tag: tag, Providers: round.Providers, Records: round.Records})
 }

@@ -13,15 +13,16 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/discover"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
 
-// Catalog is what the API reads from the store.
+// Catalog is what the API reads from the store besides searches (which
+// go through Discover).
 type Catalog interface {
-	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
 	// CountLocal counts this node's agents from an index: at 100k hosted
 	// agents reading them all took seconds and made /api/v1/node a 503.
 	CountLocal(ctx context.Context) (store.LocalCount, error)
@@ -35,7 +36,10 @@ type ReplyBound interface {
 
 // API holds the dependencies of the /api/v1 handlers.
 type API struct {
-	Catalog  Catalog
+	Catalog Catalog
+	// Discover answers the catalogue's searches and runs network
+	// searches, as on every surface.
+	Discover *discover.Discover
 	Node     httpkit.Node
 	Registry *registry.Registry
 	Chat     *chat.Chat

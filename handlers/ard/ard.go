@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/discover"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
@@ -49,22 +50,9 @@ const (
 	maxBodyBytes = 16 << 10
 	// DefaultPageSize is the spec's default for /search (GET /agents: 20).
 	DefaultPageSize = 10
-	// DefaultDeadline and MaxDeadline bound a federated search's DHT
-	// round.
-	DefaultDeadline = 5 * time.Second
-	MaxDeadline     = 15 * time.Second
-	// maxFederations is how many federated searches the node runs at
-	// once; more are answered from the mirror, saying so.
-	maxFederations = 4
-	// maxFederatedTags and maxIdentifiers bound what one search asks the
-	// DHT.
-	maxFederatedTags = 4
-	maxIdentifiers   = 8
-	// maxProviders is the tag providers one tag's look-up syncs from.
-	maxProviders = 20
-	// maxFilteredScan bounds the listings a search filtered on what the
-	// index does not hold (publisher, verified) reads.
-	maxFilteredScan = 2000
+	// A federated search's DHT round, its identifiers, and the listings a
+	// filtered search reads are bounded by the node's one set of search
+	// limits (discover.Limits).
 	// completenessTTL is how long the mirror's completeness is reused.
 	completenessTTL = 10 * time.Second
 )
@@ -83,27 +71,18 @@ const (
 	ViaDHT    = "dht"
 )
 
-// Catalog is what the registry reads.
+// Catalog is what the registry reads besides searches (which go through
+// discover).
 type Catalog interface {
-	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
-	GetAgent(ctx context.Context, id string) (store.Listing, error)
 	TagFacets(ctx context.Context, q store.SearchQuery, limit int) ([]store.TagCount, error)
 	CountByStatus(ctx context.Context) (map[string]int, error)
 	SyncCursor(ctx context.Context, peer string, shard int) (feed string, after int64, complete bool, err error)
 }
 
-// Network is the DHT side of a federated search.
+// Network is how many peers the node has (the mirror's header); the DHT
+// rounds are discover's.
 type Network interface {
-	// SearchTag asks the DHT who provides tag and pulls those providers'
-	// listings into the cache.
-	SearchTag(ctx context.Context, tag string, maxProviders int) (providers, changed int, err error)
 	PeerCount() int
-}
-
-// Finder loads a listing by id, asking the DHT when the cache lacks it
-// (registry.Find).
-type Finder interface {
-	Find(ctx context.Context, id string) (store.Listing, error)
 }
 
 // Publishers says which domains a publisher proved (agent/verify; its
@@ -133,9 +112,11 @@ func (h *Handler) publishersKey() (string, bool) {
 
 // Handler serves the registry.
 type Handler struct {
+	// Discover answers the searches and runs the federated rounds (their
+	// limits are its).
+	Discover   *discover.Discover
 	Catalog    Catalog
-	Network    Network // nil: no federation
-	Finder     Finder  // nil: no identifier look-ups
+	Network    Network // nil: no peers to count
 	Publishers Publishers
 	// Nodes is what the node heard of the planet's other nodes, for
 	// federation "referrals" (nil: it refers to none); Self is this
@@ -151,8 +132,6 @@ type Handler struct {
 	// Fail answers a server fault (logged, never leaked).
 	Fail func(w http.ResponseWriter, r *http.Request, err error)
 
-	fed chan struct{}
-
 	mu        sync.Mutex
 	mirror    Mirror
 	mirrorAt  time.Time
@@ -163,9 +142,8 @@ type Handler struct {
 // New is a Handler; set its optional fields before serving. A catalog
 // that also keeps node rows (store.Store) is its Nodes, and a network
 // that names its peer id (p2p.Node) its Self, for referrals.
-func New(c Catalog, n Network, f Finder, publicURL string, fail func(http.ResponseWriter, *http.Request, error)) *Handler {
-	h := &Handler{Catalog: c, Network: n, Finder: f, PublicURL: publicURL, Now: time.Now, Fail: fail,
-		fed: make(chan struct{}, maxFederations)}
+func New(d *discover.Discover, c Catalog, n Network, publicURL string, fail func(http.ResponseWriter, *http.Request, error)) *Handler {
+	h := &Handler{Discover: d, Catalog: c, Network: n, PublicURL: publicURL, Now: time.Now, Fail: fail}
 	if nodes, ok := c.(Nodes); ok {
 		h.Nodes = nodes
 	}
@@ -393,8 +371,8 @@ func (h *Handler) parseFilter(s *search, filter map[string]json.RawMessage) erro
 			}
 			s.verified = vals[0] == "true"
 		case "identifier":
-			if len(vals) > maxIdentifiers {
-				return fmt.Errorf("filter \"identifier\": at most %d", maxIdentifiers)
+			if most := h.Discover.Limits().Identifiers; len(vals) > most {
+				return fmt.Errorf("filter \"identifier\": at most %d", most)
 			}
 			for _, u := range vals {
 				id, ok := ParseURN(u)
@@ -493,10 +471,11 @@ func (h *Handler) Search(w http.ResponseWriter, r *http.Request) {
 		invalid(w, "federate needs federation auto")
 		return
 	}
-	deadline := DefaultDeadline
+	var deadline time.Duration // 0: the node's default
 	if req.DeadlineMS != 0 {
-		if req.DeadlineMS < 1 || time.Duration(req.DeadlineMS)*time.Millisecond > MaxDeadline {
-			invalid(w, "deadlineMs must be 1 to %d", MaxDeadline.Milliseconds())
+		most := h.Discover.Limits().MaxDeadline
+		if req.DeadlineMS < 1 || time.Duration(req.DeadlineMS)*time.Millisecond > most {
+			invalid(w, "deadlineMs must be 1 to %d", most.Milliseconds())
 			return
 		}
 		deadline = time.Duration(req.DeadlineMS) * time.Millisecond
@@ -520,18 +499,14 @@ func (h *Handler) Search(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("AgentSite-Mirror", mirror.Header())
 	origin := httpkit.Origin(r, h.PublicURL)
 	pubKey, memoizable := h.publishersKey()
-	if m, ok := h.Catalog.(Memo); ok && memoizable && !req.Federate && round == nil && mode != ModeReferrals && s.keep == nil && len(s.ids) == 0 {
+	if memoizable && !req.Federate && round == nil && mode != ModeReferrals && s.keep == nil && len(s.ids) == 0 {
 		// A search from the mirror alone is the same bytes until the
 		// catalogue (or a publisher's verified domains) changes: kept by
 		// the read cache, as /api/v1/agents.
-		key := "ard/search\x00" + pubKey + "\x00" + origin + "\x00" + strings.Join(s.entryTypes(), ",") + "\x00" + store.SearchKey(s.q)
-		v, err := m.Memo(ctx, key, func(ctx context.Context, n store.Network) (any, error) {
-			page, err := n.SearchAgents(ctx, s.q)
-			if err != nil {
-				return nil, err
-			}
-			out := SearchResponse{Results: []Entry{}, PageToken: page.NextCursor}
-			h.appendResults(&out, page.Listings, nil, origin, s)
+		key := "ard/search\x00" + pubKey + "\x00" + origin + "\x00" + strings.Join(s.entryTypes(), ",")
+		v, err := h.Discover.Answer(ctx, key, s.q, func(_ context.Context, r discover.Result) (any, error) {
+			out := SearchResponse{Results: []Entry{}, PageToken: r.Page.NextCursor}
+			h.appendResults(&out, r.Page.Listings, nil, origin, s)
 			return json.Marshal(out)
 		})
 		if err != nil {
@@ -565,14 +540,13 @@ func (h *Handler) Search(w http.ResponseWriter, r *http.Request) {
 	case round != nil:
 		// A later page of a federated walk: its round ran with the first
 		// page (paging.go).
-		start, end := round.window()
-		dht = func(l store.Listing) bool { return fromRound(l, start, end) }
-		out.PageToken = roundCursor(next, start, end)
+		dht = round.Brought
+		out.PageToken = discover.ContinueWalk(next, *round)
 		note = "a later page of a federated search: its DHT round ran with the first page, and what it brought is in the mirror (via dht)"
 	case req.Federate && s.q.Cursor == "":
-		var started time.Time
+		var dr discover.Round
 		var ok bool
-		run, started, ok = h.federate(ctx, s, deadline)
+		run, dr, ok = h.federate(ctx, s, deadline)
 		if !ok {
 			note = "busy: the node runs as many federated searches as it allows; this answer is the mirror's alone"
 			break
@@ -581,15 +555,12 @@ func (h *Handler) Search(w http.ResponseWriter, r *http.Request) {
 			h.fault(w, r, err)
 			return
 		}
-		// started is a millisecond before the round began (federate);
-		// a millisecond after it ended is the round's too.
-		ended := started.Add(run.Elapsed + 2*time.Millisecond)
 		before := make(map[string]bool, len(first))
 		for _, l := range first {
 			before[l.Record.ID] = true
 		}
-		dht = func(l store.Listing) bool { return !before[l.Record.ID] && fromRound(l, started, ended) }
-		out.PageToken = roundCursor(next, started, ended)
+		dht = func(l store.Listing) bool { return !before[l.Record.ID] && dr.Brought(l) }
+		out.PageToken = discover.WalkCursor(next, dr.Started, dr.Ended)
 	case req.Federate:
 		note = "this walk began without federation (its first page had no federate): its later pages come from the mirror"
 	}
@@ -606,11 +577,6 @@ func (h *Handler) Search(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("AgentSite-Federation", hdr)
 	httpkit.WriteJSON(w, http.StatusOK, out)
-}
-
-// Memo is the read cache's memo (store.Cache.Memo).
-type Memo interface {
-	Memo(ctx context.Context, key string, load func(ctx context.Context, n store.Network) (any, error)) (any, error)
 }
 
 // appendResults adds the entries of listings to out, scored and sorted;
@@ -657,7 +623,7 @@ func (h *Handler) find(ctx context.Context, s search) ([]store.Listing, string, 
 	if len(s.ids) > 0 {
 		var out []store.Listing
 		for _, id := range s.ids {
-			l, err := h.byID(ctx, id)
+			l, err := h.Discover.Mirrored(ctx, id)
 			if err != nil {
 				return nil, "", err
 			}
@@ -667,127 +633,29 @@ func (h *Handler) find(ctx context.Context, s search) ([]store.Listing, string, 
 		}
 		return out, "", nil
 	}
-	q := s.q
-	if s.keep == nil {
-		page, err := h.Catalog.SearchAgents(ctx, q)
-		return page.Listings, page.NextCursor, err
-	}
-	// Few listings pass such filters: read pages until the limit is met,
-	// each page no longer than what is still missing (so the cursor stays
-	// exact), within maxFilteredScan listings.
-	var out []store.Listing
-	limit, scanned := q.Limit, 0
-	for {
-		q.Limit = limit - len(out)
-		page, err := h.Catalog.SearchAgents(ctx, q)
-		if err != nil {
-			return nil, "", err
-		}
-		scanned += len(page.Listings)
-		for _, l := range page.Listings {
-			if s.keep(l) {
-				out = append(out, l)
-			}
-		}
-		q.Cursor = page.NextCursor
-		if len(out) >= limit || page.NextCursor == "" || scanned >= maxFilteredScan || ctx.Err() != nil {
-			return out, page.NextCursor, nil
-		}
-	}
+	return h.Discover.SearchKept(ctx, s.q, s.keep)
 }
 
-// byID is the listing of id from the mirror only (nil when it lacks it).
-func (h *Handler) byID(ctx context.Context, id string) (*store.Listing, error) {
-	l, err := h.Catalog.GetAgent(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	case l.Record.Tombstone:
-		return nil, nil
-	}
-	return &l, nil
-}
-
-// federate asks the DHT for the providers of the search's tags (the
-// filter's tags, else the text's words that are tags) and for the records
-// of its identifiers the mirror lacks, within deadline. ok is false when
-// the node runs as many federations as it allows. started is when the
-// round began: listings that changed after it came from it.
-func (h *Handler) federate(ctx context.Context, s search, deadline time.Duration) (run *DHTRun, started time.Time, ok bool) {
-	run = &DHTRun{Deadline: deadline, Identifiers: len(s.ids)}
-	if h.Network == nil {
-		run.Errors++
-		return run, time.Time{}, true
-	}
-	select {
-	case h.fed <- struct{}{}:
-		defer func() { <-h.fed }()
-	default:
-		return nil, time.Time{}, false
-	}
-	begun := h.Now()
-	// A listing written within the round's first millisecond is the
-	// round's too, whatever the clock's grain.
-	started = begun.Add(-time.Millisecond)
-	ctx, cancel := context.WithTimeout(ctx, deadline)
-	defer cancel()
+// federate runs the search's DHT round (discover.Lookup): the providers
+// of its tags (the filter's tags, else the text's words that are tags)
+// and the records of its identifiers the mirror lacks, within deadline
+// (0: the node's default). ok is false when the node runs as many rounds
+// as it allows. The round's window says which listings it brought.
+func (h *Handler) federate(ctx context.Context, s search, deadline time.Duration) (run *DHTRun, round discover.Round, ok bool) {
+	ask := discover.Ask{IDs: s.ids, Deadline: deadline}
 	if len(s.ids) == 0 {
-		run.Tags = federatedTags(s.q)
+		ask.Tags = h.Discover.QueryTags(s.q)
 	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, tag := range run.Tags {
-		wg.Go(func() {
-			p, c, err := h.Network.SearchTag(ctx, tag, maxProviders)
-			mu.Lock()
-			defer mu.Unlock()
-			run.Providers += p
-			run.Records += c
-			if err != nil {
-				run.Errors++
-			}
-		})
+	round, err := h.Discover.Lookup(ctx, ask)
+	switch {
+	case errors.Is(err, discover.ErrBusy):
+		return nil, round, false
+	case err != nil:
+		// Offline: nothing was asked.
+		round.Errors++
 	}
-	if h.Finder != nil {
-		for _, id := range s.ids {
-			wg.Go(func() {
-				if l, _ := h.byID(ctx, id); l != nil {
-					return // the mirror has it
-				}
-				_, err := h.Finder.Find(ctx, id)
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					run.Errors++
-					return
-				}
-				run.Records++
-			})
-		}
-	}
-	wg.Wait()
-	run.Elapsed = h.Now().Sub(begun)
-	run.TimedOut = ctx.Err() != nil
-	return run, started, true
-}
-
-// federatedTags is what a search asks tag providers for: its tag filter,
-// else the words of its text that are tags, at most maxFederatedTags.
-func federatedTags(q store.SearchQuery) []string {
-	tags := append([]string(nil), q.Tags...)
-	if len(tags) == 0 {
-		for _, w := range strings.Fields(strings.ToLower(q.Q)) {
-			if agent.IsSlug(w, 1, agent.MaxTagLen) {
-				tags = append(tags, w)
-			}
-		}
-	}
-	if len(tags) > maxFederatedTags {
-		tags = tags[:maxFederatedTags]
-	}
-	return tags
+	return &DHTRun{Tags: round.Tags, Identifiers: round.Identifiers, Providers: round.Providers, Records: round.Records,
+		Deadline: round.Deadline, Elapsed: round.Elapsed, TimedOut: round.TimedOut, Errors: round.Errors}, round, true
 }
 
 // mirrorState is how complete the mirror is, reused for completenessTTL.

@@ -16,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/discover"
 	"github.com/agentsite/agentsite/handlers/ard"
 	"github.com/agentsite/agentsite/handlers/handlertest"
 	"github.com/agentsite/agentsite/store"
@@ -86,6 +87,11 @@ func (p *pullNet) SearchTag(_ context.Context, tag string, _ int) (int, int, err
 
 func (p *pullNet) PeerCount() int { return 1 }
 
+// mirrorOnly is the searches of a node without a network.
+func mirrorOnly(c discover.Catalogue) *discover.Discover {
+	return discover.New(discover.Deps{Catalogue: c})
+}
+
 // registry serves h's POST /search alone.
 func registry(t *testing.T, h *ard.Handler) *httptest.Server {
 	t.Helper()
@@ -121,7 +127,7 @@ func TestFederatedPagesYieldEachListingOnce(t *testing.T) {
 	}
 	seedRemote(t, env.Store, "weather-bot", before, "weather")
 	net := &pullNet{t: t, st: env.Store, n: 4}
-	ts := registry(t, ard.New(env.Store, net, nil, "", nil))
+	ts := registry(t, ard.New(discover.New(discover.Deps{Catalogue: env.Store, Network: net}), env.Store, net, "", nil))
 
 	body := map[string]any{"query": map[string]any{"text": "", "filter": map[string]any{"tags": []string{"tides"}}},
 		"federate": true, "pageSize": 2}
@@ -199,7 +205,7 @@ func TestReferrals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h := ard.New(env.Store, nil, nil, "", nil)
+	h := ard.New(mirrorOnly(env.Store), env.Store, nil, "", nil)
 	h.Nodes, h.Self = env.Store, self
 	ts := registry(t, h)
 	tides := map[string]any{"query": map[string]any{"text": "", "filter": map[string]any{"tags": []string{"tides"}}}, "federation": "referrals"}
@@ -251,7 +257,7 @@ func TestReferrals(t *testing.T) {
 	}
 
 	// Reached at a public address, the node refers to public ones only.
-	pub := ard.New(env.Store, nil, nil, "https://hub.example.org", nil)
+	pub := ard.New(mirrorOnly(env.Store), env.Store, nil, "https://hub.example.org", nil)
 	pub.Nodes, pub.Self = env.Store, self
 	got, _ = post(t, registry(t, pub), tides)
 	urls := map[string]bool{}

@@ -49,7 +49,7 @@ func TestSearchMemoizedWithVerifiedPublishers(t *testing.T) {
 	cat := &countingCatalog{Cache: store.NewCache(db, time.Minute, 100)}
 	l := seedRemote(t, db, "tide-bot", time.Now(), "tides")
 	pubs := &verifiedSet{domains: map[string][]string{l.Record.Publisher: {"tides.example"}}, gen: 1}
-	h := ard.New(cat, nil, nil, "", func(w http.ResponseWriter, _ *http.Request, err error) {
+	h := ard.New(mirrorOnly(cat), cat, nil, "", func(w http.ResponseWriter, _ *http.Request, err error) {
 		t.Errorf("fault: %v", err)
 		w.WriteHeader(http.StatusInternalServerError)
 	})

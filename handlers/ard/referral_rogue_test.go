@@ -63,7 +63,7 @@ func TestReferralsRefuseRogues(t *testing.T) {
 	_, peerHost := newPeer(t)
 	node(peerHost, 3, "/dns4/peer.example.org/tcp/443/tls/http")
 
-	h := ard.New(env.Store, nil, nil, "https://hub.example.org", nil)
+	h := ard.New(mirrorOnly(env.Store), env.Store, nil, "https://hub.example.org", nil)
 	h.Nodes, h.Self, h.Now, h.ReferAfter = env.Store, self, now, 3*time.Minute
 	ts := registry(t, h)
 	tides := map[string]any{"query": map[string]any{"text": "", "filter": map[string]any{"tags": []string{"tides"}}}, "federation": "referrals"}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/discover"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/handlers"
@@ -111,9 +112,10 @@ func NewConfig(t testing.TB, st store.Store, edit func(*handlers.Config)) *Env {
 	lifetime, end := context.WithCancel(context.Background())
 	t.Cleanup(end)
 	reg := &registry.Registry{Store: st, Publisher: pub, Network: node, PeerID: node.PeerID(), TTL: agent.DefaultTTL, Logger: logger}
-	ch := &chat.Chat{Store: st, Listings: reg, Search: st, Users: st, Logger: logger}
+	disc := discover.New(discover.Deps{Catalogue: st, Network: node, Finder: reg})
+	ch := &chat.Chat{Store: st, Listings: reg, Search: disc, Users: st, Logger: logger}
 	deps := handlers.Deps{
-		Store: st, Node: node, Registry: reg, Chat: ch,
+		Store: st, Node: node, Registry: reg, Chat: ch, Discover: disc,
 		Live:     &chat.Live{Chat: ch, Lifetime: lifetime, Logger: logger},
 		Lifetime: lifetime, Logger: logger,
 	}
@@ -500,4 +502,14 @@ func (e *Env) MustDial() *websocket.Conn {
 		e.T.Fatalf("dial chat: %v (status %d)", err, status)
 	}
 	return c
+}
+
+// UseDiscover rebuilds the server with d answering every surface's
+// searches (a catalogue that counts, DHT rounds on a fake network), and
+// chat's find_agents with it too.
+func (e *Env) UseDiscover(d *discover.Discover) {
+	e.T.Helper()
+	e.deps.Discover = d
+	e.deps.Chat.Search = d
+	e.build()
 }

@@ -1,9 +1,8 @@
 package httpkit
 
-import "context"
-
 // Node is this node's network side as the surfaces show it (its peer id,
-// addresses, reachability and peers) and the DHT tag search they offer.
+// addresses, reachability and peers); searching the DHT is
+// agent/discover's.
 // The API and the portal show the same facts, so they share this one
 // declaration; p2p.Node satisfies it.
 type Node interface {
@@ -18,7 +17,4 @@ type Node interface {
 	Reachability() string
 	RelayAddrs() []string
 	PeerKinds() (direct, relayed int)
-	// SearchTag asks the DHT who provides tag and pulls those providers'
-	// listings into the cache.
-	SearchTag(ctx context.Context, tag string, maxProviders int) (providers, changed int, err error)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/discover"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -120,4 +121,16 @@ func BadQuery(err error) error {
 		return &Error{Status: http.StatusBadRequest, Code: CodeBadQuery, Message: "Some query parameters are invalid; see fields.", Fields: ve.Fields}
 	}
 	return err
+}
+
+// NetworkSearchFailed is the answer to a network search (a DHT round,
+// discover.Lookup) that could not run or found no provider because every
+// look-up failed: 503, saying whether the node was busy with other
+// rounds or the network failed.
+func NetworkSearchFailed(err error) error {
+	msg := "The network search failed; try again in a moment."
+	if errors.Is(err, discover.ErrBusy) {
+		msg = "The node is running as many network searches as it allows; try again in a moment."
+	}
+	return Errorf(http.StatusServiceUnavailable, string(agent.CodeNetworkUnavailable), msg)
 }

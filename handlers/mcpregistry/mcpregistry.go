@@ -24,6 +24,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/bulk"
+	"github.com/agentsite/agentsite/agent/discover"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 )
@@ -38,15 +39,18 @@ const (
 // name>", so a name leads back to exactly one listing.
 const Namespace = "agentsite."
 
-// Catalog is what the surface reads.
+// Catalog is what the surface reads besides searches (which go through
+// Discover).
 type Catalog interface {
-	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
 	GetAgent(ctx context.Context, id string) (store.Listing, error)
 }
 
 // Handler serves /v0.1.
 type Handler struct {
 	Catalog Catalog
+	// Discover answers the searches, through the same index and memo as
+	// GET /api/v1/agents.
+	Discover *discover.Discover
 	// PublicURL is --public-url ("" : the request's origin).
 	PublicURL string
 	// Fail answers a server fault (logged, never leaked); nil: a plain 500.
@@ -186,25 +190,16 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 	httpkit.WriteJSONBody(w, body)
 }
 
-// Memo is the read cache's memo (store.Cache.Memo): a value derived from
-// the catalogue, kept until the next write.
-type Memo interface {
-	Memo(ctx context.Context, key string, load func(ctx context.Context, n store.Network) (any, error)) (any, error)
-}
-
-// listBody is the encoded answer to a search, from the read cache's memo
-// when the catalogue has one, as GET /api/v1/agents does: a repeated
-// search costs a map look-up, not a search and an encoding of the page.
+// listBody is the encoded answer to a search, kept by the read cache's
+// memo as GET /api/v1/agents's is (discover.Answer): a repeated search
+// costs a map look-up, not a search and an encoding of the page.
 // Everything the answer depends on is in the key (the origin, from the
 // request or --public-url, names the remotes).
 func (h *Handler) listBody(ctx context.Context, q store.SearchQuery, origin string, since time.Time, ver string) ([]byte, error) {
-	encode := func(ctx context.Context, c Catalog) ([]byte, error) {
-		page, err := c.SearchAgents(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		out := ServerList{Servers: []ServerResponse{}, Metadata: Metadata{NextCursor: page.NextCursor}}
-		for _, l := range page.Listings {
+	key := fmt.Sprintf("v0.1/servers\x00%q\x00%s\x00%q", origin, since.Format(time.RFC3339Nano), ver)
+	v, err := h.Discover.Answer(ctx, key, q, func(_ context.Context, r discover.Result) (any, error) {
+		out := ServerList{Servers: []ServerResponse{}, Metadata: Metadata{NextCursor: r.Page.NextCursor}}
+		for _, l := range r.Page.Listings {
 			if !exported(l.Record) || (!since.IsZero() && l.UpdatedAt.Before(since)) {
 				continue
 			}
@@ -222,13 +217,7 @@ func (h *Handler) listBody(ctx context.Context, q store.SearchQuery, origin stri
 			return nil, err
 		}
 		return b.Bytes(), nil
-	}
-	m, ok := h.Catalog.(Memo)
-	if !ok {
-		return encode(ctx, h.Catalog)
-	}
-	key := fmt.Sprintf("v0.1/servers\x00%q\x00%s\x00%q\x00", origin, since.Format(time.RFC3339Nano), ver) + store.SearchKey(q)
-	v, err := m.Memo(ctx, key, func(ctx context.Context, n store.Network) (any, error) { return encode(ctx, n) })
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +274,7 @@ var errNoServer = errors.New("no such server")
 // first) whose origin is that name.
 func (h *Handler) lookupUpstream(ctx context.Context, name, short string) (store.Listing, error) {
 	words := strings.Join(strings.FieldsFunc(short, func(r rune) bool { return r == '-' || r == '_' || r == '.' }), " ")
-	page, err := h.Catalog.SearchAgents(ctx, store.SearchQuery{Q: words, Limit: MaxLimit})
+	page, err := h.Discover.Search(ctx, store.SearchQuery{Q: words, Limit: MaxLimit})
 	if err != nil {
 		return store.Listing{}, err
 	}

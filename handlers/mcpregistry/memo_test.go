@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentsite/agentsite/agent/discover"
 	"github.com/agentsite/agentsite/handlers/handlertest"
 	"github.com/agentsite/agentsite/handlers/mcpregistry"
 	"github.com/agentsite/agentsite/store"
@@ -36,7 +37,7 @@ func TestServersSearchMemo(t *testing.T) {
 	e := handlertest.NewWith(t, store.Composed{Network: cache, Backends: st, Accounts: st, Sessions: st, Conversations: st, Memories: st, Conn: st})
 	e.SeedEcho("echo-one", "Echo One")
 	counted := &countedSearches{Cache: cache}
-	h := &mcpregistry.Handler{Catalog: counted, PublicURL: "https://node.example"}
+	h := &mcpregistry.Handler{Catalog: counted, Discover: discover.New(discover.Deps{Catalogue: counted}), PublicURL: "https://node.example"}
 	get := func() string {
 		t.Helper()
 		rec := httptest.NewRecorder()

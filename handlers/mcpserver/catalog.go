@@ -70,7 +70,7 @@ func (p *public) searchAgents(ctx context.Context, req mcp.CallToolRequest) (*mc
 	default:
 		return nil, badArgs("verified", "must be true or false")
 	}
-	page, err := p.s.Catalog.SearchAgents(ctx, q)
+	page, err := p.s.Discover.Search(ctx, q)
 	if err != nil {
 		return nil, err
 	}

@@ -99,7 +99,7 @@ func (p *public) readTag(ctx context.Context, req mcp.ReadResourceRequest) ([]mc
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a tag: %w", uri, err)
 	}
-	page, err := p.s.Catalog.SearchAgents(ctx, q)
+	page, err := p.s.Discover.Search(ctx, q)
 	if err != nil {
 		return nil, p.readError(ctx, uri, err)
 	}
@@ -192,7 +192,7 @@ func (p *public) completeIDs(ctx context.Context, prefix string) ([]string, erro
 	if len(prefix) > 256 {
 		return out, nil
 	}
-	page, err := p.s.Catalog.SearchAgents(ctx, store.SearchQuery{Q: prefix, Limit: maxCompletions})
+	page, err := p.s.Discover.Search(ctx, store.SearchQuery{Q: prefix, Limit: maxCompletions})
 	if err != nil {
 		if e := httpkit.Classify(err); e.Status < 500 {
 			return out, nil // not a search the catalogue takes: ids only

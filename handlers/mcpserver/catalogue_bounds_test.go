@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/discover"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -71,8 +72,10 @@ func (c *bigCatalog) LocalRefs(_ context.Context, q store.LocalQuery) ([]store.L
 
 func bigHost(t *testing.T, agents, tags int) *public {
 	t.Helper()
+	c := newBigCatalog(agents, tags)
 	s := &Server{
-		Catalog:     newBigCatalog(agents, tags),
+		Catalog:     c,
+		Discover:    discover.New(discover.Deps{Catalogue: c}),
 		AdmitOrigin: func(http.ResponseWriter, *http.Request) bool { return true },
 		Version:     "test",
 		Logger:      slog.New(slog.DiscardHandler),

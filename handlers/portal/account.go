@@ -47,7 +47,7 @@ func (p *Pages) PageAccount(w http.ResponseWriter, r *http.Request) {
 func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, status int, edit func(*web.AccountView)) {
 	ctx := r.Context()
 	u := userFrom(ctx)
-	page, err := p.Catalog.SearchAgents(ctx, store.SearchQuery{
+	page, err := p.Discover.Search(ctx, store.SearchQuery{
 		Owner:    u.Handle,
 		Statuses: []string{store.StatusOnline, store.StatusStale, store.StatusOffline},
 		Limit:    store.MaxLimit,

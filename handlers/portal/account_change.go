@@ -136,7 +136,7 @@ func (p *Pages) deleteAgentsOf(r *http.Request, u *store.User) (int, error) {
 	actor := httpkit.Principal{User: u}.Actor()
 	n := 0
 	for range 1000 { // at most 100k agents; an account has far fewer
-		page, err := p.Catalog.SearchAgents(ctx, store.SearchQuery{
+		page, err := p.Discover.Search(ctx, store.SearchQuery{
 			Owner:    u.Handle,
 			Statuses: []string{store.StatusOnline, store.StatusStale, store.StatusOffline},
 			Limit:    store.MaxLimit,

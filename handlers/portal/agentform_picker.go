@@ -60,7 +60,7 @@ func (p *Pages) toolPicker(ctx context.Context, q string, listed map[string]bool
 		v.Error = searchErrorText(err)
 		return v
 	}
-	page, err := p.Catalog.SearchAgents(ctx, sq)
+	page, err := p.Discover.Search(ctx, sq)
 	if err != nil {
 		if ctx.Err() == nil {
 			p.Logger.WarnContext(ctx, "tool picker search failed", "err", err)

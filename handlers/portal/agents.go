@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/agent/discover"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/web"
@@ -138,7 +139,7 @@ func (p *Pages) PageAgents(w http.ResponseWriter, r *http.Request) {
 	if qerr != nil {
 		res.Error, status = searchErrorText(qerr), http.StatusBadRequest
 	} else if !noneVerified {
-		page, err := p.Catalog.SearchAgents(ctx, q)
+		page, err := p.Discover.Search(ctx, q)
 		switch {
 		case errors.Is(err, store.ErrBadCursor):
 			res.Error, status = "The page link is no longer valid; start the search again.", http.StatusBadRequest
@@ -303,12 +304,10 @@ func searchErrorText(err error) string {
 	return strings.Join(parts, " ")
 }
 
-// maxNetworkSearchTags bounds the DHT work one click can cause.
-const maxNetworkSearchTags = 3
-
-// SubmitNetworkSearch asks the network for providers of the selected tags,
-// pulls their listings into the cache (verified), and goes back to the
-// filtered list with a summary.
+// SubmitNetworkSearch asks the network for providers of the selected tags
+// (one round, discover.Lookup, within the node's limits), pulls their
+// listings into the cache (verified), and goes back to the filtered list
+// with a summary.
 func (p *Pages) SubmitNetworkSearch(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		p.RenderError(w, r, err)
@@ -317,7 +316,7 @@ func (p *Pages) SubmitNetworkSearch(w http.ResponseWriter, r *http.Request) {
 	var tags []string
 	for _, t := range r.PostForm["tag"] {
 		t = strings.ToLower(strings.TrimSpace(t))
-		if agent.IsSlug(t, 1, agent.MaxTagLen) && len(tags) < maxNetworkSearchTags {
+		if agent.IsSlug(t, 1, agent.MaxTagLen) {
 			tags = append(tags, t)
 		}
 	}
@@ -325,15 +324,13 @@ func (p *Pages) SubmitNetworkSearch(w http.ResponseWriter, r *http.Request) {
 		p.RenderError(w, r, httpkit.Errorf(http.StatusBadRequest, httpkit.CodeBadQuery, "Choose a tag to search the network for."))
 		return
 	}
-	providers, changed := 0, 0
-	for _, t := range tags {
-		found, c, err := p.Node.SearchTag(r.Context(), t, 20)
-		if err != nil {
-			p.RenderError(w, r, httpkit.Errorf(http.StatusServiceUnavailable, string(agent.CodeNetworkUnavailable), "The network search failed; try again in a moment."))
-			return
-		}
-		providers, changed = providers+found, changed+c
+	round, err := p.Discover.Lookup(r.Context(), discover.Ask{Tags: tags})
+	if err != nil || (round.Err != nil && round.Providers == 0) {
+		p.RenderError(w, r, httpkit.NetworkSearchFailed(err))
+		return
 	}
+	tags = round.Tags
+	providers, changed := round.Providers, round.Records
 	p.Sessions.Flash(r.Context(), fmt.Sprintf("Network search: %d node(s) answered, %d new or updated listing(s).", providers, changed))
 	v := url.Values{"tag": tags}
 	http.Redirect(w, r, "/agents?"+v.Encode(), http.StatusSeeOther)

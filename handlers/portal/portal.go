@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/chat"
+	"github.com/agentsite/agentsite/agent/discover"
 	"github.com/agentsite/agentsite/agent/registry"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
@@ -22,7 +23,6 @@ import (
 // Catalog is the part of the store the pages list and show agents from.
 type Catalog interface {
 	GetAgent(ctx context.Context, id string) (store.Listing, error)
-	SearchAgents(ctx context.Context, q store.SearchQuery) (store.SearchPage, error)
 	RecentAgents(ctx context.Context, limit int) ([]store.Listing, error)
 	ListTags(ctx context.Context, limit int) ([]store.TagCount, error)
 	TagFacets(ctx context.Context, q store.SearchQuery, limit int) ([]store.TagCount, error)
@@ -66,7 +66,11 @@ type Conversations interface {
 // Pages holds what the portal's handlers need. Every field is required
 // but Health and Tester; the handlers root builds it once.
 type Pages struct {
-	Catalog       Catalog
+	Catalog Catalog
+	// Discover answers the hub's searches (the search page, an
+	// account's or a publisher's agents, an agent's other hosts) and its
+	// network search, as on every surface.
+	Discover      *discover.Discover
 	Users         Users
 	Conversations Conversations
 	Node          httpkit.Node

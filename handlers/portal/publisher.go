@@ -40,7 +40,7 @@ func (p *Pages) PagePublisher(w http.ResponseWriter, r *http.Request) {
 		Limit: publisherPageSize, Cursor: r.URL.Query().Get("cursor")}
 	res := web.ResultsView{Filtered: true, Count: -1}
 	status := http.StatusOK
-	page, err := p.Catalog.SearchAgents(ctx, q)
+	page, err := p.Discover.Search(ctx, q)
 	switch {
 	case errors.Is(err, store.ErrBadCursor):
 		res.Error, status = "The page link is no longer valid; open the publisher's page again.", http.StatusBadRequest

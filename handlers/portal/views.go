@@ -172,7 +172,7 @@ func rank(order []string, v string) int {
 // otherHosts are the other nodes hosting the agent of l (its group,
 // groupKey), found by a search for its name; best first.
 func (p *Pages) otherHosts(ctx context.Context, l store.Listing) []web.OtherHost {
-	page, err := p.Catalog.SearchAgents(ctx, store.SearchQuery{Q: l.Record.Name, Limit: store.MaxLimit})
+	page, err := p.Discover.Search(ctx, store.SearchQuery{Q: l.Record.Name, Limit: store.MaxLimit})
 	if err != nil {
 		if ctx.Err() == nil {
 			p.Logger.WarnContext(ctx, "looking for other hosts failed", "agent", l.Record.ID, "err", err)
