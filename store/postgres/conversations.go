@@ -44,6 +44,53 @@ RETURNING `+conversationColumns, c.ID, c.AgentID, c.OwnerKey, c.AgentOwner, c.Ag
 	return out, nil
 }
 
+// StartConversation implements store.Conversations: the conversation and
+// its first message in one statement.
+func (db *DB) StartConversation(ctx context.Context, c store.Conversation, first *store.Message) (store.Conversation, *store.Message, error) {
+	if first == nil {
+		out, err := db.CreateConversation(ctx, c)
+		return out, nil, err
+	}
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = time.Now().UTC()
+	}
+	if c.UpdatedAt.IsZero() {
+		c.UpdatedAt = c.CreatedAt
+	}
+	m := *first
+	m.ConversationID = c.ID
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = c.CreatedAt
+	}
+	updated := c.UpdatedAt
+	if m.CreatedAt.After(updated) {
+		updated = m.CreatedAt
+	}
+	var (
+		out     store.Conversation
+		created time.Time
+	)
+	err := db.q.QueryRow(ctx, `-- name: start_conversation
+WITH c AS (
+	INSERT INTO conversations AS c (id, agent_id, owner_key, agent_owner, agent_publisher, title, created_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	RETURNING `+conversationColumns+`
+), m AS (
+	INSERT INTO messages (conversation_id, role, text, created_at)
+	SELECT id, $9, $10, $11 FROM c
+	RETURNING id, created_at
+)
+SELECT c.*, m.id, m.created_at FROM c, m`,
+		c.ID, c.AgentID, c.OwnerKey, c.AgentOwner, c.AgentPublisher, c.Title, c.CreatedAt, updated,
+		m.Role, m.Text, m.CreatedAt).Scan(&out.ID, &out.AgentID, &out.OwnerKey, &out.AgentOwner, &out.AgentPublisher, &out.Title,
+		&out.CreatedAt, &out.UpdatedAt, &m.ID, &created)
+	if err != nil {
+		return store.Conversation{}, nil, dbErr("create conversation "+c.ID, err)
+	}
+	out.CreatedAt, out.UpdatedAt, m.CreatedAt = out.CreatedAt.UTC(), out.UpdatedAt.UTC(), created.UTC()
+	return out, &m, nil
+}
+
 // GetConversation implements store.Conversations.
 func (db *DB) GetConversation(ctx context.Context, id string) (store.Conversation, error) {
 	c, err := scanConversation(db.q.QueryRow(ctx,

@@ -49,6 +49,9 @@ type DB struct {
 	logger *slog.Logger
 	// space is whether writes fail for lack of room (space.go).
 	space space
+	// conv writes conversations and messages, many turns' in one
+	// transaction (groupcommit.go).
+	conv convWriter
 }
 
 var _ store.Store = (*DB)(nil)
@@ -185,6 +188,7 @@ func (db *DB) Ping(ctx context.Context) error {
 // Close lets SQLite refresh its planner statistics (PRAGMA optimize, cheap:
 // it only analyzes what changed a lot) and closes both pools.
 func (db *DB) Close() error {
+	db.closeConvWriter()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if db.space.readOnly == nil {
