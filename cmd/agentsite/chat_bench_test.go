@@ -75,9 +75,19 @@ func runTurns(tb testing.TB, n *clusterNode, agentID, via string, c, total int) 
 }
 
 // apiTurner returns a function sending one turn via POST .../messages,
-// continuing one conversation.
+// continuing one conversation. Each client holds a session of its own
+// (from the chat page), as a browser does: anonymous callers without one
+// share their address's bound of replies at once.
 func apiTurner(tb testing.TB, n *clusterNode, agentID string) func(string) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	jar, _ := cookiejar.New(nil)
+	tr := &http.Transport{MaxIdleConnsPerHost: 4}
+	tb.Cleanup(tr.CloseIdleConnections) // the node caps connections per IP
+	client := &http.Client{Jar: jar, Transport: tr}
+	resp, err := client.Get(n.m.HTTPURL() + "/chat/" + agentID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resp.Body.Close()
 	conv := ""
 	return func(text string) {
 		body, _ := json.Marshal(map[string]string{"text": text, "conversation_id": conv})
