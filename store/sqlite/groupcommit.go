@@ -11,8 +11,8 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-// Group commit of conversation writes (docs/architecture.md, "Chat
-// turns"). Every chat turn writes its person's message and its reply, and
+// Group commit of conversation writes (docs/architecture.md §6,
+// "Conversation writes"). Every chat turn writes its person's message and its reply, and
 // a new conversation besides; as a transaction each, those commits were
 // most of a turn's store CPU (BENCHMARKS.md, "Chat turns across nodes
 // cost what local ones do"). One goroutine, the conversation writer, takes
