@@ -25,6 +25,11 @@ import (
 // any host that speaks the version answers them; hosts that speak only
 // older versions are called through mcp-go's client.
 
+// maxAnswerMessage bounds one message of a host's answer (a reply, a
+// step): far above what a host sends (agent replies are at most 64 KiB by
+// default), a bound on what a broken one can make this node hold.
+const maxAnswerMessage = 8 << 20
+
 // leanRequest is a send_message tools/call.
 type leanRequest struct {
 	JSONRPC string     `json:"jsonrpc"`
@@ -92,7 +97,7 @@ func (cn *conn) leanCall(ctx context.Context, id uint64, req mcp.CallToolRequest
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
-		b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes))
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerMessage))
 		if err != nil {
 			return nil, transport.NewError(err)
 		}
@@ -107,7 +112,7 @@ func (cn *conn) leanCall(ctx context.Context, id uint64, req mcp.CallToolRequest
 // notifications passed on, until the response.
 func (cn *conn) leanEvents(r io.Reader) (*mcp.CallToolResult, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), 2*MaxBodyBytes)
+	sc.Buffer(make([]byte, 0, 4096), maxAnswerMessage)
 	var data bytes.Buffer
 	for sc.Scan() {
 		line := sc.Bytes()
