@@ -64,7 +64,7 @@ func (db *DB) StartConversation(ctx context.Context, c store.Conversation, first
 			m.CreatedAt = c.CreatedAt
 		}
 	}
-	if err := db.writeConv(ctx, &convOp{conv: &c, msg: m}); err != nil {
+	if err := db.writeConv(ctx, convOp{conv: &c, msg: m}); err != nil {
 		return store.Conversation{}, nil, err
 	}
 	if m != nil {
@@ -117,7 +117,7 @@ func (db *DB) AppendMessage(ctx context.Context, m store.Message) (store.Message
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = time.Now().UTC()
 	}
-	if err := db.writeConv(ctx, &convOp{msg: &m}); err != nil {
+	if err := db.writeConv(ctx, convOp{msg: &m}); err != nil {
 		return store.Message{}, err
 	}
 	m.CreatedAt = m.CreatedAt.UTC()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentsite/agentsite/store"
@@ -29,124 +27,16 @@ const maxConvBatch = 256
 type convOp struct {
 	conv *store.Conversation
 	msg  *store.Message
-	// state is opQueued until the writer takes the op (opTaken) or its
-	// caller gives up on it first (opAbandoned).
-	state atomic.Int32
-	err   error
-	done  chan struct{}
 }
 
-const (
-	opQueued int32 = iota
-	opTaken
-	opAbandoned
-)
-
-// errConvWriterClosed fails the writes queued when the store closes.
-var errConvWriterClosed = fmt.Errorf("sqlite: the store is closed: %w", store.ErrUnavailable)
-
-// convWriter is the conversation writer of a DB, started on its first
-// write.
-type convWriter struct {
-	once sync.Once
-	ops  chan *convOp
-	quit chan struct{}
-	// closed is set (under mu) when Close has begun: no op is queued
-	// after it.
-	mu     sync.RWMutex
-	closed bool
-	wg     sync.WaitGroup
-}
-
-// writeConv queues op for the conversation writer and waits for its
-// batch's commit. A caller whose ctx ends before the writer took its op
-// gets ctx's error and the op is not written; once taken, the op's result
-// is its batch's, however long the commit takes (under the store
-// deadline), so an error never hides a write that was made.
-func (db *DB) writeConv(ctx context.Context, op *convOp) error {
+// writeConv has the conversation writer write op, with the other turns'
+// writes queued meanwhile, and waits for its batch's commit
+// (store.GroupWriter).
+func (db *DB) writeConv(ctx context.Context, op convOp) error {
 	if err := db.space.readOnly; err != nil {
 		return err
 	}
-	cw := &db.conv
-	cw.once.Do(func() {
-		cw.ops = make(chan *convOp, maxConvBatch)
-		cw.quit = make(chan struct{})
-		cw.wg.Add(1)
-		go db.runConvWriter()
-	})
-	op.done = make(chan struct{})
-	cw.mu.RLock()
-	if cw.closed {
-		cw.mu.RUnlock()
-		return errConvWriterClosed
-	}
-	select {
-	case cw.ops <- op:
-		cw.mu.RUnlock()
-	case <-ctx.Done():
-		cw.mu.RUnlock()
-		return ctx.Err()
-	}
-	select {
-	case <-op.done:
-		return op.err
-	case <-ctx.Done():
-		if op.state.CompareAndSwap(opQueued, opAbandoned) {
-			return ctx.Err()
-		}
-		<-op.done
-		return op.err
-	}
-}
-
-// closeConvWriter stops the writer after the writes it has taken; those
-// still queued fail.
-func (db *DB) closeConvWriter() {
-	cw := &db.conv
-	cw.mu.Lock()
-	started := cw.ops != nil && !cw.closed
-	cw.closed = true
-	cw.mu.Unlock()
-	if !started {
-		return
-	}
-	close(cw.quit)
-	cw.wg.Wait()
-}
-
-// runConvWriter is the conversation writer: it takes the first op queued
-// and every other one queued meanwhile (up to maxConvBatch), writes them
-// in one transaction, and answers each.
-func (db *DB) runConvWriter() {
-	cw := &db.conv
-	defer cw.wg.Done()
-	batch := make([]*convOp, 0, maxConvBatch)
-	for {
-		select {
-		case <-cw.quit:
-			for {
-				select {
-				case op := <-cw.ops:
-					op.err = errConvWriterClosed
-					close(op.done)
-				default:
-					return
-				}
-			}
-		case op := <-cw.ops:
-			batch = append(batch[:0], op)
-		more:
-			for len(batch) < maxConvBatch {
-				select {
-				case op := <-cw.ops:
-					batch = append(batch, op)
-				default:
-					break more
-				}
-			}
-			db.commitConvBatch(batch)
-		}
-	}
+	return db.conv.Do(ctx, op)
 }
 
 // errConvRetryAlone rolls a batch back: one of its writes failed in a way
@@ -158,29 +48,15 @@ var errConvRetryAlone = errors.New("sqlite: a write of the batch failed")
 // conversation: nothing was written) fails alone; any other failure rolls
 // the batch back and writes each op in a transaction of its own, so that
 // one bad write does not fail the others.
-func (db *DB) commitConvBatch(batch []*convOp) {
-	live := batch[:0]
-	for _, op := range batch {
-		if op.state.CompareAndSwap(opQueued, opTaken) {
-			live = append(live, op)
-		}
-	}
-	if len(live) == 0 {
-		return
-	}
-	defer func() {
-		for _, op := range live {
-			close(op.done)
-		}
-	}()
+func (db *DB) commitConvBatch(live []*store.Pending[convOp]) {
 	ctx := context.Background()
 	err := db.inTx(ctx, func(ctx context.Context, tx execer) error {
-		for _, op := range live {
-			clean, err := writeConvOp(ctx, tx, op)
+		for _, p := range live {
+			clean, err := writeConvOp(ctx, tx, p.Op)
 			if err != nil && !clean {
 				return fmt.Errorf("%w: %w", errConvRetryAlone, err)
 			}
-			op.err = err
+			p.Err = err
 		}
 		return nil
 	}, createConversationSQL, bumpConversationSQL, insertMessageSQL)
@@ -189,15 +65,15 @@ func (db *DB) commitConvBatch(batch []*convOp) {
 	}
 	if !errors.Is(err, errConvRetryAlone) {
 		// BEGIN or COMMIT failed: nothing of the batch was written.
-		for _, op := range live {
-			op.err = err
+		for _, p := range live {
+			p.Err = err
 		}
 		return
 	}
-	for _, op := range live {
+	for _, p := range live {
 		ctx, cancel := context.WithTimeout(ctx, convRetryTimeout)
-		op.err = db.inTx(ctx, func(ctx context.Context, tx execer) error {
-			_, err := writeConvOp(ctx, tx, op)
+		p.Err = db.inTx(ctx, func(ctx context.Context, tx execer) error {
+			_, err := writeConvOp(ctx, tx, p.Op)
 			return err
 		}, createConversationSQL, bumpConversationSQL, insertMessageSQL)
 		cancel()
@@ -213,7 +89,7 @@ const convRetryTimeout = 10 * time.Second
 // that op wrote nothing and the transaction goes on unharmed: its first
 // statement was refused (a conversation that exists already, an append
 // to one that does not).
-func writeConvOp(ctx context.Context, tx execer, op *convOp) (clean bool, err error) {
+func writeConvOp(ctx context.Context, tx execer, op convOp) (clean bool, err error) {
 	m := op.msg
 	if op.conv != nil {
 		c := op.conv
