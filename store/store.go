@@ -461,6 +461,12 @@ type Sessions interface {
 type Conversations interface {
 	// CreateConversation stores c and returns it with its timestamps.
 	CreateConversation(ctx context.Context, c Conversation) (Conversation, error)
+	// StartConversation stores c and its first message (none when first
+	// is nil) in one transaction: both or neither. The message goes to
+	// c (its ConversationID is set to c.ID) and its CreatedAt defaults to
+	// c's; c's UpdatedAt is at least the message's. It returns what
+	// CreateConversation and AppendMessage would.
+	StartConversation(ctx context.Context, c Conversation, first *Message) (Conversation, *Message, error)
 	// GetConversation returns a conversation by id.
 	GetConversation(ctx context.Context, id string) (Conversation, error)
 	// ListConversations returns ownerKey's conversations, latest first.

@@ -43,6 +43,7 @@ type Listings interface {
 type Store interface {
 	GetConversation(ctx context.Context, id string) (store.Conversation, error)
 	CreateConversation(ctx context.Context, c store.Conversation) (store.Conversation, error)
+	StartConversation(ctx context.Context, c store.Conversation, first *store.Message) (store.Conversation, *store.Message, error)
 	ListMessages(ctx context.Context, conversationID string, limit int) ([]store.Message, error)
 	AppendMessage(ctx context.Context, m store.Message) (store.Message, error)
 	DeleteMessagesFrom(ctx context.Context, conversationID string, fromID int64) error
@@ -238,21 +239,35 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 	if err != nil {
 		return Result{}, err
 	}
-	conv, err := c.conversationFor(ctx, owner, l, req.ConversationID, text)
-	if err != nil {
-		return Result{}, err
-	}
-	if replaceFrom != 0 {
-		if err := c.Store.DeleteMessagesFrom(ctx, conv.ID, replaceFrom); err != nil {
-			return Result{}, fmt.Errorf("replace the last exchange: %w", err)
+	var (
+		conv store.Conversation
+		past []store.Message
+	)
+	if req.ConversationID == "" {
+		// A new conversation is stored with its first message, in one
+		// transaction; it has no history yet.
+		if conv, err = c.newConversation(owner, l, text); err != nil {
+			return Result{}, err
 		}
-	}
-	past, err := c.Store.ListMessages(ctx, conv.ID, historyTurns)
-	if err != nil {
-		return Result{}, fmt.Errorf("load history: %w", err)
-	}
-	if _, err := c.Store.AppendMessage(ctx, store.Message{ConversationID: conv.ID, Role: agent.RoleUser, Text: text, CreatedAt: c.now()}); err != nil {
-		return Result{}, fmt.Errorf("store message: %w", err)
+		first := store.Message{Role: agent.RoleUser, Text: text, CreatedAt: conv.CreatedAt}
+		if conv, _, err = c.Store.StartConversation(ctx, conv, &first); err != nil {
+			return Result{}, fmt.Errorf("create conversation: %w", err)
+		}
+	} else {
+		if conv, err = c.conversationFor(ctx, owner, l, req.ConversationID, text); err != nil {
+			return Result{}, err
+		}
+		if replaceFrom != 0 {
+			if err := c.Store.DeleteMessagesFrom(ctx, conv.ID, replaceFrom); err != nil {
+				return Result{}, fmt.Errorf("replace the last exchange: %w", err)
+			}
+		}
+		if past, err = c.Store.ListMessages(ctx, conv.ID, historyTurns); err != nil {
+			return Result{}, fmt.Errorf("load history: %w", err)
+		}
+		if _, err := c.Store.AppendMessage(ctx, store.Message{ConversationID: conv.ID, Role: agent.RoleUser, Text: text, CreatedAt: c.now()}); err != nil {
+			return Result{}, fmt.Errorf("store message: %w", err)
+		}
 	}
 	if req.OnStarted != nil {
 		req.OnStarted(conv)
@@ -433,19 +448,28 @@ func (c *Chat) conversationFor(ctx context.Context, owner Owner, l store.Listing
 		}
 		return conv, nil
 	}
+	conv, err := c.newConversation(owner, l, firstText)
+	if err != nil {
+		return store.Conversation{}, err
+	}
+	if conv, err = c.Store.CreateConversation(ctx, conv); err != nil {
+		return store.Conversation{}, fmt.Errorf("create conversation: %w", err)
+	}
+	return conv, nil
+}
+
+// newConversation is a conversation of owner with l, not stored yet,
+// bound to l's owner and publisher and titled after firstText.
+func (c *Chat) newConversation(owner Owner, l store.Listing, firstText string) (store.Conversation, error) {
 	cid, err := newConversationID()
 	if err != nil {
 		return store.Conversation{}, err
 	}
 	now := c.now()
-	conv, err := c.Store.CreateConversation(ctx, store.Conversation{
+	return store.Conversation{
 		ID: cid, AgentID: l.Record.ID, OwnerKey: string(owner), AgentOwner: l.Record.Owner, AgentPublisher: l.Record.Publisher,
 		Title: title(l.Record.DisplayName, firstText), CreatedAt: now, UpdatedAt: now,
-	})
-	if err != nil {
-		return store.Conversation{}, fmt.Errorf("create conversation: %w", err)
-	}
-	return conv, nil
+	}, nil
 }
 
 var convIDEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)

@@ -20,7 +20,7 @@ import (
 // clients (5, 10, 20) sending turns to the echo agent over the message API
 // and the WebSocket, to an agent on the portal's own node (local) and on
 // another node (cross, over MCP on libp2p). Each sub-benchmark reports
-// turns/s and the p50/p99 round trip.
+// turns/s, the p50/p99 round trip and the process's CPU per turn.
 //
 //	go test -run '^$' -bench BenchmarkChatTurns -benchtime 1x ./cmd/agentsite/
 func BenchmarkChatTurns(b *testing.B) {
@@ -47,8 +47,13 @@ func BenchmarkChatTurns(b *testing.B) {
 			for _, c := range []int{5, 10, 20} {
 				b.Run(fmt.Sprintf("%s/%s/c=%d", where.name, via, c), func(b *testing.B) {
 					for b.Loop() {
+						cpu0 := processCPU(b)
 						lat, took := runTurns(b, where.node, echoID, via, c, perRun)
 						reportTurns(b, lat, took)
+						// Both nodes and the clients share this process: the
+						// CPU of a turn is all of it (the clients' share is
+						// the same for local and cross turns).
+						b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(len(lat)), "cpu-us/turn")
 					}
 				})
 			}
@@ -70,9 +75,19 @@ func runTurns(tb testing.TB, n *clusterNode, agentID, via string, c, total int) 
 }
 
 // apiTurner returns a function sending one turn via POST .../messages,
-// continuing one conversation.
+// continuing one conversation. Each client holds a session of its own
+// (from the chat page), as a browser does: anonymous callers without one
+// share their address's bound of replies at once.
 func apiTurner(tb testing.TB, n *clusterNode, agentID string) func(string) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	jar, _ := cookiejar.New(nil)
+	tr := &http.Transport{MaxIdleConnsPerHost: 4}
+	tb.Cleanup(tr.CloseIdleConnections) // the node caps connections per IP
+	client := &http.Client{Jar: jar, Transport: tr}
+	resp, err := client.Get(n.m.HTTPURL() + "/chat/" + agentID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resp.Body.Close()
 	conv := ""
 	return func(text string) {
 		body, _ := json.Marshal(map[string]string{"text": text, "conversation_id": conv})

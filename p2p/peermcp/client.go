@@ -33,6 +33,8 @@ type Network interface {
 type ClientConfig struct {
 	Logger  *slog.Logger // nil: discard
 	Version string       // of this node, told to hosts
+	// noLean calls every host through mcp-go's client (tests compare).
+	noLean bool
 }
 
 // Client sends turns to the agents other nodes host. It keeps one
@@ -51,6 +53,13 @@ type Client struct {
 type conn struct {
 	c     *client.Client
 	sinks sync.Map // progress token → *progressSink
+	// lean is set when the host speaks MCP 2026-07-28: send_message then
+	// goes as a lean call (client_lean.go) with http to url, its ids from
+	// ids.
+	lean bool
+	http *http.Client
+	url  string
+	ids  atomic.Uint64
 }
 
 // Close ends the client.
@@ -101,7 +110,8 @@ func (c *Client) Send(ctx context.Context, hostPeerID string, t agent.Turn, emit
 
 	var req mcp.CallToolRequest
 	req.Params.Name = ToolName
-	req.Params.Arguments = turnArguments(t)
+	args := turnArguments(t)
+	req.Params.Arguments = args
 	req.Params.Meta = &mcp.Meta{ProgressToken: token}
 	settle := func(agent.Trace, bool) {}
 	if t.Trace.ID != "" {
@@ -111,7 +121,12 @@ func (c *Client) Send(ctx context.Context, hostPeerID string, t agent.Turn, emit
 		sent, settle = t.Trace.Handoff(agent.TreeTurns)
 		req.Params.Meta.AdditionalFields = map[string]any{agent.TraceMetaKey: sent}
 	}
-	res, err := cn.c.CallTool(tctx, req)
+	var res *mcp.CallToolResult
+	if cn.lean {
+		res, err = cn.leanCall(tctx, cn.ids.Add(1), req, args)
+	} else {
+		res, err = cn.c.CallTool(tctx, req)
+	}
 	settle(returnedTrace(res))
 	if serr := sink.finish(); serr != nil {
 		return "", serr
@@ -175,7 +190,8 @@ func (c *Client) dial(ctx context.Context, hostPeerID string) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr, err := transport.NewStreamableHTTP("http://"+hostPeerID+"/",
+	url := "http://" + hostPeerID + "/"
+	tr, err := transport.NewStreamableHTTP(url,
 		transport.WithHTTPBasicClient(hc),
 		transport.WithHTTPLogger(c.cfg.Logger))
 	if err != nil {
@@ -188,13 +204,15 @@ func (c *Client) dial(ctx context.Context, hostPeerID string) (*conn, error) {
 		_ = mc.Close()
 		return fail(err)
 	}
-	cn := &conn{c: mc}
+	cn := &conn{c: mc, http: hc, url: url}
 	mc.OnNotification(cn.onNotification)
 	var init mcp.InitializeRequest
 	init.Params.ClientInfo = mcp.Implementation{Name: "agentsite", Version: c.cfg.Version}
-	if _, err := mc.Initialize(ictx, init); err != nil {
+	got, err := mc.Initialize(ictx, init)
+	if err != nil {
 		_ = mc.Close()
 		return fail(err)
 	}
+	cn.lean = got.ProtocolVersion == fastVersion && !c.cfg.noLean
 	return cn, nil
 }

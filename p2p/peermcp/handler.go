@@ -45,6 +45,9 @@ type HandlerConfig struct {
 	Version string       // of this node, told to callers
 }
 
+// serverName is the name the host's MCP server goes by.
+const serverName = "agentsite-peer"
+
 // handler is the host's side of the contract.
 type handler struct {
 	cfg HandlerConfig
@@ -61,7 +64,7 @@ func NewHandler(cfg HandlerConfig) http.Handler {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	h := &handler{cfg: cfg}
-	h.srv = server.NewMCPServer("agentsite-peer", cfg.Version,
+	h.srv = server.NewMCPServer(serverName, cfg.Version,
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),
 	)
@@ -75,16 +78,23 @@ func NewHandler(cfg HandlerConfig) http.Handler {
 		server.WithHTTPContextFunc(withCaller),
 		server.WithStreamableHTTPLogger(cfg.Logger),
 	)
-	return guard{next: streamable}
+	return guard{next: streamable, h: h}
 }
 
-// guard caps the body and counts flushes for mcpstream.
-type guard struct{ next http.Handler }
+// guard caps the body, answers send_message calls itself when it can
+// (fastpath.go), and counts flushes for mcpstream.
+type guard struct {
+	next http.Handler
+	h    *handler
+}
 
 func (g guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		body, ok := mcpstream.ReadBody(w, r, MaxBodyBytes)
 		if !ok {
+			return
+		}
+		if g.h.serveCall(w, r, body) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -124,49 +134,67 @@ var (
 )
 
 // sendMessage answers statelessly with the Answerer: nothing is stored
-// here, the calling node stores the conversation.
+// here, the calling node stores the conversation. This is the call as
+// mcp-go's server hands it over (any protocol version; fastpath.go takes
+// the common one first).
 func (h *handler) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var in turnArgs
 	if err := req.BindArguments(&in); err != nil {
 		return badArgs("arguments", "do not match the tool's schema"), nil
 	}
-	if res := validate(&in); res != nil {
-		return res, nil
+	trace, ok := traceOf(req)
+	return h.answer(ctx, &in, trace, ok, func() notifier { return mcpstream.New(ctx, h.srv, req) }), nil
+}
+
+// notifier streams a turn's chunks and events to the caller: an
+// mcpstream.Stream on mcp-go's server, an sseStream on the fast path.
+type notifier interface {
+	Emit(chunk string) error
+	Notify(method string, params map[string]any) error
+	// Drain returns once what was sent is on the wire.
+	Drain()
+}
+
+// answer runs one send_message call: in its arguments, trace from its
+// _meta (traceOK false when that broke the limits), stream made once the
+// turn is accepted.
+func (h *handler) answer(ctx context.Context, in *turnArgs, trace agent.Trace, traceOK bool, stream func() notifier) *mcp.CallToolResult {
+	if res := validate(in); res != nil {
+		return res
 	}
 	if h.cfg.Allow != nil && !h.cfg.Allow(callerFrom(ctx)) {
-		return toolError(errRateLimited, ""), nil
+		return toolError(errRateLimited, "")
 	}
 	rec, err := h.cfg.Agents.HostedAgent(ctx, in.AgentID)
 	switch {
 	case errors.Is(err, agent.ErrUnknownAgent):
-		return toolError(errNotHosted, ""), nil
+		return toolError(errNotHosted, "")
 	case err != nil:
 		h.cfg.Logger.ErrorContext(ctx, "peer MCP: reading an agent failed", "agent", in.AgentID, "err", err)
-		return toolError(errHostFault, ""), nil
+		return toolError(errHostFault, "")
 	case in.Owner != nil && *in.Owner != rec.Owner:
-		return toolError(agent.ErrOwnerChanged, ""), nil
+		return toolError(agent.ErrOwnerChanged, "")
 	case h.cfg.Answerer == nil:
-		return toolError(agent.ErrBackendUnavailable, ""), nil
+		return toolError(agent.ErrBackendUnavailable, "")
 	}
-	trace, ok := traceOf(req)
-	if !ok {
-		return badArgs("_meta", "the delegation trace is malformed or over the hop limit"), nil
+	if !traceOK {
+		return badArgs("_meta", "the delegation trace is malformed or over the hop limit")
 	}
 	turn := agent.Turn{AgentID: in.AgentID, ConversationID: in.ConversationID, History: fromWire(in.History), Text: in.Text, Trace: trace}
-	stream := mcpstream.New(ctx, h.srv, req)
-	turn.OnStep = func(st agent.Step) { _ = stream.Notify(MethodStep, map[string]any{"step": st}) }
-	turn.OnWait = func(n int) { _ = stream.Notify(MethodWaiting, map[string]any{"ahead": n}) }
+	st := stream()
+	turn.OnStep = func(s agent.Step) { _ = st.Notify(MethodStep, map[string]any{"step": s}) }
+	turn.OnWait = func(n int) { _ = st.Notify(MethodWaiting, map[string]any{"ahead": n}) }
 	// The calling node is one caller in a shared model's queue here.
-	reply, err := h.cfg.Answerer.Answer(agent.WithCaller(ctx, callerFrom(ctx)), turn, stream.Emit)
-	stream.Drain()
+	reply, err := h.cfg.Answerer.Answer(agent.WithCaller(ctx, callerFrom(ctx)), turn, st.Emit)
+	st.Drain()
 	if err != nil {
 		detail := ""
 		if h.cfg.Detail != nil {
 			detail = h.cfg.Detail(err)
 		}
-		return withTrace(toolError(answerError(err), detail), trace), nil
+		return withTrace(toolError(answerError(err), detail), trace)
 	}
-	return withTrace(mcp.NewToolResultText(reply), trace), nil
+	return withTrace(mcp.NewToolResultText(reply), trace)
 }
 
 // withTrace answers with the turn's trace in the result's _meta: what the

@@ -44,6 +44,44 @@ RETURNING `+conversationColumns, c.ID, c.AgentID, c.OwnerKey, c.AgentOwner, c.Ag
 	return out, nil
 }
 
+// StartConversation implements store.Conversations: the conversation and
+// its first message in one statement.
+func (db *DB) StartConversation(ctx context.Context, c store.Conversation, first *store.Message) (store.Conversation, *store.Message, error) {
+	if first == nil {
+		out, err := db.CreateConversation(ctx, c)
+		return out, nil, err
+	}
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = time.Now().UTC()
+	}
+	if c.UpdatedAt.IsZero() {
+		c.UpdatedAt = c.CreatedAt
+	}
+	m := *first
+	m.ConversationID = c.ID
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = c.CreatedAt
+	}
+	if err := db.conv.Do(ctx, convOp{conv: &c, msg: &m}); err != nil {
+		return store.Conversation{}, nil, err
+	}
+	return c, &m, nil
+}
+
+// startConversationSQL stores a conversation and its first message in
+// one statement.
+const startConversationSQL = `-- name: start_conversation
+WITH c AS (
+	INSERT INTO conversations AS c (id, agent_id, owner_key, agent_owner, agent_publisher, title, created_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	RETURNING ` + conversationColumns + `
+), m AS (
+	INSERT INTO messages (conversation_id, role, text, created_at)
+	SELECT id, $9, $10, $11 FROM c
+	RETURNING id, created_at
+)
+SELECT c.*, m.id, m.created_at FROM c, m`
+
 // GetConversation implements store.Conversations.
 func (db *DB) GetConversation(ctx context.Context, id string) (store.Conversation, error) {
 	c, err := scanConversation(db.q.QueryRow(ctx,
@@ -80,25 +118,27 @@ LIMIT $2`, ownerKey, store.NormalizeLimit(limit))
 	return out, nil
 }
 
-// AppendMessage implements store.Conversations: the insert and the bump of the
-// conversation's updated_at are one statement. A zero CreatedAt means now;
-// a missing conversation is store.ErrNotFound.
-func (db *DB) AppendMessage(ctx context.Context, m store.Message) (store.Message, error) {
-	if m.CreatedAt.IsZero() {
-		m.CreatedAt = time.Now().UTC()
-	}
-	var created time.Time
-	err := db.q.QueryRow(ctx, `-- name: append_message
+// appendMessageSQL inserts a message and bumps its conversation's
+// updated_at in one statement; no row when the conversation is missing.
+const appendMessageSQL = `-- name: append_message
 WITH bumped AS (
 	UPDATE conversations SET updated_at = greatest(updated_at, $4) WHERE id = $1 RETURNING id
 )
 INSERT INTO messages (conversation_id, role, text, created_at)
 SELECT id, $2, $3, $4 FROM bumped
-RETURNING id, created_at`, m.ConversationID, m.Role, m.Text, m.CreatedAt).Scan(&m.ID, &created)
-	if err != nil {
-		return store.Message{}, dbErr("append message to conversation "+m.ConversationID, err)
+RETURNING id, created_at`
+
+// AppendMessage implements store.Conversations: the insert and the bump of the
+// conversation's updated_at are one statement, written by the
+// conversation writer (groupcommit.go) with other turns' writes. A zero
+// CreatedAt means now; a missing conversation is store.ErrNotFound.
+func (db *DB) AppendMessage(ctx context.Context, m store.Message) (store.Message, error) {
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = time.Now().UTC()
 	}
-	m.CreatedAt = created.UTC()
+	if err := db.conv.Do(ctx, convOp{msg: &m}); err != nil {
+		return store.Message{}, err
+	}
 	return m, nil
 }
 

@@ -58,6 +58,9 @@ type DB struct {
 	logger *slog.Logger
 	// size is what searches know of the catalogue's size (searchPlan).
 	size catalogueSize
+	// conv writes conversations and messages, many turns' in one
+	// transaction (groupcommit.go).
+	conv *store.GroupWriter[convOp]
 }
 
 var _ store.Store = (*DB)(nil)
@@ -125,6 +128,7 @@ func OpenWith(ctx context.Context, url string, logger *slog.Logger, opts store.O
 		return nil, fmt.Errorf("postgres: create pool: %w", err)
 	}
 	db := &DB{q: bounded{pool: pool, opts: opts}, opts: opts, logger: logger}
+	db.conv = store.NewGroupWriter(maxConvBatch, db.commitConvBatch)
 	if err := db.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -150,6 +154,7 @@ func (db *DB) Ping(ctx context.Context) error {
 
 // Close waits for the connections in use to be released and closes the pool.
 func (db *DB) Close() error {
+	db.conv.Close()
 	db.q.pool.Close()
 	return nil
 }

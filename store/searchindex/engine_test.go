@@ -65,6 +65,7 @@ var passedThrough = map[string]string{
 	// Writes of what the index does not hold.
 	"AppendMessage":        "conversations",
 	"CreateConversation":   "conversations",
+	"StartConversation":    "conversations",
 	"DeleteConversation":   "conversations",
 	"DeleteMessagesFrom":   "conversations",
 	"RenameConversation":   "conversations",

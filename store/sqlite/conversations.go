@@ -15,6 +15,10 @@ const (
 	conversationColumns = `id, agent_id, owner_key, agent_owner, agent_publisher, title, created_at, updated_at`
 	bumpConversationSQL = `-- name: bump_conversation
 UPDATE conversations SET updated_at = max(updated_at, ?1) WHERE id = ?2`
+	createConversationSQL = `-- name: create_conversation
+INSERT INTO conversations (id, agent_id, owner_key, agent_owner, agent_publisher, title, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+RETURNING ` + conversationColumns
 	insertMessageSQL = `-- name: append_message
 INSERT INTO messages (conversation_id, role, text, created_at) VALUES (?, ?, ?, ?) RETURNING id`
 )
@@ -32,10 +36,18 @@ func scanConversation(row scanner) (store.Conversation, error) {
 }
 
 // CreateConversation implements store.Conversations. The caller chooses the id;
-// CreatedAt defaults to now and UpdatedAt to CreatedAt.
+// CreatedAt defaults to now and UpdatedAt to CreatedAt. It is written by
+// the conversation writer (groupcommit.go), with other turns' writes.
 func (db *DB) CreateConversation(ctx context.Context, c store.Conversation) (store.Conversation, error) {
+	c, _, err := db.StartConversation(ctx, c, nil)
+	return c, err
+}
+
+// StartConversation implements store.Conversations: the conversation and
+// its first message (none when first is nil) in one transaction.
+func (db *DB) StartConversation(ctx context.Context, c store.Conversation, first *store.Message) (store.Conversation, *store.Message, error) {
 	if c.ID == "" {
-		return store.Conversation{}, errors.New("sqlite: create conversation: empty id")
+		return store.Conversation{}, nil, errors.New("sqlite: create conversation: empty id")
 	}
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = time.Now().UTC()
@@ -43,15 +55,22 @@ func (db *DB) CreateConversation(ctx context.Context, c store.Conversation) (sto
 	if c.UpdatedAt.IsZero() {
 		c.UpdatedAt = c.CreatedAt
 	}
-	out, err := scanConversation(db.w.QueryRowContext(ctx, `-- name: create_conversation
-INSERT INTO conversations (id, agent_id, owner_key, agent_owner, agent_publisher, title, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-RETURNING `+conversationColumns,
-		c.ID, c.AgentID, c.OwnerKey, c.AgentOwner, c.AgentPublisher, c.Title, nanos(c.CreatedAt), nanos(c.UpdatedAt)))
-	if err != nil {
-		return store.Conversation{}, dbErr("create conversation "+c.ID, err)
+	var m *store.Message
+	if first != nil {
+		m = new(store.Message)
+		*m = *first
+		m.ConversationID = c.ID
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = c.CreatedAt
+		}
 	}
-	return out, nil
+	if err := db.writeConv(ctx, convOp{conv: &c, msg: m}); err != nil {
+		return store.Conversation{}, nil, err
+	}
+	if m != nil {
+		m.CreatedAt = m.CreatedAt.UTC()
+	}
+	return c, m, nil
 }
 
 // GetConversation implements store.Conversations.
@@ -92,26 +111,13 @@ LIMIT ?`, ownerKey, store.NormalizeLimit(limit))
 }
 
 // AppendMessage implements store.Conversations: ErrNotFound if the conversation does
-// not exist. updated_at never moves backwards.
+// not exist. updated_at never moves backwards. It is written by the
+// conversation writer (groupcommit.go), with other turns' writes.
 func (db *DB) AppendMessage(ctx context.Context, m store.Message) (store.Message, error) {
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = time.Now().UTC()
 	}
-	op := "append message to conversation " + m.ConversationID
-	err := db.inTx(ctx, func(ctx context.Context, tx execer) error {
-		res, err := tx.ExecContext(ctx, bumpConversationSQL, nanos(m.CreatedAt), m.ConversationID)
-		if err != nil {
-			return dbErr(op, err)
-		}
-		if n, err := rowsAffected(res, op); err != nil {
-			return err
-		} else if n == 0 {
-			return fmt.Errorf("sqlite: %s: %w", op, store.ErrNotFound)
-		}
-		return dbErr(op, tx.QueryRowContext(ctx, insertMessageSQL,
-			m.ConversationID, m.Role, m.Text, nanos(m.CreatedAt)).Scan(&m.ID))
-	}, bumpConversationSQL, insertMessageSQL)
-	if err != nil {
+	if err := db.writeConv(ctx, convOp{msg: &m}); err != nil {
 		return store.Message{}, err
 	}
 	m.CreatedAt = m.CreatedAt.UTC()

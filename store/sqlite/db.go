@@ -49,6 +49,9 @@ type DB struct {
 	logger *slog.Logger
 	// space is whether writes fail for lack of room (space.go).
 	space space
+	// conv writes conversations and messages, many turns' in one
+	// transaction (groupcommit.go).
+	conv *store.GroupWriter[convOp]
 }
 
 var _ store.Store = (*DB)(nil)
@@ -123,6 +126,7 @@ func openWritable(ctx context.Context, path string, logger *slog.Logger, opts st
 	read.SetConnMaxLifetime(0)
 
 	db := &DB{write: write, read: read, wc: newStmtCache(write), rc: newStmtCache(read), opts: opts, logger: logger}
+	db.conv = store.NewGroupWriter(maxConvBatch, db.commitConvBatch)
 	db.space.dir = filepath.Dir(path)
 	db.w, db.r = stmts{run: db.wc, opts: opts, note: db.noteWrite}, stmts{run: db.rc, opts: opts}
 	if err := write.PingContext(ctx); err != nil {
@@ -185,6 +189,7 @@ func (db *DB) Ping(ctx context.Context) error {
 // Close lets SQLite refresh its planner statistics (PRAGMA optimize, cheap:
 // it only analyzes what changed a lot) and closes both pools.
 func (db *DB) Close() error {
+	db.conv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if db.space.readOnly == nil {

@@ -171,6 +171,7 @@ func openReadOnly(ctx context.Context, path string, logger *slog.Logger, opts st
 	write.SetMaxOpenConns(1)
 	refused := fmt.Errorf("sqlite: the database is open read-only, its disk was full when the node started: %w", store.ErrStorageFull)
 	db := &DB{write: write, read: read, wc: newStmtCache(write), rc: newStmtCache(read), opts: opts, logger: logger}
+	db.conv = store.NewGroupWriter(maxConvBatch, db.commitConvBatch)
 	db.space.dir, db.space.readOnly = dir, refused
 	db.space.full.Store(true)
 	db.w, db.r = stmts{run: refusing{refused}, opts: opts, note: db.noteWrite}, stmts{run: db.rc, opts: opts}

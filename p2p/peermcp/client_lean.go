@@ -1,0 +1,187 @@
+package peermcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// The lean call: to a host that speaks MCP 2026-07-28 (found when the
+// pooled client first met it), send_message goes as one POST built and
+// read here, the JSON-RPC messages of the answer decoded once each, instead
+// of through mcp-go's client (its request metadata, tool look-up and SSE
+// reader decoded each message several times: a sixth of the calling
+// node's CPU in a remote turn; BENCHMARKS.md, "Chat turns across nodes
+// cost what local ones do"). The bytes are those mcp-go's client sends, so
+// any host that speaks the version answers them; hosts that speak only
+// older versions are called through mcp-go's client.
+
+// maxAnswerMessage bounds one message of a host's answer (a reply, a
+// step): far above what a host sends (agent replies are at most 64 KiB by
+// default), a bound on what a broken one can make this node hold.
+const maxAnswerMessage = 8 << 20
+
+// leanRequest is a send_message tools/call.
+type leanRequest struct {
+	JSONRPC string     `json:"jsonrpc"`
+	ID      uint64     `json:"id"`
+	Method  string     `json:"method"`
+	Params  leanParams `json:"params"`
+}
+
+type leanParams struct {
+	Meta      map[string]any `json:"_meta"`
+	Arguments turnArgs       `json:"arguments"`
+	Name      string         `json:"name"`
+}
+
+// leanMessage is one JSON-RPC message of the answer: a notification
+// (Method, Params) or the response (Result or Error).
+type leanMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// leanCall sends req to the host and returns its result, passing the
+// notifications on to cn's sinks as they stream. A failure to reach the
+// host or to read its answer is a *transport.Error, as mcp-go's client
+// reports one.
+func (cn *conn) leanCall(ctx context.Context, id uint64, req mcp.CallToolRequest, args turnArgs) (*mcp.CallToolResult, error) {
+	meta := map[string]any{
+		"progressToken":               req.Params.Meta.ProgressToken,
+		mcp.MetaKeyProtocolVersion:    fastVersion,
+		mcp.MetaKeyClientCapabilities: map[string]any{},
+	}
+	for k, v := range req.Params.Meta.AdditionalFields {
+		meta[k] = v
+	}
+	body, err := json.Marshal(leanRequest{JSONRPC: "2.0", ID: id, Method: string(mcp.MethodToolsCall),
+		Params: leanParams{Meta: meta, Arguments: args, Name: ToolName}})
+	if err != nil {
+		return nil, err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, cn.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, transport.NewError(err)
+	}
+	hd := hr.Header
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Accept", "application/json, text/event-stream")
+	hd.Set(mcp.HeaderProtocolVersion, fastVersion)
+	hd.Set(mcp.HeaderMethod, string(mcp.MethodToolsCall))
+	hd.Set(mcp.HeaderName, ToolName)
+	resp, err := cn.http.Do(hr)
+	if err != nil {
+		return nil, transport.NewError(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, transport.NewError(fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(b)))
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch mt {
+	case "application/json":
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerMessage))
+		if err != nil {
+			return nil, transport.NewError(err)
+		}
+		return cn.leanMessage(b)
+	case "text/event-stream":
+		return cn.leanEvents(resp.Body)
+	}
+	return nil, transport.NewError(fmt.Errorf("unexpected content type %q", mt))
+}
+
+// leanEvents reads an SSE answer: each event's data is a message, the
+// notifications passed on, until the response.
+func (cn *conn) leanEvents(r io.Reader) (*mcp.CallToolResult, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), maxAnswerMessage)
+	var data bytes.Buffer
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case len(line) == 0:
+			if data.Len() == 0 {
+				continue
+			}
+			res, err := cn.leanMessage(data.Bytes())
+			data.Reset()
+			if res != nil || err != nil {
+				return res, err
+			}
+		case bytes.HasPrefix(line, []byte("data:")):
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.Write(bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" ")))
+		}
+	}
+	if data.Len() > 0 {
+		if res, err := cn.leanMessage(data.Bytes()); res != nil || err != nil {
+			return res, err
+		}
+	}
+	err := sc.Err()
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	return nil, transport.NewError(fmt.Errorf("the answer ended without a result: %w", err))
+}
+
+// leanMessage handles one message: a notification goes to its turn's
+// sink (nil, nil), the response is returned.
+func (cn *conn) leanMessage(b []byte) (*mcp.CallToolResult, error) {
+	var m leanMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, transport.NewError(fmt.Errorf("undecodable message: %w", err))
+	}
+	if m.Method != "" {
+		if m.Method == string(mcp.MethodNotificationProgress) {
+			var p struct {
+				Message       string  `json:"message"`
+				Progress      float64 `json:"progress"`
+				ProgressToken string  `json:"progressToken"`
+			}
+			if json.Unmarshal(m.Params, &p) == nil {
+				if s, ok := cn.sinks.Load(p.ProgressToken); ok {
+					s.(*progressSink).chunk(p.Progress, p.Message)
+				}
+			}
+			return nil, nil
+		}
+		var nt mcp.JSONRPCNotification
+		nt.Method = m.Method
+		if json.Unmarshal(m.Params, &nt.Params.AdditionalFields) == nil {
+			cn.onNotification(nt)
+		}
+		return nil, nil
+	}
+	if m.Error != nil {
+		return nil, fmt.Errorf("JSON-RPC error %d: %s", m.Error.Code, m.Error.Message)
+	}
+	if len(m.Result) == 0 {
+		return nil, transport.NewError(errors.New("a response without a result"))
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(m.Result, &res); err != nil {
+		return nil, fmt.Errorf("undecodable result: %w", err)
+	}
+	return &res, nil
+}

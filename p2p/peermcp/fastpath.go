@@ -1,0 +1,221 @@
+package peermcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agentsite/agentsite/agent"
+)
+
+// The fast path: the host answers the one call that matters, a
+// send_message tools/call in MCP 2026-07-28 with a progress token (what
+// every calling node sends for every turn), itself, with the same bytes on
+// the wire as mcp-go's Streamable HTTP server writes: the progress
+// notifications as SSE events, then the result, or the result alone as
+// JSON when nothing was streamed. mcp-go decodes such a request half a
+// dozen times over (the envelope, the era, the header checks, the params,
+// the _meta, the arguments): that was half the host's CPU in a remote turn
+// (BENCHMARKS.md, "Chat turns across nodes cost what local ones do"). Here
+// it is decoded once. Any other request (discovery, an older protocol
+// version, a malformed call that deserves mcp-go's exact error) goes to
+// mcp-go's server as before.
+
+// fastVersion is the protocol version the fast path answers.
+const fastVersion = mcp.ProtocolVersion20260728
+
+// fastCall is a send_message call, decoded in one pass.
+type fastCall struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  struct {
+		Name      string   `json:"name"`
+		Arguments turnArgs `json:"arguments"`
+		Meta      struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+			Trace         json.RawMessage `json:"agentsite/trace"`
+			Version       string          `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	} `json:"params"`
+}
+
+// serveCall answers r if it is a call the fast path takes, and reports
+// whether it did; body is r's, read already.
+func (h *handler) serveCall(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	hd := r.Header
+	if hd.Get(mcp.HeaderProtocolVersion) != fastVersion || hd.Get(mcp.HeaderMethod) != string(mcp.MethodToolsCall) ||
+		hd.Get(mcp.HeaderName) != ToolName || hd.Get(mcp.HeaderLastEventID) != "" {
+		return false
+	}
+	if mt, _, err := mime.ParseMediaType(hd.Get("Content-Type")); err != nil || mt != "application/json" {
+		return false
+	}
+	var call fastCall
+	if json.Unmarshal(body, &call) != nil || call.JSONRPC != "2.0" || call.Method != string(mcp.MethodToolsCall) ||
+		call.Params.Name != ToolName || call.Params.Meta.Version != fastVersion ||
+		!scalar(call.ID) || !scalar(call.Params.Meta.ProgressToken) {
+		return false
+	}
+	trace, traceOK := agent.NewTrace(), true
+	if t := call.Params.Meta.Trace; len(t) > 0 && !bytes.Equal(t, []byte("null")) {
+		var got agent.Trace
+		switch {
+		case json.Unmarshal(t, &got) != nil || got.ID == "" || !got.Valid():
+			traceOK = false
+		default:
+			trace = got
+		}
+	}
+	ctx := withCaller(r.Context(), r)
+	st := &sseStream{w: w, token: call.Params.Meta.ProgressToken}
+	res := h.answer(ctx, &call.Params.Arguments, trace, traceOK, func() notifier { return st })
+	if res.Meta == nil {
+		res.Meta = &mcp.Meta{}
+	}
+	if res.Meta.AdditionalFields == nil {
+		res.Meta.AdditionalFields = map[string]any{}
+	}
+	res.Meta.AdditionalFields[mcp.MetaKeyServerInfo] = mcp.Implementation{Name: serverName, Version: h.cfg.Version}
+	res.ResultType = mcp.ResultTypeComplete
+	out, err := json.Marshal(res)
+	if err != nil {
+		h.cfg.Logger.ErrorContext(ctx, "peer MCP: encoding a result failed", "err", err)
+		out = []byte(`{"content":[{"type":"text","text":"The agent's node failed; try again later."}],"isError":true,"resultType":"complete"}`)
+	}
+	st.finish(call.ID, out)
+	return true
+}
+
+// scalar reports whether raw is a JSON string or number: a request id or
+// progress token the fast path echoes as it came.
+func scalar(raw json.RawMessage) bool {
+	if len(raw) == 0 {
+		return false
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		return true
+	case c == '-' || (c >= '0' && c <= '9'):
+		return true
+	}
+	return false
+}
+
+// sseStream is a fast-path call's response: the notifications as SSE
+// events as they come (the response becomes an event stream with the
+// first), then the JSON-RPC result, as an event or, when nothing was
+// streamed, as the JSON body.
+type sseStream struct {
+	w     http.ResponseWriter
+	token json.RawMessage
+	mu    sync.Mutex
+	sent  int64 // progress counts chunks and events, as mcpstream's
+	sse   bool
+	err   error // the first write that failed: the caller is gone
+	buf   bytes.Buffer
+}
+
+// progressParams are a progress notification's params.
+type progressParams struct {
+	Message       string          `json:"message"`
+	Progress      int64           `json:"progress"`
+	ProgressToken json.RawMessage `json:"progressToken"`
+}
+
+// Emit implements notifier: a chunk as a progress notification.
+func (s *sseStream) Emit(chunk string) error {
+	if chunk == "" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent++
+	return s.notifyLocked(string(mcp.MethodNotificationProgress), progressParams{Message: chunk, Progress: s.sent, ProgressToken: s.token})
+}
+
+// Notify implements notifier.
+func (s *sseStream) Notify(method string, params map[string]any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	params["progressToken"] = s.token
+	s.sent++
+	return s.notifyLocked(method, params)
+}
+
+// Drain implements notifier: every event is flushed as it is written.
+func (s *sseStream) Drain() {}
+
+func (s *sseStream) notifyLocked(method string, params any) error {
+	if s.err != nil {
+		return nil // the turn goes on; its result will not be read either
+	}
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil
+	}
+	s.buf.Reset()
+	s.buf.WriteString(`{"jsonrpc":"2.0","method":`)
+	m, _ := json.Marshal(method)
+	s.buf.Write(m)
+	s.buf.WriteString(`,"params":`)
+	s.buf.Write(p)
+	s.buf.WriteString(`}`)
+	s.writeEventLocked(s.buf.Bytes())
+	return nil
+}
+
+// writeEventLocked writes msg as an SSE event, starting the event stream
+// if this is the first, and flushes it.
+func (s *sseStream) writeEventLocked(msg []byte) {
+	if !s.sse {
+		h := s.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Connection", "keep-alive")
+		h.Set("Cache-Control", "no-cache")
+		s.w.WriteHeader(http.StatusOK)
+		s.sse = true
+	}
+	var ev bytes.Buffer
+	ev.Grow(len(msg) + 24)
+	ev.WriteString("event: message\ndata: ")
+	ev.Write(msg)
+	ev.WriteString("\n\n")
+	if _, err := s.w.Write(ev.Bytes()); err != nil {
+		s.err = err
+		return
+	}
+	if err := http.NewResponseController(s.w).Flush(); err != nil {
+		s.err = err
+	}
+}
+
+// finish writes the call's result.
+func (s *sseStream) finish(id json.RawMessage, result []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b bytes.Buffer
+	b.Grow(len(result) + 48)
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	b.Write(id)
+	b.WriteString(`,"result":`)
+	b.Write(result)
+	b.WriteString(`}`)
+	if s.sse {
+		if s.err == nil {
+			s.writeEventLocked(b.Bytes())
+		}
+		return
+	}
+	b.WriteString("\n")
+	h := s.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(b.Len()))
+	s.w.WriteHeader(http.StatusOK)
+	_, _ = s.w.Write(b.Bytes())
+}
