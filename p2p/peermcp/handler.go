@@ -152,7 +152,9 @@ func (h *handler) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if !ok {
 		return badArgs("_meta", "the delegation trace is malformed or over the hop limit"), nil
 	}
-	turn := agent.Turn{AgentID: in.AgentID, ConversationID: in.ConversationID, History: fromWire(in.History), Text: in.Text, Trace: trace}
+	// FromPeer: no one here can approve a tool call for this turn.
+	turn := agent.Turn{AgentID: in.AgentID, ConversationID: in.ConversationID, History: fromWire(in.History), Text: in.Text, Trace: trace,
+		FromPeer: callerFrom(ctx)}
 	stream := mcpstream.New(ctx, h.srv, req)
 	turn.OnStep = func(st agent.Step) { _ = stream.Notify(MethodStep, map[string]any{"step": st}) }
 	turn.OnWait = func(n int) { _ = stream.Notify(MethodWaiting, map[string]any{"ahead": n}) }

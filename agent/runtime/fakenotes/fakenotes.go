@@ -7,12 +7,15 @@ package fakenotes
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/agentsite/agentsite/agent/runtime/fakellm"
 )
 
 // Tool names.
@@ -82,4 +85,34 @@ func (n *Notes) Notes() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return append([]string(nil), n.notes...)
+}
+
+// Script is a scripted model (fakellm) that uses the notebook: to a
+// message "note <text>" it lists the notes, then saves <text> and answers
+// with the save's result ("done: saved: <text>", or what it was told
+// instead); any other message it answers "say: note <text>".
+func Script(req fakellm.Request) fakellm.Reply {
+	text, ok := strings.CutPrefix(strings.TrimSpace(req.LastUser()), "note ")
+	if !ok {
+		return fakellm.Reply{Text: "say: note <text>"}
+	}
+	switch res := req.ToolResults(); len(res) {
+	case 0:
+		return fakellm.Reply{Text: "Looking. ", Calls: []fakellm.ToolCall{fakellm.Call("l1", offered(req, ToolList), map[string]string{})}}
+	case 1:
+		return fakellm.Reply{Calls: []fakellm.ToolCall{fakellm.Call("s1", offered(req, ToolSave), map[string]string{"text": text})}}
+	default:
+		return fakellm.Reply{Text: "done: " + res[len(res)-1]}
+	}
+}
+
+// offered is the name the model was offered tool under ("<server>__<tool>").
+func offered(req fakellm.Request, tool string) string {
+	for _, raw := range req.Tools {
+		var t struct{ Function struct{ Name string } }
+		if json.Unmarshal(raw, &t) == nil && strings.HasSuffix(t.Function.Name, "__"+tool) {
+			return t.Function.Name
+		}
+	}
+	return tool
 }
