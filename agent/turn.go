@@ -60,6 +60,10 @@ type Turn struct {
 	// for a turn that came in on this node: no one there can approve a
 	// tool call, so such a turn never waits for an approval.
 	FromPeer string
+	// NoApprovals, if set, says why no person can approve a tool call in
+	// this turn (a surface whose caller may be a program): such calls are
+	// refused with it, never asked.
+	NoApprovals string
 }
 
 // Output is something a turn yields besides its reply text.

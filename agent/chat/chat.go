@@ -156,6 +156,9 @@ type Request struct {
 	// Approval answers a tool call the agent asked to approve
 	// (Result.Approval); Text is stored as the person's message.
 	Approval *agent.ApprovalAnswer
+	// NoApprovals, if set, says why no person can approve a tool call
+	// from this surface: such calls are refused (agent.Turn.NoApprovals).
+	NoApprovals string
 }
 
 // Result is what a turn produced. Conversation is set once the message is
@@ -253,7 +256,7 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 		req.OnStarted(conv)
 	}
 	turn := agent.Turn{AgentID: l.Record.ID, ConversationID: conv.ID, History: toHistory(past), Text: text, Owner: conv.AgentOwner,
-		Trace: req.Trace, OnStep: c.stepRecorder(ctx, conv.ID, req.OnStep), OnWait: req.OnWait, MessageID: req.MessageID, Yield: req.Yield, Approval: req.Approval}
+		Trace: req.Trace, OnStep: c.stepRecorder(ctx, conv.ID, req.OnStep), OnWait: req.OnWait, MessageID: req.MessageID, Yield: req.Yield, Approval: req.Approval, NoApprovals: req.NoApprovals}
 	if turn.Trace.ID == "" {
 		turn.Trace = agent.NewTrace()
 	}

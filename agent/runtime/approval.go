@@ -47,6 +47,14 @@ var errApprovalElsewhere = errors.New("this tool changes things and needs a pers
 // has no conversation to resume.
 var errApprovalNoConversation = errors.New("this tool changes things and needs a person's approval, but this message has no conversation to wait in; it was not run")
 
+// unattended refuses a consequential call in a turn whose surface
+// cannot ask a person (agent.Turn.NoApprovals).
+type unattended struct{ why string }
+
+func (u *unattended) Error() string {
+	return "this tool changes things and needs a person's approval: " + u.why + "; it was not run"
+}
+
 // needsApproval reports whether a call of ref waits for the sender.
 func needsApproval(ref toolRef) bool {
 	if ref.server.Allows(ref.name) {
@@ -73,6 +81,9 @@ func (tb *toolBox) approvalGate(c llmToolCall, ref toolRef, args map[string]any)
 	}
 	if tb.turn.FromPeer != "" || tb.turn.Trace.Hops() > 0 {
 		return errApprovalElsewhere
+	}
+	if why := tb.turn.NoApprovals; why != "" {
+		return &unattended{why}
 	}
 	if tb.turn.ConversationID == "" {
 		return errApprovalNoConversation

@@ -196,7 +196,8 @@ func (tb *toolBox) run(ctx context.Context, c llmToolCall) (string, error) {
 		if errors.As(err, &an) {
 			return "", an
 		}
-		if errors.Is(err, errApprovalElsewhere) || errors.Is(err, errApprovalNoConversation) {
+		var un *unattended
+		if errors.Is(err, errApprovalElsewhere) || errors.Is(err, errApprovalNoConversation) || errors.As(err, &un) {
 			tb.step(agent.Step{Tool: StepToolCall, Name: ref.name, Server: ref.label, Text: foldArgs(args), Done: true, Error: err.Error()})
 		}
 		return jsonText(map[string]string{"error": err.Error(), "code": "refused"}), nil

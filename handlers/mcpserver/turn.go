@@ -11,6 +11,11 @@ import (
 	"github.com/agentsite/agentsite/mcpkit/mcpstream"
 )
 
+// NoApprovalsHere is why a tool call that needs approval is refused in a
+// turn from an MCP client: its caller may be a model, which must not
+// approve on a person's behalf (docs/agents.md, "Tools and approvals").
+const NoApprovalsHere = "an MCP client cannot approve it, so ask this agent in its chat page or over A2A, where the person approves each call"
+
 func (p *public) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	id, ok := argString(req.GetArguments(), "agent_id")
 	if !ok || id == "" {
@@ -49,7 +54,7 @@ func (p *public) turn(ctx context.Context, req mcp.CallToolRequest, agentID stri
 	}
 	stream := mcpstream.New(ctx, p.srv, req)
 	res, err := p.s.Chat.Turn(ctx, owner, chat.Request{AgentID: agentID, ConversationID: conv, Text: text,
-		Quota: p.s.ChatRates.Quota(p.s.Now, callerFrom(ctx))}, stream.Emit)
+		Quota: p.s.ChatRates.Quota(p.s.Now, callerFrom(ctx)), NoApprovals: NoApprovalsHere}, stream.Emit)
 	stream.Drain()
 	if err != nil {
 		return nil, &turnFailed{err: err, conversationID: res.Conversation.ID}
