@@ -49,7 +49,7 @@ func TestSendCarriesTheModelQueue(t *testing.T) {
 	var heard []int
 	reply, err := client.Send(t.Context(), host.PeerID(), agent.Turn{AgentID: h.echo, Text: "hello",
 		Approval: &agent.ApprovalAnswer{ID: "ap1", Approve: true},
-		OnWait: func(n int) { mu.Lock(); heard = append(heard, n); mu.Unlock() }}, func(string) error { return nil })
+		OnWait:   func(n int) { mu.Lock(); heard = append(heard, n); mu.Unlock() }}, func(string) error { return nil })
 	if err != nil || reply != "done" {
 		t.Fatalf("Send: %q, %v", reply, err)
 	}
