@@ -58,11 +58,13 @@ bench: ## Go benchmarks of both stores (10k, 100k listings), a 2-step delegation
 	$(GO) run ./cmd/agentsite-load --store sqlite --listings 10000 --concurrency 5,10,20 --duration 10s
 	$(MAKE) bench-search
 
-bench-search: ## distinct-query search (every query a cache miss) on both stores at 10k and 100k, against the bare net/http ceiling
+bench-search: ## distinct-query search (every query a cache miss) on both stores at 10k and 100k, and the registry API's search beside it, against the bare net/http ceiling
 	$(GO) run ./cmd/agentsite-load --store postgres --listings 10000 --mix distinct --concurrency 20 --duration 10s --ceiling
 	$(GO) run ./cmd/agentsite-load --store sqlite --listings 10000 --mix distinct --concurrency 20 --duration 10s --ceiling
 	$(GO) run ./cmd/agentsite-load --store postgres --listings 100000 --mix distinct --concurrency 20 --duration 10s --ceiling
 	$(GO) run ./cmd/agentsite-load --store sqlite --listings 100000 --mix distinct --concurrency 20 --duration 10s --ceiling
+	$(GO) run ./cmd/agentsite-load --store sqlite --listings 10000 --mix distinct --concurrency 20 --duration 10s --ceiling --path '/v0.1/servers?search=%s&limit=20'
+	$(GO) run ./cmd/agentsite-load --store sqlite --listings 100000 --mix distinct --concurrency 20 --duration 10s --ceiling --path '/v0.1/servers?search=%s&limit=20'
 
 bench-million: ## the 1M catalogue: distinct-query search at 1 and 20 clients, index load and RSS at 1,000,000 listings on SQLite and Postgres, then `agentsite import` of 1M lines into SQLite
 	rm -rf /tmp/agentsite-million && mkdir -p /tmp/agentsite-million
@@ -120,7 +122,7 @@ lint: ## go vet, gofmt, and generated files up to date
 fuzz: ## fuzz record opening and validation, the heartbeat decoder and both sync page readers, a minute each
 	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime 60s ./agent/
 	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 60s ./agent/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeHeartbeat$$' -fuzztime 60s ./p2p/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeHeartbeat$$' -fuzztime 60s ./p2p/heartbeat/
 	$(GO) test -run '^$$' -fuzz '^FuzzReadFeedPage$$' -fuzztime 60s ./p2p/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSyncPage$$' -fuzztime 60s ./p2p/
 

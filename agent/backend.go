@@ -27,6 +27,13 @@ const (
 // model server takes at once is no limit at all.
 const MaxLLMConcurrency = 64
 
+// Bounds of an llm backend's own HistoryTokens: below the lower one a
+// summary would leave no room for the turns it keeps.
+const (
+	MinHistoryTokens = 500
+	MaxHistoryTokens = 1 << 20
+)
+
 // Builtins are the dependency-free agents every node can host.
 var Builtins = []string{"echo", "calculator", "haiku"}
 
@@ -64,6 +71,15 @@ type Backend struct {
 	// the runtime refuses the card if another key signs it later, and the
 	// agent page can say "signed by node X". Empty: the card was unsigned.
 	CardSigner string `json:"card_signer,omitempty"`
+	// Memory, for an llm backend, offers the model the remember and
+	// recall tools: facts kept on this node per person (a portal account)
+	// and agent, which the person reads and deletes on the account page
+	// (docs/agents.md, "Memory").
+	Memory bool `json:"memory,omitempty"`
+	// HistoryTokens, for an llm backend, is the budget of the history
+	// sent to the model, in tokens of ~4 bytes; older turns beyond it are
+	// folded into a summary. 0: the node's --llm-history-tokens.
+	HistoryTokens int `json:"history_tokens,omitempty"`
 }
 
 // String keeps the API key out of every log line and %v.
@@ -72,7 +88,7 @@ func (b Backend) String() string {
 	if b.APIKey != "" {
 		key = "[redacted]"
 	}
-	return fmt.Sprintf("Backend{kind=%s builtin=%s url=%s model=%s tool=%s delegate=%t api_key=%s tools=%v}", b.Kind, b.Builtin, b.URL, b.Model, b.Tool, b.Delegate, key, b.Tools)
+	return fmt.Sprintf("Backend{kind=%s builtin=%s url=%s model=%s tool=%s delegate=%t memory=%t api_key=%s tools=%v}", b.Kind, b.Builtin, b.URL, b.Model, b.Tool, b.Delegate, b.Memory, key, b.Tools)
 }
 
 // GoString keeps the API key out of %#v too.
@@ -129,6 +145,15 @@ func (b Backend) Validate() error {
 	}
 	if b.Delegate && b.Kind != BackendLLM {
 		ve.add("backend.delegate", "only an llm agent can call other agents")
+	}
+	if b.Memory && b.Kind != BackendLLM {
+		ve.add("backend.memory", "only an llm agent has memory")
+	}
+	switch {
+	case b.HistoryTokens != 0 && b.Kind != BackendLLM:
+		ve.add("backend.history_tokens", "only an llm agent has a history budget")
+	case b.HistoryTokens != 0 && (b.HistoryTokens < MinHistoryTokens || b.HistoryTokens > MaxHistoryTokens):
+		ve.add("backend.history_tokens", "must be from %d to %d tokens (or left out for the node's default)", MinHistoryTokens, MaxHistoryTokens)
 	}
 	validateTools(&ve, b)
 	return ve.orNil()

@@ -64,6 +64,12 @@ type Turn struct {
 	// this turn (a surface whose caller may be a program): such calls are
 	// refused with it, never asked.
 	NoApprovals string
+	// Person is the portal account (its id) of the person whose message
+	// this is, when this node knows them: the key of an agent's memory of
+	// them (docs/agents.md, "Memory"). 0: anyone else (an anonymous
+	// caller, another agent, a turn another node sent). It is never
+	// serialized: a person is an account of one node.
+	Person int64
 }
 
 // Output is something a turn yields besides its reply text.

@@ -130,10 +130,13 @@ func (s *Server) Handler() http.Handler {
 		r.Group(func(r chi.Router) {
 			r.Use(s.pages.RequireLogin)
 			r.Get("/register", s.pages.PageRegister)
+			r.Get("/register/tools", s.pages.PageToolPicker) // the agent form's tool picker
 			r.Get("/account", s.pages.PageAccount)
 			r.Get("/account/tokens", s.pages.PageAccount)
 			r.Post("/account/tokens", s.pages.SubmitCreateToken)
 			r.Post("/account/tokens/{tokenID}/delete", s.pages.SubmitDeleteToken)
+			r.Post("/account/memories/{memoryID}/delete", s.pages.SubmitDeleteMemory)
+			r.Post("/account/memories/delete", s.pages.SubmitDeleteMemories)
 			r.With(authLimit).Post("/account/password", s.pages.SubmitChangePassword)
 			r.With(authLimit).Post("/account/delete", s.pages.SubmitDeleteAccount)
 			r.Get("/account/agents/{id}/edit", s.pages.PageEditAgent)

@@ -276,7 +276,7 @@ func New(deps Deps, cfg Config) (*Server, error) {
 	s.pages = &portal.Pages{Catalog: st, Users: st, Conversations: st, Node: node,
 		Registry: s.Registry, Chat: s.Chat, Live: s.Live, Accounts: accounts, Sessions: s.sessions,
 		ChatLimits: s.chatLimits, Anon: anon, Logins: httpkit.NewLoginLimits(cfg.RateLimit, maxLoginAccounts), Health: deps.Health, Tester: deps.Tester,
-		Logger: logger, Version: cfg.Version, NodeName: cfg.NodeName, Now: now}
+		Logger: logger, Version: cfg.Version, NodeName: cfg.NodeName, Now: now, Memories: st}
 	if u := s.publicURL(); u != nil {
 		s.pages.PublicURL = browserOrigin(u)
 	}

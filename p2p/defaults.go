@@ -1,6 +1,10 @@
 package p2p
 
-import "time"
+import (
+	"time"
+
+	"github.com/agentsite/agentsite/p2p/intake"
+)
 
 // The defaults of the settings the command line sets: cmd/agentsite's
 // flags take them as their defaults, and the zero values of Config,
@@ -23,10 +27,10 @@ const (
 	// DefaultPublisherRate is Admission.PublisherPerMinute's default
 	// (--publisher-rate): fresh records of one publisher gossip may bring
 	// a minute, twice what a node paces its own gossip to (pace.go).
-	DefaultPublisherRate = 120
+	DefaultPublisherRate = intake.DefaultPublisherRate
 	// DefaultUnheardPerHour is Admission.UnheardPerHour's default
 	// (--unheard-per-hour).
-	DefaultUnheardPerHour = 1000
+	DefaultUnheardPerHour = intake.DefaultUnheardPerHour
 	// DefaultDHTStoreBytes, DefaultDHTValuesPerPeer and
 	// DefaultDHTValuesPerIPGroup are DHTStoreLimits' defaults
 	// (--dht-store-mib, --dht-values-per-peer, --dht-values-per-ip-group).

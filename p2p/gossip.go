@@ -4,20 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/p2p/intake"
 )
 
 func (n *Node) startPubSub() error {
 	ps, err := pubsub.NewGossipSub(n.ctx, n.host,
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
-		pubsub.WithPeerScore(scoreParams(func(p peer.ID) float64 { return n.adm.score(p, n.now()) }, TopicRecords, TopicStatus, TopicStatus2), scoreThresholds()),
-		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(n.scores.set), scoreInspectPeriod),
+		pubsub.WithPeerScore(intake.ScoreParams(func(p peer.ID) float64 { return n.in.Score(p) }, TopicRecords, TopicStatus, TopicStatus2), intake.ScoreThresholds()),
+		pubsub.WithPeerScoreInspect(pubsub.PeerScoreInspectFn(n.scores.Set), intake.ScoreInspectPeriod),
 		pubsub.WithPeerGater(pubsub.NewPeerGaterParams(0.33, pubsub.ScoreParameterDecay(2*time.Minute), pubsub.ScoreParameterDecay(10*time.Minute))),
 		pubsub.WithMaxMessageSize(maxGossipSize),
 		pubsub.WithPeerExchange(true),
@@ -33,7 +33,7 @@ func (n *Node) startPubSub() error {
 		return fmt.Errorf("register record validator: %w", err)
 	}
 	for _, t := range []string{TopicStatus, TopicStatus2} {
-		if err := ps.RegisterTopicValidator(t, n.validateStatusMsg); err != nil {
+		if err := ps.RegisterTopicValidator(t, n.beat.Validate); err != nil {
 			return fmt.Errorf("register status validator: %w", err)
 		}
 	}
@@ -43,7 +43,7 @@ func (n *Node) startPubSub() error {
 	if n.status, err = ps.Join(TopicStatus); err != nil {
 		return fmt.Errorf("join %s: %w", TopicStatus, err)
 	}
-	if n.hb.topic, err = ps.Join(TopicStatus2); err != nil {
+	if n.status2, err = ps.Join(TopicStatus2); err != nil {
 		return fmt.Errorf("join %s: %w", TopicStatus2, err)
 	}
 	recSub, err := n.records.Subscribe(pubsub.WithBufferSize(256))
@@ -54,13 +54,13 @@ func (n *Node) startPubSub() error {
 	if err != nil {
 		return fmt.Errorf("subscribe %s: %w", TopicStatus, err)
 	}
-	stat2Sub, err := n.hb.topic.Subscribe()
+	stat2Sub, err := n.status2.Subscribe()
 	if err != nil {
 		return fmt.Errorf("subscribe %s: %w", TopicStatus2, err)
 	}
 	n.goLoop(func(ctx context.Context) { n.readLoop(ctx, recSub, n.handleRecordMsg) })
-	n.goLoop(func(ctx context.Context) { n.readLoop(ctx, statSub, n.handleStatusMsg) })
-	n.goLoop(func(ctx context.Context) { n.readLoop(ctx, stat2Sub, n.handleStatusMsg) })
+	n.goLoop(func(ctx context.Context) { n.readLoop(ctx, statSub, n.beat.Handle) })
+	n.goLoop(func(ctx context.Context) { n.readLoop(ctx, stat2Sub, n.beat.Handle) })
 	return nil
 }
 
@@ -105,7 +105,7 @@ func (n *Node) validateRecordMsg(ctx context.Context, from peer.ID, msg *pubsub.
 	}
 	rec, err := verifyRecord(msg.Data, msg.GetFrom(), n.now())
 	if err != nil {
-		n.reject(pathGossip, from, err)
+		n.in.Reject(pathGossip, from, err)
 		return pubsub.ValidationReject
 	}
 	if w := n.withhold.Load(); w != nil && (*w)(rec.ID) {
@@ -114,32 +114,17 @@ func (n *Node) validateRecordMsg(ctx context.Context, from peer.ID, msg *pubsub.
 	if err := n.seqs.check(rec.ID, rec.Seq); err != nil {
 		// Updates can overtake each other on different mesh paths: the
 		// forwarder of the older one may be honest. Drop it, unpunished.
-		n.outdated(pathGossip, err)
+		n.in.Outdated(pathGossip, err)
 		return pubsub.ValidationIgnore
 	}
 	// Valid floods: past its rate a forwarder's messages, and a
-	// publisher's fresh records, are ignored (not forwarded). A forwarder
-	// over its own message rate loses score. A publisher's own valid
-	// records past the publisher rate cost it nothing up to an allowance
-	// (overflow): an honest node paces its own gossip below the rate and
-	// the rest reach peers by sync, but its records can still arrive in a
-	// clump; graylisting it for that cut it off both ways, heartbeats
-	// included. A burst far past the rate, which no pacing node sends,
-	// still costs a point a record.
-	if relayOK, pubOK := n.adm.allowGossip(from, rec.Publisher, n.now()); !relayOK || !pubOK {
-		switch {
-		case !relayOK:
-			n.refuse(pathGossip, from, errFlood)
-		case from.String() == rec.Publisher && !n.overflow.forgive(rec.Publisher, n.now()):
-			n.refuse(pathGossip, from, errFlood)
-		default:
-			n.metrics.rejected.WithLabelValues(pathGossip, rejectReason(errFlood)).Inc()
-		}
+	// publisher's fresh records, are ignored (intake.AllowGossip).
+	if !n.in.AllowGossip(pathGossip, from, rec.Publisher) {
 		return pubsub.ValidationIgnore
 	}
-	if err := n.admit(rec, from); err != nil {
-		n.refuse(pathGossip, from, err)
-		if errors.Is(err, errUntrusted) {
+	if err := n.in.Admit(rec, from, ipGroup(n.host.Network(), from)); err != nil {
+		n.in.Refuse(pathGossip, from, err)
+		if errors.Is(err, intake.ErrUntrusted) {
 			// --trusted-only keeps only trusted listings, but still
 			// relays the valid records of others: the planet's gossip
 			// does not depend on who keeps what.
@@ -174,7 +159,7 @@ func (n *Node) deliver(ctx context.Context, path string, from peer.ID, rec *agen
 // as deliver; it reports whether rec changed the cache.
 func (n *Node) delivered(ctx context.Context, path string, from peer.ID, rec *agent.Record, changed bool, err error) bool {
 	if errors.Is(err, agent.ErrOverQuota) {
-		n.refuse(path, from, err)
+		n.in.Refuse(path, from, err)
 		return false
 	}
 	var full interface{ CatalogueFull() bool }
@@ -191,37 +176,11 @@ func (n *Node) delivered(ctx context.Context, path string, from peer.ID, rec *ag
 		}
 		return false
 	}
-	n.hosts.note(rec.Publisher, n.now()) // its heartbeats count in the planet's size at once
+	n.hosts.Note(rec.Publisher, n.now()) // its heartbeats count in the planet's size at once
 	if changed {
 		n.metrics.accepted.WithLabelValues(path).Inc()
 	}
 	return changed
-}
-
-// reject counts a bad record and, past a few strikes, blocks and
-// disconnects the peer that sent it.
-func (n *Node) reject(path string, from peer.ID, err error) {
-	reason := rejectReason(err)
-	n.metrics.rejected.WithLabelValues(path, reason).Inc()
-	n.logger.Debug("rejected network record", "path", path, "from", from, "reason", reason, "err", err)
-	if from == "" || from == n.host.ID() {
-		return
-	}
-	if n.strikes.add(from, n.now()) {
-		n.gater.Block(from)
-		n.metrics.blocked.Inc()
-		n.logger.Warn("blocking peer that keeps sending invalid records", "peer", from, "last_reason", reason)
-		go func() { _ = n.host.Network().ClosePeer(from) }()
-	}
-}
-
-// outdated counts a genuine record older than one already seen (reason
-// "replay"). It is dropped, but it is no strike: a peer that missed an update
-// (across a partition, or because updates overtook each other) serves or
-// forwards the older version in good faith, and the seq rule keeps it out of
-// the cache whoever sent it.
-func (n *Node) outdated(path string, err error) {
-	n.metrics.rejected.WithLabelValues(path, rejectReason(err)).Inc()
 }
 
 // Announce publishes a record this node signed: on the records topic (every
@@ -240,7 +199,7 @@ func (n *Node) Announce(ctx context.Context, rec *agent.Record, env []byte) erro
 	}
 	n.seqs.check(rec.ID, rec.Seq) //nolint:errcheck // our own seq only grows
 	n.syncs.hold(env)             // our own: a digest page need not bring it back
-	n.hb.ownChanged()             // the hosted count is recounted off the heartbeat's path
+	n.beat.OwnChanged()           // the hosted count is recounted off the heartbeat's path
 	if !n.pace.allow(n.now()) {
 		n.metrics.published.WithLabelValues("gossip", "paced").Inc()
 		if k := n.pace.deferred(n.now()); k > 0 {
@@ -308,38 +267,4 @@ func (n *Node) provideTag(ctx context.Context, tag string) error {
 	}
 	n.metrics.published.WithLabelValues("dht_provide", "ok").Inc()
 	return nil
-}
-
-// strikes counts invalid records per peer in a sliding window; a peer with
-// too many is blocked. Gossip scoring alone only stops forwarding; this also
-// closes the door (sync, DHT).
-type strikes struct {
-	mu     sync.Mutex
-	counts map[peer.ID][]time.Time
-}
-
-const (
-	strikeLimit  = 10
-	strikeWindow = 10 * time.Minute
-)
-
-func newStrikes() *strikes { return &strikes{counts: map[peer.ID][]time.Time{}} }
-
-// add records a strike and reports whether the peer just crossed the limit.
-func (s *strikes) add(p peer.ID, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ts := s.counts[p]
-	kept := ts[:0]
-	for _, t := range ts {
-		if now.Sub(t) < strikeWindow {
-			kept = append(kept, t)
-		}
-	}
-	kept = append(kept, now)
-	s.counts[p] = kept
-	if len(s.counts) > 10_000 {
-		clear(s.counts)
-	}
-	return len(kept) == strikeLimit
 }

@@ -3,6 +3,7 @@ package p2p
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,9 +31,6 @@ func TestOldAndNewHeartbeatsCoexist(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
-	if a.publishV1() {
-		t.Fatal("a node that heard no older node publishes on status/1")
-	}
 
 	// The older node: GossipSub on status/1 only.
 	oldKey, oldID := genKey(t)
@@ -85,7 +83,7 @@ func TestOldAndNewHeartbeatsCoexist(t *testing.T) {
 		}
 	}
 	close(heardOld)
-	if got := a.heartbeatInterval(time.Now()); got != base {
+	if got := a.beat.Interval(time.Now()); got != base {
 		t.Errorf("with an older node heard the interval is %v, want the base %v", got, base)
 	}
 
@@ -109,71 +107,26 @@ func TestOldAndNewHeartbeatsCoexist(t *testing.T) {
 	}
 }
 
-// TestIntervalFollowsThePlanet: the interval is the nodes heard over the
-// budget, within the base and agent.MaxHeartbeatInterval, and the base
-// while an older node is heard.
-func TestIntervalFollowsThePlanet(t *testing.T) {
-	n := &Node{cfg: Config{HeartbeatInterval: 10 * time.Second, HeartbeatBudget: 1}, adm: newAdmission(Admission{})}
-	now := time.Now()
-	hear := func(k int) { // nodes heard for longer than settledAfter
-		for range k {
-			_, p := genKey(t)
-			for _, at := range []time.Time{now.Add(-settledAfter - time.Minute), now} {
-				n.hb.rounds().allowDeclared(p.String(), at, at, time.Second, 10*time.Second)
-			}
-		}
-	}
-	if got := n.heartbeatInterval(now); got != 10*time.Second {
-		t.Errorf("alone: %v, want the base 10s", got)
-	}
-	hear(49)
-	if got := n.heartbeatInterval(now); got != 50*time.Second {
-		t.Errorf("50 nodes at 1/s: %v, want 50s", got)
-	}
-	if got := n.heartbeatInterval(now.Add(countedFor)); got != 10*time.Second {
-		t.Errorf("the nodes not heard for %v do not count: %v, want 10s", countedFor, got)
-	}
-	hear(1000)
-	if got := n.heartbeatInterval(now); got != agent.MaxHeartbeatInterval {
-		t.Errorf("1,050 nodes at 1/s: %v, want the cap %v", got, agent.MaxHeartbeatInterval)
-	}
-	n.oldNodeHeard(now)
-	if got := n.heartbeatInterval(now); got != 10*time.Second {
-		t.Errorf("with an older node heard: %v, want the base", got)
-	}
+// hostCache is a Cache that records the heartbeats it is told of
+// (p2p/heartbeat's tests have the one that counts reads too).
+type hostCache struct {
+	fakeCache
+
+	mu     sync.Mutex
+	seen   []agent.Heartbeat
+	seenCh chan agent.Heartbeat
 }
 
-// TestRoundsFollowTheDeclaredInterval: a status/2 round sooner than half
-// the interval its sender declared is dropped but is no flood (a sender
-// that restarted, or whose planet shrank, starts from a shorter one);
-// rounds under the floor gap are a flood as before.
-func TestRoundsFollowTheDeclaredInterval(t *testing.T) {
-	b := newBeats()
-	t0 := time.Now()
-	const floor = 500 * time.Millisecond
-	declared := 50 * time.Second
-	if v := b.allowDeclared("p", t0, t0, floor, declared); v != beatOK {
-		t.Fatalf("first round: %v", v)
-	}
-	for i := 1; i <= 5; i++ {
-		at := t0.Add(time.Duration(i) * 4 * time.Second)
-		if v := b.allowDeclared("p", at, at, floor, 10*time.Second); v != beatLate {
-			t.Fatalf("round %d, %v after one that declared %v: %v, want dropped unpunished", i, at.Sub(t0), declared, v)
+func (c *hostCache) NodeSeen(_ context.Context, hb agent.Heartbeat) error {
+	c.mu.Lock()
+	c.seen = append(c.seen, hb)
+	ch := c.seenCh
+	c.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- hb:
+		default:
 		}
 	}
-	at := t0.Add(declared / 2)
-	if v := b.allowDeclared("p", at, at, floor, 10*time.Second); v != beatOK {
-		t.Fatalf("a round half the declared interval later: %v", v)
-	}
-	for i := 1; i <= floodAfter+1; i++ {
-		soon := at.Add(time.Duration(i) * time.Millisecond)
-		v := b.allowDeclared("p", soon, soon, floor, 10*time.Second)
-		if want := beatLate; i > floodAfter {
-			if v != beatFlood {
-				t.Fatalf("too-soon round %d: %v, want a flood", i, v)
-			}
-		} else if v != want {
-			t.Fatalf("too-soon round %d: %v, want dropped", i, v)
-		}
-	}
+	return nil
 }

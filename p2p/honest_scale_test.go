@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,16 +44,16 @@ func TestSybilHeartbeatsLeaveTheIntervalUnchanged(t *testing.T) {
 	n := startNode(t, nil, Config{Cache: fakeCache{}, HeartbeatInterval: base, HeartbeatBudget: 0.5, NoSyncOnConnect: true})
 	ctx := context.Background()
 	now := time.Now()
-	if got := n.heartbeatInterval(now); got != base {
+	if got := n.beat.Interval(now); got != base {
 		t.Fatalf("alone: interval %v, want the base %v", got, base)
 	}
 	for i := range 200 {
 		_, sybil := genKey(t)
-		if v := n.validateStatusMsg(ctx, sybil, gossipMsg(TopicStatus2, sybil, heartbeatOf(t, sybil, now, base))); v != pubsub.ValidationAccept {
+		if v := n.beat.Validate(ctx, sybil, gossipMsg(TopicStatus2, sybil, heartbeatOf(t, sybil, now, base))); v != pubsub.ValidationAccept {
 			t.Fatalf("sybil %d's heartbeat: %v, want accepted (it is valid; it only must not count)", i, v)
 		}
 	}
-	got := n.heartbeatInterval(time.Now())
+	got := n.beat.Interval(time.Now())
 	t.Logf("declared interval under 200 heartbeating Sybils: %v (base %v, budget %v a second)", got, base, n.cfg.HeartbeatBudget)
 	if got != base {
 		t.Fatalf("after 200 heartbeating identities the interval is %v, want still %v", got, base)
@@ -65,10 +66,10 @@ func TestSybilHeartbeatsLeaveTheIntervalUnchanged(t *testing.T) {
 	if !n.deliver(ctx, pathGossip, host, rec, env) {
 		t.Fatal("the host's listing was not taken in")
 	}
-	if v := n.validateStatusMsg(ctx, host, gossipMsg(TopicStatus2, host, heartbeatOf(t, host, now, base))); v != pubsub.ValidationAccept {
+	if v := n.beat.Validate(ctx, host, gossipMsg(TopicStatus2, host, heartbeatOf(t, host, now, base))); v != pubsub.ValidationAccept {
 		t.Fatalf("the host's heartbeat: %v", v)
 	}
-	if got, want := n.heartbeatInterval(time.Now()), 2*base; got != want {
+	if got, want := n.beat.Interval(time.Now()), 2*base; got != want {
 		t.Fatalf("with a host of a held listing the interval is %v, want %v", got, want)
 	}
 }
@@ -256,4 +257,20 @@ func TestOwnGossipIsPacedAndTheRestSyncs(t *testing.T) {
 	if paced := counterValue(host.metrics.published.WithLabelValues("gossip", "paced")); paced < records/2 {
 		t.Errorf("the host left %.0f of %d records to the sync, want those over its pace (a burst of %d, then %d a minute)", paced, records, ownGossipBurst, ownGossipPerMinute)
 	}
+}
+
+// hostedAgents is n agent ids of key's host, with their names (as
+// p2p/heartbeat's tests make them).
+func hostedAgents(t *testing.T, key crypto.PrivKey, n int) map[string]string {
+	t.Helper()
+	out := make(map[string]string, n)
+	for i := range n {
+		name := fmt.Sprintf("%s-%04d", strings.Repeat("a", agent.MaxNameLen-5), i)
+		id, err := agent.DeriveID(key.GetPublic(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[id] = name
+	}
+	return out
 }

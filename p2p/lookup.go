@@ -12,6 +12,7 @@ import (
 	mh "github.com/multiformats/go-multihash"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/p2p/intake"
 )
 
 // ErrNoNetwork is returned by look-ups on a node without the DHT.
@@ -46,11 +47,11 @@ func (n *Node) Lookup(ctx context.Context, id string) (*agent.Record, error) {
 		err = fmt.Errorf("%w: asked for %s, got %s", agent.ErrKeyMismatch, id, rec.ID)
 	}
 	if err != nil {
-		n.metrics.rejected.WithLabelValues(pathDHT, rejectReason(err)).Inc()
+		n.metrics.rejected.WithLabelValues(pathDHT, intake.Reason(err)).Inc()
 		return nil, err
 	}
-	if err := n.adm.policy(rec.Publisher, n.PeerID()); err != nil {
-		n.refuse(pathDHT, "", err)
+	if err := n.in.Policy(rec.Publisher); err != nil {
+		n.in.Refuse(pathDHT, "", err)
 		return nil, err
 	}
 	n.deliver(ctx, pathDHT, "", rec, env)

@@ -28,21 +28,38 @@ import (
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentsite/agentsite/p2p/heartbeat"
+	"github.com/agentsite/agentsite/p2p/intake"
 )
 
 // Topic names and protocol IDs (docs/architecture.md, "Protocols between nodes").
 const (
 	TopicRecords  = "agentsite/records/1"
-	TopicStatus   = "agentsite/status/1"
+	TopicStatus   = heartbeat.TopicStatus
 	SyncProtocol  = "/agentsite/sync/1.0.0"
 	DHTPrefix     = "/agentsite"
 	maxGossipSize = 64 << 10 // a record is ≤ 16 KiB; the library's default is 1 MiB
 )
 
 // TopicStatus2 carries heartbeats that say their interval and carry only
-// the health that changed (heartbeat2.go); TopicStatus stays for older
+// the health that changed (p2p/heartbeat); TopicStatus stays for older
 // nodes while any is heard.
-const TopicStatus2 = "agentsite/status/2"
+const TopicStatus2 = heartbeat.TopicStatus2
+
+// The heartbeat protocol's types that Config names, under their old
+// names (p2p/heartbeat owns them).
+type (
+	// HealthSource returns the health of the agents this node hosts
+	// (heartbeat.HealthSource).
+	HealthSource = heartbeat.HealthSource
+	// DomainClaims receives the domains other nodes claim in their
+	// heartbeats (heartbeat.DomainClaims).
+	DomainClaims = heartbeat.DomainClaims
+	// HeartbeatBatcher is a Cache that records many heartbeats at once
+	// (heartbeat.Batcher).
+	HeartbeatBatcher = heartbeat.Batcher
+)
 
 // Config is the network configuration of a node.
 type Config struct {
@@ -89,7 +106,7 @@ type Config struct {
 	// Domains gives the domains this node proved (agent/verify), sent in
 	// every heartbeat (nil: none); Claims receives the domains other
 	// nodes' heartbeats claim, to prove them itself (nil: ignored).
-	// domains.go.
+	// p2p/heartbeat/domains.go.
 	Domains func() []string
 	Claims  DomainClaims
 	// Announce are addresses to advertise besides the ones the node
@@ -137,36 +154,33 @@ func (c *Config) defaults() {
 
 // Node is a running libp2p host with the DHT and GossipSub.
 type Node struct {
-	host     host.Host
-	key      crypto.PrivKey
-	logger   *slog.Logger
-	cfg      Config
-	gater    *Gater
-	dht      *dht.IpfsDHT
-	ps       *pubsub.PubSub
-	records  *pubsub.Topic
-	status   *pubsub.Topic
-	metrics  *metrics
-	seqs     *seqCache
-	values   *dhtStore // the DHT's bounded value store (nil: unbounded)
-	adm      *admission
-	beats    *beats
-	hb       heartbeatState // agentsite/status/2: its topic, rounds and what was sent (heartbeat2.go)
-	heardq   chan heard     // accepted heartbeats on their way to the store (heardbatch.go)
-	traffic  *lpmetrics.BandwidthCounter
-	strikes  *strikes
-	pace     *pace     // own records' gossip (pace.go)
-	overflow *overflow // peers' own records over the rate let pass unpunished (pace.go)
-	hosts    *hostSet  // publishers of the listings this node holds (liveness.go)
-	syncs    *syncTracker
-	serving  *serveLimiter // the budgets of the peers served sync (sync_serve.go)
-	dhtPub   *dhtPublisher // own records' DHT puts, bounded (dhtpublish.go)
-	scores   peerScores
-	mcp      mcpState                  // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
-	hostp    atomic.Pointer[host.Host] // the host, for libp2p's own goroutines (autorelay's peer source)
-	nat      natState
-	now      func() time.Time
-	started  time.Time
+	host    host.Host
+	key     crypto.PrivKey
+	logger  *slog.Logger
+	cfg     Config
+	gater   *Gater
+	dht     *dht.IpfsDHT
+	ps      *pubsub.PubSub
+	records *pubsub.Topic
+	status  *pubsub.Topic // agentsite/status/1
+	status2 *pubsub.Topic // agentsite/status/2
+	metrics *metrics
+	seqs    *seqCache
+	values  *dhtStore          // the DHT's bounded value store (nil: unbounded)
+	in      *intake.Intake     // admission, quotas, strikes, penalties (p2p/intake)
+	beat    *heartbeat.Service // the heartbeat protocol (p2p/heartbeat)
+	traffic *lpmetrics.BandwidthCounter
+	pace    *pace            // own records' gossip (pace.go)
+	hosts   *heartbeat.Hosts // publishers of the listings this node holds (p2p/heartbeat/hosts.go)
+	syncs   *syncTracker
+	serving *serveLimiter // the budgets of the peers served sync (sync_serve.go)
+	dhtPub  *dhtPublisher // own records' DHT puts, bounded (dhtpublish.go)
+	scores  intake.Scores
+	mcp     mcpState                  // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
+	hostp   atomic.Pointer[host.Host] // the host, for libp2p's own goroutines (autorelay's peer source)
+	nat     natState
+	now     func() time.Time
+	started time.Time
 	// withhold, set only by tests (WithholdGossip, -tags
 	// agentsite_testnet), drops records by id from gossip on receipt.
 	withhold atomic.Pointer[func(id string) bool]
@@ -204,13 +218,22 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("p2p metrics: %w", err)
 	}
+	self, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("p2p identity: %w", err)
+	}
+	n.in = intake.New(intake.Config{
+		Admission: cfg.Admission, Self: self,
+		Rejected: n.metrics.rejected, Blocked: n.metrics.blocked,
+		Block: func(p peer.ID) {
+			n.gater.Block(p)
+			go func() { _ = n.host.Network().ClosePeer(p) }()
+		},
+		Logger: logger, Now: func() time.Time { return n.now() },
+	})
 	n.seqs = newSeqCache(100_000)
-	n.strikes = newStrikes()
 	n.pace = newPace()
-	n.hosts = newHostSet()
-	n.adm = newAdmission(cfg.Admission)
-	n.overflow = newOverflow(n.adm.cfg.PublisherPerMinute)
-	n.beats = newBeats()
+	n.hosts = heartbeat.NewHosts()
 	for _, p := range cfg.Admission.Block {
 		if id, err := peer.Decode(p); err == nil {
 			n.gater.Block(id)
@@ -284,6 +307,14 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 	}
 	n.host = h
 	n.hostp.Store(&h)
+	n.beat = heartbeat.New(heartbeat.Config{
+		Interval: cfg.HeartbeatInterval, Budget: cfg.HeartbeatBudget,
+		Version: cfg.Version, NodeName: cfg.NodeName,
+		Health: cfg.HealthSource, Domains: cfg.Domains, Claims: cfg.Claims,
+		Store: cfg.Cache, Gate: heartbeatGate{n}, Hosts: n.hosts,
+		Self: h.ID(), Addrs: n.Addrs,
+		Received: n.metrics.heartbeats, Logger: logger, Now: func() time.Time { return n.now() },
+	})
 	if err := n.watchNAT(); err != nil {
 		_ = n.Close()
 		return nil, err
@@ -308,8 +339,7 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 		close(n.ready)
 		return n, nil
 	}
-	n.heardq = make(chan heard, heardQueue) // before the read loops that fill it
-	n.goLoop(n.heardLoop)
+	n.goLoop(n.beat.StartQueue()) // before the read loops that fill it
 	if err := n.startPubSub(); err != nil {
 		_ = n.Close()
 		return nil, err
@@ -319,9 +349,9 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 	if !cfg.NoSyncOnConnect {
 		n.watchPeers()
 	}
-	n.hb.startKeeper()
-	n.goLoop(n.heartbeatStateLoop)
-	n.goLoop(n.heartbeatLoop)
+	for _, loop := range n.beat.Start(n.status, n.status2) {
+		n.goLoop(loop)
+	}
 	n.goLoop(func(ctx context.Context) { n.bootstrap(ctx, boot) })
 	return n, nil
 }
@@ -452,8 +482,8 @@ func (n *Node) Close() error {
 	if n.records != nil {
 		_ = n.records.Close()
 	}
-	if n.hb.topic != nil {
-		_ = n.hb.topic.Close()
+	if n.status2 != nil {
+		_ = n.status2.Close()
 	}
 	if n.status != nil {
 		_ = n.status.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/p2p/intake"
 )
 
 // The catalogue sync protocol (/agentsite/sync/1.0.0): on one stream the
@@ -99,7 +100,7 @@ func (n *Node) serveSync(s network.Stream) {
 }
 
 // SyncFrom pulls p's catalogue (or, with tag, only listings with that tag),
-// verifies each record, admits it (admission.go) and caches it. It returns
+// verifies each record, admits it (p2p/intake) and caches it. It returns
 // how many records changed the cache.
 //
 // A peer is an adversary here too: every page is read as one line of at
@@ -130,14 +131,14 @@ func (n *Node) SyncFrom(ctx context.Context, p peer.ID, tag string) (int, error)
 		if err != nil {
 			switch {
 			case errors.Is(err, bufio.ErrBufferFull):
-				n.reject(pathSync, p, fmt.Errorf("%w: sync page over %d bytes", agent.ErrTooLarge, maxSyncResponse))
+				n.in.Reject(pathSync, p, fmt.Errorf("%w: sync page over %d bytes", agent.ErrTooLarge, maxSyncResponse))
 			case errors.Is(err, errBadPage):
-				n.reject(pathSync, p, err)
+				n.in.Reject(pathSync, p, err)
 			}
 			return changed, fmt.Errorf("sync response from %s: %w", p, err)
 		}
 		if len(resp.Envelopes) > syncPageSize {
-			n.reject(pathSync, p, fmt.Errorf("%w: page of %d records", agent.ErrTooLarge, len(resp.Envelopes)))
+			n.in.Reject(pathSync, p, fmt.Errorf("%w: page of %d records", agent.ErrTooLarge, len(resp.Envelopes)))
 			return changed, fmt.Errorf("peer %s sent an oversized sync page", p)
 		}
 		seen += len(resp.Envelopes)
@@ -169,19 +170,19 @@ func (n *Node) takePage(ctx context.Context, p peer.ID, round string, envs [][]b
 	for _, env := range envs {
 		rec, err := verifyRecord(env, "", now)
 		if err != nil {
-			n.reject(pathSync, p, err)
-			n.countSynced(p, round, "invalid", rejectReason(err), now)
+			n.in.Reject(pathSync, p, err)
+			n.countSynced(p, round, "invalid", intake.Reason(err), now)
 			continue
 		}
 		if err := n.seqs.check(rec.ID, rec.Seq); err != nil {
-			n.outdated(pathSync, err)
+			n.in.Outdated(pathSync, err)
 			n.syncs.hold(env)
 			count("outdated")
 			continue
 		}
-		if err := n.admit(rec, p); err != nil {
-			n.refuse(pathSync, p, err)
-			n.countSynced(p, round, "refused", rejectReason(err), now)
+		if err := n.in.Admit(rec, p, ipGroup(n.host.Network(), p)); err != nil {
+			n.in.Refuse(pathSync, p, err)
+			n.countSynced(p, round, "refused", intake.Reason(err), now)
 			refused++
 			continue
 		}

@@ -78,7 +78,7 @@ func TestQuotaRetryTransfersOnlyWhatWasRefused(t *testing.T) {
 	m := startNode(t, nil, Config{Cache: mirror, NoSyncOnConnect: true, Admission: Admission{UnheardPerHour: quota}})
 	connect(t, m, s)
 
-	_, err := m.FeedSync(context.Background(), s.Host().ID(), false)
+	_, err := m.feedSync(context.Background(), s.Host().ID(), false, syncRoundOther)
 	if !errors.Is(err, agent.ErrOverQuota) {
 		t.Fatalf("first sync: %v, want over the quota", err)
 	}
@@ -88,9 +88,9 @@ func TestQuotaRetryTransfersOnlyWhatWasRefused(t *testing.T) {
 		t.Fatalf("first sync admitted %d (held %d), want the quota %d", admitted, mirror.held(), quota)
 	}
 	for _, p := range pubs {
-		m.adm.hear(p, m.now())
+		m.in.Hear(p, m.now())
 	}
-	if _, err := m.FeedSync(context.Background(), s.Host().ID(), false); err != nil {
+	if _, err := m.feedSync(context.Background(), s.Host().ID(), false, syncRoundOther); err != nil {
 		t.Fatalf("retry: %v", err)
 	}
 	if mirror.held() != hosts*each {

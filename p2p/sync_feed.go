@@ -311,10 +311,10 @@ func (c *feedClient) read(req feedRequest) (feedResponse, error) {
 	if err != nil {
 		switch {
 		case errors.Is(err, agent.ErrTooLarge):
-			c.n.reject(pathSync, c.p, err)
+			c.n.in.Reject(pathSync, c.p, err)
 			return feedResponse{}, fmt.Errorf("peer %s sent an oversized sync page: %w", c.p, err)
 		case errors.Is(err, errBadPage):
-			c.n.reject(pathSync, c.p, err)
+			c.n.in.Reject(pathSync, c.p, err)
 		}
 		return feedResponse{}, fmt.Errorf("sync response from %s: %w", c.p, err)
 	}
@@ -374,16 +374,11 @@ func (c *feedClient) take(ctx context.Context, envs [][]byte) (refused bool) {
 	return ref > 0
 }
 
-// FeedSync pulls what changed in p's catalogue since the cursors this node
+// feedSync pulls what changed in p's catalogue since the cursors this node
 // keeps for p (everything, the first time, but for the shards another
-// peer already filled), and moves the cursors. It returns how many records
-// changed the cache. Errors wrap agent.ErrOverQuota when admission refused
-// records.
-func (n *Node) FeedSync(ctx context.Context, p peer.ID, skipRefused bool) (int, error) {
-	return n.feedSync(ctx, p, skipRefused, syncRoundOther)
-}
-
-// feedSync is FeedSync, its requests counted under round.
+// peer already filled), and moves the cursors, its requests counted under
+// round. It returns how many records changed the cache. Errors wrap
+// agent.ErrOverQuota when admission refused records.
 func (n *Node) feedSync(ctx context.Context, p peer.ID, skipRefused bool, round string) (int, error) {
 	s, err := n.host.NewStream(network.WithAllowLimitedConn(ctx, "sync"), p, protocol.ID(SyncFeedProtocol))
 	if err != nil {
@@ -493,7 +488,7 @@ func (c *feedClient) shard(ctx context.Context, shard int, head feedResponse) er
 			return fmt.Errorf("peer %s changed its feed during a sync", c.p)
 		}
 		if resp.Next <= after && resp.More {
-			c.n.reject(pathSync, c.p, fmt.Errorf("%w: sync cursor did not move", errBadPage))
+			c.n.in.Reject(pathSync, c.p, fmt.Errorf("%w: sync cursor did not move", errBadPage))
 			return fmt.Errorf("peer %s: sync cursor did not move", c.p)
 		}
 		if resp.Digest {

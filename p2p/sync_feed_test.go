@@ -254,7 +254,7 @@ func TestFeedSyncRefusesOversizedPages(t *testing.T) {
 			})
 			m := startNode(t, nil, Config{Cache: &memCache{}, NoSyncOnConnect: true})
 			connect(t, m, s)
-			_, err := m.FeedSync(context.Background(), s.Host().ID(), false)
+			_, err := m.feedSync(context.Background(), s.Host().ID(), false, syncRoundOther)
 			if err == nil || !strings.Contains(err.Error(), "oversized") {
 				t.Fatalf("FeedSync = %v, want an oversized page refused", err)
 			}

@@ -135,7 +135,7 @@ func (c *feedClient) own(ctx context.Context, feed string) (done bool, err error
 			return false, fmt.Errorf("peer %s changed its feed during a sync", c.p)
 		}
 		if resp.More && resp.NextID <= req.AfterID {
-			c.n.reject(pathSync, c.p, fmt.Errorf("%w: own page cursor did not move", errBadPage))
+			c.n.in.Reject(pathSync, c.p, fmt.Errorf("%w: own page cursor did not move", errBadPage))
 			return false, fmt.Errorf("peer %s: own page cursor did not move", c.p)
 		}
 		if resp.Digest {

@@ -250,7 +250,7 @@ func TestOwnPagesOfAnOldServer(t *testing.T) {
 	connect(t, m, old)
 	m.syncs.markOwn(old.Host().ID())
 	for range 2 {
-		if _, err := m.FeedSync(context.Background(), old.Host().ID(), false); err != nil {
+		if _, err := m.feedSync(context.Background(), old.Host().ID(), false, syncRoundOther); err != nil {
 			t.Fatalf("FeedSync with an old server: %v", err)
 		}
 	}

@@ -353,7 +353,10 @@ func TestSyncClientReadsARefusal(t *testing.T) {
 	m := startNode(t, nil, Config{Cache: &memCache{}, NoSyncOnConnect: true})
 	connect(t, m, s)
 	for name, sync := range map[string]func() error{
-		"1.1.0": func() error { _, err := m.FeedSync(context.Background(), s.Host().ID(), false); return err },
+		"1.1.0": func() error {
+			_, err := m.feedSync(context.Background(), s.Host().ID(), false, syncRoundOther)
+			return err
+		},
 		"1.0.0": func() error { _, err := m.SyncFrom(context.Background(), s.Host().ID(), ""); return err },
 	} {
 		err := sync()

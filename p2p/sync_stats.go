@@ -14,7 +14,7 @@ const (
 	// syncRoundRetry is a sync tried again because admission refused
 	// records of the round before (its hosts were not heard yet).
 	syncRoundRetry = "retry"
-	// syncRoundOther is a sync not started by a peer's loop (FeedSync).
+	// syncRoundOther is a sync not started by a peer's loop (SyncFrom).
 	syncRoundOther = "other"
 )
 

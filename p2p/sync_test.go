@@ -198,7 +198,7 @@ func TestSyncRetriesWhenHostsAreHeard(t *testing.T) {
 			time.Sleep(5 * time.Millisecond) // polling interval
 		}
 		for _, p := range pubs[:hosts-1] {
-			m.adm.hear(p, m.now())
+			m.in.Hear(p, m.now())
 		}
 	}()
 	if err := m.Connect(context.Background(), peer.AddrInfo{ID: s.Host().ID(), Addrs: s.Host().Addrs()}); err != nil {

@@ -10,40 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agentsite/agentsite/agent"
-)
-
-// rejectReason maps a verification error to a metrics label.
-func rejectReason(err error) string {
-	switch {
-	case errors.Is(err, agent.ErrTooLarge):
-		return "size"
-	case errors.Is(err, agent.ErrKeyMismatch):
-		return "key"
-	case errors.Is(err, agent.ErrExpired):
-		return "expired"
-	case errors.Is(err, agent.ErrInvalidField):
-		return "invalid"
-	case errors.Is(err, agent.ErrBadEnvelope):
-		return "signature"
-	case errors.Is(err, errReplay):
-		return "replay"
-	case errors.Is(err, errWrongSender):
-		return "sender"
-	case errors.Is(err, agent.ErrOverQuota):
-		return "quota"
-	case errors.Is(err, errFlood):
-		return "flood"
-	case errors.Is(err, errBlockedPublisher):
-		return "blocked"
-	case errors.Is(err, errUntrusted):
-		return "untrusted"
-	}
-	return "malformed"
-}
-
-var (
-	errReplay      = errors.New("replayed record: seq lower than one already seen")
-	errWrongSender = errors.New("record published by a peer other than its publisher")
+	"github.com/agentsite/agentsite/p2p/intake"
 )
 
 // seqCache remembers the highest seq seen per agent id, so a replayed older
@@ -59,13 +26,13 @@ func newSeqCache(max int) *seqCache {
 	return &seqCache{max: max, m: make(map[string]uint64)}
 }
 
-// check reports errReplay if seq is lower than the highest seen for id, and
+// check reports intake.ErrReplay if seq is lower than the highest seen for id, and
 // records seq otherwise. An equal seq is a duplicate, not an attack.
 func (c *seqCache) check(id string, seq uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prev, ok := c.m[id]; ok && seq < prev {
-		return fmt.Errorf("%w (%d < %d)", errReplay, seq, prev)
+		return fmt.Errorf("%w (%d < %d)", intake.ErrReplay, seq, prev)
 	}
 	if len(c.m) >= c.max {
 		clear(c.m)
@@ -85,7 +52,7 @@ func verifyRecord(env []byte, sender peer.ID, now time.Time) (*agent.Record, err
 		return nil, err
 	}
 	if sender != "" && rec.Publisher != sender.String() {
-		return nil, fmt.Errorf("%w: from %s, publisher %s", errWrongSender, sender, rec.Publisher)
+		return nil, fmt.Errorf("%w: from %s, publisher %s", intake.ErrWrongSender, sender, rec.Publisher)
 	}
 	return rec, nil
 }
@@ -121,7 +88,7 @@ type recordValidator struct {
 func (v recordValidator) Validate(key string, value []byte) error {
 	_, err := v.open(key, value)
 	if err != nil && v.metrics != nil {
-		v.metrics.rejected.WithLabelValues(pathDHT, rejectReason(err)).Inc()
+		v.metrics.rejected.WithLabelValues(pathDHT, intake.Reason(err)).Inc()
 	}
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/agentsite/agentsite/agent"
+	"github.com/agentsite/agentsite/p2p/intake"
 )
 
 func newKey(t *testing.T) (crypto.PrivKey, peer.ID) {
@@ -83,7 +84,7 @@ func TestSyncTrackerForgetsDisconnectedPeers(t *testing.T) {
 }
 
 // An older seq is told apart from an invalid record: it is reported as
-// errReplay (dropped without a strike), an equal one is a duplicate.
+// intake.ErrReplay (dropped without a strike), an equal one is a duplicate.
 func TestSeqCache(t *testing.T) {
 	c := newSeqCache(10)
 	if err := c.check("a", 5); err != nil {
@@ -92,7 +93,7 @@ func TestSeqCache(t *testing.T) {
 	if err := c.check("a", 5); err != nil {
 		t.Errorf("duplicate: %v", err)
 	}
-	if err := c.check("a", 4); !errors.Is(err, errReplay) || rejectReason(err) != "replay" {
+	if err := c.check("a", 4); !errors.Is(err, intake.ErrReplay) || intake.Reason(err) != "replay" {
 		t.Errorf("older: %v", err)
 	}
 	if err := c.check("a", 6); err != nil {

@@ -251,3 +251,45 @@
     document.querySelectorAll("[data-theme-toggle]").forEach(label);
   });
 })();
+
+// The tool picker under an llm agent's Tools field (web toolPicker).
+// Without JavaScript its Add and Search are submit buttons the server
+// answers with the form; here Add puts the agent's id on a new line of
+// the field in place and says "Added", and Enter in the search box
+// searches instead of saving the form. The field stays the source of
+// truth: what it says is what is saved.
+(function () {
+  "use strict";
+  // listed reports whether a line of the field names id (its first word,
+  // as the server's parseTools reads it).
+  function listed(text, id) {
+    return text.split(/\r?\n/).some(function (l) { return l.trim().split(/\s+/)[0] === id; });
+  }
+  // addToolLine is the server's addToolLine: id on a line of its own at
+  // the end, unless a line names it already.
+  function addToolLine(text, id) {
+    if (listed(text, id)) return text;
+    text = text.replace(/[\s]+$/, "");
+    return text === "" ? id : text + "\n" + id;
+  }
+  document.addEventListener("click", function (ev) {
+    var btn = ev.target.closest && ev.target.closest("[data-add-tool]");
+    if (!btn) return;
+    var field = btn.form && btn.form.querySelector('textarea[name="backend_tools"]');
+    if (!field) return;
+    ev.preventDefault();
+    if (btn.hasAttribute("data-added")) return;
+    field.value = addToolLine(field.value, btn.getAttribute("data-add-tool"));
+    field.dispatchEvent(new Event("input", { bubbles: true }));
+    btn.setAttribute("data-added", "");
+    btn.setAttribute("aria-disabled", "true");
+    btn.setAttribute("aria-label", (btn.getAttribute("aria-label") || "").replace(/^Add\b/, "Added"));
+    btn.textContent = "Added";
+  });
+  document.addEventListener("keydown", function (ev) {
+    var t = ev.target;
+    if (ev.key !== "Enter" || !t || !t.matches || !t.matches("[data-tool-search]")) return;
+    ev.preventDefault();
+    if (window.htmx) window.htmx.trigger(t, "search");
+  });
+})();

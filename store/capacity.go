@@ -363,7 +363,7 @@ func (s *Sink) admitAll(ctx context.Context, recs []*agent.Record, nodes map[str
 			continue
 		}
 		ids, at = append(ids, rec.ID), append(at, i)
-		since = append(since, evidence(rec, nodes, now))
+		since = append(since, s.evidence(rec, nodes, now))
 	}
 	for j, err := range s.Capacity.AdmitAll(ctx, ids, since) {
 		errs[at[j]] = err

@@ -40,6 +40,10 @@ type Sink struct {
 	// Logger, if set, names each publisher refused over its quota, at
 	// most once a minute.
 	Logger *slog.Logger
+	// Verified, if set, reports whether this node proved a domain of the
+	// publisher (agent/verify): evidence that counts as a day heard
+	// (sink_quota.go).
+	Verified func(publisher string) bool
 	// Capacity, if set, makes room for a new listing from the network
 	// (--max-listings), or refuses it (capacity.go).
 	Capacity *Capacity
@@ -106,7 +110,7 @@ func (s *Sink) Put(ctx context.Context, rec *agent.Record, envelope []byte) (cha
 			return false, err
 		}
 	}
-	if err := s.Capacity.Admit(ctx, rec.ID, evidence(rec, nodes, t)); err != nil {
+	if err := s.Capacity.Admit(ctx, rec.ID, s.evidence(rec, nodes, t)); err != nil {
 		return false, err
 	}
 	changed, err = upsert(ctx, s.Store, Listing{

@@ -22,7 +22,11 @@ import (
 // (FirstHeard). An honest host of 50,000 agents is allowed all of them
 // within three doublings of its first heartbeat; one identity that claims a
 // million needs seven, and at --max-listings it evicts only listings of
-// hosts heard no longer than itself (Capacity).
+// hosts heard no longer than itself (Capacity). A publisher whose domain
+// this node proved (Sink.Verified) counts as heard for verifiedCredit
+// more: a domain costs what fresh identities do not, so a verified host
+// is allowed its claim at once and its listings outrank those of
+// publishers heard for less than a day.
 
 // DefaultQuotaDoubling is Sink.QuotaDoubling when unset: six of the
 // default heartbeat intervals. A sync refused over a quota is tried again
@@ -37,6 +41,11 @@ const claimSlack = 10 // a tenth
 
 // quotaLogEvery is how often the log names one publisher's refusals.
 const quotaLogEvery = time.Minute
+
+// verifiedCredit is how long a publisher with a proved domain counts as
+// heard beyond its row (Sink.since): with the default doubling, far more
+// than its claim needs.
+const verifiedCredit = 24 * time.Hour
 
 // maxRefusals bounds the publishers whose refusals the Sink remembers.
 const maxRefusals = 10_000
@@ -82,14 +91,28 @@ func heardSince(nodes map[string]Node, p string) (time.Time, bool) {
 	return n.FirstHeard, true
 }
 
+// since is when p began to earn evidence at now: its row's FirstHeard,
+// brought back by verifiedCredit when its domain is proved; ok is false
+// when it earns none (neither heard nor verified).
+func (s *Sink) since(nodes map[string]Node, p string, now time.Time) (time.Time, bool) {
+	since, heard := heardSince(nodes, p)
+	if s.Verified == nil || !s.Verified(p) {
+		return since, heard
+	}
+	if credit := now.Add(-verifiedCredit); !heard || since.After(credit) {
+		since = credit
+	}
+	return since, true
+}
+
 // evidence is the evidence rec's listing earns at now (Capacity.Admit):
-// when this node began hearing both its publisher and its host, the later
-// of the two; now when it does not hear either (no evidence: it evicts
-// only listings of hosts never heard and offline ones).
-func evidence(rec *agent.Record, nodes map[string]Node, now time.Time) time.Time {
+// since when both its publisher and its host earn it (s.since), the later
+// of the two; now when either earns none (no evidence: it evicts only
+// listings of hosts never heard and offline ones).
+func (s *Sink) evidence(rec *agent.Record, nodes map[string]Node, now time.Time) time.Time {
 	var e time.Time
 	for _, p := range []string{rec.Publisher, rec.HostPeerID()} {
-		since, ok := heardSince(nodes, p)
+		since, ok := s.since(nodes, p, now)
 		if !ok {
 			return now
 		}
@@ -104,7 +127,7 @@ func evidence(rec *agent.Record, nodes map[string]Node, now time.Time) time.Time
 // here at now, its node row (if any) in nodes.
 func (s *Sink) quotaOf(pub string, nodes map[string]Node, now time.Time) int {
 	small := s.maxPerPublisher()
-	since, ok := heardSince(nodes, pub)
+	since, ok := s.since(nodes, pub, now)
 	if !ok {
 		return small
 	}

@@ -423,8 +423,8 @@ type Accounts interface {
 	// the old password, which may be what leaked. It returns how many
 	// tokens went (ErrNotFound if there is no such user).
 	SetPassword(ctx context.Context, userID int64, passwordHash string) (revoked int, err error)
-	// DeleteUser deletes a user, its API tokens and the conversations it
-	// owns (ownerKey, chat.UserOwner) with their messages (ErrNotFound if
+	// DeleteUser deletes a user, its API tokens, its memories and the
+	// conversations it owns (ownerKey, chat.UserOwner) with their messages (ErrNotFound if
 	// there is no such user), and holds its handle until holdUntil:
 	// CreateUser refuses it until then, so that whoever knew the handle
 	// does not reach a newcomer under it. Its agents are the registry's
@@ -516,6 +516,7 @@ type Store interface {
 	Accounts
 	Sessions
 	Conversations
+	Memories
 	Conn
 }
 
@@ -528,6 +529,7 @@ type Composed struct {
 	Accounts
 	Sessions
 	Conversations
+	Memories
 	Conn
 }
 

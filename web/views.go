@@ -347,6 +347,8 @@ type AgentFormView struct {
 	Test    *BackendTest
 	// Health is the edited agent's health; nil hides it.
 	Health *OwnerHealth
+	// Picker is the tool picker under the Tools field (web/toolpicker.go).
+	Picker ToolPickerView
 }
 
 // SkillRow is one skill block of the form; Examples is one per line.
@@ -370,9 +372,14 @@ type BackendForm struct {
 	Delegate     bool // llm: may call other agents
 	// Concurrency is an llm backend's own requests at once, as typed
 	// ("": the node's --llm-concurrency).
-	Concurrency  string
-	HasStoredKey bool
-	KeyDropped   bool
+	Concurrency string
+	// Memory: the llm agent remembers facts of people (remember, recall).
+	Memory bool
+	// HistoryTokens is an llm backend's own history budget, as typed
+	// ("": the node's --llm-history-tokens).
+	HistoryTokens string
+	HasStoredKey  bool
+	KeyDropped    bool
 	// Tools is the llm agent's tool servers, one a line (an MCP server's
 	// URL, optionally followed by "Header: secret", or an agent id), with
 	// every secret left out: a header with nothing after it keeps the
@@ -401,6 +408,25 @@ type AccountView struct {
 	// Health is the health of the local agents among Agents, by id; nil
 	// hides it.
 	Health map[string]OwnerHealth
+	// Memories are what this node's agents with memory remember of the
+	// user, per agent; ShowMemories shows the panel (the node keeps
+	// memories).
+	Memories     []MemoryGroup
+	ShowMemories bool
+}
+
+// MemoryGroup is what one agent remembers of the user, newest first.
+type MemoryGroup struct {
+	AgentID   string
+	AgentName string // "": the agent is no longer listed
+	Facts     []MemoryRow
+}
+
+// MemoryRow is one remembered fact.
+type MemoryRow struct {
+	ID        int64
+	Fact      string
+	CreatedAt time.Time
 }
 
 // TokenRow is one personal API token (never the token itself).

@@ -108,6 +108,17 @@ const (
 // UserOwner owns a portal account's conversations.
 func UserOwner(userID int64) Owner { return Owner("user:" + strconv.FormatInt(userID, 10)) }
 
+// UserID is the portal account of a UserOwner; false for any other
+// owner.
+func (o Owner) UserID() (int64, bool) {
+	rest, ok := strings.CutPrefix(string(o), "user:")
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(rest, 10, 64)
+	return id, err == nil && id > 0
+}
+
 // AnonOwner owns an anonymous browser's conversations, by the key kept in
 // its session.
 func AnonOwner(key string) Owner { return Owner("anon:" + key) }
@@ -282,6 +293,9 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 		if agent.CallerOf(ctx) == "" {
 			ctx = agent.WithCaller(ctx, string(owner))
 		}
+		// The person an agent's memory is of: an account of this node,
+		// only for its own agents (docs/agents.md, "Memory").
+		turn.Person, _ = owner.UserID()
 		reply, err = c.local().Answer(ctx, turn, collect)
 	} else {
 		reply, err = c.Remote.Send(ctx, l.HostPeerID, turn, collect)

@@ -57,8 +57,8 @@ func (u *unattended) Error() string {
 
 // needsApproval reports whether a call of ref waits for the sender.
 func needsApproval(ref toolRef) bool {
-	if ref.server.Allows(ref.name) {
-		return false
+	if ref.memory || ref.server.Allows(ref.name) {
+		return false // the node's own memory tools keep the person's facts for them (memory.go)
 	}
 	if ref.server.Agent != "" {
 		return true // another agent can do anything it can

@@ -105,7 +105,7 @@ func (r *Runtime) answerLLM(ctx context.Context, b agent.Backend, t agent.Turn, 
 	if err != nil {
 		return "", err
 	}
-	req := llmRequest{Model: b.Model, Stream: true, Messages: llmMessages(b, t)}
+	req := llmRequest{Model: b.Model, Stream: true, Messages: r.llmHistory(ctx, endpoint, b, t)}
 	var dl *delegation
 	maxRounds := 0
 	if b.Delegate && r.Delegator != nil {

@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/runtime/modelsched"
 )
@@ -64,6 +66,14 @@ type RuntimeOptions struct {
 	// requests of llm agents (docs/architecture.md, "Model scheduler");
 	// nil: every request goes at once.
 	Models *modelsched.Scheduler
+	// HistoryTokens is the budget of an llm agent's history in tokens of
+	// ~4 bytes (--llm-history-tokens; an agent's backend may set its
+	// own): past it the oldest turns are folded into a summary
+	// (history.go). Default DefaultHistoryTokens.
+	HistoryTokens int
+	// SummaryCache bounds the conversations whose summaries are kept.
+	// Default DefaultSummaryCache.
+	SummaryCache int
 }
 
 // policy is what the backends may reach.
@@ -83,6 +93,9 @@ type Runtime struct {
 	// serving (the chat use case, which itself answers local turns through
 	// this Runtime).
 	Delegator Delegator
+	// Memory keeps the facts llm agents with memory remember of people
+	// (memory.go); set it before serving. nil: no agent has memory.
+	Memory Memory
 
 	lookup func(ctx context.Context, agentID string) (agent.Backend, error)
 	opts   RuntimeOptions
@@ -92,6 +105,8 @@ type Runtime struct {
 	a2a    *a2aState
 	// approvals are the tool calls waiting for a sender's yes or no.
 	approvals *approvals
+	// summaries are the conversations' folded turns (history.go).
+	summaries *lru.Cache[string, foldEntry]
 }
 
 // NewRuntime returns a Runtime that finds an agent's backend with lookup.
@@ -135,6 +150,12 @@ func NewRuntime(lookup func(ctx context.Context, agentID string) (agent.Backend,
 	if opts.Approvals <= 0 {
 		opts.Approvals = DefaultApprovals
 	}
+	if opts.HistoryTokens <= 0 {
+		opts.HistoryTokens = DefaultHistoryTokens
+	}
+	if opts.SummaryCache <= 0 {
+		opts.SummaryCache = DefaultSummaryCache
+	}
 	client := NewGuardedClientWithOptions(GuardOptions{Policy: opts.policy(), Timeout: opts.Timeout})
 	return &Runtime{
 		lookup: lookup,
@@ -145,6 +166,7 @@ func NewRuntime(lookup func(ctx context.Context, agentID string) (agent.Backend,
 		a2a:    newA2AState(),
 
 		approvals: newApprovals(opts),
+		summaries: newSummaryCache(opts.SummaryCache),
 	}
 }
 

@@ -59,6 +59,8 @@ type toolRef struct {
 	// annotations are the server's hints (read-only, destructive): what
 	// an approval gate would read.
 	annotations mcp.ToolAnnotation
+	// memory marks the memory tools (memory.go).
+	memory bool
 }
 
 // toolBox is an llm agent's tool servers during one turn: the tools
@@ -79,10 +81,11 @@ type toolBox struct {
 // it has none to offer. A server that cannot be listed is left out of
 // this turn (logged); the others are offered.
 func (r *Runtime) openToolBox(ctx context.Context, b agent.Backend, t agent.Turn) *toolBox {
-	if len(b.Tools) == 0 {
+	if len(b.Tools) == 0 && (!b.Memory || r.Memory == nil) {
 		return nil
 	}
 	tb := &toolBox{r: r, turn: t, refs: map[string]toolRef{}, deadline: r.opts.Now().Add(r.opts.ToolTurnTimeout)}
+	tb.offerMemory(b.Memory)
 	lists := make([][]mcp.Tool, len(b.Tools))
 	var wg sync.WaitGroup
 	for i, s := range b.Tools {
@@ -249,6 +252,9 @@ func (tb *toolBox) run(ctx context.Context, c llmToolCall) (string, error) {
 // call makes the call on its server: the result text (bounded), whether
 // the tool reported a failure, or why the call could not be made.
 func (tb *toolBox) call(ctx context.Context, ref toolRef, args map[string]any) (text string, failed bool, err error) {
+	if ref.memory {
+		return tb.callMemory(ctx, ref, args)
+	}
 	if ref.server.Agent != "" {
 		trace, err := tb.turn.Trace.Pass(tb.turn.AgentID, ref.server.Agent)
 		if err != nil {

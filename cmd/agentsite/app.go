@@ -122,6 +122,9 @@ func buildApp(ctx context.Context, cfg Config, deps appDeps) (_ *app, err error)
 	if err := a.buildVerify(deps.VerifyHTTPSPort); err != nil {
 		return nil, err
 	}
+	// A proved domain is evidence for quotas and eviction (store.Sink);
+	// nothing writes through the sink before p2p starts.
+	a.sink.Verified = func(p string) bool { return len(a.verify.Domains(p)) > 0 }
 	if err := a.startP2P(ctx, deps); err != nil {
 		return nil, err
 	}
@@ -218,14 +221,17 @@ func (a *app) buildUseCases(metrics prometheus.Registerer) error {
 		return fmt.Errorf("model scheduler metrics: %w", err)
 	}
 	a.runtime = runtime.NewRuntime(backendLookup(a.engine), runtime.RuntimeOptions{
-		AllowPrivate: a.cfg.AllowPrivateEndpoints,
-		Allow:        a.outbound.Policy(runtime.PurposeBackend).Allow,
-		UserAgent:    "AgentSite/" + buildVersion(),
-		Logger:       a.logger,
-		EchoDelay:    a.cfg.EchoDelay,
-		Conformance:  a.cfg.ConformanceAgent,
-		Models:       models,
+		AllowPrivate:  a.cfg.AllowPrivateEndpoints,
+		Allow:         a.outbound.Policy(runtime.PurposeBackend).Allow,
+		UserAgent:     "AgentSite/" + buildVersion(),
+		Logger:        a.logger,
+		EchoDelay:     a.cfg.EchoDelay,
+		Conformance:   a.cfg.ConformanceAgent,
+		Models:        models,
+		HistoryTokens: a.cfg.LLMHistoryTokens,
 	})
+	// Agents with memory keep it in the store (docs/agents.md, "Memory").
+	a.runtime.Memory = chat.Memories{Store: a.full}
 	observer, err := newProbeMetrics(metrics)
 	if err != nil {
 		return fmt.Errorf("probe metrics: %w", err)

@@ -59,7 +59,7 @@ const indexSnapshotFile = "search-index.snap"
 func cachedStore(st store.Store) (network store.Network, full store.Store) {
 	network = store.NewCache(st, time.Second, 10_000)
 	return network, store.Composed{
-		Network: network, Backends: st, Accounts: st, Sessions: st, Conversations: st, Conn: st,
+		Network: network, Backends: st, Accounts: st, Sessions: st, Conversations: st, Memories: st, Conn: st,
 	}
 }
 

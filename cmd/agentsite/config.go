@@ -68,6 +68,7 @@ type Config struct {
 	ProbeBudget           int
 	LLMConcurrency        int
 	LLMQueue              int
+	LLMHistoryTokens      int
 	LogLevel              string
 	LogFormat             string
 	DebugAddr             string
@@ -186,6 +187,7 @@ func (c *Config) newFlagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.ProbeBudget, "probe-budget", registry.DefaultProbeBudget, "the most backend probes this node makes in any minute; past it each agent is probed less often than --probe-interval, agents people use first")
 	fs.IntVar(&c.LLMConcurrency, "llm-concurrency", 4, "completion requests this node's llm agents have in flight at one model endpoint (base URL) at once; the rest wait, callers taken in turn (an agent's owner may set its own, backend.concurrency)")
 	fs.IntVar(&c.LLMQueue, "llm-queue", 64, "requests that may wait for one model endpoint; past it a turn is refused with 429 (busy: N waiting)")
+	fs.IntVar(&c.LLMHistoryTokens, "llm-history-tokens", runtime.DefaultHistoryTokens, "the history an llm agent sends its model, in tokens of ~4 bytes; past it the oldest turns are folded into a summary (an agent's owner may set its own, backend.history_tokens)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "text or json")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "loopback address for net/http/pprof, e.g. 127.0.0.1:6060 (empty: off)")
@@ -370,6 +372,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LLMConcurrency < 1 || c.LLMConcurrency > agent.MaxLLMConcurrency {
 		errs = append(errs, fmt.Errorf("--llm-concurrency must be between 1 and %d requests at one model endpoint (default 4)", agent.MaxLLMConcurrency))
+	}
+	if c.LLMHistoryTokens < agent.MinHistoryTokens || c.LLMHistoryTokens > agent.MaxHistoryTokens {
+		errs = append(errs, fmt.Errorf("--llm-history-tokens must be between %d and %d tokens (default %d)", agent.MinHistoryTokens, agent.MaxHistoryTokens, runtime.DefaultHistoryTokens))
 	}
 	if c.LLMQueue < 0 || c.LLMQueue > 10000 {
 		errs = append(errs, errors.New("--llm-queue must be between 0 and 10000 waiting requests per model endpoint (default 64)"))

@@ -19,7 +19,7 @@ import (
 // the same JSON as the listing's own endpoint gives.
 func TestAPIListThroughCache(t *testing.T) {
 	cached := func(st store.Store) store.Store {
-		return store.Composed{Network: store.NewCache(st, time.Hour, 1000), Backends: st, Accounts: st, Sessions: st, Conversations: st, Conn: st}
+		return store.Composed{Network: store.NewCache(st, time.Hour, 1000), Backends: st, Accounts: st, Sessions: st, Conversations: st, Memories: st, Conn: st}
 	}
 	for name, open := range map[string]func(t *testing.T) store.Store{
 		"sqlite":   func(t *testing.T) store.Store { return OpenSQLite(t) },

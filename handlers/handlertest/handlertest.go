@@ -450,6 +450,7 @@ func UseRuntime(e *Env) {
 
 // UseRuntimeWith is UseRuntime with the runtime's options (a slow echo,
 // say); private backends are always allowed, turns last 10 s at most.
+// Agents with memory keep it in the store, as on a node.
 func UseRuntimeWith(e *Env, opts runtime.RuntimeOptions) {
 	t := e.T
 	opts.AllowPrivate, opts.Timeout = true, 10*time.Second
@@ -463,6 +464,7 @@ func UseRuntimeWith(e *Env, opts runtime.RuntimeOptions) {
 	t.Cleanup(func() { _ = rt.Close() })
 	e.Server.Chat.Local = rt
 	rt.Delegator = e.Server.Chat
+	rt.Memory = chat.Memories{Store: e.Store}
 }
 
 // seedEcho registers a local agent with the echo builtin and returns its id.

@@ -33,7 +33,7 @@ func (c *countedSearches) SearchAgents(ctx context.Context, q store.SearchQuery)
 func TestServersSearchMemo(t *testing.T) {
 	st := handlertest.OpenSQLite(t)
 	cache := store.NewCache(st, time.Hour, 1000)
-	e := handlertest.NewWith(t, store.Composed{Network: cache, Backends: st, Accounts: st, Sessions: st, Conversations: st, Conn: st})
+	e := handlertest.NewWith(t, store.Composed{Network: cache, Backends: st, Accounts: st, Sessions: st, Conversations: st, Memories: st, Conn: st})
 	e.SeedEcho("echo-one", "Echo One")
 	counted := &countedSearches{Cache: cache}
 	h := &mcpregistry.Handler{Catalog: counted, PublicURL: "https://node.example"}

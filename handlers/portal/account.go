@@ -69,6 +69,13 @@ func (p *Pages) renderAccount(w http.ResponseWriter, r *http.Request, status int
 		Errors:     map[string]string{},
 	}
 	v.Health = p.accountHealth(v.Agents)
+	if p.Memories != nil {
+		v.ShowMemories = true
+		if v.Memories, err = p.accountMemories(ctx, u.ID); err != nil {
+			p.RenderError(w, r, err)
+			return
+		}
+	}
 	for _, t := range tokens {
 		v.Tokens = append(v.Tokens, web.TokenRow{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt})
 	}

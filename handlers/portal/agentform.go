@@ -76,15 +76,17 @@ func parseAgentForm(f url.Values) (registry.Input, web.AgentFormView) {
 	v.Skills = padSkillRows(v.Skills)
 
 	v.Backend = web.BackendForm{
-		Kind:         f.Get("backend_kind"),
-		Builtin:      f.Get("backend_builtin"),
-		URL:          f.Get("backend_url"),
-		Model:        f.Get("backend_model"),
-		SystemPrompt: f.Get("backend_system_prompt"),
-		Tool:         f.Get("backend_tool"),
-		Delegate:     f.Get("backend_delegate") != "",
-		Concurrency:  strings.TrimSpace(f.Get("backend_concurrency")),
-		KeyDropped:   f.Get("backend_api_key") != "" || f.Get("backend_a2a_key") != "",
+		Kind:          f.Get("backend_kind"),
+		Builtin:       f.Get("backend_builtin"),
+		URL:           f.Get("backend_url"),
+		Model:         f.Get("backend_model"),
+		SystemPrompt:  f.Get("backend_system_prompt"),
+		Tool:          f.Get("backend_tool"),
+		Delegate:      f.Get("backend_delegate") != "",
+		Concurrency:   strings.TrimSpace(f.Get("backend_concurrency")),
+		Memory:        f.Get("backend_memory") != "",
+		HistoryTokens: strings.TrimSpace(f.Get("backend_history_tokens")),
+		KeyDropped:    f.Get("backend_api_key") != "" || f.Get("backend_a2a_key") != "",
 	}
 	b := agent.Backend{Kind: v.Backend.Kind}
 	switch b.Kind {
@@ -96,7 +98,9 @@ func parseAgentForm(f url.Values) (registry.Input, web.AgentFormView) {
 		b.SystemPrompt = strings.TrimSpace(strings.ReplaceAll(v.Backend.SystemPrompt, "\r\n", "\n"))
 		b.APIKey = strings.TrimSpace(f.Get("backend_api_key"))
 		b.Delegate = v.Backend.Delegate
-		b.Concurrency = formConcurrency(v.Backend.Concurrency)
+		b.Concurrency = formNumber(v.Backend.Concurrency)
+		b.Memory = v.Backend.Memory
+		b.HistoryTokens = formNumber(v.Backend.HistoryTokens)
 		b.Tools, v.Backend.ToolSecretDropped = parseTools(f.Get("backend_tools"))
 		v.Backend.Tools = toolsText(b.Tools)
 	case agent.BackendMCP:
@@ -126,16 +130,18 @@ func agentFormFromListing(l store.Listing, b agent.Backend) web.AgentFormView {
 		Tags:        strings.Join(r.Tags, ", "),
 		Version:     r.Version,
 		Backend: web.BackendForm{
-			Kind:         b.Kind,
-			Builtin:      b.Builtin,
-			URL:          b.URL,
-			Model:        b.Model,
-			SystemPrompt: b.SystemPrompt,
-			Tool:         b.Tool,
-			Delegate:     b.Delegate,
-			Concurrency:  concurrencyText(b.Concurrency),
-			HasStoredKey: b.APIKey != "",
-			Tools:        toolsText(b.Tools),
+			Kind:          b.Kind,
+			Builtin:       b.Builtin,
+			URL:           b.URL,
+			Model:         b.Model,
+			SystemPrompt:  b.SystemPrompt,
+			Tool:          b.Tool,
+			Delegate:      b.Delegate,
+			Concurrency:   numberText(b.Concurrency),
+			Memory:        b.Memory,
+			HistoryTokens: numberText(b.HistoryTokens),
+			HasStoredKey:  b.APIKey != "",
+			Tools:         toolsText(b.Tools),
 		},
 	}
 	for _, s := range r.Skills {
@@ -232,10 +238,10 @@ func skillIDFrom(name string) string {
 	return strings.TrimRight(b.String()[:min(b.Len(), agent.MaxNameLen)], "-")
 }
 
-// formConcurrency reads the "Requests at once" field: blank is 0 (the
-// node's default); what is not a number is -1, which the backend's
-// validation refuses with the range to use.
-func formConcurrency(s string) int {
+// formNumber reads a number field ("Requests at once", "History
+// budget"): blank is 0 (the node's default); what is not a number is -1,
+// which the backend's validation refuses with the range to use.
+func formNumber(s string) int {
 	if s == "" {
 		return 0
 	}
@@ -246,8 +252,8 @@ func formConcurrency(s string) int {
 	return n
 }
 
-// concurrencyText is the field's text for a stored backend.
-func concurrencyText(n int) string {
+// numberText is a number field's text for a stored backend.
+func numberText(n int) string {
 	if n == 0 {
 		return ""
 	}

@@ -112,6 +112,9 @@ type Pages struct {
 	// Fill tells how the catalogue fills from the network (fill.go); nil:
 	// the pages say nothing of it.
 	Fill Fill
+	// Memories are what agents with memory remember of people, which the
+	// account page lists and deletes (memories.go); nil: no such panel.
+	Memories Memories
 }
 
 func (p *Pages) now() time.Time { return p.Now().UTC() }

@@ -28,6 +28,11 @@ func (p *Pages) SubmitRegister(w http.ResponseWriter, r *http.Request) {
 	u := userFrom(r.Context())
 	in, v := parseAgentForm(r.PostForm)
 	v.Action = "/register"
+	if p.pickTools(r, &v) {
+		v.Page = p.page(r, u, "Register an agent", "register")
+		p.renderAgentForm(w, r, http.StatusOK, v)
+		return
+	}
 	if r.PostForm.Get("action") == actionAddSkill {
 		v = addSkillRow(r.PostForm, v)
 		v.Page = p.page(r, u, "Register an agent", "register")
@@ -131,6 +136,12 @@ func (p *Pages) SubmitEditAgent(w http.ResponseWriter, r *http.Request) {
 		v.Backend.HasStoredKey = stored.APIKey != ""
 		v.Page = p.page(r, u, "Edit "+l.Record.DisplayName, "account")
 		return stored, true
+	}
+	if p.pickTools(r, &v) {
+		if _, ok := again(); ok {
+			p.renderAgentForm(w, r, http.StatusOK, v)
+		}
+		return
 	}
 	if r.PostForm.Get("action") == actionAddSkill {
 		if _, ok := again(); ok {

@@ -17,7 +17,7 @@ func TestConformanceThroughCache(t *testing.T) {
 		db := mustOpen(t)
 		return store.Composed{
 			Network: store.NewCache(db, time.Hour, 1000), Backends: db, Accounts: db,
-			Sessions: db, Conversations: db, Conn: db,
+			Sessions: db, Conversations: db, Memories: db, Conn: db,
 		}
 	})
 }

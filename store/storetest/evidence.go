@@ -22,6 +22,8 @@ var evidenceCases = []testCase{
 	{"NodeFirstHeard", testNodeFirstHeard},
 	{"QuotaGrowsWithEvidence", testQuotaGrowsWithEvidence},
 	{"EvictionWeighsEvidence", testEvictionWeighsEvidence},
+	{"VerifiedDomainQuota", testVerifiedDomainQuota},
+	{"VerifiedDomainOutranks", testVerifiedDomainOutranks},
 }
 
 func firstHeardOf(t *testing.T, s store.Store, peer string) time.Time {
@@ -266,4 +268,80 @@ func testEvictionWeighsEvidence(t *testing.T, s store.Store) {
 	if ok, err := s.HasAgent(ctx, f.recs["honest-1"].ID); err != nil || ok {
 		t.Errorf("the offline host's oldest listing after the rogue's new one: held %v, %v; want evicted", ok, err)
 	}
+}
+
+// testVerifiedDomainQuota: a publisher whose domain this node proved
+// (Sink.Verified) counts as heard for a day. Heard just now, it is
+// allowed its claim at once where an unverified one starts at
+// MaxPerPublisher; never heard, it has no claim and gets MaxPerPublisher.
+func testVerifiedDomainQuota(t *testing.T, s store.Store) {
+	ctx := testContext(t)
+	at := now()
+	self, proved, plain, provedUnheard := newPublisher(t), newPublisher(t), newPublisher(t), newPublisher(t)
+	verified := func(p string) bool { return p == proved.peer || p == provedUnheard.peer }
+	sink := &store.Sink{Store: s, SelfID: self.peer, Now: func() time.Time { return at }, MaxPerPublisher: 3, Verified: verified}
+	n := 0
+	fill := func(p *publisher) int {
+		t.Helper()
+		for i := 0; ; i++ {
+			n++
+			rec, env := p.seal(t, at, agent.Record{Name: fmt.Sprintf("verified-%d", n)})
+			_, err := sink.Put(ctx, rec, env)
+			if errors.Is(err, agent.ErrOverQuota) {
+				return i
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i > 100 {
+				t.Fatalf("more than 100 listings of %s taken", p.peer)
+			}
+		}
+	}
+	for _, p := range []*publisher{proved, plain} {
+		if err := sink.NodeSeen(ctx, heartbeat(p, at, 20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fill(proved); got != 22 {
+		t.Errorf("a verified publisher heard just now, claiming 20: %d taken, want 22 (its claim and a tenth)", got)
+	}
+	if got := fill(plain); got != 3 {
+		t.Errorf("an unverified publisher heard just now: %d taken, want MaxPerPublisher 3", got)
+	}
+	if got := fill(provedUnheard); got != 3 {
+		t.Errorf("a verified publisher never heard (no claim): %d taken, want 3", got)
+	}
+}
+
+// testVerifiedDomainOutranks: at the capacity, the listings of a verified
+// publisher heard just now outrank the stale ones of a host heard for half
+// an hour, which a publisher heard as briefly but unverified cannot evict.
+func testVerifiedDomainOutranks(t *testing.T, s store.Store) {
+	ctx := testContext(t)
+	self, elder, rogue, domain := newPublisher(t), newPublisher(t), newPublisher(t), newPublisher(t)
+	f := newCapacityFixture(t, s, self, 3, 1)
+	f.sink.Verified = func(p string) bool { return p == domain.peer }
+	t0 := f.at
+	if err := f.sink.NodeSeen(ctx, heartbeat(elder, t0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		f.mustPut(elder, fmt.Sprintf("elder-%d", i))
+	}
+	f.at = t0.Add(30 * time.Minute)
+	for _, p := range []*publisher{rogue, domain} {
+		if err := f.sink.NodeSeen(ctx, heartbeat(p, f.at, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.sink.Sweep(ctx, f.at, time.Minute, 24*time.Hour, 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, s, "the cut-off host's listing", f.recs["elder-0"].ID, store.StatusStale)
+	if err := f.put(rogue, "rogue-0"); !errors.Is(err, store.ErrCatalogueFull) {
+		t.Fatalf("an unverified publisher heard just now: %v, want ErrCatalogueFull", err)
+	}
+	f.mustPut(domain, "domain-0")
+	f.wantHeld("after the verified publisher's listing", "elder-1", "elder-2", "domain-0")
 }

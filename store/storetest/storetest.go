@@ -28,7 +28,7 @@ type testCase struct {
 // Run runs the whole suite against open, one fresh store per subtest.
 func Run(t *testing.T, open Opener) {
 	t.Helper()
-	groups := [][]testCase{recordCases, searchCases, pagingCases, statusCases, portalCases, accountCases, conversationCases, catalogueCases, healthCases, relevanceCases, batchCases, browseCases, changeCases, honestCases, openPlanetCases, localCases, heartbeatCases, nodeNameCases, capacityCases, sinkPageCases, accountChangeCases, usesCases, syncOwnCases, countCases, evidenceCases}
+	groups := [][]testCase{recordCases, searchCases, pagingCases, statusCases, portalCases, accountCases, conversationCases, catalogueCases, healthCases, relevanceCases, batchCases, browseCases, changeCases, honestCases, openPlanetCases, localCases, heartbeatCases, nodeNameCases, capacityCases, sinkPageCases, accountChangeCases, usesCases, syncOwnCases, countCases, evidenceCases, memoryCases}
 	for _, cases := range groups {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })

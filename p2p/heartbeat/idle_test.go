@@ -1,4 +1,4 @@
-package p2p
+package heartbeat
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func TestIdleRoundAllocatesLittle(t *testing.T) {
 	for id := range local {
 		health[id] = agent.Health{State: agent.HealthHealthy, SuccessRate: 1, LastOKAt: at, CheckedAt: at}
 	}
-	node := &Node{cfg: Config{Cache: &hostCache{local: local}}}
+	node := New(Config{Store: &hostCache{local: local}})
 	ctx := context.Background()
 	base := agent.Heartbeat{PeerID: pid.String(), SentAt: at, IntervalMS: 10_000}
 	r, err := node.buildRound(ctx, base, health, nil)

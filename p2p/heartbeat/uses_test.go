@@ -1,4 +1,4 @@
-package p2p
+package heartbeat
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func TestHeartbeatCarriesUses(t *testing.T) {
 	}
 	now := time.Now().UTC()
 	h := agent.Health{State: agent.HealthHealthy, SuccessRate: 1, CheckedAt: now}
-	n := &Node{cfg: Config{Cache: &hostCache{local: local}}}
+	n := New(Config{Store: &hostCache{local: local}})
 	round := func(uses int) heartbeatRound {
 		t.Helper()
 		hh := h
@@ -71,7 +71,7 @@ func TestHeartbeatCarriesUses(t *testing.T) {
 		e := agent.HostedHealth{ID: id, Name: local[id], Health: h}
 		e.Uses7d = bad
 		b := mustJSONBytes(t, agent.Heartbeat{PeerID: self.String(), SentAt: now, Health: []agent.HostedHealth{e}})
-		if _, err := decodeHeartbeat(b, self, now); err == nil || rejectReason(err) != "invalid" {
+		if _, err := decodeHeartbeat(b, self, now); err == nil || reasonOf(err) != "invalid" {
 			t.Errorf("uses %d: %v, want refused as invalid", bad, err)
 		}
 	}

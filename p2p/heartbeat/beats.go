@@ -1,4 +1,4 @@
-package p2p
+package heartbeat
 
 import (
 	"sync"
@@ -12,6 +12,15 @@ import (
 // agents (agent.MaxHeartbeatHealth each). The rest of a larger round is
 // ignored; the node is alive whichever part arrives.
 const maxHeartbeatParts = 64
+
+// Bounds of the per-author state (beats, Hosts): a rogue with endless
+// fresh identities must not grow it. Past maxTracked authors, those not
+// heard for heardFor go, and if that is not enough, all (the host's
+// admission state has the same bounds).
+const (
+	maxTracked = 50_000
+	heardFor   = time.Hour
+)
 
 // beats holds, per heartbeat author, its last accepted round, so that a
 // node takes at most one heartbeat round per peer per half interval

@@ -1,19 +1,28 @@
-package p2p
+package intake
 
 import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"sync"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	manet "github.com/multiformats/go-multiaddr/net"
 	"golang.org/x/time/rate"
 
 	"github.com/agentsite/agentsite/agent"
+)
+
+// The defaults of the admission settings the command line sets (p2p's
+// DefaultPublisherRate and DefaultUnheardPerHour, p2p/defaults.go).
+const (
+	// DefaultPublisherRate is Admission.PublisherPerMinute's default
+	// (--publisher-rate): twice what a node paces its own gossip to
+	// (p2p/pace.go).
+	DefaultPublisherRate = 120
+	// DefaultUnheardPerHour is Admission.UnheardPerHour's default
+	// (--unheard-per-hour).
+	DefaultUnheardPerHour = 1000
 )
 
 // Admission says which network listings a node takes in, and how many
@@ -90,31 +99,23 @@ func (a *Admission) defaults() {
 	}
 }
 
-// ParsePeerIDs checks a list of peer IDs from the command line (--block-peer,
-// --trust-peer).
-func ParsePeerIDs(flag string, ids []string) error {
-	for _, s := range ids {
-		if _, err := peer.Decode(s); err != nil {
-			return fmt.Errorf("--%s %q is not a peer ID (%w); copy one from /nodes or a listing's host", flag, s, err)
-		}
-	}
-	return nil
-}
-
-// Reasons a valid record is refused, for the metrics (rejectReason).
+// Reasons a valid record is refused, for the metrics (Reason).
 var (
-	errBlockedPublisher = errors.New("publisher is blocked by the operator")
-	errUntrusted        = errors.New("publisher is not trusted and the node admits only trusted publishers")
-	errFlood            = errors.New("peer is over its message rate")
-	// errUnheardQuota: a relaying peer is over its hourly allowance of
+	ErrBlockedPublisher = errors.New("publisher is blocked by the operator")
+	ErrUntrusted        = errors.New("publisher is not trusted and the node admits only trusted publishers")
+	ErrFlood            = errors.New("peer is over its message rate")
+	// ErrUnheardQuota: a relaying peer is over its hourly allowance of
 	// listings (or heartbeat authors) of publishers this node does not hear.
-	errUnheardQuota = fmt.Errorf("%w: over the allowance of never-heard publishers", agent.ErrOverQuota)
+	ErrUnheardQuota = fmt.Errorf("%w: over the allowance of never-heard publishers", agent.ErrOverQuota)
 )
 
 // Bounds of the admission state itself: a rogue with endless fresh
 // identities must not grow it.
 const (
-	maxTracked    = 50_000
+	// MaxTracked bounds every per-peer map: the host's per-peer state
+	// (sync, serving) takes the same bound.
+	MaxTracked    = 50_000
+	maxTracked    = MaxTracked
 	unheardWindow = time.Hour
 	heardFor      = time.Hour
 	// penaltyHalfLife is how fast a peer's admission penalty (its
@@ -351,7 +352,7 @@ func (a *admission) charge(now time.Time, pub string, listing bool, own, group a
 	for i, al := range all {
 		w := a.windowFor(al.key, now)
 		if listing && w.listings >= al.listings || !w.publishers[pub] && len(w.publishers) >= al.publishers {
-			return fmt.Errorf("%w: %s placed %d listings of %d never-heard publishers this hour", errUnheardQuota, al.key, w.listings, len(w.publishers))
+			return fmt.Errorf("%w: %s placed %d listings of %d never-heard publishers this hour", ErrUnheardQuota, al.key, w.listings, len(w.publishers))
 		}
 		ws[i] = w
 	}
@@ -399,11 +400,11 @@ func (a *admission) check(rec *agent.Record, from peer.ID, group string, self st
 func (a *admission) policy(pub, self string) error {
 	switch {
 	case a.blocked[pub]:
-		return errBlockedPublisher
+		return ErrBlockedPublisher
 	case pub == self:
 		return nil
 	case a.cfg.TrustedOnly && !a.isTrusted(pub):
-		return errUntrusted
+		return ErrUntrusted
 	}
 	return nil
 }
@@ -427,71 +428,3 @@ func (a *admission) windowFor(k string, now time.Time) *window {
 	a.unheard[k] = w
 	return w
 }
-
-// ipGroup is the IP group of p's connection: the /24 of an IPv4 address,
-// the /48 of an IPv6 one, "" when not connected.
-func ipGroup(nw network.Network, p peer.ID) string {
-	for _, c := range nw.ConnsToPeer(p) {
-		ip, err := manet.ToIP(c.RemoteMultiaddr())
-		if err != nil {
-			continue
-		}
-		if v4 := ip.To4(); v4 != nil {
-			return v4.Mask(net.CIDRMask(24, 32)).String() + "/24"
-		}
-		return ip.Mask(net.CIDRMask(48, 128)).String() + "/48"
-	}
-	return ""
-}
-
-// knownPublisher reports whether p is a publisher this node hears: a
-// heartbeat within the hour, a connection now, or itself.
-func (n *Node) knownPublisher(p peer.ID) bool {
-	if p == n.host.ID() || n.adm.wasHeard(p.String(), n.now()) {
-		return true
-	}
-	return n.host.Network().Connectedness(p) == network.Connected
-}
-
-// admit runs the admission of a verified record that from relayed.
-func (n *Node) admit(rec *agent.Record, from peer.ID) error {
-	return n.adm.check(rec, from, ipGroup(n.host.Network(), from), n.PeerID(), n.now())
-}
-
-// Penalties, in points of GossipSub application score (the graylist
-// threshold is -80). A flood message costs a whole point: an honest peer
-// never sends one. A listing over quota costs little: an honest peer that
-// serves a fresh mirror a large catalogue, before the mirror has heard its
-// hosts' heartbeats, goes over the quota too, and its positive topic score
-// (first deliveries, time in mesh) must outweigh that; a rogue that only
-// offers spam has none.
-const (
-	floodPenalty = 1
-	quotaPenalty = 0.05
-)
-
-// refuse counts a valid record that admission refused and lowers the
-// relaying peer's score for quota and rate breaches (not for the
-// operator's block and trust lists: honest peers relay those).
-func (n *Node) refuse(path string, from peer.ID, err error) {
-	reason := rejectReason(err)
-	n.metrics.rejected.WithLabelValues(path, reason).Inc()
-	switch {
-	case errors.Is(err, errFlood):
-		n.adm.penalise(from, floodPenalty, n.now())
-	case errors.Is(err, agent.ErrOverQuota):
-		n.adm.penalise(from, quotaPenalty, n.now())
-	}
-	if errors.Is(err, errUnheardQuota) && n.adm.logDue(from.String(), n.now()) {
-		// Said once a minute per relaying peer (the Sink says its own
-		// quota's refusals per publisher): an honest relayer serving a
-		// fresh mirror meets it until the hosts' heartbeats arrive.
-		n.logger.Warn("refused listings of publishers this node does not hear, over the relaying peer's hourly allowance; they pass once their hosts' heartbeats arrive",
-			"path", path, "from", from, "err", err, "raise", "--unheard-per-hour")
-	}
-	n.logger.Debug("refused network record", "path", path, "from", from, "reason", reason, "err", err)
-}
-
-// AdmissionPenalty is p's current admission penalty (what it loses in
-// GossipSub's application score), for operators and tests.
-func (n *Node) AdmissionPenalty(p peer.ID) float64 { return -n.adm.score(p, n.now()) }

@@ -1,4 +1,4 @@
-package p2p
+package heartbeat
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 const (
 	maxHeartbeatAddrs = 16
 	// maxHeartbeatBytes caps one heartbeat message. It stays well under
-	// maxGossipSize (the pubsub message adds its signature, key, seqno and
+	// the host's GossipSub message cap (64 KiB; the pubsub message adds its signature, key, seqno and
 	// topic, under 1 KiB); a host whose health entries do not fit sends
 	// several heartbeats (splitHeartbeat).
 	maxHeartbeatBytes = 48 << 10
@@ -32,7 +32,7 @@ const (
 // The next round waits a whole interval after this one ends (a timer, not a
 // ticker), so rounds are never closer than an interval however long one
 // takes: receivers drop rounds that come too soon (beats.go).
-func (n *Node) heartbeatLoop(ctx context.Context) {
+func (s *Service) heartbeatLoop(ctx context.Context) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -41,7 +41,7 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		t.Reset(n.sendHeartbeat(ctx))
+		t.Reset(s.sendHeartbeat(ctx))
 	}
 }
 
@@ -50,43 +50,43 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 // interval it declared. The changed health also goes into this node's own
 // store (its read loop skips its own messages), by the keeper: nothing on
 // this path waits for the store.
-func (n *Node) sendHeartbeat(ctx context.Context) time.Duration {
-	now := n.now().UTC() // at the start: rounds are then an interval apart (heartbeatLoop)
-	interval := n.heartbeatInterval(now)
-	addrs := heartbeatAddrs(n.Addrs())
+func (s *Service) sendHeartbeat(ctx context.Context) time.Duration {
+	now := s.now().UTC() // at the start: rounds are then an interval apart (heartbeatLoop)
+	interval := s.heartbeatInterval(now)
+	addrs := heartbeatAddrs(s.cfg.Addrs())
 	base := agent.Heartbeat{
-		PeerID:     n.PeerID(),
-		Version:    n.cfg.Version,
-		Name:       n.cfg.NodeName,
+		PeerID:     s.self,
+		Version:    s.cfg.Version,
+		Name:       s.cfg.NodeName,
 		Load:       float64(runtime.NumGoroutine()) / float64(100*runtime.NumCPU()),
 		SentAt:     now,
 		IntervalMS: interval.Milliseconds(),
-		Domains:    n.ownDomains(), // every round: a round without them says "none"
+		Domains:    s.ownDomains(), // every round: a round without them says "none"
 	}
 	var health map[string]agent.Health
-	if src := n.healthSource(); src != nil {
+	if src := s.healthSource(); src != nil {
 		health = src()
 	}
-	r, err := n.buildRound(ctx, base, health, addrs) // from memory: no store read (heartbeatStateLoop)
+	r, err := s.buildRound(ctx, base, health, addrs) // from memory: no store read (heartbeatStateLoop)
 	if err != nil {
 		if ctx.Err() == nil {
-			n.logger.Warn("reading local agents for the heartbeat failed", "err", err)
+			s.logger.Warn("reading local agents for the heartbeat failed", "err", err)
 		}
 		return interval
 	}
-	n.storeOwnHealth(ctx, r.delta) // the keeper writes it, after the round is out
+	s.storeOwnHealth(ctx, r.delta) // the keeper writes it, after the round is out
 	parts, err := r.messages()
 	if err != nil {
-		n.logger.Warn("building the heartbeat failed", "err", err)
+		s.logger.Warn("building the heartbeat failed", "err", err)
 		return interval
 	}
-	n.publishRound(ctx, n.hb.topic, parts)
-	if n.publishV1() {
+	s.publishRound(ctx, s.hb.topic, parts)
+	if s.publishV1() {
 		// Older nodes read addresses from every heartbeat; the round's
 		// interval_ms tells newer nodes to take it from status/2.
 		r.base.Addrs = addrs
 		if parts, err = r.messages(); err == nil {
-			n.publishRound(ctx, n.status, parts)
+			s.publishRound(ctx, s.v1, parts)
 		}
 	}
 	return interval
@@ -94,14 +94,14 @@ func (n *Node) sendHeartbeat(ctx context.Context) time.Duration {
 
 // publishRound publishes a round's messages on topic, in order, until one
 // fails.
-func (n *Node) publishRound(ctx context.Context, topic *pubsub.Topic, parts [][]byte) {
+func (s *Service) publishRound(ctx context.Context, topic *pubsub.Topic, parts [][]byte) {
 	for _, b := range parts {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := topic.Publish(pctx, b)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
-				n.logger.Debug("publishing heartbeat failed", "topic", topic.String(), "err", err)
+				s.logger.Debug("publishing heartbeat failed", "topic", topic.String(), "err", err)
 			}
 			return
 		}
@@ -159,25 +159,25 @@ func splitHeartbeat(base agent.Heartbeat, health []agent.HostedHealth) ([][]byte
 	return out, nil
 }
 
-// validateStatusMsg runs before a heartbeat is accepted or forwarded: a
+// Validate runs before a heartbeat is accepted or forwarded: a
 // malformed, oversized or mis-signed one, or one that claims the health of
 // an agent its sender does not host, is rejected, which counts against the
 // sender's peer score and its strikes, as a bad record does.
-func (n *Node) validateStatusMsg(ctx context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
-	if from == n.host.ID() {
+func (s *Service) Validate(ctx context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+	if from == s.cfg.Self {
 		return pubsub.ValidationAccept
 	}
-	now := n.now()
+	now := s.now()
 	v2 := msg.GetTopic() == TopicStatus2
 	hb, err := decodeHeartbeat(msg.Data, msg.GetFrom(), now)
 	if err == nil && v2 {
 		err = checkHeartbeat2(hb)
 	}
 	if err != nil {
-		n.reject(pathHeartbeat, from, err)
+		s.cfg.Gate.Reject(from, err)
 		return pubsub.ValidationReject
 	}
-	if n.gater.Blocked(msg.GetFrom()) || n.adm.blocked[hb.PeerID] {
+	if s.cfg.Gate.Blocked(msg.GetFrom()) {
 		return pubsub.ValidationIgnore
 	}
 	// A forwarder is held to the planet's size in heartbeats, and to an
@@ -185,13 +185,13 @@ func (n *Node) validateStatusMsg(ctx context.Context, from peer.ID, msg *pubsub.
 	// sign for endless fresh identities, and a heard host's listings pass
 	// the quota of never-heard publishers.
 	if author := msg.GetFrom(); from != author {
-		if !n.adm.allowRelayedHeartbeat(from, n.cfg.HeartbeatInterval, now) {
-			n.refuse(pathHeartbeat, from, errFlood)
+		if !s.cfg.Gate.AllowRelayed(from, now) {
+			s.cfg.Gate.Flood(from)
 			return pubsub.ValidationIgnore
 		}
-		if !n.knownPublisher(author) {
-			if err := n.adm.introduce(author.String(), from, ipGroup(n.host.Network(), from), now); err != nil {
-				n.refuse(pathHeartbeat, from, err)
+		if !s.cfg.Gate.Known(author) {
+			if err := s.cfg.Gate.Introduce(author.String(), from, now); err != nil {
+				s.cfg.Gate.Refuse(from, err)
 				return pubsub.ValidationIgnore
 			}
 		}
@@ -203,31 +203,33 @@ func (n *Node) validateStatusMsg(ctx context.Context, from peer.ID, msg *pubsub.
 	// nodes are heard); on status/2 the gap follows the sender's interval.
 	verdict := beatOK
 	if v2 {
-		verdict = n.hb.rounds().allowDeclared(hb.PeerID, hb.SentAt, now, heartbeatGap(n.cfg.HeartbeatInterval), hb.Interval())
+		verdict = s.hb.rounds().allowDeclared(hb.PeerID, hb.SentAt, now, heartbeatGap(s.cfg.Interval), hb.Interval())
 	} else {
-		verdict = n.beats.allow(hb.PeerID, hb.SentAt, now, heartbeatGap(n.cfg.HeartbeatInterval))
+		verdict = s.beats.allow(hb.PeerID, hb.SentAt, now, heartbeatGap(s.cfg.Interval))
 	}
 	switch verdict {
 	case beatLate:
-		n.outdated(pathHeartbeat, errReplay)
+		s.cfg.Gate.Late()
 		return pubsub.ValidationIgnore
 	case beatFlood:
 		if from == msg.GetFrom() {
-			n.refuse(pathHeartbeat, from, errFlood)
+			s.cfg.Gate.Flood(from)
 		} else {
-			n.outdated(pathHeartbeat, errReplay)
+			s.cfg.Gate.Late()
 		}
 		return pubsub.ValidationIgnore
 	}
-	n.adm.hear(hb.PeerID, now)
+	s.cfg.Gate.Heard(hb.PeerID, now)
 	if !v2 && hb.IntervalMS == 0 { // an older node: publish on status/1 too
-		n.oldNodeHeard(now)
+		s.oldNodeHeard(now)
 	}
 	msg.ValidatorData = hb
 	return pubsub.ValidationAccept
 }
 
-func (n *Node) handleStatusMsg(ctx context.Context, msg *pubsub.Message) {
+// Handle takes a heartbeat Validate accepted: its domain claims, and its
+// receipt and health to the store (queued when StartQueue ran).
+func (s *Service) Handle(ctx context.Context, msg *pubsub.Message) {
 	hb, ok := msg.ValidatorData.(*agent.Heartbeat)
 	if !ok {
 		return
@@ -235,8 +237,8 @@ func (n *Node) handleStatusMsg(ctx context.Context, msg *pubsub.Message) {
 	if msg.GetTopic() == TopicStatus && hb.IntervalMS > 0 {
 		return // a newer node's copy for older nodes: its status/2 round is the one read
 	}
-	n.metrics.heartbeats.Inc()
-	n.claimDomains(msg.ReceivedFrom, hb.PeerID, hb.Domains)
+	s.cfg.Received.Inc()
+	s.claimDomains(msg.ReceivedFrom, hb.PeerID, hb.Domains)
 	h := heard{beat: *hb}
 	if len(hb.Health) > 0 {
 		// A refresh slice this node stored as it is costs nothing; the
@@ -246,19 +248,19 @@ func (n *Node) handleStatusMsg(ctx context.Context, msg *pubsub.Message) {
 		// fails.
 		h.health = healthByID(hb.Health)
 		if hb.Slice != nil {
-			if h.sum = sliceHash(hb); n.hb.sliceKnown(hb.PeerID, hb.Slice, h.sum) {
+			if h.sum = sliceHash(hb); s.hb.sliceKnown(hb.PeerID, hb.Slice, h.sum) {
 				h.health = nil
 			} else {
 				h.slice = hb.Slice
-				n.hb.sliceStored(hb.PeerID, hb.Slice, h.sum)
+				s.hb.sliceStored(hb.PeerID, hb.Slice, h.sum)
 			}
 		}
 	}
-	if n.heardq == nil { // no heard loop (a node without a network, tests): at once
-		n.recordHeard(ctx, []heard{h})
+	if s.heardq == nil { // no heard loop (a node without a network, tests): at once
+		s.recordHeard(ctx, []heard{h})
 		return
 	}
-	n.queueHeard(ctx, h)
+	s.queueHeard(ctx, h)
 }
 
 // checkHeartbeat2 checks the fields of agentsite/status/2: an interval

@@ -1,4 +1,4 @@
-package p2p
+package heartbeat
 
 import (
 	"context"
@@ -19,11 +19,11 @@ const (
 	heardQueue = 1024 // accepted heartbeats waiting; past it the read loop waits
 )
 
-// HeartbeatBatcher is a Cache that records many heartbeats at once: as
+// Batcher is a Store that records many heartbeats at once: as
 // NodeSeen and, where health[i] has entries, SetHealth would one after
 // the other, in order, but those that write do so in one transaction
 // (store.Sink). errs[i] is beats[i]'s outcome.
-type HeartbeatBatcher interface {
+type Batcher interface {
 	HeardAll(ctx context.Context, beats []agent.Heartbeat, health []map[string]agent.Health) (errs []error)
 }
 
@@ -37,34 +37,34 @@ type heard struct {
 }
 
 // heardLoop records the queued heartbeats: each time, all that wait.
-func (n *Node) heardLoop(ctx context.Context) {
+func (s *Service) heardLoop(ctx context.Context) {
 	batch := make([]heard, 0, heardBatch)
 	for {
 		batch = batch[:0]
 		select {
 		case <-ctx.Done():
 			return
-		case h := <-n.heardq:
+		case h := <-s.heardq:
 			batch = append(batch, h)
 		}
 	gather:
 		for len(batch) < heardBatch {
 			select {
-			case h := <-n.heardq:
+			case h := <-s.heardq:
 				batch = append(batch, h)
 			default:
 				break gather
 			}
 		}
-		n.recordHeard(ctx, batch)
+		s.recordHeard(ctx, batch)
 	}
 }
 
 // recordHeard writes a batch: in one HeardAll when the cache has it, else
 // one heartbeat after the other.
-func (n *Node) recordHeard(ctx context.Context, batch []heard) {
+func (s *Service) recordHeard(ctx context.Context, batch []heard) {
 	errs := make([]error, len(batch))
-	if hb, ok := n.cfg.Cache.(HeartbeatBatcher); ok {
+	if hb, ok := s.cfg.Store.(Batcher); ok {
 		beats, health := make([]agent.Heartbeat, len(batch)), make([]map[string]agent.Health, len(batch))
 		for i, h := range batch {
 			beats[i], health[i] = h.beat, h.health
@@ -72,11 +72,11 @@ func (n *Node) recordHeard(ctx context.Context, batch []heard) {
 		errs = hb.HeardAll(ctx, beats, health)
 	} else {
 		for i, h := range batch {
-			if err := n.cfg.Cache.NodeSeen(ctx, h.beat); err != nil {
+			if err := s.cfg.Store.NodeSeen(ctx, h.beat); err != nil {
 				errs[i] = err
 			}
 			if len(h.health) > 0 {
-				if err := n.cfg.Cache.SetHealth(ctx, h.beat.PeerID, h.health); err != nil {
+				if err := s.cfg.Store.SetHealth(ctx, h.beat.PeerID, h.health); err != nil {
 					errs[i] = err
 				}
 			}
@@ -85,19 +85,19 @@ func (n *Node) recordHeard(ctx context.Context, batch []heard) {
 	for i, h := range batch {
 		if i < len(errs) && errs[i] != nil {
 			if h.slice != nil {
-				n.hb.sliceForget(h.beat.PeerID, h.slice)
+				s.hb.sliceForget(h.beat.PeerID, h.slice)
 			}
 			if ctx.Err() == nil {
-				n.logger.Warn("recording a heartbeat failed", "peer", h.beat.PeerID, "err", errs[i])
+				s.logger.Warn("recording a heartbeat failed", "peer", h.beat.PeerID, "err", errs[i])
 			}
 		}
 	}
 }
 
 // queueHeard hands an accepted heartbeat to the heard loop.
-func (n *Node) queueHeard(ctx context.Context, h heard) {
+func (s *Service) queueHeard(ctx context.Context, h heard) {
 	select {
-	case n.heardq <- h:
+	case s.heardq <- h:
 	case <-ctx.Done():
 	}
 }

@@ -1,4 +1,4 @@
-package p2p
+package heartbeat
 
 import (
 	"context"
@@ -41,7 +41,8 @@ func (c *batchingCache) NodeSeen(context.Context, agent.Heartbeat) error {
 // each carried; none is recorded on its own.
 func TestHeardLoopRecordsAWindowAtOnce(t *testing.T) {
 	c := &batchingCache{}
-	n := &Node{cfg: Config{Cache: c}, logger: testLogger(), heardq: make(chan heard, heardQueue)}
+	n := New(Config{Store: c})
+	loop := n.StartQueue()
 	for i := range 5 {
 		h := heard{beat: agent.Heartbeat{PeerID: fmt.Sprintf("peer-%d", i)}}
 		if i == 2 {
@@ -51,7 +52,7 @@ func TestHeardLoopRecordsAWindowAtOnce(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); n.heardLoop(ctx) }()
+	go func() { defer close(done); loop(ctx) }()
 	waitfor.Until(t, 30*time.Second, "the batch", func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()

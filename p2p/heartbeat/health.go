@@ -1,4 +1,4 @@
-package p2p
+package heartbeat
 
 import (
 	"fmt"
@@ -18,8 +18,8 @@ import (
 type HealthSource func() map[string]agent.Health
 
 // healthSource is where this interval's heartbeat takes the hosted agents'
-// health from (Config.HealthSource, set at New).
-func (n *Node) healthSource() HealthSource { return n.cfg.HealthSource }
+// health from (Config.Health, set at New).
+func (s *Service) healthSource() HealthSource { return s.cfg.Health }
 
 // normalizeHealth brings a summary within the heartbeat's bounds and cuts
 // what no reader needs: the success rate to three decimals, times to the

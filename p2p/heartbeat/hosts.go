@@ -1,24 +1,25 @@
-package p2p
+package heartbeat
 
 import (
 	"sync"
 	"time"
 )
 
-// hostSet is the publishers of listings this node took into its cache
+// Hosts is the publishers of listings this node took into its cache
 // (gossip, sync, a look-up), by when it last took one: a heartbeat author
 // among them counts in the planet's size at once (heartbeatInterval).
 // Bounded: past maxTracked the entries older than heardFor go, and if
 // that is not enough, all.
-type hostSet struct {
+type Hosts struct {
 	mu sync.Mutex
 	m  map[string]time.Time
 }
 
-func newHostSet() *hostSet { return &hostSet{m: map[string]time.Time{}} }
+// NewHosts makes an empty set.
+func NewHosts() *Hosts { return &Hosts{m: map[string]time.Time{}} }
 
-// note records that a listing of publisher is held, now.
-func (h *hostSet) note(publisher string, now time.Time) {
+// Note records that a listing of publisher is held, now.
+func (h *Hosts) Note(publisher string, now time.Time) {
 	if h == nil {
 		return
 	}
@@ -37,8 +38,8 @@ func (h *hostSet) note(publisher string, now time.Time) {
 	h.m[publisher] = now
 }
 
-// holds reports whether a listing of publisher was taken in.
-func (h *hostSet) holds(publisher string) bool {
+// Holds reports whether a listing of publisher was taken in.
+func (h *Hosts) Holds(publisher string) bool {
 	if h == nil {
 		return false
 	}

@@ -1,4 +1,4 @@
-package p2p
+package heartbeat
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func TestHeartbeatOf1000AgentsStaysUnderTheGossipCap(t *testing.T) {
 		addrs[i] = fmt.Sprintf("/ip6/2001:db8:ffff:ffff:ffff:ffff:ffff:%04x/udp/65535/quic-v1/p2p/%s", i, self)
 	}
 	base := agent.Heartbeat{PeerID: self.String(), Version: strings.Repeat("v", 64), Addrs: addrs, AgentsHosted: len(local), Load: 1.2345678901234567, SentAt: now.UTC()}
-	n := &Node{cfg: Config{Cache: &hostCache{local: local}}}
+	n := New(Config{Store: &hostCache{local: local}})
 	r, err := n.buildRound(context.Background(), base, src(), addrs)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func TestRoundSpeaksOnlyForLocalAgents(t *testing.T) {
 		src[id] = agent.Health{State: agent.HealthFailing}
 	}
 	cache := &hostCache{local: local}
-	n := &Node{cfg: Config{Cache: cache}}
+	n := New(Config{Store: cache})
 	r, err := n.buildRound(context.Background(), agent.Heartbeat{SentAt: time.Now().UTC(), IntervalMS: 1000}, src, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +154,7 @@ func TestRoundSpeaksOnlyForLocalAgents(t *testing.T) {
 	if _, _, again := cache.reads(); again != looked {
 		t.Errorf("the second round looked up %d names again (an agent not hosted here)", again-looked)
 	}
-	n = &Node{cfg: Config{Cache: &hostCache{local: local}}}
+	n = New(Config{Store: &hostCache{local: local}})
 	if r, err := n.buildRound(context.Background(), agent.Heartbeat{IntervalMS: 1000}, nil, nil); err != nil || r.delta != nil {
 		t.Errorf("entries without a source: %v, %v", r.delta, err)
 	}
@@ -213,8 +213,8 @@ func TestDecodeHeartbeatChecksHealth(t *testing.T) {
 				t.Errorf("refused: %v", err)
 			case c.reason != "" && err == nil:
 				t.Errorf("accepted, want refused as %s", c.reason)
-			case c.reason != "" && rejectReason(err) != c.reason:
-				t.Errorf("refused as %s (%v), want %s", rejectReason(err), err, c.reason)
+			case c.reason != "" && reasonOf(err) != c.reason:
+				t.Errorf("refused as %s (%v), want %s", reasonOf(err), err, c.reason)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package p2p
+package heartbeat
 
 import (
 	"context"
@@ -86,7 +86,7 @@ func TestBigHostHeartbeatsWithoutReadingItsListings(t *testing.T) {
 	key, pid := genKey(t)
 	local := hostedAgents(t, key, agents)
 	cache := &hostCache{local: local}
-	n := &Node{cfg: Config{Cache: cache}}
+	n := New(Config{Store: cache})
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	health := map[string]agent.Health{}
 	for id := range local {
@@ -164,7 +164,7 @@ func TestUnchangedHeartbeatsWriteNoHealth(t *testing.T) {
 		entries = append(entries, agent.HostedHealth{ID: id, Name: name, Health: agent.Health{State: agent.HealthHealthy, SuccessRate: 1}})
 	}
 	cache := &hostCache{}
-	n := &Node{cfg: Config{Cache: cache}, metrics: testMetrics(t)}
+	n := New(Config{Store: cache})
 	ctx := context.Background()
 	at := time.Now().UTC()
 	hb := agent.Heartbeat{PeerID: pid.String(), SentAt: at, IntervalMS: 10_000, Digest: "1"}
@@ -175,7 +175,7 @@ func TestUnchangedHeartbeatsWriteNoHealth(t *testing.T) {
 	}
 
 	for range 3 {
-		n.handleStatusMsg(ctx, statusMsg(TopicStatus2, hb))
+		n.Handle(ctx, statusMsg(TopicStatus2, hb))
 	}
 	if w := writes(); w != 0 {
 		t.Fatalf("rounds without changes wrote health %d times", w)
@@ -183,25 +183,25 @@ func TestUnchangedHeartbeatsWriteNoHealth(t *testing.T) {
 	slice := hb
 	slice.Health, slice.Slice = entries, &agent.HealthSlice{Index: 0, Count: 1}
 	for range 3 {
-		n.handleStatusMsg(ctx, statusMsg(TopicStatus2, slice))
+		n.Handle(ctx, statusMsg(TopicStatus2, slice))
 	}
 	if w := writes(); w != 1 {
 		t.Fatalf("the same refresh slice three times: %d health writes, want 1", w)
 	}
 	slice.Health = append([]agent.HostedHealth(nil), entries...)
 	slice.Health[0].State = agent.HealthFailing
-	n.handleStatusMsg(ctx, statusMsg(TopicStatus2, slice))
+	n.Handle(ctx, statusMsg(TopicStatus2, slice))
 	if w := writes(); w != 2 {
 		t.Fatalf("a changed refresh slice: %d health writes, want 2", w)
 	}
 	copyV1 := hb
 	copyV1.Health = entries
-	n.handleStatusMsg(ctx, statusMsg(TopicStatus, copyV1))
+	n.Handle(ctx, statusMsg(TopicStatus, copyV1))
 	if w, seen := writes(), len(cache.seen); w != 2 || seen != 7 {
 		t.Fatalf("a newer node's status/1 copy was read: %d health writes, %d heartbeats recorded", w, seen)
 	}
 	old := agent.Heartbeat{PeerID: pid.String(), SentAt: at, Health: entries} // an older node: no interval
-	n.handleStatusMsg(ctx, statusMsg(TopicStatus, old))
+	n.Handle(ctx, statusMsg(TopicStatus, old))
 	if w, seen := writes(), len(cache.seen); w != 3 || seen != 8 {
 		t.Fatalf("an older node's heartbeat: %d health writes, %d heartbeats recorded; want 3, 8", w, seen)
 	}
@@ -211,7 +211,7 @@ func TestUnchangedHeartbeatsWriteNoHealth(t *testing.T) {
 // and leaves the addresses out when they did not change.
 func TestHeartbeat2Encoding(t *testing.T) {
 	_, pid := genKey(t)
-	n := &Node{cfg: Config{Cache: &hostCache{}}}
+	n := New(Config{Store: &hostCache{}})
 	at := time.Now().UTC()
 	base := agent.Heartbeat{PeerID: pid.String(), SentAt: at, IntervalMS: 25_000}
 	addrs := []string{"/ip4/127.0.0.1/tcp/1"}
@@ -240,13 +240,4 @@ func TestHeartbeat2Encoding(t *testing.T) {
 	if got[1].Interval() != 25*time.Second || got[1].Digest == "" {
 		t.Errorf("interval %v, digest %q", got[1].Interval(), got[1].Digest)
 	}
-}
-
-func testMetrics(t *testing.T) *metrics {
-	t.Helper()
-	m, err := newMetrics(nil, func() float64 { return 0 })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
 }

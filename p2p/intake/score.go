@@ -1,4 +1,4 @@
-package p2p
+package intake
 
 import (
 	"net"
@@ -16,10 +16,10 @@ import (
 // threshold after a handful and is ignored, then pruned.
 //
 // app is the application-specific score: minus the admission penalty that
-// over-quota records and floods of valid messages earn (admission.go), so a
+// over-quota records and floods of valid messages earn (Intake.Refuse), so a
 // peer that floods valid records sinks below the graylist threshold as one
 // that sends invalid ones does.
-func scoreParams(app func(peer.ID) float64, topics ...string) *pubsub.PeerScoreParams {
+func ScoreParams(app func(peer.ID) float64, topics ...string) *pubsub.PeerScoreParams {
 	p := &pubsub.PeerScoreParams{
 		Topics:            map[string]*pubsub.TopicScoreParams{},
 		TopicScoreCap:     100,
@@ -52,9 +52,9 @@ func scoreParams(app func(peer.ID) float64, topics ...string) *pubsub.PeerScoreP
 	return p
 }
 
-// scoreThresholds: below -10 no gossip to/from the peer, below -50 no
+// ScoreThresholds: below -10 no gossip to/from the peer, below -50 no
 // publishing to it, below -80 everything from it is ignored (graylist).
-func scoreThresholds() *pubsub.PeerScoreThresholds {
+func ScoreThresholds() *pubsub.PeerScoreThresholds {
 	return &pubsub.PeerScoreThresholds{
 		GossipThreshold:             -10,
 		PublishThreshold:            -50,
@@ -73,29 +73,28 @@ func loopbackNets() []*net.IPNet {
 	return out
 }
 
-// scoreInspectPeriod is how often the GossipSub peer scores are copied out
+// ScoreInspectPeriod is how often the GossipSub peer scores are copied out
 // for PeerScore; scores themselves decay every second (DecayInterval).
-const scoreInspectPeriod = time.Second
+const ScoreInspectPeriod = time.Second
 
-// peerScores holds the latest snapshot of GossipSub peer scores.
-type peerScores struct {
+// Scores holds the latest snapshot of GossipSub peer scores.
+type Scores struct {
 	mu sync.RWMutex
 	m  map[peer.ID]float64
 }
 
-func (s *peerScores) set(m map[peer.ID]float64) {
+// Set takes a snapshot (pubsub.WithPeerScoreInspect).
+func (s *Scores) Set(m map[peer.ID]float64) {
 	s.mu.Lock()
 	s.m = m
 	s.mu.Unlock()
 }
 
-// PeerScore is p's GossipSub peer score as of the last snapshot (at most
-// scoreInspectPeriod old), and whether the router tracks p at all. Operators
-// and tests use it to see a misbehaving peer sink below the graylist
-// threshold (-80): every invalid message costs it 100.
-func (n *Node) PeerScore(p peer.ID) (float64, bool) {
-	n.scores.mu.RLock()
-	defer n.scores.mu.RUnlock()
-	v, ok := n.scores.m[p]
+// Get is p's score as of the last snapshot, and whether the router
+// tracks p at all.
+func (s *Scores) Get(p peer.ID) (float64, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v, ok := s.m[p]
 	return v, ok
 }

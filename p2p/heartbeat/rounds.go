@@ -1,4 +1,4 @@
-package p2p
+package heartbeat
 
 import (
 	"cmp"
@@ -47,10 +47,10 @@ const (
 
 // heartbeatState is this node's side of agentsite/status/2.
 type heartbeatState struct {
-	topic *pubsub.Topic
+	topic *pubsub.Topic // agentsite/status/2 (Service.Start)
 
 	mu       sync.Mutex
-	beats    *beats              // rounds accepted per author on status/2 (status/1 keeps Node.beats)
+	beats    *beats              // rounds accepted per author on status/2 (status/1 keeps Service.beats)
 	sent     map[string]sentItem // what the rounds told of each agent
 	unhosted map[string]uint64   // ids the source has that this node does not host, by the hash of their health then
 	digest   agent.HealthDigest  // of sent
@@ -148,18 +148,18 @@ func (s *heartbeatState) poke() {
 // the only heartbeat code that reads or writes the store, so a store held
 // up by imports, probes or sync delays the names of new entries and the
 // count, never a round.
-func (n *Node) heartbeatStateLoop(ctx context.Context) {
-	t := time.NewTicker(n.cfg.HeartbeatInterval)
+func (s *Service) heartbeatStateLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Interval)
 	defer t.Stop()
 	ticks := 0
 	for {
-		n.keepHeartbeatState(ctx, ticks%recountEvery == 0)
+		s.keepHeartbeatState(ctx, ticks%recountEvery == 0)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			ticks++
-		case <-n.hb.wake:
+		case <-s.hb.wake:
 		}
 	}
 }
@@ -167,61 +167,61 @@ func (n *Node) heartbeatStateLoop(ctx context.Context) {
 // keepHeartbeatState runs the keeper once: the names the rounds asked
 // for, the hosted count if recount or own records changed (or it was
 // never counted), and this node's own changed health into its store.
-func (n *Node) keepHeartbeatState(ctx context.Context, recount bool) {
-	s := &n.hb
-	s.mu.Lock()
-	ids := make([]string, 0, len(s.want))
-	for id := range s.want {
+func (s *Service) keepHeartbeatState(ctx context.Context, recount bool) {
+	st := &s.hb
+	st.mu.Lock()
+	ids := make([]string, 0, len(st.want))
+	for id := range st.want {
 		ids = append(ids, id)
 	}
-	clear(s.want)
-	count := recount || s.dirty || !s.counted
-	s.dirty = false
-	health := s.ownHealth
-	s.ownHealth = nil
-	s.mu.Unlock()
+	clear(st.want)
+	count := recount || st.dirty || !st.counted
+	st.dirty = false
+	health := st.ownHealth
+	st.ownHealth = nil
+	st.mu.Unlock()
 
 	fail := func(what string, err error) {
 		if ctx.Err() == nil {
-			n.logger.Warn(what+"; the heartbeats go on and it is tried again", "err", err)
+			s.logger.Warn(what+"; the heartbeats go on and it is tried again", "err", err)
 		}
 	}
 	if len(ids) > 0 {
 		slices.Sort(ids)
 		cctx, cancel := context.WithTimeout(ctx, keeperTimeout)
-		names, err := n.cfg.Cache.LocalNames(cctx, ids)
+		names, err := s.cfg.Store.LocalNames(cctx, ids)
 		cancel()
 		if err != nil {
 			fail("reading the names of local agents for the heartbeat failed", err)
 		} else {
-			s.mu.Lock()
-			if len(s.looked)+len(ids) > maxPendingNames {
-				clear(s.looked) // asked for entries that went away meanwhile
+			st.mu.Lock()
+			if len(st.looked)+len(ids) > maxPendingNames {
+				clear(st.looked) // asked for entries that went away meanwhile
 			}
 			for _, id := range ids {
-				s.looked[id] = names[id]
+				st.looked[id] = names[id]
 			}
-			s.mu.Unlock()
+			st.mu.Unlock()
 		}
 	}
 	if count {
 		cctx, cancel := context.WithTimeout(ctx, keeperTimeout)
-		hosted, err := n.cfg.Cache.LocalCount(cctx)
+		hosted, err := s.cfg.Store.LocalCount(cctx)
 		cancel()
-		s.mu.Lock()
+		st.mu.Lock()
 		if err != nil {
-			s.dirty = true
+			st.dirty = true
 		} else {
-			s.hosted, s.counted = hosted, true
+			st.hosted, st.counted = hosted, true
 		}
-		s.mu.Unlock()
+		st.mu.Unlock()
 		if err != nil {
 			fail("counting local agents for the heartbeat failed", err)
 		}
 	}
 	if len(health) > 0 {
 		cctx, cancel := context.WithTimeout(ctx, keeperTimeout)
-		err := n.cfg.Cache.SetHealth(cctx, n.PeerID(), health)
+		err := s.cfg.Store.SetHealth(cctx, s.self, health)
 		cancel()
 		if err != nil {
 			fail("storing the health of local agents failed", err)
@@ -232,27 +232,27 @@ func (n *Node) keepHeartbeatState(ctx context.Context, recount bool) {
 // storeOwnHealth hands the entries a round sent to the keeper, which
 // writes them into this node's own store (its read loop skips its own
 // heartbeats); without a keeper it writes them at once.
-func (n *Node) storeOwnHealth(ctx context.Context, delta []agent.HostedHealth) {
+func (s *Service) storeOwnHealth(ctx context.Context, delta []agent.HostedHealth) {
 	if len(delta) == 0 {
 		return
 	}
-	s := &n.hb
-	s.mu.Lock()
-	if !s.keeper {
-		s.mu.Unlock()
-		if err := n.cfg.Cache.SetHealth(ctx, n.PeerID(), healthByID(delta)); err != nil && ctx.Err() == nil {
-			n.logger.Warn("storing the health of local agents failed", "err", err)
+	st := &s.hb
+	st.mu.Lock()
+	if !st.keeper {
+		st.mu.Unlock()
+		if err := s.cfg.Store.SetHealth(ctx, s.self, healthByID(delta)); err != nil && ctx.Err() == nil {
+			s.logger.Warn("storing the health of local agents failed", "err", err)
 		}
 		return
 	}
-	if s.ownHealth == nil {
-		s.ownHealth = make(map[string]agent.Health, len(delta))
+	if st.ownHealth == nil {
+		st.ownHealth = make(map[string]agent.Health, len(delta))
 	}
 	for _, e := range delta { // the latest wins; bounded by the hosted agents
-		s.ownHealth[e.ID] = e.Health
+		st.ownHealth[e.ID] = e.Health
 	}
-	s.mu.Unlock()
-	s.poke()
+	st.mu.Unlock()
+	st.poke()
 }
 
 // heartbeatInterval is the interval of this node's next round: the nodes
@@ -261,16 +261,16 @@ func (n *Node) storeOwnHealth(ctx context.Context, delta []agent.HostedHealth) {
 // over HeartbeatBudget, within HeartbeatInterval and
 // agent.MaxHeartbeatInterval. While an older node is heard it is
 // HeartbeatInterval: older nodes judge silence by their own interval.
-func (n *Node) heartbeatInterval(now time.Time) time.Duration {
-	base := n.cfg.HeartbeatInterval
-	n.hb.mu.Lock()
-	old := !n.hb.oldHeard.IsZero() && now.Sub(n.hb.oldHeard) < oldNodesFor
-	n.hb.mu.Unlock()
+func (s *Service) heartbeatInterval(now time.Time) time.Duration {
+	base := s.cfg.Interval
+	s.hb.mu.Lock()
+	old := !s.hb.oldHeard.IsZero() && now.Sub(s.hb.oldHeard) < oldNodesFor
+	s.hb.mu.Unlock()
 	if old {
 		return base
 	}
-	heard := n.hb.rounds().counted(now, settledAfter, n.hosts.holds) + 1 // and this node
-	want := time.Duration(float64(heard) / n.cfg.HeartbeatBudget * float64(time.Second))
+	heard := s.hb.rounds().counted(now, settledAfter, s.cfg.Hosts.Holds) + 1 // and this node
+	want := time.Duration(float64(heard) / s.cfg.Budget * float64(time.Second))
 	return min(max(base, want), max(base, agent.MaxHeartbeatInterval))
 }
 
@@ -285,16 +285,16 @@ const settledAfter = agent.MaxHeartbeatInterval
 
 // oldNodeHeard notes a heartbeat of an older node: this node publishes on
 // agentsite/status/1 too, for oldNodesFor.
-func (n *Node) oldNodeHeard(now time.Time) {
-	n.hb.mu.Lock()
-	n.hb.oldHeard = now
-	n.hb.mu.Unlock()
+func (s *Service) oldNodeHeard(now time.Time) {
+	s.hb.mu.Lock()
+	s.hb.oldHeard = now
+	s.hb.mu.Unlock()
 }
 
-func (n *Node) publishV1() bool {
-	n.hb.mu.Lock()
-	defer n.hb.mu.Unlock()
-	return !n.hb.oldHeard.IsZero() && n.now().Sub(n.hb.oldHeard) < oldNodesFor
+func (s *Service) publishV1() bool {
+	s.hb.mu.Lock()
+	defer s.hb.mu.Unlock()
+	return !s.hb.oldHeard.IsZero() && s.now().Sub(s.hb.oldHeard) < oldNodesFor
 }
 
 // heartbeatRound is one round's messages before encoding.
@@ -311,43 +311,43 @@ type heartbeatRound struct {
 // the names of those read from the cache (never every hosted listing),
 // and on a refresh round the count of hosted agents and slices of the
 // whole. It updates what was sent as if the round is published.
-func (n *Node) buildRound(ctx context.Context, base agent.Heartbeat, health map[string]agent.Health, addrs []string) (heartbeatRound, error) {
-	s := &n.hb
-	s.mu.Lock()
-	s.init()
-	refresh := s.round%refreshEvery == 0
-	s.round++
+func (s *Service) buildRound(ctx context.Context, base agent.Heartbeat, health map[string]agent.Health, addrs []string) (heartbeatRound, error) {
+	st := &s.hb
+	st.mu.Lock()
+	st.init()
+	refresh := st.round%refreshEvery == 0
+	st.round++
 	var changed []string
 	for id, h := range health {
 		h, ok := normalizeHealth(h)
 		if !ok {
 			continue
 		}
-		prev, had := s.sent[id]
+		prev, had := st.sent[id]
 		if had && prev.entry.Health == h {
 			continue // as sent: no hash (one was ~6 allocations, every agent every round)
 		}
 		if had && prev.hash == agent.EntryHash(agent.HostedHealth{ID: id, Name: prev.entry.Name, Health: h}) {
 			continue
 		}
-		if v, ok := s.unhosted[id]; ok && v == agent.EntryHash(agent.HostedHealth{ID: id, Health: h}) {
+		if v, ok := st.unhosted[id]; ok && v == agent.EntryHash(agent.HostedHealth{ID: id, Health: h}) {
 			continue // looked up already, not hosted here: again only when its health changes
 		}
 		changed = append(changed, id)
 	}
-	for id := range s.unhosted {
+	for id := range st.unhosted {
 		if _, ok := health[id]; !ok {
-			delete(s.unhosted, id)
+			delete(st.unhosted, id)
 		}
 	}
-	for id, it := range s.sent { // agents no longer hosted, or no longer known
+	for id, it := range st.sent { // agents no longer hosted, or no longer known
 		if _, ok := health[id]; !ok {
-			s.digest ^= agent.HealthDigest(it.hash)
-			delete(s.sent, id)
+			st.digest ^= agent.HealthDigest(it.hash)
+			delete(st.sent, id)
 		}
 	}
-	keeper := s.keeper
-	s.mu.Unlock()
+	keeper := st.keeper
+	st.mu.Unlock()
 	slices.Sort(changed)
 	changed = changed[:min(len(changed), maxDeltaParts*agent.MaxHeartbeatHealth)]
 
@@ -357,28 +357,28 @@ func (n *Node) buildRound(ctx context.Context, base agent.Heartbeat, health map[
 		hosted int
 		err    error
 	)
-	if ids := n.unnamed(changed); len(ids) > 0 {
+	if ids := s.unnamed(changed); len(ids) > 0 {
 		if keeper {
-			n.hb.ask(ids) // named by the keeper, sent in a round after it
-		} else if names, err = n.cfg.Cache.LocalNames(ctx, ids); err != nil {
+			s.hb.ask(ids) // named by the keeper, sent in a round after it
+		} else if names, err = s.cfg.Store.LocalNames(ctx, ids); err != nil {
 			return r, err
 		}
 	}
 	if refresh && !keeper {
-		if hosted, err = n.cfg.Cache.LocalCount(ctx); err != nil {
+		if hosted, err = s.cfg.Store.LocalCount(ctx); err != nil {
 			return r, err
 		}
 	}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	for _, id := range changed {
 		name, known := names[id], !keeper // without a keeper every name was just read
-		if prev, ok := s.sent[id]; ok {
+		if prev, ok := st.sent[id]; ok {
 			name, known = prev.entry.Name, true
 		} else if keeper {
-			if name, known = s.looked[id]; known {
-				delete(s.looked, id)
+			if name, known = st.looked[id]; known {
+				delete(st.looked, id)
 			}
 		}
 		if !known {
@@ -386,62 +386,62 @@ func (n *Node) buildRound(ctx context.Context, base agent.Heartbeat, health map[
 		}
 		h, _ := normalizeHealth(health[id])
 		if name == "" {
-			s.unhosted[id] = agent.EntryHash(agent.HostedHealth{ID: id, Health: h})
+			st.unhosted[id] = agent.EntryHash(agent.HostedHealth{ID: id, Health: h})
 			continue // not hosted here (deleted): said no more
 		}
-		delete(s.unhosted, id)
+		delete(st.unhosted, id)
 		e := agent.HostedHealth{ID: id, Name: name, Health: h}
-		if prev, ok := s.sent[id]; ok {
-			s.digest ^= agent.HealthDigest(prev.hash)
+		if prev, ok := st.sent[id]; ok {
+			st.digest ^= agent.HealthDigest(prev.hash)
 		}
 		it := sentItem{entry: e, hash: agent.EntryHash(e)}
-		s.sent[id] = it
-		s.digest ^= agent.HealthDigest(it.hash)
+		st.sent[id] = it
+		st.digest ^= agent.HealthDigest(it.hash)
 		r.delta = append(r.delta, e)
 	}
 	if refresh && !keeper {
-		s.hosted = hosted
+		st.hosted = hosted
 	}
-	base.AgentsHosted = s.hosted
-	base.Digest = s.digest.String()
-	if refresh || !slices.Equal(addrs, s.addrs) {
+	base.AgentsHosted = st.hosted
+	base.Digest = st.digest.String()
+	if refresh || !slices.Equal(addrs, st.addrs) {
 		base.Addrs = addrs
-		s.addrs = addrs
+		st.addrs = addrs
 	} else {
 		base.Addrs = nil
 	}
 	r.base = base
-	if refresh && len(s.sent) > 0 {
-		all := make([]agent.HostedHealth, 0, len(s.sent))
-		for _, it := range s.sent {
+	if refresh && len(st.sent) > 0 {
+		all := make([]agent.HostedHealth, 0, len(st.sent))
+		for _, it := range st.sent {
 			all = append(all, it.entry)
 		}
 		slices.SortFunc(all, func(a, b agent.HostedHealth) int { return cmp.Compare(a.ID, b.ID) })
 		r.count = (len(all) + agent.MaxHeartbeatHealth - 1) / agent.MaxHeartbeatHealth
-		if s.cursor >= r.count {
-			s.cursor = 0
+		if st.cursor >= r.count {
+			st.cursor = 0
 		}
-		r.first = s.cursor
+		r.first = st.cursor
 		for i := 0; i < min(refreshSlices, r.count); i++ {
-			k := (s.cursor + i) % r.count
+			k := (st.cursor + i) % r.count
 			r.slices = append(r.slices, all[k*agent.MaxHeartbeatHealth:min(len(all), (k+1)*agent.MaxHeartbeatHealth)])
 		}
-		s.cursor = (s.cursor + len(r.slices)) % r.count
+		st.cursor = (st.cursor + len(r.slices)) % r.count
 	}
 	return r, nil
 }
 
 // unnamed is those of ids whose names the rounds do not know yet (nor
 // hold from the keeper, waiting for this round).
-func (n *Node) unnamed(ids []string) []string {
-	n.hb.mu.Lock()
-	defer n.hb.mu.Unlock()
+func (s *Service) unnamed(ids []string) []string {
+	s.hb.mu.Lock()
+	defer s.hb.mu.Unlock()
 	var out []string
 	for _, id := range ids {
-		if _, ok := n.hb.sent[id]; ok {
+		if _, ok := s.hb.sent[id]; ok {
 			continue
 		}
-		if _, ok := n.hb.looked[id]; ok {
+		if _, ok := s.hb.looked[id]; ok {
 			continue
 		}
 		out = append(out, id)

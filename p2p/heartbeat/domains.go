@@ -1,4 +1,4 @@
-package p2p
+package heartbeat
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 // Verified publishers (agent/verify): a node's heartbeats carry
 // the domains it proved it controls, and each receiver hands the claims to
 // Config.Claims, which proves them again itself before anything shows
-// them. p2p only carries the claims: it never looks up DNS or fetches
+// them. The heartbeats only carry the claims: it never looks up DNS or fetches
 // proofs (and never imports the package that does).
 
 // DomainClaims receives the domains other nodes claim in their heartbeats
@@ -35,16 +35,16 @@ type DomainClaims interface {
 // (Config.Domains), checked as a receiver will check it: a source that
 // breaks the wire rule sends none rather than a heartbeat every node
 // refuses.
-func (n *Node) ownDomains() []string {
-	if n.cfg.Domains == nil {
+func (s *Service) ownDomains() []string {
+	if s.cfg.Domains == nil {
 		return nil
 	}
-	d := n.cfg.Domains()
+	d := s.cfg.Domains()
 	if len(d) == 0 {
 		return nil
 	}
 	if err := agent.CheckHeartbeatDomains(d); err != nil {
-		n.logger.Warn("not sending this node's verified domains", "domains", d, "err", err)
+		s.logger.Warn("not sending this node's verified domains", "domains", d, "err", err)
 		return nil
 	}
 	return d
@@ -55,18 +55,18 @@ func (n *Node) ownDomains() []string {
 // introduction allowance (and its IP group's). Over it, the round's
 // claims are not handed on (the author's earlier ones stand) and the
 // refusal is counted against from, as an introduction over it is.
-func (n *Node) claimDomains(from peer.ID, author string, domains []string) {
-	if n.cfg.Claims == nil {
+func (s *Service) claimDomains(from peer.ID, author string, domains []string) {
+	if s.cfg.Claims == nil {
 		return
 	}
-	if from != "" && from != n.host.ID() {
-		now, group := n.now(), ipGroup(n.host.Network(), from)
-		for _, d := range n.cfg.Claims.Due(author, domains) {
-			if err := n.adm.introduce("claim "+author+" "+d, from, group, now); err != nil {
-				n.refuse(pathHeartbeat, from, fmt.Errorf("domain claims of %s: %w", author, err))
+	if from != "" && from != s.cfg.Self {
+		now := s.now()
+		for _, d := range s.cfg.Claims.Due(author, domains) {
+			if err := s.cfg.Gate.Introduce("claim "+author+" "+d, from, now); err != nil {
+				s.cfg.Gate.Refuse(from, fmt.Errorf("domain claims of %s: %w", author, err))
 				return
 			}
 		}
 	}
-	n.cfg.Claims.Claim(author, domains)
+	s.cfg.Claims.Claim(author, domains)
 }

@@ -1,4 +1,4 @@
-package p2p
+package intake
 
 import (
 	"errors"
@@ -31,19 +31,19 @@ func TestAdmissionTrustDomains(t *testing.T) {
 		}
 	}
 	for _, p := range []string{other.String(), stranger.String()} {
-		if err := a.check(&agent.Record{Publisher: p}, relayer, "", "self", now); !errors.Is(err, errUntrusted) {
+		if err := a.check(&agent.Record{Publisher: p}, relayer, "", "self", now); !errors.Is(err, ErrUntrusted) {
 			t.Errorf("publisher %s (domains %v) under TrustedOnly: %v, want untrusted", p, verified[p], err)
 		}
 	}
 	mu.Lock()
 	delete(verified, proved.String()) // the proof failed for good
 	mu.Unlock()
-	if err := a.check(&agent.Record{Publisher: proved.String()}, relayer, "", "self", now); !errors.Is(err, errUntrusted) {
+	if err := a.check(&agent.Record{Publisher: proved.String()}, relayer, "", "self", now); !errors.Is(err, ErrUntrusted) {
 		t.Errorf("after its proof failed: %v, want untrusted", err)
 	}
 	// Without a Verified source, TrustDomains trusts nobody.
 	b := newAdmission(Admission{TrustedOnly: true, TrustDomains: []string{"example.org"}})
-	if err := b.check(&agent.Record{Publisher: proved.String()}, relayer, "", "self", now); !errors.Is(err, errUntrusted) {
+	if err := b.check(&agent.Record{Publisher: proved.String()}, relayer, "", "self", now); !errors.Is(err, ErrUntrusted) {
 		t.Errorf("no Verified source: %v", err)
 	}
 }
