@@ -80,6 +80,9 @@ const (
 	CodeReplyPending Code = "reply_pending"
 	// CodeNothingToRetry: the conversation has no message to send again.
 	CodeNothingToRetry Code = "nothing_to_retry"
+	// CodeUnknownApproval: an answer to a tool approval that is not
+	// waiting (expired, answered, or another conversation's).
+	CodeUnknownApproval Code = "unknown_approval"
 )
 
 // Error is a domain error: a kind, a stable code, and a message that is

@@ -15,6 +15,7 @@ import (
 // matches an Error by its code, so two of them with one code cannot be
 // told apart; TestSentinelsListed keeps the table complete.
 var sentinels = map[string]*Error{
+	"ErrUnknownApproval":    ErrUnknownApproval,
 	"ErrUnknownAgent":       ErrUnknownAgent,
 	"ErrBackendTimeout":     ErrBackendTimeout,
 	"ErrBackendUnavailable": ErrBackendUnavailable,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/textproto"
 	"strings"
+	"unicode/utf8"
 )
 
 // ToolServer is one source of tools for an llm agent (Backend.Tools):
@@ -16,6 +17,28 @@ type ToolServer struct {
 	Header string `json:"header,omitempty"`
 	Secret string `json:"secret,omitempty"`
 	Agent  string `json:"agent,omitempty"`
+	// Allow names the server's tools the owner lets the agent call
+	// without asking the sender ("*": all of them). Any other tool that
+	// is not read-only (its readOnlyHint), and an agent's send_message,
+	// waits for the sender's approval (docs/agents.md, "Tools and
+	// approvals").
+	Allow []string `json:"allow,omitempty"`
+}
+
+// AllowAll in ToolServer.Allow lets every tool of the server run unasked.
+const AllowAll = "*"
+
+// MaxAllowedTools bounds ToolServer.Allow.
+const MaxAllowedTools = 64
+
+// Allows reports whether the owner lets tool run without asking.
+func (t ToolServer) Allows(tool string) bool {
+	for _, a := range t.Allow {
+		if a == AllowAll || a == tool {
+			return true
+		}
+	}
+	return false
 }
 
 // MaxToolServers bounds Backend.Tools: every server's tools are offered to
@@ -79,6 +102,9 @@ func validateTools(ve *ValidationError, b Backend) {
 	for i, t := range b.Tools {
 		key := fmt.Sprintf("backend.tools[%d]", i)
 		url, id := strings.TrimSpace(t.URL), strings.TrimSpace(t.Agent)
+		if !validAllow(ve, key+".allow", t.Allow) {
+			continue
+		}
 		switch {
 		case url != "" && id != "":
 			ve.add(key, "give either url (an MCP server) or agent (an agent id), not both")
@@ -129,6 +155,28 @@ func validateTools(ve *ValidationError, b Backend) {
 	}
 }
 
+// validAllow checks a ToolServer.Allow list: tool names as the server
+// gives them (no spaces), or "*".
+func validAllow(ve *ValidationError, key string, allow []string) bool {
+	if len(allow) > MaxAllowedTools {
+		ve.add(key, "at most %d tools, got %d; use \"*\" to allow all of the server's tools", MaxAllowedTools, len(allow))
+		return false
+	}
+	seen := map[string]bool{}
+	for _, a := range allow {
+		switch {
+		case a == "" || len(a) > 128 || strings.ContainsAny(a, " \t\r\n,") || !utf8.ValidString(a):
+			ve.add(key, "%q is not a tool name: give the names the server lists (e.g. search_notes), or \"*\" for all", short(a))
+			return false
+		case seen[a]:
+			ve.add(key, "names %q twice", a)
+			return false
+		}
+		seen[a] = true
+	}
+	return true
+}
+
 // headerToken reports an RFC 9110 field name.
 func headerToken(s string) bool {
 	if len(s) > 100 {
@@ -163,4 +211,12 @@ func KeepToolSecrets(tools, old []ToolServer) []ToolServer {
 		}
 	}
 	return out
+}
+
+// short is s cut for an error message.
+func short(s string) string {
+	if len(s) <= 40 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:40], "") + "…"
 }

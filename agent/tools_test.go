@@ -38,6 +38,11 @@ func TestBackendToolsValidate(t *testing.T) {
 		{"header without secret", llm(ToolServer{URL: "https://t.example.com/mcp", Header: "X-Key"}), "backend.tools[0].secret"},
 		{"secret on two lines", llm(ToolServer{URL: "https://t.example.com/mcp", Secret: "a\nb"}), "backend.tools[0].secret"},
 		{"too many", llm(make([]ToolServer, MaxToolServers+1)...), "backend.tools"},
+		{"allow", llm(ToolServer{URL: "https://t.example.com/mcp", Allow: []string{"save_note", "list_notes"}}), ""},
+		{"allow all", llm(ToolServer{Agent: id, Allow: []string{AllowAll}}), ""},
+		{"allow blank", llm(ToolServer{URL: "https://t.example.com/mcp", Allow: []string{""}}), "backend.tools[0].allow"},
+		{"allow two in one", llm(ToolServer{URL: "https://t.example.com/mcp", Allow: []string{"a, b"}}), "backend.tools[0].allow"},
+		{"allow twice", llm(ToolServer{URL: "https://t.example.com/mcp", Allow: []string{"a", "a"}}), "backend.tools[0].allow"},
 		{"not llm", Backend{Kind: BackendWebhook, URL: "https://h.example.com", Tools: []ToolServer{{URL: "https://t.example.com/mcp"}}}, "backend.tools"},
 	}
 	for _, c := range cases {

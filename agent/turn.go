@@ -52,6 +52,18 @@ type Turn struct {
 	// it nil, and the agent answers in text. It is never serialized: a
 	// turn another node runs yields text alone.
 	Yield func(Output)
+	// Approval, if set, answers a tool call the agent asked the sender to
+	// approve (NeedsApproval); a bare "approve" or "deny" as Text does
+	// too. It is never serialized: approvals do not cross nodes.
+	Approval *ApprovalAnswer
+	// FromPeer is the node that passed the turn on ("peer:<id>"), empty
+	// for a turn that came in on this node: no one there can approve a
+	// tool call, so such a turn never waits for an approval.
+	FromPeer string
+	// NoApprovals, if set, says why no person can approve a tool call in
+	// this turn (a surface whose caller may be a program): such calls are
+	// refused with it, never asked.
+	NoApprovals string
 	// Person is the portal account (its id) of the person whose message
 	// this is, when this node knows them: the key of an agent's memory of
 	// them (docs/agents.md, "Memory"). 0: anyone else (an anonymous
@@ -100,7 +112,10 @@ type File struct {
 // keep conversations store the prompt as the agent's reply (InputPrompt).
 func NeedsInput(prompt string) error { return &inputRequest{prompt: prompt} }
 
-type inputRequest struct{ prompt string }
+type inputRequest struct {
+	prompt   string
+	approval *Approval // set when the input is a yes or no to a tool call (approval.go)
+}
 
 func (e *inputRequest) Error() string { return "needs input: " + e.prompt }
 

@@ -360,10 +360,31 @@
     if (f.message_id) p.agent.setAttribute("data-message-id", String(f.message_id));
     if (f.conversation_id) adoptConversation(f.conversation_id, p.title || p.text);
     addReplyActions(p.agent);
+    if (f.approval && typeof f.approval === "object" && typeof f.approval.id === "string") showApproval(p.agent, f.approval);
     // The rendering and the actions make the reply taller: keep its end
     // in view.
     if (stick) scrollToEnd();
     turnEnded();
+  }
+
+  // showApproval puts under reply li the card of a tool call waiting for
+  // the person's yes or no: the tool, its server, the arguments folded.
+  // A click answers it on the socket, and the turn goes on as a new one.
+  function showApproval(li, a) {
+    var card = clone("approval");
+    q("[data-testid=approval-tool]", card).textContent = a.tool || "";
+    q("[data-testid=approval-server]", card).textContent = a.server || "";
+    q("[data-testid=approval-args]", card).textContent = a.args || "{}";
+    function answer(approve) {
+      if (refusePending() || !connected()) return;
+      var frame = { type: "approval", agent_id: agentId, conversation_id: convId, approval: { id: a.id, approve: approve } };
+      if (!transmit(frame)) return;
+      card.remove();
+      begin(approve ? "Approve" : "Deny", approve ? "Approve" : "Deny");
+    }
+    q("[data-testid=approval-approve]", card).addEventListener("click", function () { answer(true); });
+    q("[data-testid=approval-deny]", card).addEventListener("click", function () { answer(false); });
+    li.appendChild(card);
   }
 
   // addReplyActions puts Copy and Regenerate under finished reply li; the
@@ -662,6 +683,8 @@
     // latest reply.
     var old = list.querySelectorAll("[data-testid=message-retry]");
     for (var i = 0; i < old.length; i++) (old[i].closest("form") || old[i]).remove();
+    // A waiting tool call is answered by this message, or dropped by it.
+    list.querySelectorAll("[data-testid=approval-card]").forEach(function (c) { c.remove(); });
     dropRegenerate();
     var user = addMessage("user", text);
     var agentMsg = addMessage("agent", ""); // with the typing indicator, aria-busy

@@ -34,7 +34,9 @@ func delegateHelp() string {
 func toolsHelp() string {
 	return fmt.Sprintf("One a line: an MCP server's URL (Streamable HTTP), optionally followed by a header and its secret "+
 		"(https://tools.example.com/mcp X-Api-Key: sk-…; a bare token after Authorization: is sent as a bearer token), or an agent's id. "+
-		"The model is offered every tool of each server. Secrets are stored on this node only and never shown again: "+
+		"The model is offered every tool of each server. A tool that is not read-only, and an agent, "+
+		"run only once the person chatting approves each call, unless the line ends with allow=tool_a,tool_b (or allow=* for all). "+
+		"Secrets are stored on this node only and never shown again: "+
 		"a header left empty keeps the stored one. At most %d servers.", agent.MaxToolServers)
 }
 

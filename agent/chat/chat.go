@@ -165,6 +165,12 @@ type Request struct {
 	// Yield, if set, takes what the agent makes besides its reply text
 	// (agent.Turn.Yield); only the text is stored.
 	Yield func(agent.Output)
+	// Approval answers a tool call the agent asked to approve
+	// (Result.Approval); Text is stored as the person's message.
+	Approval *agent.ApprovalAnswer
+	// NoApprovals, if set, says why no person can approve a tool call
+	// from this surface: such calls are refused (agent.Turn.NoApprovals).
+	NoApprovals string
 }
 
 // Result is what a turn produced. Conversation is set once the message is
@@ -178,6 +184,9 @@ type Result struct {
 	// NeedsInput is set when the agent ended the turn waiting for more
 	// (agent.NeedsInput): it is the agent's prompt, stored as its reply.
 	NeedsInput bool
+	// Approval is set when what the agent waits for is a yes or no to
+	// a tool call (agent.NeedsApproval): answer it with Request.Approval.
+	Approval *agent.Approval
 }
 
 // Errors of a turn.
@@ -273,7 +282,7 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 		req.OnStarted(conv)
 	}
 	turn := agent.Turn{AgentID: l.Record.ID, ConversationID: conv.ID, History: toHistory(past), Text: text, Owner: conv.AgentOwner,
-		Trace: req.Trace, OnStep: c.stepRecorder(ctx, conv.ID, req.OnStep), OnWait: req.OnWait, MessageID: req.MessageID, Yield: req.Yield}
+		Trace: req.Trace, OnStep: c.stepRecorder(ctx, conv.ID, req.OnStep), OnWait: req.OnWait, MessageID: req.MessageID, Yield: req.Yield, Approval: req.Approval, NoApprovals: req.NoApprovals}
 	if turn.Trace.ID == "" {
 		turn.Trace = agent.NewTrace()
 	}
@@ -307,6 +316,10 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 		reply, err = c.Remote.Send(ctx, l.HostPeerID, turn, collect)
 	}
 	prompt, paused := agent.InputPrompt(err)
+	var approval *agent.Approval
+	if a, ok := agent.PendingApproval(err); ok {
+		approval = &a
+	}
 	if paused {
 		reply, err = prompt, nil
 	}
@@ -329,7 +342,7 @@ func (c *Chat) Turn(ctx context.Context, owner Owner, req Request, emit func(str
 	if err != nil {
 		return Result{Conversation: conv, Sent: true}, fmt.Errorf("store reply: %w", err)
 	}
-	return Result{Conversation: conv, Reply: m, Sent: true, NeedsInput: paused}, nil
+	return Result{Conversation: conv, Reply: m, Sent: true, NeedsInput: paused, Approval: approval}, nil
 }
 
 // lastUserMessage is the last message the person wrote in conversation

@@ -119,24 +119,33 @@ func (r *Runtime) answerLLM(ctx context.Context, b agent.Backend, t agent.Turn, 
 		maxRounds += r.opts.ToolCalls
 	}
 	var reply strings.Builder
+	// A turn that answers an approval goes on from where its call waited.
+	calls, err := r.resumeApproval(ctx, t, &req, tb)
+	if err != nil {
+		return "", err
+	}
 	for rounds := 0; ; rounds++ {
-		round, err := r.scheduledRound(ctx, endpoint, b, t, req, emit)
-		reply.WriteString(round.Text)
-		if err != nil || len(round.Calls) == 0 || (dl == nil && tb == nil) {
-			return reply.String(), err
+		if len(calls) == 0 {
+			round, err := r.scheduledRound(ctx, endpoint, b, t, req, emit)
+			reply.WriteString(round.Text)
+			if err != nil || len(round.Calls) == 0 || (dl == nil && tb == nil) {
+				return reply.String(), err
+			}
+			if rounds > maxRounds {
+				// Told to answer (tool_choice none), it still calls tools.
+				return reply.String(), kindError(agent.ErrBadBackendReply, agent.BackendLLM, "the model kept calling tools after its budget was spent")
+			}
+			req.Messages = append(req.Messages, llmMessage{Role: "assistant", Content: round.Text, ToolCalls: round.Calls})
+			calls = round.Calls
 		}
-		if rounds > maxRounds {
-			// Told to answer (tool_choice none), it still calls tools.
-			return reply.String(), kindError(agent.ErrBadBackendReply, agent.BackendLLM, "the model kept calling tools after its budget was spent")
-		}
-		req.Messages = append(req.Messages, llmMessage{Role: "assistant", Content: round.Text, ToolCalls: round.Calls})
-		for _, c := range round.Calls {
+		for i, c := range calls {
 			result, err := runToolCall(ctx, dl, tb, c)
 			if err != nil {
-				return reply.String(), err
+				return reply.String(), r.pauseForApproval(ctx, t, req.Messages, calls[i:], err)
 			}
 			req.Messages = append(req.Messages, llmMessage{Role: "tool", ToolCallID: c.ID, Content: result})
 		}
+		calls = nil
 		if (dl == nil || !dl.budgetLeft() || dl.turn.Trace.Budget() <= 0) && (tb == nil || !tb.left()) {
 			// The turn's or the tree's budget is spent: the model must
 			// answer now.

@@ -56,6 +56,12 @@ type RuntimeOptions struct {
 	// say how long a backend took instead of depending on the machine's
 	// speed. Default time.Now.
 	Now func() time.Time
+	// ApprovalTTL is how long a tool call waits for the sender's
+	// approval (approval.go); ApprovalsPerAgent and Approvals bound the
+	// calls waiting for one agent and in all. Defaults 15 min, 8, 128.
+	ApprovalTTL       time.Duration
+	ApprovalsPerAgent int
+	Approvals         int
 	// Models, if set, shares each model endpoint among the completion
 	// requests of llm agents (docs/architecture.md, "Model scheduler");
 	// nil: every request goes at once.
@@ -97,6 +103,8 @@ type Runtime struct {
 	client *http.Client // the guarded client: every outbound call
 	mcp    *mcpClients
 	a2a    *a2aState
+	// approvals are the tool calls waiting for a sender's yes or no.
+	approvals *approvals
 	// summaries are the conversations' folded turns (history.go).
 	summaries *lru.Cache[string, foldEntry]
 }
@@ -133,6 +141,15 @@ func NewRuntime(lookup func(ctx context.Context, agentID string) (agent.Backend,
 	if opts.ToolTurnTimeout <= 0 {
 		opts.ToolTurnTimeout = DefaultToolTurnTimeout
 	}
+	if opts.ApprovalTTL <= 0 {
+		opts.ApprovalTTL = DefaultApprovalTTL
+	}
+	if opts.ApprovalsPerAgent <= 0 {
+		opts.ApprovalsPerAgent = DefaultApprovalsPerAgent
+	}
+	if opts.Approvals <= 0 {
+		opts.Approvals = DefaultApprovals
+	}
 	if opts.HistoryTokens <= 0 {
 		opts.HistoryTokens = DefaultHistoryTokens
 	}
@@ -148,6 +165,7 @@ func NewRuntime(lookup func(ctx context.Context, agentID string) (agent.Backend,
 		mcp:    newMCPClients(client, opts),
 		a2a:    newA2AState(),
 
+		approvals: newApprovals(opts),
 		summaries: newSummaryCache(opts.SummaryCache),
 	}
 }
@@ -195,8 +213,8 @@ func (r *Runtime) Answer(ctx context.Context, t agent.Turn, emit func(chunk stri
 	default:
 		err = fmt.Errorf("%w: backend kind %q is not supported", agent.ErrUnknownAgent, b.Kind)
 	}
-	if _, paused := agent.InputPrompt(err); paused {
-		return reply, err // not a failure: the agent waits for the next message
+	if _, paused := agent.InputPrompt(err); paused || errors.Is(err, agent.ErrUnknownApproval) {
+		return reply, err // not a failure: the agent waits for the next message, or for a fresh request
 	}
 	if err != nil {
 		err = redact(r.classify(ctx, tctx, b, err), b.APIKey)

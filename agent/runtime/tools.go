@@ -72,6 +72,9 @@ type toolBox struct {
 	refs     map[string]toolRef
 	calls    int
 	deadline time.Time
+	// answers are the sender's answers to approvals, by tool call id
+	// (approval.go).
+	answers map[string]bool
 }
 
 // openToolBox lists the tools of b's tool servers for turn t, nil when
@@ -164,22 +167,25 @@ func (tb *toolBox) left() bool {
 	return tb.calls < tb.r.opts.ToolCalls && tb.r.opts.Now().Before(tb.deadline)
 }
 
-// admit decides whether a call runs: it is the one place that does, so
-// that a gate (an owner's approval of a destructive tool, read from
-// ref.annotations) goes here. A refusal's text is what the model reads.
-func (tb *toolBox) admit(_ context.Context, _ toolRef, _ map[string]any) error {
+// admit decides whether a call runs: it is the one place that does. A
+// refusal's text is what the model reads; an *approvalNeeded ends the
+// turn waiting for the sender (approval.go).
+func (tb *toolBox) admit(_ context.Context, c llmToolCall, ref toolRef, args map[string]any) error {
 	switch {
 	case tb.calls >= tb.r.opts.ToolCalls:
 		return fmt.Errorf("this turn's %d tool calls are spent; answer with what you have", tb.r.opts.ToolCalls)
 	case !tb.r.opts.Now().Before(tb.deadline):
 		return errors.New("this turn's time for tools is spent; answer with what you have")
+	case needsApproval(ref):
+		return tb.approvalGate(c, ref, args)
 	}
 	return nil
 }
 
 // run answers one call of a tool of the box with the text the model
 // reads: the result, or why it failed or was refused. Only a cancelled
-// turn is an error.
+// turn, and a call that waits for approval (*approvalNeeded), is an
+// error.
 func (tb *toolBox) run(ctx context.Context, c llmToolCall) (string, error) {
 	ref := tb.refs[c.Function.Name]
 	args := map[string]any{}
@@ -188,7 +194,15 @@ func (tb *toolBox) run(ctx context.Context, c llmToolCall) (string, error) {
 			return jsonText(map[string]string{"error": "the arguments must be a JSON object matching the tool's parameters"}), nil
 		}
 	}
-	if err := tb.admit(ctx, ref, args); err != nil {
+	if err := tb.admit(ctx, c, ref, args); err != nil {
+		var an *approvalNeeded
+		if errors.As(err, &an) {
+			return "", an
+		}
+		var un *unattended
+		if errors.Is(err, errApprovalElsewhere) || errors.Is(err, errApprovalNoConversation) || errors.As(err, &un) {
+			tb.step(agent.Step{Tool: StepToolCall, Name: ref.name, Server: ref.label, Text: foldArgs(args), Done: true, Error: err.Error()})
+		}
 		return jsonText(map[string]string{"error": err.Error(), "code": "refused"}), nil
 	}
 	tb.calls++

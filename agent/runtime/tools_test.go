@@ -62,28 +62,28 @@ func newToolServer(t *testing.T, name, secret string) *toolServer {
 	t.Helper()
 	ts := &toolServer{noticed: make(chan struct{}, 16)}
 	s := server.NewMCPServer(name, "1.0.0", server.WithToolCapabilities(true))
-	s.AddTool(mcp.NewTool("add", mcp.WithDescription("Adds two numbers"),
+	s.AddTool(mcp.NewTool("add", mcp.WithDescription("Adds two numbers"), readOnly,
 		mcp.WithNumber("a", mcp.Required()), mcp.WithNumber("b", mcp.Required())),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ts.calls.Add(1)
 			return mcp.NewToolResultText(fmt.Sprint(req.GetFloat("a", 0) + req.GetFloat("b", 0))), nil
 		})
-	s.AddTool(mcp.NewTool("lookup", mcp.WithDescription("Looks a word up"), mcp.WithString("word", mcp.Required())),
+	s.AddTool(mcp.NewTool("lookup", mcp.WithDescription("Looks a word up"), readOnly, mcp.WithString("word", mcp.Required())),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ts.calls.Add(1)
 			return mcp.NewToolResultText(name + " knows " + req.GetString("word", "")), nil
 		})
-	s.AddTool(mcp.NewTool("big", mcp.WithDescription("Returns a lot")),
+	s.AddTool(mcp.NewTool("big", mcp.WithDescription("Returns a lot"), readOnly),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ts.calls.Add(1)
 			return mcp.NewToolResultText(strings.Repeat("x", 40<<10)), nil
 		})
-	s.AddTool(mcp.NewTool("fail", mcp.WithDescription("Always fails")),
+	s.AddTool(mcp.NewTool("fail", mcp.WithDescription("Always fails"), readOnly),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ts.calls.Add(1)
 			return mcp.NewToolResultError("the oven is cold"), nil
 		})
-	s.AddTool(mcp.NewTool("hang", mcp.WithDescription("Never answers in time")),
+	s.AddTool(mcp.NewTool("hang", mcp.WithDescription("Never answers in time"), readOnly),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ts.calls.Add(1)
 			select {
@@ -92,10 +92,10 @@ func newToolServer(t *testing.T, name, secret string) *toolServer {
 			}
 			return mcp.NewToolResultText("too late"), nil
 		})
-	s.AddTool(mcp.NewTool("grow", mcp.WithDescription("Adds a tool")),
+	s.AddTool(mcp.NewTool("grow", mcp.WithDescription("Adds a tool"), readOnly),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ts.calls.Add(1)
-			s.AddTool(mcp.NewTool("fresh", mcp.WithDescription("A new tool")),
+			s.AddTool(mcp.NewTool("fresh", mcp.WithDescription("A new tool"), readOnly),
 				func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 					return mcp.NewToolResultText("fresh!"), nil
 				})
@@ -124,6 +124,9 @@ func newToolServer(t *testing.T, name, secret string) *toolServer {
 	ts.url = srv.URL + "/mcp"
 	return ts
 }
+
+// readOnly marks a test tool read-only: it runs without approval.
+var readOnly = mcp.WithReadOnlyHintAnnotation(true)
 
 // toolAgent is an llm agent with tool servers whose model follows a
 // script; each turn runs on the same runtime (its pooled sessions).
@@ -454,7 +457,7 @@ func TestLLMAgentAsTool(t *testing.T) {
 		}
 		return fakellm.Reply{Calls: []fakellm.ToolCall{fakellm.Call("c1", named(t, req, "send_message", "calculator"), map[string]string{"text": "6*7"})}}
 	}
-	a := newToolAgent(t, script, []agent.ToolServer{{Agent: idCalc}}, runtime.RuntimeOptions{})
+	a := newToolAgent(t, script, []agent.ToolServer{{Agent: idCalc, Allow: []string{"send_message"}}}, runtime.RuntimeOptions{})
 	a.rt.Delegator = d
 	reply, steps, err := a.turn(t, "6*7?")
 	if err != nil || !strings.Contains(reply, "42") {

@@ -199,8 +199,13 @@ func (p *delegationPlanet) askPlanner(ctx context.Context, text string) (apiwire
 // sendMessage sends text to agentID through a portal's message API
 // (POST /api/v1/agents/{id}/messages, no account), within 90 s.
 func sendMessage(ctx context.Context, portal, agentID, text string) (apiwire.MessageOut, error) {
+	return postMessage(ctx, portal, agentID, apiwire.MessageIn{Text: text})
+}
+
+// postMessage posts in to agentID's message API at portal.
+func postMessage(ctx context.Context, portal, agentID string, in apiwire.MessageIn) (apiwire.MessageOut, error) {
 	var out apiwire.MessageOut
-	body, _ := json.Marshal(apiwire.MessageIn{Text: text})
+	body, _ := json.Marshal(in)
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, portal+"/api/v1/agents/"+agentID+"/messages", bytes.NewReader(body))

@@ -15,7 +15,9 @@ import (
 // TestClusterLLMTools: an llm agent on node A whose tool servers are node
 // B's own MCP endpoint and B's calculator (an agent id) searches B's
 // catalogue with B's search_agents, asks the calculator over the network,
-// and answers from both; each call is a step of the API reply.
+// and answers from both; each call is a step of the API reply. B's
+// search_agents is read-only and runs at once; the owner allows the
+// calculator, an agent, to be asked without approval.
 func TestClusterLLMTools(t *testing.T) {
 	private := []string{"--allow-private-endpoints"}
 	a := startClusterNode(t, nodeOpts{extra: private})
@@ -53,7 +55,7 @@ func TestClusterLLMTools(t *testing.T) {
 		}
 	}}
 	tooler := a.registerBackend("tooler", map[string]any{"kind": "llm", "url": serveModel(t, model), "model": "tools-model",
-		"tools": []map[string]string{{"url": b.m.HTTPURL() + "/mcp"}, {"agent": calc.ID}}})
+		"tools": []map[string]any{{"url": b.m.HTTPURL() + "/mcp"}, {"agent": calc.ID, "allow": []string{"send_message"}}}})
 
 	out, err := sendMessage(t.Context(), a.m.HTTPURL(), tooler.ID, "what is 6*7?")
 	if err != nil {

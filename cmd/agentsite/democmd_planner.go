@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent/runtime"
 	"github.com/agentsite/agentsite/agent/runtime/fakellm"
+	"github.com/agentsite/agentsite/agent/runtime/fakenotes"
 )
 
 // demoPlannerModel is the model name the demo's planner agent shows: it
@@ -57,8 +58,12 @@ func demoExpression(question string) string {
 	return demoDefaultSum
 }
 
-// Reply is the planner's fakellm.Script.
+// Reply is the planner's fakellm.Script. "note <text>" uses the demo's
+// notebook tool server (fakenotes.Script), whose save waits for approval.
 func (p demoPlanner) Reply(req fakellm.Request) fakellm.Reply {
+	if strings.HasPrefix(strings.TrimSpace(req.LastUser()), "note ") {
+		return fakenotes.Script(req)
+	}
 	results := req.ToolResults() // this turn's: history carries no tool messages
 	if len(results) == 0 {
 		return fakellm.Reply{Calls: []fakellm.ToolCall{

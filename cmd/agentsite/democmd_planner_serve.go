@@ -10,23 +10,31 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/runtime/fakellm"
+	"github.com/agentsite/agentsite/agent/runtime/fakenotes"
 )
 
 // demoPlannerSpec is node-a's planner: an agent that calls agents, on the
 // demo's scripted model served at modelURL.
-func demoPlannerSpec(modelURL string) demoAgentSpec {
+func demoPlannerSpec(modelURL, notesURL string) demoAgentSpec {
 	return demoAgentSpec{
 		Name: "planner", DisplayName: "Planner (demo model)",
 		Description: "Hosted by demo node A. An agent that calls other agents, backed by a scripted demo model, not a real LLM: " +
 			"for any question it searches the planet for a calculator on another node, asks it the arithmetic in your question " +
 			"(6*7 if there is none), asks node C's haiku agent for a poem about the result, and answers with both. " +
-			"Each step shows in the chat as it happens; the demo pauses a moment before each (agentsite demo --step-pause) so you can watch them arrive.",
+			"Each step shows in the chat as it happens; the demo pauses a moment before each (agentsite demo --step-pause) so you can watch them arrive. " +
+			"Say \"note <text>\" and it saves the note in the demo's notebook, an MCP tool server: reading the notes runs at once, " +
+			"saving one waits until you approve the call.",
 		Tags:    []string{"demo", "planner", "delegation"},
 		Example: "what is 12*(3+4)?",
 		Skill:   "Works a question out with agents on other nodes (scripted demo model).",
-		Backend: agent.Backend{Kind: agent.BackendLLM, URL: modelURL, Model: demoPlannerModel, Delegate: true},
+		Backend: agent.Backend{Kind: agent.BackendLLM, URL: modelURL, Model: demoPlannerModel, Delegate: true,
+			Tools: []agent.ToolServer{{URL: notesURL}}},
 	}
 }
+
+// demoNotesPath is where the demo's notebook MCP server (fakenotes) is
+// served, beside the planner's model.
+const demoNotesPath = "/notes/mcp"
 
 // startPlanner serves the planner's scripted model in this process (on
 // 127.0.0.1, a free port) and registers the planner on node-a, pointing
@@ -50,8 +58,11 @@ func (d *demo) startPlanner(ctx context.Context, token string) (stop func(), err
 	if err != nil {
 		return nil, fmt.Errorf("serve the planner's demo model: %w", err)
 	}
+	mux := http.NewServeMux()
+	mux.Handle(demoNotesPath, fakenotes.New().Handler())
+	mux.Handle("/", pausing(&fakellm.Server{Model: demoPlannerModel, Script: script.Reply}, d.cfg.StepPause))
 	srv := &http.Server{
-		Handler:           pausing(&fakellm.Server{Model: demoPlannerModel, Script: script.Reply}, d.cfg.StepPause),
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	served := make(chan struct{})
@@ -68,7 +79,7 @@ func (d *demo) startPlanner(ctx context.Context, token string) (stop func(), err
 		<-served
 	}
 	modelURL := "http://" + ln.Addr().String() + "/v1"
-	spec := demoPlannerSpec(modelURL)
+	spec := demoPlannerSpec(modelURL, "http://"+ln.Addr().String()+demoNotesPath)
 	verb, id, err := d.ensureAgent(ctx, token, a, spec)
 	if err != nil {
 		stop()

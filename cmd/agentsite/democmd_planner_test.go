@@ -69,6 +69,17 @@ func checkDemoPlanner(t *testing.T, base int) {
 		t.Errorf("the answer does not use both replies:\n%s\nsteps: %+v", out.Reply, out.Steps)
 	}
 	t.Logf("the planner's answer:\n%s\nits steps: %+v", out.Reply, out.Steps)
+
+	// The demo notebook: saving a note waits for approval, then runs.
+	out, err = sendMessage(t.Context(), portal(0), planner.ID, "note buy milk")
+	if err != nil || out.Approval == nil || out.Approval.Tool != "save_note" {
+		t.Fatalf("note: %+v, %v; want a save_note waiting for approval", out, err)
+	}
+	out, err = postMessage(t.Context(), portal(0), planner.ID, apiwire.MessageIn{ConversationID: out.ConversationID,
+		Approval: &agent.ApprovalAnswer{ID: out.Approval.ID, Approve: true}})
+	if err != nil || out.Reply != "done: saved: buy milk" {
+		t.Errorf("after approval: %+v, %v", out, err)
+	}
 }
 
 func TestDemoPlannerExpression(t *testing.T) {

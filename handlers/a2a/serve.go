@@ -213,6 +213,19 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, c *call, who ca
 		pushCfg = &pc
 	}
 	text, rerr := messageText(p.Message)
+	approval, aerr := messageApproval(p.Message)
+	if aerr != nil {
+		c.fail(w, aerr)
+		return
+	}
+	if approval != nil && (rerr == errOnlyText || strings.TrimSpace(text) == "") {
+		// An answer to an approval alone: the conversation keeps it in a
+		// word.
+		text, rerr = "Deny", nil
+		if approval.Approve {
+			text = "Approve"
+		}
+	}
 	var resume *task
 	if rerr == nil && p.Message.TaskID != "" {
 		resume, rerr = s.followUp(p.Message, scope, who)
@@ -248,7 +261,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request, c *call, who ca
 		}
 	}
 	s.turn(w, r, c, turnSpec{scope: scope, agentID: agentID, msg: p.Message, text: text, config: p.Config, trace: trace,
-		who: who, push: pushCfg}, resume)
+		who: who, push: pushCfg, approval: approval}, resume)
 }
 
 // failHTTP answers a failure of the HTTP exchange (too many requests,
@@ -315,6 +328,36 @@ func messageText(m *a2a.Message) (string, *RPCError) {
 		return "", errOnlyText
 	}
 	return "", invalidParams("params.message has no parts: send the text as a text part.")
+}
+
+// ApprovalDataKey is the key of a data part that carries a tool call
+// waiting for approval (from the agent, with the input-required status)
+// or the answer to one (from the client: {"id": ..., "approve": true}).
+const ApprovalDataKey = "approval"
+
+// messageApproval is the answer to an approval a message carries in a
+// data part ({"approval": {"id": ..., "approve": true}}), nil when none.
+func messageApproval(m *a2a.Message) (*agent.ApprovalAnswer, *RPCError) {
+	if m == nil {
+		return nil, nil
+	}
+	for _, p := range m.Parts {
+		d, ok := p.(a2a.DataPart)
+		if !ok {
+			continue
+		}
+		v, ok := d.Data[ApprovalDataKey]
+		if !ok {
+			continue
+		}
+		raw, _ := json.Marshal(v)
+		var a agent.ApprovalAnswer
+		if json.Unmarshal(raw, &a) != nil || a.ID == "" || len(a.ID) > agent.MaxApprovalIDLen {
+			return nil, invalidParams(`The approval data part must be {"approval": {"id": "<the id the task's status gave>", "approve": true}} (or "approve": false).`)
+		}
+		return &a, nil
+	}
+	return nil, nil
 }
 
 // followUp is the task a message naming one continues: one whose agent

@@ -347,7 +347,7 @@ func (t *task) replyMessage() *a2a.Message {
 // pause ends the turn with the agent asking for input: prompt is the
 // status message and joins the history. The reply so far stays an
 // artifact of the task; the next turn's goes in a new one.
-func (t *task) pause(prompt string, now time.Time) *a2a.TaskStatusUpdateEvent {
+func (t *task) pause(prompt string, approval *agent.Approval, now time.Time) *a2a.TaskStatusUpdateEvent {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if a := t.replyArtifactLocked(); a != nil {
@@ -356,6 +356,14 @@ func (t *task) pause(prompt string, now time.Time) *a2a.TaskStatusUpdateEvent {
 	t.streamed.Reset()
 	t.reply, t.data = nil, nil
 	msg := t.agentMessage(prompt)
+	if approval != nil {
+		// The call waiting, as data a client can show and answer.
+		msg.Parts = append(msg.Parts, a2a.DataPart{Data: map[string]any{ApprovalDataKey: map[string]any{
+			"id": approval.ID, "tool": approval.Tool, "server": approval.Server, "args": approval.Args,
+			"expires_at": approval.ExpiresAt.UTC().Format(time.RFC3339),
+			"answer":     `send a message on this task: "approve" or "deny", or a data part {"approval": {"id": "` + approval.ID + `", "approve": true}}`,
+		}}})
+	}
 	t.history = append(t.history, msg)
 	t.finish(a2a.TaskStateInputRequired, msg, now)
 	return t.statusEvent(true)

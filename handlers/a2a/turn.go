@@ -24,6 +24,8 @@ type turnSpec struct {
 	trace   agent.Trace // from another agent that passed the message on
 	who     caller      // who sent it: the task and the conversation are its
 	push    *pushConfig // where to tell of the task's changes; nil: nowhere
+	// approval answers the tool call the task waits to have approved
+	approval *agent.ApprovalAnswer
 }
 
 // turn runs a message as a task. The contextId names the conversation:
@@ -144,7 +146,7 @@ func (s *Server) run(t *task, cctx context.Context, cancel context.CancelCauseFu
 
 	ev.send(t.begin(s.now()))
 	req := chat.Request{AgentID: t.agentID, ConversationID: t.contextID, Text: spec.text, Trace: spec.trace,
-		MessageID: spec.msg.ID, OnStep: func(st agent.Step) {
+		MessageID: spec.msg.ID, Approval: spec.approval, OnStep: func(st agent.Step) {
 			if st.Done { // a step is told once, as it ends
 				ev.send(t.step(st, s.now()))
 			}
@@ -165,7 +167,7 @@ func (s *Server) run(t *task, cctx context.Context, cancel context.CancelCauseFu
 		})
 	switch {
 	case err == nil && res.NeedsInput:
-		ev.send(t.pause(res.Reply.Text, s.now()))
+		ev.send(t.pause(res.Reply.Text, res.Approval, s.now()))
 	case err == nil:
 		art, final := t.complete(res.Reply.Text, s.now())
 		if art != nil {

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -74,13 +76,45 @@ func (a *API) SendMessage(w http.ResponseWriter, r *http.Request) {
 		// queue as its own visitor.
 		ctx = agent.WithCaller(ctx, string(chat.APIAnonymous)+"@"+visitor)
 	}
-	res, err := a.Chat.Turn(ctx, owner, chat.Request{AgentID: chi.URLParam(r, "id"), ConversationID: in.ConversationID, Text: in.Text, OnStep: onStep,
-		Quota: a.ChatRates.Quota(a.Now, visitor)}, func(string) error { return nil })
+	text, err := approvalText(in)
+	if err != nil {
+		a.Fail(w, r, err)
+		return
+	}
+	res, err := a.Chat.Turn(ctx, owner, chat.Request{AgentID: chi.URLParam(r, "id"), ConversationID: in.ConversationID, Text: text, OnStep: onStep,
+		Quota: a.ChatRates.Quota(a.Now, visitor), Approval: in.Approval}, func(string) error { return nil })
 	if err != nil {
 		a.Fail(w, r, turnError(err, res))
 		return
 	}
-	httpkit.WriteJSON(w, http.StatusOK, apiwire.MessageOut{ConversationID: res.Conversation.ID, MessageID: res.Reply.ID, Reply: res.Reply.Text, Steps: steps})
+	out := apiwire.MessageOut{ConversationID: res.Conversation.ID, MessageID: res.Reply.ID, Reply: res.Reply.Text, Steps: steps, NeedsInput: res.NeedsInput}
+	if ap := res.Approval; ap != nil {
+		out.Approval = &apiwire.PendingApproval{Approval: *ap, Answer: fmt.Sprintf(
+			`POST this endpoint again with {"conversation_id": %q, "approval": {"id": %q, "approve": true}} to run the call, or "approve": false to deny it`,
+			res.Conversation.ID, ap.ID)}
+	}
+	httpkit.WriteJSON(w, http.StatusOK, out)
+}
+
+// approvalText is the message a request stores: its text, or for an
+// answer to an approval without one, the answer in a word.
+func approvalText(in apiwire.MessageIn) (string, error) {
+	ap := in.Approval
+	if ap == nil {
+		return in.Text, nil
+	}
+	if ap.ID == "" || len(ap.ID) > agent.MaxApprovalIDLen || in.ConversationID == "" {
+		return "", &httpkit.Error{Status: http.StatusBadRequest, Code: string(agent.CodeInvalidInput),
+			Message: `An approval answers the one a reply named: give its conversation_id and {"approval": {"id": "<approval.id>", "approve": true}}.`,
+			Fields:  map[string]string{"approval.id": "is required, with conversation_id"}}
+	}
+	if strings.TrimSpace(in.Text) != "" {
+		return in.Text, nil
+	}
+	if ap.Approve {
+		return "Approve", nil
+	}
+	return "Deny", nil
 }
 
 // visitor is the budget key of an anonymous caller from address: the

@@ -177,6 +177,16 @@ type PeerSync struct {
 type MessageIn struct {
 	Text           string `json:"text"`
 	ConversationID string `json:"conversation_id,omitempty"`
+	// Approval answers the tool call a reply waits on (MessageOut's
+	// Approval), in its conversation; Text may then be empty.
+	Approval *agent.ApprovalAnswer `json:"approval,omitempty"`
+}
+
+// PendingApproval is a tool call the agent waits to have approved (docs/
+// agents.md, "Tools and approvals"), and how to answer it.
+type PendingApproval struct {
+	agent.Approval
+	Answer string `json:"answer"`
 }
 
 // MessageOut is the answer to a MessageIn: the agent's reply and the
@@ -188,6 +198,11 @@ type MessageOut struct {
 	// Steps are the delegations the agent made for this reply (agents
 	// that call agents), in order; absent when it made none.
 	Steps []agent.Step `json:"steps,omitempty"`
+	// NeedsInput is set when the agent waits for the next message in
+	// the conversation (Reply is its question); Approval, when that is a
+	// yes or no to a tool call.
+	NeedsInput bool             `json:"needs_input,omitempty"`
+	Approval   *PendingApproval `json:"approval,omitempty"`
 }
 
 // NetworkSearch is the answer to POST /api/v1/network/search?tag=: how

@@ -61,6 +61,9 @@ func TestChatWebSocket(t *testing.T) {
 		{websocket.TextMessage, "not json"},
 		{websocket.TextMessage, `{"type":"subscribe"}`},
 		{websocket.BinaryMessage, "\x00\x01"},
+		// An approval frame must name the approval and its conversation.
+		{websocket.TextMessage, `{"type":"approval","agent_id":"` + id + `","conversation_id":"` + done.ConversationID + `"}`},
+		{websocket.TextMessage, `{"type":"approval","agent_id":"` + id + `","approval":{"id":"ap1","approve":true}}`},
 	} {
 		if err := c.WriteMessage(bad.kind, []byte(bad.data)); err != nil {
 			t.Fatal(err)

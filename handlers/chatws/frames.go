@@ -19,6 +19,10 @@ const (
 	// with text. Both answer like a message.
 	TypeRetry = "retry"
 	TypeEdit  = "edit"
+	// TypeApproval answers the tool call a done frame's approval waits
+	// on ({"approval": {"id": ..., "approve": true}}); it answers like a
+	// message.
+	TypeApproval = "approval"
 	// TypeAttach asks for the reply still on its way in conversation_id
 	// (after a reload, or a reconnect): attached (the text so far) and the
 	// rest of the turn's frames, or idle when there is none.
@@ -49,6 +53,8 @@ type In struct {
 	AgentID        string `json:"agent_id"`
 	ConversationID string `json:"conversation_id,omitempty"`
 	Text           string `json:"text"`
+	// Approval is an approval frame's answer.
+	Approval *agent.ApprovalAnswer `json:"approval,omitempty"`
 }
 
 // Out is a frame to the browser: a chunk of the reply, done (with the
@@ -87,6 +93,9 @@ type Out struct {
 	Step *agent.Step `json:"step,omitempty"`
 	// Ahead is a waiting frame's place in the model's queue.
 	Ahead *int `json:"ahead,omitempty"`
+	// Approval is set on a done frame whose reply waits for the person
+	// to approve a tool call: answer it with an approval frame.
+	Approval *agent.Approval `json:"approval,omitempty"`
 }
 
 // Codes of this transport's own refusals, before a turn starts.

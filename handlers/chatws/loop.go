@@ -100,8 +100,16 @@ func (h *Handler) admit(owner chat.Owner, client string, kind int, data []byte) 
 	case TypeStop, TypeAttach:
 		return in, Out{}, true
 	case TypeMessage, TypeRetry, TypeEdit:
+	case TypeApproval:
+		if a := in.Approval; a == nil || a.ID == "" || len(a.ID) > agent.MaxApprovalIDLen || in.ConversationID == "" {
+			return in, errorFrame(CodeBadFrame, `An approval frame is {"type":"approval","agent_id":"…","conversation_id":"…","approval":{"id":"…","approve":true}}.`, in.ConversationID, false, false), false
+		}
+		in.Text = "Deny"
+		if in.Approval.Approve {
+			in.Text = "Approve"
+		}
 	default:
-		return in, errorFrame(CodeBadFrame, `Frames must be JSON like {"type":"message","agent_id":"…","text":"…"}; other types are stop, retry, edit and attach.`, "", false, false), false
+		return in, errorFrame(CodeBadFrame, `Frames must be JSON like {"type":"message","agent_id":"…","text":"…"}; other types are stop, retry, edit, approval and attach.`, "", false, false), false
 	}
 	now := h.Now().UTC()
 	if !h.Rates.Allow(string(owner), now) || !h.addressAllows(client, now) {
@@ -130,7 +138,7 @@ func (s *socket) handle(in In) {
 			_ = send(s.ctx, s.out, Out{Type: TypeIdle, ConversationID: in.ConversationID})
 		}
 	default:
-		req := chat.Request{AgentID: in.AgentID, ConversationID: in.ConversationID, Text: in.Text, Quota: s.quota}
+		req := chat.Request{AgentID: in.AgentID, ConversationID: in.ConversationID, Text: in.Text, Quota: s.quota, Approval: in.Approval}
 		switch in.Type {
 		case TypeRetry:
 			req.ReplaceLast, req.Text = true, ""
@@ -286,7 +294,8 @@ func (h *Handler) endFrame(ctx context.Context, end *chat.LiveEnd, convID string
 		return turnErrorFrame(e, end.Result, convID, streamed || end.Streamed)
 	}
 	r := end.Result
-	return Out{Type: TypeDone, ConversationID: r.Conversation.ID, MessageID: r.Reply.ID, Text: r.Reply.Text, HTML: string(markdown.Render(r.Reply.Text))}
+	return Out{Type: TypeDone, ConversationID: r.Conversation.ID, MessageID: r.Reply.ID, Text: r.Reply.Text, HTML: string(markdown.Render(r.Reply.Text)),
+		Approval: r.Approval}
 }
 
 func send(ctx context.Context, out chan<- Out, m Out) error {

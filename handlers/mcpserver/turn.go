@@ -11,6 +11,12 @@ import (
 	"github.com/agentsite/agentsite/mcpkit/mcpstream"
 )
 
+// NoApprovalsHere is why a tool call that needs approval is refused in a
+// turn from an MCP client that did not declare elicitation: its caller
+// may be a model, which must not approve on a person's behalf (docs/
+// agents.md, "Tools and approvals"). One that did is asked (elicits).
+const NoApprovalsHere = "an MCP client cannot approve it, so ask this agent in its chat page or over A2A, where the person approves each call"
+
 func (p *public) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	id, ok := argString(req.GetArguments(), "agent_id")
 	if !ok || id == "" {
@@ -48,8 +54,21 @@ func (p *public) turn(ctx context.Context, req mcp.CallToolRequest, agentID stri
 		ctx = agent.WithCaller(ctx, string(owner)+"@"+callerFrom(ctx))
 	}
 	stream := mcpstream.New(ctx, p.srv, req)
+	noApprovals := NoApprovalsHere
+	if elicits(ctx) {
+		noApprovals = "" // the client's person is asked (elicitation)
+	}
 	res, err := p.s.Chat.Turn(ctx, owner, chat.Request{AgentID: agentID, ConversationID: conv, Text: text,
-		Quota: p.s.ChatRates.Quota(p.s.Now, callerFrom(ctx))}, stream.Emit)
+		Quota: p.s.ChatRates.Quota(p.s.Now, callerFrom(ctx)), NoApprovals: noApprovals}, stream.Emit)
+	for n := 0; err == nil && res.Approval != nil && n < maxElicitations; n++ {
+		answer := p.elicitApproval(ctx, res.Reply.Text, *res.Approval)
+		word := "Deny"
+		if answer.Approve {
+			word = "Approve"
+		}
+		res, err = p.s.Chat.Turn(ctx, owner, chat.Request{AgentID: agentID, ConversationID: res.Conversation.ID, Text: word,
+			Quota: p.s.ChatRates.Quota(p.s.Now, callerFrom(ctx)), Approval: &answer}, stream.Emit)
+	}
 	stream.Drain()
 	if err != nil {
 		return nil, &turnFailed{err: err, conversationID: res.Conversation.ID}
@@ -64,4 +83,43 @@ func (p *public) turn(ctx context.Context, req mcp.CallToolRequest, agentID stri
 			"agent_id": agentID, "conversation_id": cid, "message_id": res.Reply.ID, "reply": res.Reply.Text,
 		},
 	}, nil
+}
+
+// maxElicitations bounds the approvals one send_message asks for.
+const maxElicitations = 8
+
+// elicits reports whether the calling client declared MCP elicitation:
+// its person can then be asked to approve a tool call (docs/protocols.md).
+func elicits(ctx context.Context) bool {
+	cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
+	if !ok {
+		return false
+	}
+	_, elicitable := cs.(server.SessionWithElicitation)
+	return elicitable && cs.GetClientCapabilities().Elicitation != nil
+}
+
+// elicitApproval asks the client's person to approve a tool call: yes
+// only when they accept with approve true; anything else (decline,
+// cancel, an error) is no.
+func (p *public) elicitApproval(ctx context.Context, prompt string, a agent.Approval) agent.ApprovalAnswer {
+	var req mcp.ElicitationRequest
+	req.Params.Message = prompt
+	req.Params.RequestedSchema = map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"approve": map[string]any{"type": "boolean", "title": "Approve " + a.Tool + " on " + a.Server,
+				"description": "Arguments: " + a.Args},
+		},
+		"required": []string{"approve"},
+	}
+	answer := agent.ApprovalAnswer{ID: a.ID}
+	res, err := p.srv.RequestElicitation(ctx, req)
+	if err != nil || res == nil || res.Action != mcp.ElicitationResponseActionAccept {
+		return answer
+	}
+	if m, ok := res.Content.(map[string]any); ok {
+		answer.Approve, _ = m["approve"].(bool)
+	}
+	return answer
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +115,7 @@ func TestBrowserToolPicker(t *testing.T) {
 	b.Do("save", chromedp.Click(Tid("agent-form-submit")), chromedp.WaitVisible(Tid("agent-detail")))
 	id := Run(b, "read the agent id", chromedp.AttributeValue(Tid("agent-detail"), "data-agent-id")).Value
 	bk, err := e.Store.GetBackend(t.Context(), id)
-	if err != nil || len(bk.Tools) != 1 || bk.Tools[0] != (agent.ToolServer{Agent: mcp}) {
+	if err != nil || len(bk.Tools) != 1 || !reflect.DeepEqual(bk.Tools[0], agent.ToolServer{Agent: mcp}) {
 		t.Fatalf("saved tools %v, %v; want the picked server", bk.Tools, err)
 	}
 	b.AssertClean("saved")

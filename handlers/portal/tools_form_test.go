@@ -3,6 +3,7 @@ package portal_test
 import (
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -44,12 +45,12 @@ func TestRegisterLLMTools(t *testing.T) {
 	}
 
 	// Saved: both servers, the secret stored with its header.
-	resp = e.PostForm("/register", RegisterForm(llm("https://tools.example.com/mcp X-Api-Key: "+secret+"\n\n"+calc)...))
+	resp = e.PostForm("/register", RegisterForm(llm("https://tools.example.com/mcp X-Api-Key: "+secret+"\n\n"+calc+" allow=send_message")...))
 	WantStatus(t, resp, http.StatusSeeOther)
 	id := strings.TrimPrefix(Location(t, resp), "/agents/")
 	b, err := e.Store.GetBackend(t.Context(), id)
-	want := []agent.ToolServer{{URL: "https://tools.example.com/mcp", Header: "X-Api-Key", Secret: secret}, {Agent: calc}}
-	if err != nil || len(b.Tools) != 2 || b.Tools[0] != want[0] || b.Tools[1] != want[1] {
+	want := []agent.ToolServer{{URL: "https://tools.example.com/mcp", Header: "X-Api-Key", Secret: secret}, {Agent: calc, Allow: []string{"send_message"}}}
+	if err != nil || !reflect.DeepEqual(b.Tools, want) {
 		t.Fatalf("stored tools %v, %v", b.Tools, err)
 	}
 
@@ -57,7 +58,7 @@ func TestRegisterLLMTools(t *testing.T) {
 	editPath := "/account/agents/" + id + "/edit"
 	doc = ParsePage(t, noSecret(t, e.Do(http.MethodGet, editPath, nil)), http.StatusOK)
 	text := MustTestid(t, doc, "backend-tools").Text()
-	if text != "https://tools.example.com/mcp X-Api-Key:\n"+calc {
+	if text != "https://tools.example.com/mcp X-Api-Key:\n"+calc+" allow=send_message" {
 		t.Errorf("edit form tools %q", text)
 	}
 	noSecret(t, e.Do(http.MethodGet, "/agents/"+id, nil))

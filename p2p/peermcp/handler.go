@@ -180,7 +180,9 @@ func (h *handler) answer(ctx context.Context, in *turnArgs, trace agent.Trace, t
 	if !traceOK {
 		return badArgs("_meta", "the delegation trace is malformed or over the hop limit")
 	}
-	turn := agent.Turn{AgentID: in.AgentID, ConversationID: in.ConversationID, History: fromWire(in.History), Text: in.Text, Trace: trace}
+	// FromPeer: no one here can approve a tool call for this turn.
+	turn := agent.Turn{AgentID: in.AgentID, ConversationID: in.ConversationID, History: fromWire(in.History), Text: in.Text, Trace: trace,
+		FromPeer: callerFrom(ctx)}
 	st := stream()
 	turn.OnStep = func(s agent.Step) { _ = st.Notify(MethodStep, map[string]any{"step": s}) }
 	turn.OnWait = func(n int) { _ = st.Notify(MethodWaiting, map[string]any{"ahead": n}) }
