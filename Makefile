@@ -123,8 +123,8 @@ fuzz: ## fuzz record opening and validation, the heartbeat decoder and both sync
 	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime 60s ./agent/
 	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 60s ./agent/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeHeartbeat$$' -fuzztime 60s ./p2p/heartbeat/
-	$(GO) test -run '^$$' -fuzz '^FuzzReadFeedPage$$' -fuzztime 60s ./p2p/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSyncPage$$' -fuzztime 60s ./p2p/
+	$(GO) test -run '^$$' -fuzz '^FuzzReadFeedPage$$' -fuzztime 60s ./p2p/catalogsync/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSyncPage$$' -fuzztime 60s ./p2p/catalogsync/
 
 clean: ## remove build output (not ./data)
 	rm -rf bin

@@ -2,7 +2,6 @@ package p2p
 
 import (
 	"context"
-	"time"
 
 	"github.com/agentsite/agentsite/agent"
 )
@@ -37,29 +36,4 @@ type Cache interface {
 	// health), from its heartbeat or this node's own: only listings whose
 	// host is hostPeerID change, agents not known yet are skipped.
 	SetHealth(ctx context.Context, hostPeerID string, health map[string]agent.Health) error
-}
-
-// FeedCache is what incremental catalogue sync (sync_feed.go) needs: the
-// cache's change feed to serve, and where this node got to in each peer's,
-// kept across restarts.
-type FeedCache interface {
-	// FeedID names the cache's change feed; a cursor in one feed means
-	// nothing in another.
-	FeedID(ctx context.Context) (string, error)
-	// SyncChanges pages through the envelopes of the unexpired listings
-	// (tombstones included) whose sync number (one per new envelope) is
-	// above after and whose id is in [lo, hi) (hi "" is no bound), in that
-	// order. next is the number to continue after; more says whether more
-	// may follow now. limit 0 returns no envelopes and next = the feed's head (more:
-	// not settled yet, numbers below it may still appear). A reader that
-	// continues after next misses no change.
-	SyncChanges(ctx context.Context, after int64, lo, hi string, limit int) (envs [][]byte, next int64, more bool, err error)
-	// SyncCursor is where this node got to in peer's feed for shard
-	// (feed "" when nowhere); complete says the shard was once read to
-	// its end.
-	SyncCursor(ctx context.Context, peer string, shard int) (feed string, after int64, complete bool, err error)
-	// SetSyncCursor stores it.
-	SetSyncCursor(ctx context.Context, peer string, shard int, feed string, after int64, complete bool) error
-	// PruneSyncCursors drops the cursors not written since before.
-	PruneSyncCursors(ctx context.Context, before time.Time) (int, error)
 }

@@ -3,6 +3,7 @@ package p2p
 import (
 	"time"
 
+	"github.com/agentsite/agentsite/p2p/catalogsync"
 	"github.com/agentsite/agentsite/p2p/intake"
 )
 
@@ -39,6 +40,7 @@ const (
 	DefaultDHTValuesPerIPGroup = 1024
 	// DefaultSyncServeRate and DefaultSyncServeBurst are SyncServeLimits'
 	// defaults, in bytes (--sync-serve-rate, --sync-serve-burst, in MiB).
-	DefaultSyncServeRate  = 4 << 20
-	DefaultSyncServeBurst = 16 << 20
+	// (p2p/catalogsync owns them.)
+	DefaultSyncServeRate  = catalogsync.DefaultServeRate
+	DefaultSyncServeBurst = catalogsync.DefaultServeBurst
 )

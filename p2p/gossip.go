@@ -150,7 +150,7 @@ func (n *Node) handleRecordMsg(ctx context.Context, msg *pubsub.Message) {
 func (n *Node) deliver(ctx context.Context, path string, from peer.ID, rec *agent.Record, env []byte) bool {
 	changed, err := n.cfg.Cache.Put(ctx, rec, env)
 	if err == nil {
-		n.syncs.hold(env) // a digest page need not bring it (sync_feed.go)
+		n.catalog.Hold(env) // a digest page need not bring it (p2p/catalogsync/feed.go)
 	}
 	return n.delivered(ctx, path, from, rec, changed, err)
 }
@@ -198,7 +198,7 @@ func (n *Node) Announce(ctx context.Context, rec *agent.Record, env []byte) erro
 		return nil
 	}
 	n.seqs.check(rec.ID, rec.Seq) //nolint:errcheck // our own seq only grows
-	n.syncs.hold(env)             // our own: a digest page need not bring it back
+	n.catalog.Hold(env)           // our own: a digest page need not bring it back
 	n.beat.OwnChanged()           // the hosted count is recounted off the heartbeat's path
 	if !n.pace.allow(n.now()) {
 		n.metrics.published.WithLabelValues("gossip", "paced").Inc()

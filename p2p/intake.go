@@ -12,10 +12,6 @@ import (
 	"github.com/agentsite/agentsite/p2p/intake"
 )
 
-// maxTracked bounds the host's per-peer maps (sync, serving), as the
-// intake's (intake.MaxTracked).
-const maxTracked = intake.MaxTracked
-
 // Admission is who may place listings here, and how many (p2p/intake
 // owns it and the state it drives).
 type Admission = intake.Admission

@@ -8,7 +8,7 @@ import (
 const (
 	pathGossip = "gossip"
 	pathDHT    = "dht"
-	pathSync   = "sync"
+	pathSync   = "sync" // p2p/catalogsync labels its own the same
 	// pathHeartbeat labels rejected heartbeats (agentsite/status/1).
 	pathHeartbeat = "heartbeat"
 )
@@ -25,8 +25,6 @@ type metrics struct {
 	// NAT (nat.go)
 	holePunches *prometheus.CounterVec
 	mcpStreams  *prometheus.CounterVec
-	// catalogue sync (sync_stats.go)
-	sync syncMetrics
 }
 
 func newMetrics(reg prometheus.Registerer, peerCount func() float64) (*metrics, error) {
@@ -64,11 +62,10 @@ func newMetrics(reg prometheus.Registerer, peerCount func() float64) (*metrics, 
 			Help: "Streams this node opened to other nodes for MCP chat turns, by connection (direct, relayed).",
 		}, []string{"conn"}),
 	}
-	m.sync = newSyncMetrics()
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.accepted, m.rejected, m.heartbeats, m.published, m.peers, m.blocked, m.holePunches, m.mcpStreams, m.sync.requests, m.sync.bytes, m.sync.records} {
+	for _, c := range []prometheus.Collector{m.accepted, m.rejected, m.heartbeats, m.published, m.peers, m.blocked, m.holePunches, m.mcpStreams} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

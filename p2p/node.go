@@ -1,8 +1,9 @@
 // Package p2p is AgentSite's network side: the libp2p host with the node's
 // persistent identity, the Kademlia DHT (/agentsite prefix, validator
-// "agent"), GossipSub topics for records and heartbeats, the catalogue sync
-// protocol, and connection gating. Verified records go to a Cache; p2p never
-// imports the store.
+// "agent"), GossipSub topics for records and heartbeats, and connection
+// gating; it runs the protocol packages (p2p/heartbeat, p2p/intake, and
+// p2p/catalogsync for the catalogue sync). Verified records go to a Cache;
+// p2p never imports the store.
 package p2p
 
 import (
@@ -29,6 +30,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentsite/agentsite/p2p/catalogsync"
 	"github.com/agentsite/agentsite/p2p/heartbeat"
 	"github.com/agentsite/agentsite/p2p/intake"
 )
@@ -37,7 +39,7 @@ import (
 const (
 	TopicRecords  = "agentsite/records/1"
 	TopicStatus   = heartbeat.TopicStatus
-	SyncProtocol  = "/agentsite/sync/1.0.0"
+	SyncProtocol  = catalogsync.SyncProtocol
 	DHTPrefix     = "/agentsite"
 	maxGossipSize = 64 << 10 // a record is ≤ 16 KiB; the library's default is 1 MiB
 )
@@ -98,7 +100,7 @@ type Config struct {
 	// feed again (jittered ±25 %), so that a record lost in gossip is
 	// repaired (DefaultSyncInterval): with more than syncFanout peers, each peer
 	// is pulled every SyncInterval times peers/syncFanout, so that the node
-	// still pulls about syncFanout feeds per SyncInterval (idle.go).
+	// still pulls about syncFanout feeds per SyncInterval (p2p/catalogsync/idle.go).
 	SyncInterval time.Duration
 	// HealthSource gives the health of the hosted agents for the
 	// heartbeats (nil: none).
@@ -128,7 +130,7 @@ type Config struct {
 	// defaults).
 	DHTStore DHTStoreLimits
 	// SyncServe bounds what peers may pull from this node's catalogue
-	// (sync_serve.go; zero: the defaults).
+	// (p2p/catalogsync/serve.go; zero: the defaults).
 	SyncServe SyncServeLimits
 	// LinkDelay, for benchmarks and tests only (builds with -tags
 	// agentsite_testnet; refused otherwise), is the round-trip time every
@@ -170,11 +172,10 @@ type Node struct {
 	in      *intake.Intake     // admission, quotas, strikes, penalties (p2p/intake)
 	beat    *heartbeat.Service // the heartbeat protocol (p2p/heartbeat)
 	traffic *lpmetrics.BandwidthCounter
-	pace    *pace            // own records' gossip (pace.go)
-	hosts   *heartbeat.Hosts // publishers of the listings this node holds (p2p/heartbeat/hosts.go)
-	syncs   *syncTracker
-	serving *serveLimiter // the budgets of the peers served sync (sync_serve.go)
-	dhtPub  *dhtPublisher // own records' DHT puts, bounded (dhtpublish.go)
+	pace    *pace                // own records' gossip (pace.go)
+	hosts   *heartbeat.Hosts     // publishers of the listings this node holds (p2p/heartbeat/hosts.go)
+	catalog *catalogsync.Service // catalogue sync, client and server (p2p/catalogsync)
+	dhtPub  *dhtPublisher        // own records' DHT puts, bounded (dhtpublish.go)
 	scores  intake.Scores
 	mcp     mcpState                  // MCP over libp2p: HTTP over streams for p2p/peermcp (mcp.go)
 	hostp   atomic.Pointer[host.Host] // the host, for libp2p's own goroutines (autorelay's peer source)
@@ -238,10 +239,6 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 		if id, err := peer.Decode(p); err == nil {
 			n.gater.Block(id)
 		}
-	}
-	n.syncs = newSyncTracker()
-	if n.serving, err = newServeLimiter(cfg.SyncServe, n.now, logger, cfg.Registerer); err != nil {
-		return nil, fmt.Errorf("p2p metrics: %w", err)
 	}
 
 	cm, err := connmgr.NewConnManager(100, 400, connmgr.WithGracePeriod(time.Minute))
@@ -315,6 +312,14 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 		Self: h.ID(), Addrs: n.Addrs,
 		Received: n.metrics.heartbeats, Logger: logger, Now: func() time.Time { return n.now() },
 	})
+	if n.catalog, err = catalogsync.New(n.ctx, catalogsync.Config{
+		Host: h, Node: syncHost{n}, Cache: cfg.Cache, Intake: n.in,
+		MaxSyncRecords: cfg.MaxSyncRecords, SyncInterval: cfg.SyncInterval, HeartbeatInterval: cfg.HeartbeatInterval,
+		Serve: cfg.SyncServe, Registerer: cfg.Registerer, Logger: logger, Now: func() time.Time { return n.now() },
+	}); err != nil {
+		_ = n.Close()
+		return nil, fmt.Errorf("p2p metrics: %w", err)
+	}
 	if err := n.watchNAT(); err != nil {
 		_ = n.Close()
 		return nil, err
@@ -344,10 +349,9 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 		_ = n.Close()
 		return nil, err
 	}
-	h.SetStreamHandler(SyncProtocol, n.serveSync)
-	h.SetStreamHandler(SyncFeedProtocol, n.serveFeed)
+	n.catalog.Serve()
 	if !cfg.NoSyncOnConnect {
-		n.watchPeers()
+		n.catalog.WatchPeers()
 	}
 	for _, loop := range n.beat.Start(n.status, n.status2) {
 		n.goLoop(loop)

@@ -23,9 +23,7 @@ func TestPeerMetLaterSendsOnlyWhatIsLacking(t *testing.T) {
 	a := startNode(t, aKey, Config{Cache: aCache, NoSyncOnConnect: true})
 	mirror := &memCache{}
 	m := startNode(t, nil, Config{Cache: mirror, SyncInterval: time.Hour})
-	m.syncs.mu.Lock()
-	m.syncs.adopt = 0 // every later peer is past the window
-	m.syncs.mu.Unlock()
+	m.catalog.SetAdoptWindow(0) // every later peer is past the window
 	connect(t, m, a)
 	waitfor.Until(t, 30*time.Second, "the fill from A", func() bool { return mirror.held() == 20 })
 
@@ -38,9 +36,7 @@ func TestPeerMetLaterSendsOnlyWhatIsLacking(t *testing.T) {
 	connect(t, m, b)
 	waitfor.Until(t, 30*time.Second, "B's own listings", func() bool { return mirror.held() == 23 })
 	waitfor.Until(t, 30*time.Second, "the sync with B to end", func() bool {
-		m.syncs.mu.Lock()
-		defer m.syncs.mu.Unlock()
-		return len(m.syncs.sem) == 0
+		return m.catalog.Running() == 0
 	})
 	after := m.SyncCounts()
 	if known := after.Records["known/first"] - before.Records["known/first"]; known != 0 {
@@ -78,7 +74,7 @@ func TestQuotaRetryTransfersOnlyWhatWasRefused(t *testing.T) {
 	m := startNode(t, nil, Config{Cache: mirror, NoSyncOnConnect: true, Admission: Admission{UnheardPerHour: quota}})
 	connect(t, m, s)
 
-	_, err := m.feedSync(context.Background(), s.Host().ID(), false, syncRoundOther)
+	_, err := m.catalog.FeedSync(context.Background(), s.Host().ID())
 	if !errors.Is(err, agent.ErrOverQuota) {
 		t.Fatalf("first sync: %v, want over the quota", err)
 	}
@@ -90,7 +86,7 @@ func TestQuotaRetryTransfersOnlyWhatWasRefused(t *testing.T) {
 	for _, p := range pubs {
 		m.in.Hear(p, m.now())
 	}
-	if _, err := m.feedSync(context.Background(), s.Host().ID(), false, syncRoundOther); err != nil {
+	if _, err := m.catalog.FeedSync(context.Background(), s.Host().ID()); err != nil {
 		t.Fatalf("retry: %v", err)
 	}
 	if mirror.held() != hosts*each {
@@ -122,6 +118,6 @@ func TestPeersConnectedBeforeWatchingAreSynced(t *testing.T) {
 		p, err := m.Host().Peerstore().SupportsProtocols(a.Host().ID(), SyncFeedProtocol)
 		return err == nil && len(p) == 1
 	})
-	m.watchPeers() // as New does, after the connection
+	m.catalog.WatchPeers() // as New does, after the connection
 	waitfor.Until(t, 30*time.Second, "A's listings", func() bool { return mirror.held() == 5 })
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/internal/waitfor"
+	"github.com/agentsite/agentsite/p2p/catalogsync"
 )
 
 // fillSource makes a cache of n listings signed by key.
@@ -123,8 +124,8 @@ func TestSyncHandsTheCacheWholePages(t *testing.T) {
 			src.mu.Unlock()
 			total := 0
 			for _, size := range pages {
-				if size < 1 || size > syncPageSize {
-					t.Errorf("a PutAll of %d records; want 1..%d", size, syncPageSize)
+				if size < 1 || size > catalogsync.PageSize {
+					t.Errorf("a PutAll of %d records; want 1..%d", size, catalogsync.PageSize)
 				}
 				total += size
 			}
@@ -254,7 +255,7 @@ func TestFeedSyncRefusesOversizedPages(t *testing.T) {
 			})
 			m := startNode(t, nil, Config{Cache: &memCache{}, NoSyncOnConnect: true})
 			connect(t, m, s)
-			_, err := m.feedSync(context.Background(), s.Host().ID(), false, syncRoundOther)
+			_, err := m.catalog.FeedSync(context.Background(), s.Host().ID())
 			if err == nil || !strings.Contains(err.Error(), "oversized") {
 				t.Fatalf("FeedSync = %v, want an oversized page refused", err)
 			}
@@ -272,9 +273,7 @@ func TestPeerMetLaterIsPulledWhole(t *testing.T) {
 	a := startNode(t, aKey, Config{Cache: aCache, NoSyncOnConnect: true})
 	mirror := &memCache{}
 	m := startNode(t, nil, Config{Cache: mirror, SyncInterval: time.Hour})
-	m.syncs.mu.Lock()
-	m.syncs.adopt = 0 // every later peer is past the window
-	m.syncs.mu.Unlock()
+	m.catalog.SetAdoptWindow(0) // every later peer is past the window
 	connect(t, m, a)
 	waitfor.Until(t, 30*time.Second, "the fill from A", func() bool { return mirror.held() == 20 })
 

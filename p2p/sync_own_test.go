@@ -18,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/agentsite/agentsite/internal/waitfor"
+	"github.com/agentsite/agentsite/p2p/catalogsync"
 )
 
 // hostingCache is a memCache whose node hosts some of its listings (own):
@@ -79,7 +80,7 @@ func (c *hostingCache) OwnEnvelopes(_ context.Context, after string, limit int) 
 func pulledBytes(n *Node) int64 {
 	total := int64(0)
 	for k, b := range n.SyncCounts().Bytes {
-		if !strings.HasPrefix(k, syncKindHead+"/") {
+		if !strings.HasPrefix(k, "head/") {
 			total += b
 		}
 	}
@@ -241,20 +242,20 @@ func (s *oldServerStream) Read(p []byte) (int, error) {
 func TestOwnPagesOfAnOldServer(t *testing.T) {
 	key, _ := genKey(t)
 	c := newHostingCache()
-	c.host(t, key, 3*syncPageSize) // more than a page: a client taking the feed page for an own one would ask on
+	c.host(t, key, 3*catalogsync.PageSize) // more than a page: a client taking the feed page for an own one would ask on
 	old := startNode(t, key, Config{Cache: c, NoSyncOnConnect: true})
 	old.Host().SetStreamHandler(SyncFeedProtocol, func(s network.Stream) {
-		old.serveFeed(&oldServerStream{Stream: s, r: bufio.NewReader(s)})
+		old.catalog.ServeFeed(&oldServerStream{Stream: s, r: bufio.NewReader(s)})
 	})
 	m := startNode(t, nil, Config{Cache: &memCache{}, NoSyncOnConnect: true})
 	connect(t, m, old)
-	m.syncs.markOwn(old.Host().ID())
+	m.catalog.MarkOwn(old.Host().ID())
 	for range 2 {
-		if _, err := m.feedSync(context.Background(), old.Host().ID(), false, syncRoundOther); err != nil {
+		if _, err := m.catalog.FeedSync(context.Background(), old.Host().ID()); err != nil {
 			t.Fatalf("FeedSync with an old server: %v", err)
 		}
 	}
-	if got := m.SyncCounts().Requests[syncKindOwn+"/other"]; got != 1 {
+	if got := m.SyncCounts().Requests["own/other"]; got != 1 {
 		t.Fatalf("%d own requests to an old server, want 1", got)
 	}
 	c.omu.Lock()
@@ -265,12 +266,12 @@ func TestOwnPagesOfAnOldServer(t *testing.T) {
 }
 
 // TestOwnPagesAreBounded: a client that asks for an own page of 100,000
-// listings gets a page (syncPageSize), and the store is asked for no
+// listings gets a page (catalogsync.PageSize), and the store is asked for no
 // more.
 func TestOwnPagesAreBounded(t *testing.T) {
 	key, _ := genKey(t)
 	c := newHostingCache()
-	c.host(t, key, 2*syncPageSize)
+	c.host(t, key, 2*catalogsync.PageSize)
 	s := startNode(t, key, Config{Cache: c, NoSyncOnConnect: true})
 	m := startNode(t, nil, Config{Cache: &memCache{}, NoSyncOnConnect: true})
 	connect(t, m, s)
@@ -287,17 +288,22 @@ func TestOwnPagesAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h feedHeader
+	var h struct { // the line before a page's frames (p2p/catalogsync)
+		Own    bool   `json:"own"`
+		Count  int    `json:"count"`
+		NextID string `json:"next_id"`
+		More   bool   `json:"more"`
+	}
 	if err := json.Unmarshal(line, &h); err != nil {
 		t.Fatal(err)
 	}
-	if !h.Own || h.Count != syncPageSize || h.NextID == "" || !h.More {
-		t.Fatalf("own page header %+v, want own, %d records, more", h, syncPageSize)
+	if !h.Own || h.Count != catalogsync.PageSize || h.NextID == "" || !h.More {
+		t.Fatalf("own page header %+v, want own, %d records, more", h, catalogsync.PageSize)
 	}
 	c.omu.Lock()
 	defer c.omu.Unlock()
-	if c.maxLimit > syncPageSize {
-		t.Fatalf("the store was asked for %d own listings, want at most %d", c.maxLimit, syncPageSize)
+	if c.maxLimit > catalogsync.PageSize {
+		t.Fatalf("the store was asked for %d own listings, want at most %d", c.maxLimit, catalogsync.PageSize)
 	}
 }
 
@@ -332,9 +338,7 @@ func TestOwnPagesOfWhatTheFillBroughtCostDigests(t *testing.T) {
 		Admission: Admission{UnheardPerHour: 10 * hosts * each}})
 	connectAll(t, m, nodes)
 	waitfor.Until(t, 60*time.Second, "the fill and the own pages of the adopted peers", func() bool {
-		m.syncs.mu.Lock()
-		pulled := len(m.syncs.ownPulled)
-		m.syncs.mu.Unlock()
+		pulled := m.catalog.OwnPulled()
 		return mirror.held() == hosts*each && pulled >= hosts-1
 	})
 	c := m.SyncCounts()
@@ -344,7 +348,7 @@ func TestOwnPagesOfWhatTheFillBroughtCostDigests(t *testing.T) {
 		}
 	}
 	for k, v := range c.Requests {
-		if strings.HasPrefix(k, syncKindWant+"/") && v > 0 {
+		if strings.HasPrefix(k, "want/") && v > 0 {
 			t.Errorf("%d want requests (%s), want none: the fill brought every listing", v, k)
 		}
 	}

@@ -2,11 +2,13 @@ package p2p
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -20,6 +22,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/agentsite/agentsite/internal/waitfor"
+	"github.com/agentsite/agentsite/p2p/catalogsync"
 )
 
 // rogueStream is a raw sync stream a test peer opens to a server.
@@ -35,11 +38,7 @@ func openRogue(t testing.TB, from *Node, to peer.ID, proto string) *rogueStream 
 	if err != nil {
 		t.Fatal(err)
 	}
-	size := maxFeedHeader
-	if proto == SyncProtocol {
-		size = maxSyncResponse
-	}
-	return &rogueStream{s: s, proto: proto, r: bufio.NewReaderSize(s, size)}
+	return &rogueStream{s: s, proto: proto, r: bufio.NewReader(s)}
 }
 
 // ask sends n requests for the first page at once (limit 0: the head of
@@ -48,13 +47,10 @@ func (rs *rogueStream) ask(t testing.TB, n, limit int) {
 	t.Helper()
 	var b []byte
 	for range n {
-		var line []byte
 		if rs.proto == SyncProtocol {
-			line, _ = json.Marshal(syncRequest{Limit: max(limit, 1)})
-		} else {
-			line, _ = json.Marshal(feedRequest{Limit: limit})
+			limit = max(limit, 1)
 		}
-		b = append(append(b, line...), '\n')
+		b = append(b, rogueRequest(limit)...)
 	}
 	_ = rs.s.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	if _, err := rs.s.Write(b); err != nil {
@@ -63,26 +59,69 @@ func (rs *rogueStream) ask(t testing.TB, n, limit int) {
 }
 
 // next reads one answer; it returns the page's bytes on the wire.
-func (rs *rogueStream) next(limit int) (int, error) {
+func (rs *rogueStream) next() (int, error) {
 	_ = rs.s.SetReadDeadline(time.Now().Add(20 * time.Second))
 	if rs.proto == SyncProtocol {
-		line, err := rs.r.ReadSlice('\n')
+		line, err := rs.r.ReadBytes('\n')
 		if err != nil {
-			return 0, asRefusal(line, err)
+			return 0, rogueRefusal(line, err)
 		}
 		return len(line), nil
 	}
-	_, read, err := readFeedPage(rs.r, feedRequest{Limit: limit})
-	return read, err
+	return readRoguePage(rs.r)
+}
+
+// rogueRequest is a request line for the first page, limit records, of
+// either protocol (both read {after, limit}).
+func rogueRequest(limit int) []byte {
+	return fmt.Appendf(nil, `{"after":0,"limit":%d}`+"\n", limit)
+}
+
+// readRoguePage reads a 1.1.0 answer as the wire carries it (a header
+// line {…, count}, then count frames of a uvarint length and the bytes)
+// and returns its bytes on the wire.
+func readRoguePage(r *bufio.Reader) (int, error) {
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return 0, rogueRefusal(line, err)
+	}
+	var h struct {
+		Count int `json:"count"`
+	}
+	if err := json.Unmarshal(line, &h); err != nil {
+		return 0, err
+	}
+	read := len(line)
+	for range h.Count {
+		size, err := binary.ReadUvarint(r)
+		if err != nil {
+			return read, err
+		}
+		if _, err := io.CopyN(io.Discard, r, int64(size)); err != nil {
+			return read, err
+		}
+		read += binary.PutUvarint(make([]byte, binary.MaxVarintLen64), size) + int(size)
+	}
+	return read, nil
+}
+
+// rogueRefusal is catalogsync.ErrRefused with the server's reason when
+// what was read before the end of the stream is a refusal
+// ({"refused": reason}, no newline), else err.
+func rogueRefusal(partial []byte, err error) error {
+	if errors.Is(err, io.EOF) && bytes.HasPrefix(partial, []byte(`{"refused":`)) {
+		return fmt.Errorf("%w (it said: %s)", catalogsync.ErrRefused, partial)
+	}
+	return err
 }
 
 // pull pipelines reqs requests for a page, then reads answers until the
 // stream ends: the page bytes received, and why it ended.
 func (rs *rogueStream) pull(t testing.TB, reqs int) (int, error) {
-	rs.ask(t, reqs, syncPageSize)
+	rs.ask(t, reqs, catalogsync.PageSize)
 	total := 0
 	for range reqs {
-		n, err := rs.next(syncPageSize)
+		n, err := rs.next()
 		total += n
 		if err != nil {
 			return total, err
@@ -107,7 +146,7 @@ func TestSyncServeBoundsAPipeliningPeer(t *testing.T) {
 	srcKey, _ := genKey(t)
 	src := &memCache{}
 	fillSource(t, srcKey, listings, src)
-	page := syncPageSize * len(src.order[0]) // about one page's bytes
+	page := catalogsync.PageSize * len(src.order[0]) // about one page's bytes
 	for _, c := range []struct {
 		name        string
 		proto       string
@@ -120,7 +159,7 @@ func TestSyncServeBoundsAPipeliningPeer(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			budget := 3 * page
-			lim := SyncServeLimits{BytesPerSecond: 1, Burst: budget, GroupFactor: c.groupFactor, MaxWait: 10 * time.Millisecond, now: frozen()}
+			lim := SyncServeLimits{BytesPerSecond: 1, Burst: budget, GroupFactor: c.groupFactor, MaxWait: 10 * time.Millisecond, Now: frozen()}
 			s := startNode(t, srcKey, Config{Cache: src, NoSyncOnConnect: true, SyncServe: lim})
 			var got, refusals atomic.Int64
 			var wg sync.WaitGroup
@@ -135,7 +174,7 @@ func TestSyncServeBoundsAPipeliningPeer(t *testing.T) {
 						defer rs.s.Close()
 						n, err := rs.pull(t, reqs)
 						got.Add(int64(n))
-						if errors.Is(err, errSyncRefused) {
+						if errors.Is(err, catalogsync.ErrRefused) {
 							refusals.Add(1)
 						}
 					}()
@@ -149,7 +188,7 @@ func TestSyncServeBoundsAPipeliningPeer(t *testing.T) {
 			if got.Load() == 0 || refusals.Load() == 0 {
 				t.Fatalf("received %d bytes, %d streams refused: want some pages, then refusals", got.Load(), refusals.Load())
 			}
-			if n := counterValue(s.serving.limited.WithLabelValues(c.proto, serveActionRefused)); n == 0 {
+			if n := counterValue(s.catalog.Limited(c.proto, "refused")); n == 0 {
 				t.Error("no refusal counted in the metric")
 			}
 		})
@@ -168,7 +207,7 @@ func TestSyncServeRefusesAThirdStream(t *testing.T) {
 	connect(t, rogue, s)
 	served := func(rs *rogueStream) error {
 		rs.ask(t, 1, 0)
-		_, err := rs.next(0)
+		_, err := rs.next()
 		return err
 	}
 	first := openRogue(t, rogue, s.Host().ID(), SyncFeedProtocol)
@@ -181,7 +220,7 @@ func TestSyncServeRefusesAThirdStream(t *testing.T) {
 	for _, proto := range []string{SyncFeedProtocol, SyncProtocol} {
 		third := openRogue(t, rogue, s.Host().ID(), proto)
 		err := served(third)
-		if !errors.Is(err, errSyncRefused) || !strings.Contains(err.Error(), "at most 2 sync streams") {
+		if !errors.Is(err, catalogsync.ErrRefused) || !strings.Contains(err.Error(), "at most 2 sync streams") {
 			t.Fatalf("a third stream (%s) got %v; want a refusal that says why", proto, err)
 		}
 		_ = third.s.Close()
@@ -205,7 +244,7 @@ func TestSyncServeLetsAnHonestSyncFinish(t *testing.T) {
 			srcKey, _ := genKey(t)
 			src := &memCache{}
 			fillSource(t, srcKey, n, src)
-			page := syncPageSize * len(src.order[0])
+			page := catalogsync.PageSize * len(src.order[0])
 			var mu sync.Mutex
 			at := time.Now()
 			step := func() time.Time {
@@ -214,7 +253,7 @@ func TestSyncServeLetsAnHonestSyncFinish(t *testing.T) {
 				at = at.Add(10 * time.Millisecond)
 				return at
 			}
-			lim := SyncServeLimits{BytesPerSecond: 4 * page, Burst: page + page/4, now: step}
+			lim := SyncServeLimits{BytesPerSecond: 4 * page, Burst: page + page/4, Now: step}
 			s := startNode(t, srcKey, Config{Cache: src, NoSyncOnConnect: true, SyncServe: lim})
 			if proto == SyncProtocol {
 				s.Host().RemoveStreamHandler(SyncFeedProtocol)
@@ -223,8 +262,8 @@ func TestSyncServeLetsAnHonestSyncFinish(t *testing.T) {
 			m := startNode(t, nil, Config{Cache: mirror, SyncInterval: time.Hour})
 			connect(t, m, s)
 			waitfor.Until(t, 60*time.Second, "the mirror to fill", func() bool { return mirror.held() == n })
-			paced := counterValue(s.serving.limited.WithLabelValues(proto, serveActionPaced))
-			refused := counterValue(s.serving.limited.WithLabelValues(proto, serveActionRefused))
+			paced := counterValue(s.catalog.Limited(proto, "paced"))
+			refused := counterValue(s.catalog.Limited(proto, "refused"))
 			if paced == 0 || refused != 0 {
 				t.Fatalf("pages paced %v, refused %v: want the budget to pace the sync, never refuse it", paced, refused)
 			}
@@ -287,7 +326,7 @@ func BenchmarkRogueSyncPull(b *testing.B) {
 						for ctx.Err() == nil {
 							n, err := roguePullUntil(ctx, rogue, s.Host().ID(), inFlight)
 							got.Add(n)
-							if errors.Is(err, errSyncRefused) {
+							if errors.Is(err, catalogsync.ErrRefused) {
 								refused.Add(1)
 								select {
 								case <-ctx.Done():
@@ -319,17 +358,16 @@ func roguePullUntil(ctx context.Context, rogue *Node, to peer.ID, inFlight int) 
 	defer s.Close()
 	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 	defer stop()
-	req, _ := json.Marshal(feedRequest{Limit: syncPageSize})
-	req = append(req, '\n')
+	req := rogueRequest(catalogsync.PageSize)
 	for range inFlight {
 		if _, err := s.Write(req); err != nil {
 			return 0, err
 		}
 	}
-	r := bufio.NewReaderSize(s, maxFeedHeader)
+	r := bufio.NewReader(s)
 	var total int64
 	for {
-		_, n, err := readFeedPage(r, feedRequest{Limit: syncPageSize})
+		n, err := readRoguePage(r)
 		total += int64(n)
 		if err != nil {
 			return total, err
@@ -341,26 +379,26 @@ func roguePullUntil(ctx context.Context, rogue *Node, to peer.ID, inFlight int) 
 }
 
 // TestSyncClientReadsARefusal: a node whose sync a peer refuses (it is
-// over its budget there) gets errSyncRefused with the peer's reason, over
+// over its budget there) gets catalogsync.ErrRefused with the peer's reason, over
 // both protocols, and holds the peer no strike for it.
 func TestSyncClientReadsARefusal(t *testing.T) {
 	srcKey, _ := genKey(t)
 	src := &memCache{}
 	fillSource(t, srcKey, 300, src)
-	page := syncPageSize * len(src.order[0])
-	lim := SyncServeLimits{BytesPerSecond: 1, Burst: page + page/2, MaxWait: 10 * time.Millisecond, now: frozen()}
+	page := catalogsync.PageSize * len(src.order[0])
+	lim := SyncServeLimits{BytesPerSecond: 1, Burst: page + page/2, MaxWait: 10 * time.Millisecond, Now: frozen()}
 	s := startNode(t, srcKey, Config{Cache: src, NoSyncOnConnect: true, SyncServe: lim})
 	m := startNode(t, nil, Config{Cache: &memCache{}, NoSyncOnConnect: true})
 	connect(t, m, s)
 	for name, sync := range map[string]func() error{
 		"1.1.0": func() error {
-			_, err := m.feedSync(context.Background(), s.Host().ID(), false, syncRoundOther)
+			_, err := m.catalog.FeedSync(context.Background(), s.Host().ID())
 			return err
 		},
 		"1.0.0": func() error { _, err := m.SyncFrom(context.Background(), s.Host().ID(), ""); return err },
 	} {
 		err := sync()
-		if !errors.Is(err, errSyncRefused) || !strings.Contains(err.Error(), "ask again later") {
+		if !errors.Is(err, catalogsync.ErrRefused) || !strings.Contains(err.Error(), "ask again later") {
 			t.Errorf("%s: sync = %v, want the peer's refusal with its reason", name, err)
 		}
 	}
@@ -370,47 +408,3 @@ func TestSyncClientReadsARefusal(t *testing.T) {
 		}
 	}
 }
-
-// TestSyncServeLogsAPeerOncePerInterval: a peer held back is named in the
-// log once per serveLogEvery however often it is held back.
-func TestSyncServeLogsAPeerOncePerInterval(t *testing.T) {
-	var mu sync.Mutex
-	at := time.Now()
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return at }
-	var logged atomic.Int64
-	logger := slog.New(countingHandler{&logged})
-	l, err := newServeLimiter(SyncServeLimits{StreamsPerPeer: 1}, now, logger, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, p := genKey(t)
-	if _, err := l.open(p, "192.0.2.0/24", SyncFeedProtocol); err != nil {
-		t.Fatal(err)
-	}
-	for range 5 {
-		if _, err := l.open(p, "192.0.2.0/24", SyncFeedProtocol); !errors.Is(err, errServeLimited) {
-			t.Fatalf("a second stream with a limit of one: %v", err)
-		}
-	}
-	if n := logged.Load(); n != 1 {
-		t.Fatalf("5 refusals logged %d times, want once", n)
-	}
-	mu.Lock()
-	at = at.Add(serveLogEvery)
-	mu.Unlock()
-	_, _ = l.open(p, "192.0.2.0/24", SyncFeedProtocol)
-	if n := logged.Load(); n != 2 {
-		t.Fatalf("a refusal an interval later: logged %d times in all, want 2", n)
-	}
-	if n := counterValue(l.limited.WithLabelValues(SyncFeedProtocol, serveActionBusy)); n != 6 {
-		t.Fatalf("%v refusals counted, want 6", n)
-	}
-}
-
-// countingHandler counts the records logged at Info or above.
-type countingHandler struct{ n *atomic.Int64 }
-
-func (h countingHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
-func (h countingHandler) Handle(context.Context, slog.Record) error    { h.n.Add(1); return nil }
-func (h countingHandler) WithAttrs([]slog.Attr) slog.Handler           { return h }
-func (h countingHandler) WithGroup(string) slog.Handler                { return h }

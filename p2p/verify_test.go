@@ -62,27 +62,6 @@ func TestVerifyRecordRefusesAForeignHost(t *testing.T) {
 	}
 }
 
-// A peer is synced from once per connection burst, and again as soon as it
-// comes back after a disconnect.
-func TestSyncTrackerForgetsDisconnectedPeers(t *testing.T) {
-	tr := newSyncTracker()
-	_, p := newKey(t)
-	now := time.Now()
-	if !tr.due(p, now) {
-		t.Fatal("first sync not due")
-	}
-	if tr.due(p, now.Add(time.Second)) {
-		t.Error("second identification of the same peer triggered another sync")
-	}
-	tr.forget(p)
-	if !tr.due(p, now.Add(2*time.Second)) {
-		t.Error("a peer back from a disconnect is not synced")
-	}
-	if !tr.due(p, now.Add(2*time.Second+syncRepeatAfter)) {
-		t.Error("sync not due after syncRepeatAfter")
-	}
-}
-
 // An older seq is told apart from an invalid record: it is reported as
 // intake.ErrReplay (dropped without a strike), an equal one is a duplicate.
 func TestSeqCache(t *testing.T) {

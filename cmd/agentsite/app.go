@@ -176,7 +176,7 @@ func (a *app) openStore(ctx context.Context, deps appDeps) error {
 	return nil
 }
 
-// The node's Sink serves own pages (p2p/sync_own.go): without the method
+// The node's Sink serves own pages (p2p/catalogsync/own.go): without the method
 // the node would silently stop answering them.
 var _ p2p.OwnCache = (*store.Sink)(nil)
 

@@ -244,7 +244,7 @@ func federationHeader(mode string, run *DHTRun, note string) string {
 	return h
 }
 
-// syncShards is the catalogue sync's shard count (p2p/sync_feed.go).
+// syncShards is the catalogue sync's shard count (p2p/catalogsync/feed.go).
 const syncShards = 8
 
 // ErrorBody is the spec's error (Appendix B).
@@ -675,7 +675,7 @@ func (h *Handler) mirrorState(ctx context.Context) (Mirror, error) {
 	m.Listings = counts[store.StatusOnline] + counts[store.StatusStale]
 	for shard := range syncShards {
 		// The cursor of no peer ("") says a shard was filled from some
-		// peer (p2p/sync_feed.go).
+		// peer (p2p/catalogsync/feed.go).
 		_, _, complete, err := h.Catalog.SyncCursor(ctx, "", shard)
 		if err != nil {
 			return m, err

@@ -1,4 +1,4 @@
-package p2p
+package catalogsync
 
 import (
 	"bytes"
@@ -36,15 +36,15 @@ import (
 // A refusal is a JSON object {"refused": reason} without a newline, then
 // the end of the stream: a client that predates it reads the end of the
 // stream before a page (an error, no strike against the peer); a current
-// one reads the reason (errSyncRefused).
+// one reads the reason (ErrRefused).
 
-// SyncServeLimits bounds what this node sends to the peers that pull its
+// ServeLimits bounds what this node sends to the peers that pull its
 // catalogue (zero fields: the defaults).
-type SyncServeLimits struct {
+type ServeLimits struct {
 	// BytesPerSecond is a peer's rate once its burst is spent
-	// (DefaultSyncServeRate, --sync-serve-rate).
+	// (DefaultServeRate, --sync-serve-rate).
 	BytesPerSecond int
-	// Burst is the bytes a peer may pull at once (DefaultSyncServeBurst,
+	// Burst is the bytes a peer may pull at once (DefaultServeBurst,
 	// --sync-serve-burst). A page larger than the burst costs the burst.
 	Burst int
 	// GroupFactor: an IP group's rate and burst in multiples of a
@@ -58,11 +58,15 @@ type SyncServeLimits struct {
 	// stream ends with a refusal (default 5 s, well within the client's
 	// page deadline).
 	MaxWait time.Duration
-	// now, in tests, is the budgets' clock (nil: the node's).
-	now func() time.Time
+	// Now, in tests, is the budgets' clock (nil: the node's).
+	Now func() time.Time
 }
 
 const (
+	// DefaultServeRate and DefaultServeBurst are ServeLimits' defaults
+	// (--sync-serve-rate, --sync-serve-burst; p2p names them again).
+	DefaultServeRate    = 4 << 20
+	DefaultServeBurst   = 16 << 20
 	defaultServeFactor  = 4
 	defaultServeStreams = 2
 	defaultServeWait    = 5 * time.Second
@@ -75,12 +79,12 @@ const (
 	serveLogEvery = 10 * time.Minute
 )
 
-func (l *SyncServeLimits) defaults() {
+func (l *ServeLimits) defaults() {
 	if l.BytesPerSecond <= 0 {
-		l.BytesPerSecond = DefaultSyncServeRate
+		l.BytesPerSecond = DefaultServeRate
 	}
 	if l.Burst <= 0 {
-		l.Burst = DefaultSyncServeBurst
+		l.Burst = DefaultServeBurst
 	}
 	if l.GroupFactor <= 0 {
 		l.GroupFactor = defaultServeFactor
@@ -93,10 +97,10 @@ func (l *SyncServeLimits) defaults() {
 	}
 }
 
-// errSyncRefused: the peer ended a sync stream because this node was over
+// ErrRefused: the peer ended a sync stream because this node was over
 // its budget there (or had too many streams open); the sync resumes at
 // its next round.
-var errSyncRefused = errors.New("the peer refused to serve more sync pages now")
+var ErrRefused = errors.New("the peer refused to serve more sync pages now")
 
 // errServeLimited is this node's side of it: the reason sent.
 var errServeLimited = errors.New("sync serving budget")
@@ -112,7 +116,7 @@ const (
 // serves. Its maps are bounded by maxTracked: an entry with no stream open
 // whose budget refilled is the same as none and goes first.
 type serveLimiter struct {
-	lim    SyncServeLimits
+	lim    ServeLimits
 	now    func() time.Time
 	logger *slog.Logger
 
@@ -135,10 +139,10 @@ type servePeer struct {
 	logged  time.Time
 }
 
-func newServeLimiter(lim SyncServeLimits, now func() time.Time, logger *slog.Logger, reg prometheus.Registerer) (*serveLimiter, error) {
+func newServeLimiter(lim ServeLimits, now func() time.Time, logger *slog.Logger, reg prometheus.Registerer) (*serveLimiter, error) {
 	lim.defaults()
-	if lim.now != nil {
-		now = lim.now
+	if lim.Now != nil {
+		now = lim.Now
 	}
 	l := &serveLimiter{lim: lim, now: now, logger: logger, peers: map[peer.ID]*servePeer{}, groups: map[string]*serveBucket{},
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -307,9 +311,9 @@ func (l *serveLimiter) noteLocked(sp *servePeer, p peer.ID, group, action string
 
 // openServe admits a sync stream s of proto, or writes the refusal and
 // returns nil.
-func (n *Node) openServe(s network.Stream, proto string) *serveStream {
+func (n *Service) openServe(s network.Stream, proto string) *serveStream {
 	p := s.Conn().RemotePeer()
-	st, err := n.serving.open(p, ipGroup(n.host.Network(), p), proto)
+	st, err := n.serving.open(p, n.h.IPGroup(p), proto)
 	if err != nil {
 		refuseStream(s, err)
 		return nil
@@ -331,7 +335,7 @@ type syncRefusal struct {
 }
 
 // asRefusal turns what a client read before the end of the stream (err is
-// io.EOF) into errSyncRefused with the server's reason, when it is a
+// io.EOF) into ErrRefused with the server's reason, when it is a
 // refusal; otherwise it returns err.
 func asRefusal(partial []byte, err error) error {
 	if !errors.Is(err, io.EOF) || len(partial) == 0 || len(partial) > maxRefusal || !bytes.HasPrefix(partial, []byte(`{"refused":`)) {
@@ -341,7 +345,7 @@ func asRefusal(partial []byte, err error) error {
 	if json.Unmarshal(partial, &r) != nil || r.Refused == "" {
 		return err
 	}
-	return fmt.Errorf("%w (it said: %q)", errSyncRefused, r.Refused)
+	return fmt.Errorf("%w (it said: %q)", ErrRefused, r.Refused)
 }
 
 // maxRefusal bounds a refusal a client reads.

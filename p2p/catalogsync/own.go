@@ -1,4 +1,4 @@
-package p2p
+package catalogsync
 
 import (
 	"context"
@@ -57,7 +57,7 @@ const syncKindOwn = "own"
 const maxOwnID = 64
 
 // ownPage serves an own page request.
-func (n *Node) ownPage(ctx context.Context, req feedRequest) ([][]byte, feedHeader, error) {
+func (n *Service) ownPage(ctx context.Context, req feedRequest) ([][]byte, feedHeader, error) {
 	h := feedHeader{Own: true}
 	oc, ok := n.cfg.Cache.(OwnCache)
 	limit := min(req.Limit, syncPageSize)
@@ -98,7 +98,7 @@ func (t *syncTracker) ownReady(p peer.ID) bool {
 }
 
 // ownWaiting reports whether p's own listings are due, ready or not (its
-// loop then asks again soon: sync.go).
+// loop then asks again soon: client.go).
 func (t *syncTracker) ownWaiting(p peer.ID) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -1,4 +1,4 @@
-package p2p
+package catalogsync
 
 import "time"
 
@@ -15,7 +15,7 @@ const syncFanout = 4
 
 // syncSpacing is the time between two periodic syncs with one peer, before
 // jitter.
-func (n *Node) syncSpacing() time.Duration {
+func (n *Service) syncSpacing() time.Duration {
 	peers := len(n.host.Network().Peers())
 	return n.cfg.SyncInterval * time.Duration(max(1, (peers+syncFanout-1)/syncFanout))
 }

@@ -1,4 +1,4 @@
-package p2p
+package catalogsync
 
 import (
 	"bufio"
@@ -46,7 +46,7 @@ import (
 // a shard's fill start at their head for it instead of being pulled
 // whole; the listings each of them hosts, which the filler may lack (they
 // were registered before the mesh formed), are pulled from it once as
-// own pages (sync_own.go). What else they held that the filler lacked
+// own pages (own.go). What else they held that the filler lacked
 // comes through the filler's feed, or when its host re-signs it. A peer
 // first met later is pulled whole, once.
 //
@@ -66,7 +66,7 @@ type feedRequest struct {
 	// offered that the client lacks. Sent only to a server that answered
 	// a digest page.
 	Want []string `json:"want,omitempty"`
-	// Own asks for a page of the listings the server hosts (sync_own.go)
+	// Own asks for a page of the listings the server hosts (own.go)
 	// instead of its feed, in id order after AfterID; Digest and Want
 	// apply as to a feed page. A server that predates it answers a feed
 	// page (its header then has no own flag), which the client drops.
@@ -109,10 +109,7 @@ const (
 )
 
 const (
-	// SyncFeedProtocol is incremental catalogue sync, served next to
-	// SyncProtocol (1.0.0) for older nodes.
-	SyncFeedProtocol = "/agentsite/sync/1.1.0"
-	syncShards       = 8
+	syncShards = 8
 	// syncCursorTTL: the cursors of a peer not synced with for this long
 	// go (checked at most once per syncPruneEvery).
 	syncCursorTTL  = 7 * 24 * time.Hour
@@ -138,7 +135,7 @@ func shardRange(i int) (lo, hi string) {
 }
 
 // serveFeed answers pages of the cache's change feed.
-func (n *Node) serveFeed(s network.Stream) {
+func (n *Service) serveFeed(s network.Stream) {
 	defer s.Close()
 	st := n.openServe(s, SyncFeedProtocol)
 	if st == nil {
@@ -267,7 +264,7 @@ func writeFeedPage(w *bufio.Writer, line []byte, envs [][]byte) error {
 
 // feedClient is one incremental sync with a peer, on one stream.
 type feedClient struct {
-	n   *Node
+	n   *Service
 	p   peer.ID
 	s   network.Stream
 	enc *json.Encoder
@@ -290,7 +287,7 @@ func (c *feedClient) page(req feedRequest) (feedResponse, error) {
 }
 
 func (c *feedClient) send(req feedRequest) error {
-	c.n.metrics.sync.requests.WithLabelValues(kindOf(req), c.round).Inc()
+	c.n.metrics.requests.WithLabelValues(kindOf(req), c.round).Inc()
 	_ = c.s.SetWriteDeadline(time.Now().Add(syncPageTimeout))
 	if err := c.enc.Encode(req); err != nil {
 		return fmt.Errorf("sync request to %s: %w", c.p, err)
@@ -300,13 +297,13 @@ func (c *feedClient) send(req feedRequest) error {
 
 // read reads the answer to req: a header line, then its frames, within
 // syncPageTimeout. A page that breaks the protocol counts against the
-// peer (reject); a refusal (sync_serve.go) or a cut stream does not.
+// peer (reject); a refusal (serve.go) or a cut stream does not.
 func (c *feedClient) read(req feedRequest) (feedResponse, error) {
 	_ = c.s.SetReadDeadline(time.Now().Add(syncPageTimeout))
 	resp, read, err := readFeedPage(c.r, req)
 	if read > 0 {
-		c.n.metrics.sync.bytes.WithLabelValues(kindOf(req), c.round).Add(float64(read))
-		c.n.metrics.sync.peers.read(c.p, int64(read), c.n.now())
+		c.n.metrics.bytes.WithLabelValues(kindOf(req), c.round).Add(float64(read))
+		c.n.metrics.peers.read(c.p, int64(read), c.n.now())
 	}
 	if err != nil {
 		switch {
@@ -324,7 +321,7 @@ func (c *feedClient) read(req feedRequest) (feedResponse, error) {
 // readFeedPage decodes the answer to req from r (its buffer, maxFeedHeader,
 // bounds the header line): it returns the page, the bytes read once the
 // header was, and an error that wraps errBadPage or agent.ErrTooLarge when
-// the page breaks the protocol, errSyncRefused when the server refused.
+// the page breaks the protocol, ErrRefused when the server refused.
 func readFeedPage(r *bufio.Reader, req feedRequest) (feedResponse, int, error) {
 	line, err := r.ReadSlice('\n')
 	if err != nil {
@@ -379,7 +376,7 @@ func (c *feedClient) take(ctx context.Context, envs [][]byte) (refused bool) {
 // peer already filled), and moves the cursors, its requests counted under
 // round. It returns how many records changed the cache. Errors wrap
 // agent.ErrOverQuota when admission refused records.
-func (n *Node) feedSync(ctx context.Context, p peer.ID, skipRefused bool, round string) (int, error) {
+func (n *Service) feedSync(ctx context.Context, p peer.ID, skipRefused bool, round string) (int, error) {
 	s, err := n.host.NewStream(network.WithAllowLimitedConn(ctx, "sync"), p, protocol.ID(SyncFeedProtocol))
 	if err != nil {
 		return 0, fmt.Errorf("open sync stream to %s: %w", p, err)
@@ -580,7 +577,7 @@ func (c *feedClient) lacking(req feedRequest, page feedResponse) ([][]byte, erro
 
 // pruneCursors drops the cursors of peers gone for a week, at most once per
 // syncPruneEvery.
-func (n *Node) pruneCursors(ctx context.Context) {
+func (n *Service) pruneCursors(ctx context.Context) {
 	if !n.syncs.pruneDue(n.now()) {
 		return
 	}

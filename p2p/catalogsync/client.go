@@ -1,4 +1,4 @@
-package p2p
+package catalogsync
 
 import (
 	"bufio"
@@ -53,7 +53,7 @@ const (
 )
 
 // serveSync answers catalogue pages from the cache.
-func (n *Node) serveSync(s network.Stream) {
+func (n *Service) serveSync(s network.Stream) {
 	defer s.Close()
 	st := n.openServe(s, SyncProtocol)
 	if st == nil {
@@ -108,7 +108,7 @@ func (n *Node) serveSync(s network.Stream) {
 // a reply can neither grow the node's memory past one page nor hold the
 // stream open; and a peer whose pages are mostly refused by admission (over
 // its quota of listings of never-heard publishers) is stopped.
-func (n *Node) SyncFrom(ctx context.Context, p peer.ID, tag string) (int, error) {
+func (n *Service) SyncFrom(ctx context.Context, p peer.ID, tag string) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	s, err := n.host.NewStream(network.WithAllowLimitedConn(ctx, "sync"), p, protocol.ID(SyncProtocol))
@@ -162,25 +162,25 @@ func (n *Node) SyncFrom(ctx context.Context, p peer.ID, tag string) (int, error)
 // records admitted to the cache in one call, which stores them in one
 // transaction: one per record was most of a mirror's fill. It returns how
 // many records changed the cache and how many admission refused.
-func (n *Node) takePage(ctx context.Context, p peer.ID, round string, envs [][]byte) (changed, refused int) {
+func (n *Service) takePage(ctx context.Context, p peer.ID, round string, envs [][]byte) (changed, refused int) {
 	recs := make([]*agent.Record, 0, len(envs))
 	kept := make([][]byte, 0, len(envs))
 	now := n.now()
 	count := func(result string) { n.countSynced(p, round, result, "", now) }
 	for _, env := range envs {
-		rec, err := verifyRecord(env, "", now)
+		rec, err := n.h.Verify(env, now)
 		if err != nil {
 			n.in.Reject(pathSync, p, err)
 			n.countSynced(p, round, "invalid", intake.Reason(err), now)
 			continue
 		}
-		if err := n.seqs.check(rec.ID, rec.Seq); err != nil {
+		if err := n.h.CheckSeq(rec.ID, rec.Seq); err != nil {
 			n.in.Outdated(pathSync, err)
 			n.syncs.hold(env)
 			count("outdated")
 			continue
 		}
-		if err := n.in.Admit(rec, p, ipGroup(n.host.Network(), p)); err != nil {
+		if err := n.in.Admit(rec, p, n.h.IPGroup(p)); err != nil {
 			n.in.Refuse(pathSync, p, err)
 			n.countSynced(p, round, "refused", intake.Reason(err), now)
 			refused++
@@ -194,7 +194,7 @@ func (n *Node) takePage(ctx context.Context, p peer.ID, round string, envs [][]b
 	chs, errs := n.cfg.Cache.PutAll(ctx, recs, kept)
 	for i, rec := range recs {
 		switch {
-		case n.delivered(ctx, pathSync, p, rec, chs[i], errs[i]):
+		case n.h.Deliver(ctx, p, rec, chs[i], errs[i]):
 			changed++
 			n.syncs.hold(kept[i])
 			count("new")
@@ -226,7 +226,7 @@ func readSyncPage(s network.Stream, r *bufio.Reader) (syncResponse, error) {
 // decodeSyncPage reads one page: a line of at most r's buffer size
 // (maxSyncResponse), then decodes it. A longer line is
 // bufio.ErrBufferFull: the peer broke the protocol's page limit; the end
-// of the stream after a refusal (sync_serve.go) is errSyncRefused.
+// of the stream after a refusal (serve.go) is ErrRefused.
 func decodeSyncPage(r *bufio.Reader) (syncResponse, error) {
 	line, err := r.ReadSlice('\n')
 	if err != nil {
@@ -249,7 +249,7 @@ func decodeSyncPage(r *bufio.Reader) (syncResponse, error) {
 // meanwhile, which gossip sent while it was cut off never delivered.
 //
 // It also hands out the shards of the id space that no peer has filled
-// yet (sync_feed.go), one sync at a time each.
+// yet (feed.go), one sync at a time each.
 type syncTracker struct {
 	mu   sync.Mutex
 	last map[peer.ID]time.Time
@@ -281,7 +281,7 @@ type syncTracker struct {
 	// ask again after a sync that admission cut short.
 	retrying map[peer.ID]bool
 	// ownDue is the peers whose feed was adopted at a head for some
-	// shard and whose own listings are yet to be pulled (sync_own.go);
+	// shard and whose own listings are yet to be pulled (own.go);
 	// ownPulled those whose own listings were pulled (once a process).
 	// Kept across disconnections; bounded by maxTracked each.
 	ownDue, ownPulled map[peer.ID]bool
@@ -298,11 +298,11 @@ func (t *syncTracker) setRetrying(p peer.ID, on bool) {
 	}
 }
 
-// SyncRetriesPending is how many connected peers' first sync has not run
+// RetriesPending is how many connected peers' first sync has not run
 // yet or waits to be asked again because admission refused some of their
 // listings (their hosts not heard yet): a start-up fill not finished. The
 // benchmarks wait for 0 before they measure an idle planet.
-func (n *Node) SyncRetriesPending() int {
+func (n *Service) RetriesPending() int {
 	n.syncs.mu.Lock()
 	defer n.syncs.mu.Unlock()
 	return len(n.syncs.retrying)
@@ -454,7 +454,7 @@ const (
 // other peers that come meanwhile (a joiner's first peers) start at their
 // head instead of being pulled whole; the listings each of those hosts
 // itself are pulled once, as digests, when no shard is being filled
-// (sync_own.go). A peer first met later is pulled whole, once (its
+// (own.go). A peer first met later is pulled whole, once (its
 // cursor then stays): it may bring listings nobody here had, its own
 // above all.
 const adoptWindow = 2 * time.Minute
@@ -552,19 +552,19 @@ func (t *syncTracker) pruneDue(now time.Time) bool {
 	return true
 }
 
-// watchPeers starts a catalogue sync with every peer that completes
+// WatchPeers starts a catalogue sync with every peer that completes
 // identification and speaks a sync protocol: a new mirror fills up, and a
 // node back from a partition catches up, without waiting for
 // re-announcements. A peer that speaks 1.1.0 is synced with again every
 // SyncInterval (jittered) while it stays connected: what gossip lost is
 // repaired.
-func (n *Node) watchPeers() {
+func (n *Service) WatchPeers() {
 	sub, err := n.host.EventBus().Subscribe([]any{new(event.EvtPeerIdentificationCompleted), new(event.EvtPeerConnectednessChanged)})
 	if err != nil {
 		n.logger.Warn("cannot watch peers; catalogue sync on connect is off", "err", err)
 		return
 	}
-	n.goLoop(func(ctx context.Context) {
+	n.h.Go(func(ctx context.Context) {
 		defer sub.Close()
 		for {
 			select {
@@ -599,8 +599,8 @@ func (n *Node) watchPeers() {
 
 // startSync starts syncing with p, which speaks protos: a loop for 1.1.0
 // (one a peer), a whole pull for 1.0.0 (once per syncRepeatAfter).
-func (n *Node) startSync(ctx context.Context, p peer.ID, protos []protocol.ID) {
-	if n.gater.Blocked(p) {
+func (n *Service) startSync(ctx context.Context, p peer.ID, protos []protocol.ID) {
+	if n.h.Blocked(p) {
 		return
 	}
 	switch {
@@ -611,12 +611,12 @@ func (n *Node) startSync(ctx context.Context, p peer.ID, protos []protocol.ID) {
 			cancel()
 			return
 		}
-		n.goLoop(func(context.Context) {
+		n.h.Go(func(context.Context) {
 			defer n.syncs.endLoop(p, l)
 			n.syncLoop(lctx, p)
 		})
 	case speaks(protos, SyncProtocol) && n.syncs.due(p, n.now()):
-		n.goLoop(func(ctx context.Context) { n.syncWith(ctx, p) })
+		n.h.Go(func(ctx context.Context) { n.syncWith(ctx, p) })
 	}
 }
 
@@ -624,7 +624,7 @@ func (n *Node) startSync(ctx context.Context, p peer.ID, protos []protocol.ID) {
 // then every SyncInterval ±25 %; a sync that ran into the admission quota
 // is tried again sooner (after 3, 6 and 9 heartbeat intervals, as
 // syncWith), and the last try passes over what is still refused.
-func (n *Node) syncLoop(ctx context.Context, p peer.ID) {
+func (n *Service) syncLoop(ctx context.Context, p peer.ID) {
 	attempt, round := 0, syncRoundFirst
 	n.syncs.setRetrying(p, true) // until the first sync is done
 	defer n.syncs.setRetrying(p, false)
@@ -669,7 +669,7 @@ func jitter(d time.Duration) time.Duration {
 
 // syncWith syncs with p over 1.0.0 (a whole-catalogue pull), again while
 // admission refuses some of it.
-func (n *Node) syncWith(ctx context.Context, p peer.ID) {
+func (n *Service) syncWith(ctx context.Context, p peer.ID) {
 	for attempt := 1; ; attempt++ {
 		err := n.syncOnce(ctx, p, func(ctx context.Context) (int, error) { return n.SyncFrom(ctx, p, "") })
 		if !errors.Is(err, agent.ErrOverQuota) || attempt > maxQuotaRetries {
@@ -698,12 +698,12 @@ const (
 	maxQuotaRetries     = 3
 	quotaRetryIntervals = 3
 	// ownRetryIntervals: a peer whose own listings wait for a fill to end
-	// (sync_own.go) is asked again after this many heartbeat intervals.
+	// (own.go) is asked again after this many heartbeat intervals.
 	ownRetryIntervals = 3
 )
 
 // syncOnce runs one sync with p, at most maxParallelSyncs at a time.
-func (n *Node) syncOnce(ctx context.Context, p peer.ID, sync func(context.Context) (int, error)) error {
+func (n *Service) syncOnce(ctx context.Context, p peer.ID, sync func(context.Context) (int, error)) error {
 	select {
 	case n.syncs.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -717,7 +717,7 @@ func (n *Node) syncOnce(ctx context.Context, p peer.ID, sync func(context.Contex
 	}
 	switch {
 	case err == nil || ctx.Err() != nil:
-	case errors.Is(err, errSyncRefused):
+	case errors.Is(err, ErrRefused):
 		// The peer is over its serving budget for this node (or holds
 		// its streams elsewhere): the next round resumes where this one
 		// stopped.

@@ -1,4 +1,4 @@
-package p2p
+package catalogsync
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,7 +37,7 @@ type syncMetrics struct {
 	requests *prometheus.CounterVec
 	bytes    *prometheus.CounterVec
 	records  *prometheus.CounterVec
-	// peers is the same per peer, bounded (sync_peers.go): the metrics
+	// peers is the same per peer, bounded (peers.go): the metrics
 	// have no peer label, since peers come and go without end.
 	peers *peerSyncTable
 }
@@ -69,9 +69,9 @@ type SyncCounts struct {
 	Records  map[string]int64
 }
 
-// SyncCounts returns the node's catalogue sync counters.
-func (n *Node) SyncCounts() SyncCounts {
-	m := n.metrics.sync
+// Counts returns the node's catalogue sync counters.
+func (n *Service) Counts() SyncCounts {
+	m := n.metrics
 	return SyncCounts{Requests: vecCounts(m.requests), Bytes: vecCounts(m.bytes), Records: vecCounts(m.records)}
 }
 

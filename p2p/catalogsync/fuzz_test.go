@@ -1,4 +1,4 @@
-package p2p
+package catalogsync
 
 import (
 	"bufio"
@@ -120,7 +120,7 @@ func requestKind(req feedRequest) uint8 {
 // reader, as the answer to each kind of request. It must not panic nor
 // read past what it reports; a page it accepts holds the protocol's
 // bounds (the caller verifies each envelope next); a refusal is only ever
-// errSyncRefused, and every other error that is the peer's fault wraps
+// ErrRefused, and every other error that is the peer's fault wraps
 // errBadPage or agent.ErrTooLarge (those count against the peer).
 func FuzzReadFeedPage(f *testing.F) {
 	key, _ := fuzzKey(f, 9)
@@ -162,7 +162,7 @@ func FuzzReadFeedPage(f *testing.F) {
 
 // FuzzDecodeSyncPage feeds arbitrary bytes to the 1.0.0 client's page
 // reader. It must not panic; a line too long is bufio.ErrBufferFull, a
-// line that is not a page errBadPage, a refusal errSyncRefused.
+// line that is not a page errBadPage, a refusal ErrRefused.
 func FuzzDecodeSyncPage(f *testing.F) {
 	key, _ := fuzzKey(f, 11)
 	var envs [][]byte
@@ -185,7 +185,7 @@ func FuzzDecodeSyncPage(f *testing.F) {
 			if resp.Envelopes != nil || resp.Next != 0 {
 				t.Fatalf("an error (%v) with a page", err)
 			}
-			if errors.Is(err, errSyncRefused) && !bytes.HasPrefix(data, []byte(`{"refused":`)) {
+			if errors.Is(err, ErrRefused) && !bytes.HasPrefix(data, []byte(`{"refused":`)) {
 				t.Fatalf("a refusal read from %q", data)
 			}
 			return

@@ -1,4 +1,4 @@
-package p2p
+package catalogsync
 
 import (
 	"errors"
@@ -124,9 +124,9 @@ func cloneCounts(m map[string]int64) map[string]int64 {
 // countSynced counts a record of a sync page from p: in the metrics by
 // result and round, and in p's row of the per-peer table, with the reason
 // it was not taken ("" when it was).
-func (n *Node) countSynced(p peer.ID, round, result, reason string, now time.Time) {
-	n.metrics.sync.records.WithLabelValues(result, round).Inc()
-	n.metrics.sync.peers.record(p, result, reason, now)
+func (n *Service) countSynced(p peer.ID, round, result, reason string, now time.Time) {
+	n.metrics.records.WithLabelValues(result, round).Inc()
+	n.metrics.peers.record(p, result, reason, now)
 }
 
 // storeRefusal is the reason the cache gave for not taking a record of a
@@ -142,11 +142,11 @@ func storeRefusal(err error) string {
 	return "store"
 }
 
-// SyncPeers is what catalogue sync brought from each peer lately (at most
+// Peers is what catalogue sync brought from each peer lately (at most
 // maxSyncPeers of them), in peer id order, with the shards being filled
 // from each now.
-func (n *Node) SyncPeers() []PeerSync {
-	rows := n.metrics.sync.peers.rows()
+func (n *Service) Peers() []PeerSync {
+	rows := n.metrics.peers.rows()
 	filling := map[string]int{}
 	n.syncs.mu.Lock()
 	for _, p := range n.syncs.filling {
@@ -159,10 +159,10 @@ func (n *Node) SyncPeers() []PeerSync {
 	return rows
 }
 
-// SyncFill says how this node's catalogue is filling: shards being
+// Fill says how this node's catalogue is filling: shards being
 // filled from some peer now, and shards read to their end from one (of
 // syncShards), since the process started or as its cursors said.
-func (n *Node) SyncFill() (filling, filled, shards int) {
+func (n *Service) Fill() (filling, filled, shards int) {
 	n.syncs.mu.Lock()
 	defer n.syncs.mu.Unlock()
 	for _, f := range n.syncs.filled {
