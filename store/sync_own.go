@@ -7,7 +7,7 @@ import (
 )
 
 // MaxOwnPage bounds a page of Sink.OwnEnvelopes: a sync page
-// (p2p's syncPageSize).
+// (p2p/catalogsync's PageSize).
 const MaxOwnPage = 64
 
 // OwnEnvelopes serves a page of the listings this node hosts for catalogue

@@ -8,7 +8,7 @@ import (
 	"github.com/agentsite/agentsite/store"
 )
 
-// syncOwnCases hold the engines to what own pages (p2p's sync_own.go)
+// syncOwnCases hold the engines to what own pages (p2p/catalogsync's own.go)
 // read of the hosted listings: Sink.OwnEnvelopes over the engine, and
 // over the read cache as a node composes it.
 var syncOwnCases = []testCase{
