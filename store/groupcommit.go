@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // GroupWriter is a group commit (docs/architecture.md §6, "Conversation
@@ -142,5 +144,53 @@ func (g *GroupWriter[T]) run() {
 				}
 			}
 		}
+	}
+}
+
+// errRetryAlone rolls a batch back (CommitBatch): one of its writes failed
+// in a way that may have left part of it written, or ended the
+// transaction, so each is written again alone.
+var errRetryAlone = errors.New("store: a write of the batch failed")
+
+// retryAloneTimeout bounds a write retried alone: the engine's store
+// deadline, when it has one, comes from inTx's own context.
+const retryAloneTimeout = 10 * time.Second
+
+// CommitBatch is a GroupWriter's commit for an engine: it writes the ops
+// of live in one transaction (inTx), each by write. A write refused
+// cleanly (clean: its statement wrote nothing and the transaction goes on,
+// as an append to a missing conversation) fails alone; any other failure
+// rolls the batch back and writes each op in a transaction of its own, so
+// that one bad write does not fail the others. If BEGIN or COMMIT fails,
+// every op gets that error: nothing of the batch was written.
+func CommitBatch[T, Tx any](live []*Pending[T], inTx func(context.Context, func(context.Context, Tx) error) error,
+	write func(context.Context, Tx, T) (clean bool, err error)) {
+	ctx := context.Background()
+	err := inTx(ctx, func(ctx context.Context, tx Tx) error {
+		for _, p := range live {
+			clean, err := write(ctx, tx, p.Op)
+			if err != nil && !clean {
+				return fmt.Errorf("%w: %w", errRetryAlone, err)
+			}
+			p.Err = err
+		}
+		return nil
+	})
+	if err == nil {
+		return
+	}
+	if !errors.Is(err, errRetryAlone) {
+		for _, p := range live {
+			p.Err = err
+		}
+		return
+	}
+	for _, p := range live {
+		ctx, cancel := context.WithTimeout(ctx, retryAloneTimeout)
+		p.Err = inTx(ctx, func(ctx context.Context, tx Tx) error {
+			_, err := write(ctx, tx, p.Op)
+			return err
+		})
+		cancel()
 	}
 }

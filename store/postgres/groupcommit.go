@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,48 +26,11 @@ type convOp struct {
 	msg  *store.Message
 }
 
-// errConvRetryAlone rolls a batch back: one of its writes failed, which
-// ends a Postgres transaction, so each is written again alone.
-var errConvRetryAlone = errors.New("postgres: a write of the batch failed")
-
-// convRetryTimeout bounds a write retried alone when the store has no
-// deadline of its own.
-const convRetryTimeout = 10 * time.Second
-
-// commitConvBatch writes the batch in one transaction. An append to a
-// missing conversation fails alone (its statement wrote nothing and
-// raised nothing); any other failure rolls the batch back and writes
-// each op in a transaction of its own.
+// commitConvBatch writes the batch in one transaction (store.CommitBatch:
+// an append to a missing conversation fails alone, any other failure
+// writes each op again in a transaction of its own).
 func (db *DB) commitConvBatch(live []*store.Pending[convOp]) {
-	ctx := context.Background()
-	err := db.InTransaction(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		for _, p := range live {
-			clean, err := writeConvOp(ctx, tx, p.Op)
-			if err != nil && !clean {
-				return fmt.Errorf("%w: %w", errConvRetryAlone, err)
-			}
-			p.Err = err
-		}
-		return nil
-	})
-	if err == nil {
-		return
-	}
-	if !errors.Is(err, errConvRetryAlone) {
-		// BEGIN or COMMIT failed: nothing of the batch was written.
-		for _, p := range live {
-			p.Err = err
-		}
-		return
-	}
-	for _, p := range live {
-		ctx, cancel := context.WithTimeout(ctx, convRetryTimeout)
-		p.Err = db.InTransaction(ctx, func(ctx context.Context, tx pgx.Tx) error {
-			_, err := writeConvOp(ctx, tx, p.Op)
-			return err
-		})
-		cancel()
-	}
+	store.CommitBatch(live, db.InTransaction, writeConvOp)
 }
 
 // writeConvOp runs op's statement in tx and fills in what the database

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/agentsite/agentsite/store"
 )
@@ -39,50 +38,15 @@ func (db *DB) writeConv(ctx context.Context, op convOp) error {
 	return db.conv.Do(ctx, op)
 }
 
-// errConvRetryAlone rolls a batch back: one of its writes failed in a way
-// that may have left part of it written, so each is written again alone.
-var errConvRetryAlone = errors.New("sqlite: a write of the batch failed")
-
 // commitConvBatch writes the ops of batch their callers have not given up
-// on, in one transaction. A write refused cleanly (an append to a missing
-// conversation: nothing was written) fails alone; any other failure rolls
-// the batch back and writes each op in a transaction of its own, so that
-// one bad write does not fail the others.
+// on, in one transaction (store.CommitBatch: a write refused cleanly, an
+// append to a missing conversation, fails alone; any other failure writes
+// each op again in a transaction of its own).
 func (db *DB) commitConvBatch(live []*store.Pending[convOp]) {
-	ctx := context.Background()
-	err := db.inTx(ctx, func(ctx context.Context, tx execer) error {
-		for _, p := range live {
-			clean, err := writeConvOp(ctx, tx, p.Op)
-			if err != nil && !clean {
-				return fmt.Errorf("%w: %w", errConvRetryAlone, err)
-			}
-			p.Err = err
-		}
-		return nil
-	}, createConversationSQL, bumpConversationSQL, insertMessageSQL)
-	if err == nil {
-		return
-	}
-	if !errors.Is(err, errConvRetryAlone) {
-		// BEGIN or COMMIT failed: nothing of the batch was written.
-		for _, p := range live {
-			p.Err = err
-		}
-		return
-	}
-	for _, p := range live {
-		ctx, cancel := context.WithTimeout(ctx, convRetryTimeout)
-		p.Err = db.inTx(ctx, func(ctx context.Context, tx execer) error {
-			_, err := writeConvOp(ctx, tx, p.Op)
-			return err
-		}, createConversationSQL, bumpConversationSQL, insertMessageSQL)
-		cancel()
-	}
+	store.CommitBatch(live, func(ctx context.Context, fn func(context.Context, execer) error) error {
+		return db.inTx(ctx, fn, createConversationSQL, bumpConversationSQL, insertMessageSQL)
+	}, writeConvOp)
 }
-
-// convRetryTimeout bounds a write retried alone when the store has no
-// deadline of its own.
-const convRetryTimeout = 10 * time.Second
 
 // writeConvOp runs op's statements in tx and fills in what the database
 // gave it (timestamps, the message id). clean reports, with an error,
