@@ -857,6 +857,12 @@
   } else {
     refreshEdit();
   }
+  // A tool call still waiting for the person when the page was rendered:
+  // its card again, under the reply that asked.
+  var waiting = q("[data-testid=message][data-approval]", list);
+  if (waiting && !pending) {
+    try { showApproval(waiting, JSON.parse(waiting.getAttribute("data-approval"))); } catch (e) { /* not shown */ }
+  }
   addCopyButtons(list);
   showCopyButtons(list);
   drawer();

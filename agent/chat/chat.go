@@ -445,6 +445,27 @@ func (c *Chat) Conversation(ctx context.Context, owner Owner, agentID, id string
 	return conv, nil
 }
 
+// approvalKeeper is a Local Answerer that keeps tool calls waiting for
+// approval (runtime.Runtime).
+type approvalKeeper interface {
+	WaitingApproval(ctx context.Context, agentID, conv string) (agent.Approval, bool)
+}
+
+// WaitingApproval is the tool call this node's agent agentID waits on in
+// owner's conversation convID, for a page opened while it waits (the
+// chat shows its Approve / Deny card again); ok is false when none waits
+// or the agent is another node's (its turns never wait here).
+func (c *Chat) WaitingApproval(ctx context.Context, owner Owner, agentID, convID string) (agent.Approval, bool) {
+	k, ok := c.Local.(approvalKeeper)
+	if !ok || convID == "" {
+		return agent.Approval{}, false
+	}
+	if agent.CallerOf(ctx) == "" {
+		ctx = agent.WithCaller(ctx, string(owner)) // as Turn names a local turn's caller
+	}
+	return k.WaitingApproval(ctx, agentID, convID)
+}
+
 // conversationFor loads conversation id of owner with l, or starts one
 // bound to l's owner and publisher when id is empty. An agent id is derived
 // from its publisher's key and name only, so the same id may later carry

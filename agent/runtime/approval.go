@@ -177,6 +177,22 @@ func (r *Runtime) hold(p *pendingCall) bool {
 	return true
 }
 
+// WaitingApproval is the tool call of agentID waiting in conversation conv
+// for the caller of ctx (agent.WithCaller) to answer: what a page shows
+// again when it is opened while the call waits. ok is false when none
+// waits for this caller.
+func (r *Runtime) WaitingApproval(ctx context.Context, agentID, conv string) (_ agent.Approval, ok bool) {
+	a := r.approvals
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sweepLocked(r.opts.Now())
+	p := a.pending[convKey(agentID, conv)]
+	if p == nil || conv == "" || p.caller != callerOwner(ctx) {
+		return agent.Approval{}, false
+	}
+	return p.approval, true
+}
+
 // take removes and returns the call t answers, with the answer: t's
 // Approval, or a word ("approve", "deny") while one waits. No call (nil)
 // when t answers none; ErrUnknownApproval when t's Approval names one

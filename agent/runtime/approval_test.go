@@ -128,6 +128,16 @@ func TestApprovalOnlyItsCallerAndTime(t *testing.T) {
 	if !ok {
 		t.Fatalf("no pause: %v", err)
 	}
+	// The page of the conversation shows the waiting call to its caller
+	// alone (runtime.WaitingApproval).
+	if got, ok := a.rt.WaitingApproval(agent.WithCaller(t.Context(), "user:1"), idSelf, "c1"); !ok || got.ID != ap.ID {
+		t.Errorf("the waiting call for its caller: %+v %v, want %s", got, ok, ap.ID)
+	}
+	for _, tc := range []struct{ caller, conv string }{{"user:2", "c1"}, {"user:1", "c2"}} {
+		if _, ok := a.rt.WaitingApproval(agent.WithCaller(t.Context(), tc.caller), idSelf, tc.conv); ok {
+			t.Errorf("%s in %s sees the waiting call", tc.caller, tc.conv)
+		}
+	}
 	yes := &agent.ApprovalAnswer{ID: ap.ID, Approve: true}
 	for _, tc := range []struct{ caller, conv string }{{"user:2", "c1"}, {"user:1", "c2"}} {
 		if _, err := a.ask(t.Context(), tc.caller, tc.conv, "approve", yes, agent.Trace{}); !errors.Is(err, agent.ErrUnknownApproval) {
@@ -138,6 +148,9 @@ func TestApprovalOnlyItsCallerAndTime(t *testing.T) {
 	_, err = a.ask(t.Context(), "user:1", "c1", "approve", yes, agent.Trace{})
 	if !errors.Is(err, agent.ErrUnknownApproval) || !strings.Contains(agent.AsError(err).Message, "Send your request again") {
 		t.Errorf("expired: %v", err)
+	}
+	if _, ok := a.rt.WaitingApproval(agent.WithCaller(t.Context(), "user:1"), idSelf, "c1"); ok {
+		t.Error("an expired call is still shown as waiting")
 	}
 	if notes.Saves() != 0 {
 		t.Errorf("save_note ran %d times", notes.Saves())

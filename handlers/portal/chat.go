@@ -2,6 +2,7 @@ package portal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -193,6 +194,13 @@ func (p *Pages) showChat(w http.ResponseWriter, r *http.Request, status int, con
 				}
 			}
 			v.Messages = append(v.Messages, cm)
+		}
+		if n := len(v.Messages); n > 0 && v.Messages[n-1].Role == agent.RoleAgent && !readOnly {
+			if a, ok := p.Chat.WaitingApproval(ctx, owner, rec.ID, c.ID); ok {
+				if b, err := json.Marshal(a); err == nil {
+					v.Messages[n-1].Approval = string(b)
+				}
+			}
 		}
 		if text, ok := p.Live.InFlight(owner, c.ID); ok {
 			v.Live, v.LiveText = true, text

@@ -41,6 +41,16 @@ func TestChatBrowserApproval(t *testing.T) {
 	}
 	chatShot(b, "chat-approval.png")
 
+	// A page opened again while the call waits shows its card again.
+	b.Do("reload the conversation",
+		chromedp.Reload(),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="chat-connection"][data-state="open"]`)),
+		chromedp.WaitVisible(Tid("approval-card")),
+	)
+	if tool := Run(b, "read the tool again", chromedp.Text(Tid("approval-tool"))); tool != "save_note" {
+		t.Errorf("card after reload: tool %q, want save_note", tool)
+	}
+
 	b.Do("approve",
 		chromedp.Click(Tid("approval-approve")),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="message"][data-role="agent"][data-message-id]:last-of-type`)),
