@@ -111,8 +111,8 @@ func TestChatPage(t *testing.T) {
 func checkChatTemplates(t *testing.T, doc *goquery.Document, agentID string) {
 	t.Helper()
 	root := MustTestid(t, doc, "chat")
-	if n, m := doc.Find(`[data-testid="chat-template"]`).Length(), root.Find(`template[data-testid="chat-template"]`).Length(); n != 20 || m != n {
-		t.Errorf("%d chat templates, %d of them <template>s in the chat root; want 20 (with markdown, code-copy, error-stopped, reply-actions and the three of a tool call)", n, m)
+	if n, m := doc.Find(`[data-testid="chat-template"]`).Length(), root.Find(`template[data-testid="chat-template"]`).Length(); n != 21 || m != n {
+		t.Errorf("%d chat templates, %d of them <template>s in the chat root; want 21 (with markdown, code-copy, error-stopped, reply-actions, the three of a tool call and the approval card)", n, m)
 	}
 	tmpl := func(name string) *goquery.Selection {
 		t.Helper()
