@@ -85,6 +85,12 @@ var passedThrough = map[string]string{
 	"SessionDelete":        "sessions",
 	"SessionDeleteExpired": "sessions",
 	"Close":                "ends the engine",
+
+	// An llm agent's memories of a person: not listings.
+	"AddMemory":      "memories",
+	"ListMemories":   "reads",
+	"DeleteMemory":   "memories",
+	"DeleteMemories": "memories",
 }
 
 // TestEveryEngineMethodIsAccountedFor: a method added to Engine (to
