@@ -84,8 +84,8 @@ bench-chat: ## chat turns to echo, local and cross-node, API, WebSocket and A2A,
 	$(GO) test -run '^$$' -bench BenchmarkRemoteTurn -benchtime 200x -timeout 30m ./cmd/agentsite/
 	$(GO) test -run '^$$' -bench BenchmarkA2ASend -benchtime 1x -timeout 30m ./cmd/agentsite/
 
-bench-scheduler: ## the model scheduler: 20 callers (one sending 10x the others) on one slow fake model, without a scheduler and with it: throughput, waits per class, Jain's fairness
-	$(GO) test -run '^$$' -bench BenchmarkModelScheduler -benchtime 1x -timeout 10m ./agent/runtime/
+bench-scheduler: ## the model scheduler: 20 callers (one sending 10x the others) on one slow fake model, without a scheduler and with it: throughput, waits per class, Jain's fairness; and what one tool call to a local MCP server adds to a turn
+	$(GO) test -run '^$$' -bench 'BenchmarkModelScheduler|BenchmarkToolRoundTrip' -benchtime 1x -timeout 10m ./agent/runtime/
 
 bench-p2p: ## propagation and DHT look-up latency on planets of 5, 10, 20 and 50 nodes
 	$(GO) test -run '^$$' -bench BenchmarkPropagation -benchtime 20x -timeout 30m ./cmd/agentsite/

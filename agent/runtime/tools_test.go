@@ -163,7 +163,7 @@ func (a *toolAgent) turn(t *testing.T, text string) (string, []agent.Step, error
 }
 
 // offered is the function names and parameters of a request's tools.
-func offered(t *testing.T, req fakellm.Request) map[string]json.RawMessage {
+func offered(t testing.TB, req fakellm.Request) map[string]json.RawMessage {
 	t.Helper()
 	out := map[string]json.RawMessage{}
 	for _, raw := range req.Tools {
@@ -184,7 +184,7 @@ func offered(t *testing.T, req fakellm.Request) map[string]json.RawMessage {
 
 // named is the offered tool whose name ends in "__"+suffix and holds
 // part. It runs in the model server's goroutine: it reports, never stops.
-func named(t *testing.T, req fakellm.Request, suffix, part string) string {
+func named(t testing.TB, req fakellm.Request, suffix, part string) string {
 	t.Helper()
 	var names []string
 	for name := range offered(t, req) {
