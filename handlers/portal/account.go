@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -128,20 +129,29 @@ func (p *Pages) SubmitCreateToken(w http.ResponseWriter, r *http.Request) {
 // SubmitDeleteToken revokes one of the user's tokens; another user's
 // token id is a 404, so ids cannot be probed.
 func (p *Pages) SubmitDeleteToken(w http.ResponseWriter, r *http.Request) {
+	p.deleteOwned(w, r, "tokenID", errNoToken, p.Users.DeleteAPIToken,
+		"Token deleted. Programs using it can no longer sign in.", "/account")
+}
+
+// deleteOwned deletes the signed-in user's row whose id is the URL
+// parameter param (del refuses another user's with store.ErrNotFound),
+// then flashes done and goes to next; a bad or unknown id is notFound.
+func (p *Pages) deleteOwned(w http.ResponseWriter, r *http.Request, param string, notFound error,
+	del func(ctx context.Context, userID, id int64) error, done, next string) {
 	u := userFrom(r.Context())
-	id, err := strconv.ParseInt(chi.URLParam(r, "tokenID"), 10, 64)
+	id, err := strconv.ParseInt(chi.URLParam(r, param), 10, 64)
 	if err != nil || id <= 0 {
-		p.RenderError(w, r, errNoToken)
+		p.RenderError(w, r, notFound)
 		return
 	}
-	err = p.Users.DeleteAPIToken(r.Context(), u.ID, id)
+	err = del(r.Context(), u.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
-		err = errNoToken
+		err = notFound
 	}
 	if err != nil {
 		p.RenderError(w, r, err)
 		return
 	}
-	p.flash(r, "Token deleted. Programs using it can no longer sign in.")
-	redirect(w, r, "/account")
+	p.flash(r, done)
+	redirect(w, r, next)
 }

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/handlers/httpkit"
 	"github.com/agentsite/agentsite/store"
@@ -57,22 +55,12 @@ func (p *Pages) accountMemories(ctx context.Context, userID int64) ([]web.Memory
 // SubmitDeleteMemory forgets one of the user's remembered facts; another
 // user's fact id is a 404.
 func (p *Pages) SubmitDeleteMemory(w http.ResponseWriter, r *http.Request) {
-	u := userFrom(r.Context())
-	id, err := strconv.ParseInt(chi.URLParam(r, "memoryID"), 10, 64)
-	if err != nil || id <= 0 || p.Memories == nil {
+	if p.Memories == nil {
 		p.RenderError(w, r, errNoMemory)
 		return
 	}
-	err = p.Memories.DeleteMemory(r.Context(), u.ID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		err = errNoMemory
-	}
-	if err != nil {
-		p.RenderError(w, r, err)
-		return
-	}
-	p.flash(r, "Forgotten. The agent no longer remembers it.")
-	redirect(w, r, "/account#memories")
+	p.deleteOwned(w, r, "memoryID", errNoMemory, p.Memories.DeleteMemory,
+		"Forgotten. The agent no longer remembers it.", "/account#memories")
 }
 
 // SubmitDeleteMemories forgets all the user's facts with the agent the
