@@ -83,6 +83,10 @@ const (
 	// CodeUnknownApproval: an answer to a tool approval that is not
 	// waiting (expired, answered, or another conversation's).
 	CodeUnknownApproval Code = "unknown_approval"
+	// CodeHistoryRequired: a turn came without its history (the caller
+	// was told the agent does not read it) to a backend that reads it;
+	// the caller sends it again with the history (node to node only).
+	CodeHistoryRequired Code = "history_required"
 )
 
 // Error is a domain error: a kind, a stable code, and a message that is
@@ -191,6 +195,11 @@ var (
 	// (agent/runtime/modelsched); nothing was sent to the model.
 	ErrModelBusy = sentinel(KindRateLimited, CodeModelBusy, "agent model busy",
 		"The agent's model is busy; try again shortly.")
+	// ErrHistoryRequired: the turn left its history out, and the agent's
+	// backend reads it (Turn.HistoryOmitted). Nothing was answered; the
+	// calling node sends the turn again with its history.
+	ErrHistoryRequired = sentinel(KindConflict, CodeHistoryRequired, "turn needs its history",
+		"The agent needs the conversation so far; send the message again.")
 	// ErrHostUnreachable: the node hosting the agent did not answer.
 	ErrHostUnreachable = sentinel(KindUpstream, CodeHostUnreachable, "agent host unreachable",
 		"The node hosting this agent could not be reached. It may be offline; try again later.")
@@ -222,7 +231,7 @@ var turnErrors = map[Code]*Error{}
 func init() {
 	for _, e := range []*Error{ErrUnknownAgent, ErrBackendTimeout, ErrBackendUnavailable, ErrBackendRejected,
 		ErrReplyTooLarge, ErrBlockedAddress, ErrOwnerChanged, ErrBadBackendReply, ErrAgentBusy, ErrHostUnreachable,
-		ErrModelBusy, ErrDelegationLoop, ErrDelegationDepth} {
+		ErrModelBusy, ErrDelegationLoop, ErrDelegationDepth, ErrHistoryRequired} {
 		turnErrors[e.Code] = e
 	}
 	turnErrors[CodeRateLimited] = ErrAgentBusy // what hosts before codes were shared sent

@@ -27,6 +27,7 @@ var sentinels = map[string]*Error{
 	"ErrAgentBusy":          ErrAgentBusy,
 	"ErrHostUnreachable":    ErrHostUnreachable,
 	"ErrModelBusy":          ErrModelBusy,
+	"ErrHistoryRequired":    ErrHistoryRequired,
 	"ErrDelegationLoop":     ErrDelegationLoop,
 	"ErrDelegationDepth":    ErrDelegationDepth,
 	"ErrDelegationBudget":   ErrDelegationBudget,

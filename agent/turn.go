@@ -37,6 +37,16 @@ type Turn struct {
 	Owner string
 	// Trace follows the message through agents that call agents.
 	Trace Trace
+	// HistoryOmitted says History was left out on purpose: the calling
+	// node was told the agent's backend does not read it (a builtin such
+	// as echo). A backend that reads it refuses the turn with
+	// ErrHistoryRequired and answers nothing.
+	HistoryOmitted bool
+	// OnHistoryUnread, if set, is called when the backend that answers
+	// the turn does not read History: a host tells its caller, which then
+	// leaves the history out of the agent's next turns. It is never
+	// serialized.
+	OnHistoryUnread func()
 	// OnStep, if set, hears of each delegation the agent makes while it
 	// answers, as it starts and as it ends. It is never serialized.
 	OnStep func(Step)

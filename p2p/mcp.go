@@ -63,6 +63,47 @@ func (n *Node) ServeMCP(h http.Handler) error {
 	return nil
 }
 
+// ServeMCPLines answers other nodes' streams on agent.MCPLinesProtocol
+// with serve (p2p/peermcp's LinesHandler.ServeStream): one send_message
+// call a stream, the caller as "peer:<id>", ctx ending with the node. The
+// resource manager bounds the streams a peer may hold open.
+func (n *Node) ServeMCPLines(serve func(ctx context.Context, caller string, s network.Stream)) {
+	n.host.SetStreamHandler(agent.MCPLinesProtocol, func(s network.Stream) {
+		serve(n.ctx, "peer:"+s.Conn().RemotePeer().String(), s)
+	})
+}
+
+// SpeaksMCPLines reports whether the node hostPeerID serves
+// agent.MCPLinesProtocol, as identify told this node.
+func (n *Node) SpeaksMCPLines(hostPeerID string) bool {
+	pid, err := n.hostID(hostPeerID)
+	if err != nil {
+		return false
+	}
+	ok, _ := n.host.Peerstore().SupportsProtocols(pid, agent.MCPLinesProtocol)
+	return len(ok) > 0
+}
+
+// OpenMCPLines opens a stream to the node hostPeerID on
+// agent.MCPLinesProtocol, over a relayed connection too. Errors wrap
+// agent.ErrHostUnreachable, or are ctx's.
+func (n *Node) OpenMCPLines(ctx context.Context, hostPeerID string) (network.Stream, error) {
+	pid, err := n.hostID(hostPeerID)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, libp2phttp.DefaultNewStreamTimeout)
+	defer cancel()
+	s, err := limitedOK{Host: n.host, n: n}.NewStream(sctx, pid, agent.MCPLinesProtocol)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %s: %v", agent.ErrHostUnreachable, pid.ShortString(), err)
+	}
+	return s, nil
+}
+
 // mcpHTTP returns the node's libp2phttp host, made on first use.
 func (n *Node) mcpHTTP() *libp2phttp.Host {
 	n.mcp.mu.Lock()

@@ -247,7 +247,10 @@ func New(ctx context.Context, key crypto.PrivKey, cfg Config, logger *slog.Logge
 	}
 	limits := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&limits)
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.AutoScale()))
+	// Without its metrics: they go to Prometheus' global registry, which
+	// the node does not serve, and tracing every stream's scopes for them
+	// cost a twentieth of a cross-node turn.
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.AutoScale()), rcmgr.WithMetricsDisabled())
 	if err != nil {
 		return nil, fmt.Errorf("resource manager: %w", err)
 	}

@@ -20,6 +20,17 @@ var builtins = map[string]builtinFunc{
 	"haiku":      answerHaiku,
 }
 
+// readsHistory reports whether backend b reads a turn's history: every
+// backend does but the builtins that answer the message alone (echo,
+// calculator, haiku; the conformance agent reads it).
+func readsHistory(b agent.Backend) bool {
+	if b.Kind != agent.BackendBuiltin {
+		return true
+	}
+	_, alone := builtins[b.Builtin]
+	return !alone
+}
+
 func (r *Runtime) answerBuiltin(ctx context.Context, b agent.Backend, t agent.Turn, emit func(string) error) (string, error) {
 	f, ok := builtins[b.Builtin]
 	if b.Builtin == "echo" && r.opts.EchoDelay > 0 {

@@ -161,3 +161,34 @@ func TestEchoDelay(t *testing.T) {
 		t.Fatalf("canceled slow echo: %v, want context.Canceled", err)
 	}
 }
+
+// TestHistoryOmitted: a builtin that answers the message alone says so
+// (OnHistoryUnread) and answers a turn without its history; a backend
+// that reads the history refuses such a turn, answering nothing, and
+// says nothing of the kind.
+func TestHistoryOmitted(t *testing.T) {
+	for _, tc := range []struct {
+		b     agent.Backend
+		reads bool
+	}{
+		{agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}, false},
+		{agent.Backend{Kind: agent.BackendBuiltin, Builtin: "haiku"}, false},
+		{agent.Backend{Kind: agent.BackendLLM, URL: "http://127.0.0.1:1/v1", Model: "m"}, true},
+		{agent.Backend{Kind: agent.BackendWebhook, URL: "http://127.0.0.1:1/hook"}, true},
+	} {
+		rt := newTestRuntime(t, tc.b, RuntimeOptions{})
+		said := false
+		_, emit := collect()
+		_, err := rt.Answer(context.Background(), agent.Turn{AgentID: "a1", Text: "hi", HistoryOmitted: true,
+			OnHistoryUnread: func() { said = true }}, emit)
+		switch {
+		case tc.reads && !errors.Is(err, agent.ErrHistoryRequired):
+			t.Errorf("%s %s: a turn without its history = %v, want %v", tc.b.Kind, tc.b.Builtin, err, agent.ErrHistoryRequired)
+		case !tc.reads && err != nil:
+			t.Errorf("%s %s: a turn without its history = %v", tc.b.Kind, tc.b.Builtin, err)
+		}
+		if said == tc.reads {
+			t.Errorf("%s %s: said it does not read the history = %v", tc.b.Kind, tc.b.Builtin, said)
+		}
+	}
+}

@@ -185,6 +185,12 @@ func (r *Runtime) Answer(ctx context.Context, t agent.Turn, emit func(chunk stri
 		}
 		return "", fmt.Errorf("agent %s: look up backend: %w", t.AgentID, err)
 	}
+	switch reads := readsHistory(b); {
+	case t.HistoryOmitted && reads:
+		return "", fmt.Errorf("agent %s: %w", t.AgentID, agent.ErrHistoryRequired)
+	case !reads && t.OnHistoryUnread != nil:
+		t.OnHistoryUnread()
+	}
 	tctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
 	out := func(chunk string) error {

@@ -15,18 +15,22 @@ import (
 )
 
 // servePeers answers other nodes' turns for the agents this node hosts,
-// through the runtime, over MCP on libp2p; they count for health too.
+// through the runtime, over MCP on libp2p (HTTP, and the lines protocol
+// for nodes that speak it); they count for health too.
+// The lines protocol and HTTP share one budget of turns per peer.
 func (a *app) servePeers() error {
-	if err := a.node.ServeMCP(peermcp.NewHandler(peermcp.HandlerConfig{
+	cfg := peermcp.HandlerConfig{
 		Agents:   hostedAgents{st: a.network},
 		Answerer: chat.Measured{Answerer: a.runtime, Outcomes: a.health},
 		Detail:   runtime.PublicMessage,
 		Allow:    peerTurnLimit(a.cfg.ChatRateLimit),
 		Logger:   a.logger,
 		Version:  buildVersion(),
-	})); err != nil {
+	}
+	if err := a.node.ServeMCP(peermcp.NewHandler(cfg)); err != nil {
 		return fmt.Errorf("serve MCP over libp2p: %w", err)
 	}
+	a.node.ServeMCPLines(peermcp.NewLinesHandler(cfg).ServeStream)
 	return nil
 }
 

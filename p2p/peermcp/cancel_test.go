@@ -29,12 +29,21 @@ func (b blockingAnswerer) Answer(ctx context.Context, _ agent.Turn, emit func(st
 // TestSendCancelReachesHost: when the caller of a remote turn cancels it
 // (AgentChat's Stop), the hosting node's backend sees its context end:
 // the turn does not run on at the host until its own timeout.
+// Both ways: over HTTP, and in the lines protocol.
 func TestSendCancelReachesHost(t *testing.T) {
+	for _, lines := range []bool{false, true} {
+		t.Run(map[bool]string{false: "http", true: "lines"}[lines], func(t *testing.T) { testSendCancelReachesHost(t, lines) })
+	}
+}
+
+func testSendCancelReachesHost(t *testing.T, lines bool) {
 	h := newTestHost(t)
 	b := blockingAnswerer{streamed: make(chan struct{}), ended: make(chan error, 1)}
 	h.cfg.Answerer = b
 	host := mcpTestNode(t)
-	if err := host.ServeMCP(NewHandler(h.cfg)); err != nil {
+	if lines {
+		host.ServeMCPLines(NewLinesHandler(h.cfg).ServeStream)
+	} else if err := host.ServeMCP(NewHandler(h.cfg)); err != nil {
 		t.Fatal(err)
 	}
 	portal := mcpTestNode(t)

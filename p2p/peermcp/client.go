@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -27,14 +28,21 @@ type Network interface {
 	// MCPClient is an HTTP client whose requests reach the node's
 	// NewHandler over libp2p streams.
 	MCPClient(hostPeerID string) (*http.Client, error)
+	// SpeaksMCPLines reports whether the node serves the lines protocol
+	// (agent.MCPLinesProtocol) as far as this node knows (identify).
+	SpeaksMCPLines(hostPeerID string) bool
+	// OpenMCPLines opens a stream to the node in the lines protocol;
+	// errors wrap agent.ErrHostUnreachable or are ctx's.
+	OpenMCPLines(ctx context.Context, hostPeerID string) (network.Stream, error)
 }
 
 // ClientConfig configures NewClient; zero values take defaults.
 type ClientConfig struct {
 	Logger  *slog.Logger // nil: discard
 	Version string       // of this node, told to hosts
-	// noLean calls every host through mcp-go's client (tests compare).
-	noLean bool
+	// noLean calls every host through mcp-go's client, noLines never in
+	// the lines protocol (tests compare).
+	noLean, noLines bool
 }
 
 // Client sends turns to the agents other nodes host. It keeps one
@@ -46,6 +54,8 @@ type Client struct {
 	cfg    ClientConfig
 	pool   *mcppool.Pool[string, *conn]
 	tokens atomic.Uint64
+	ids    atomic.Uint64 // of lines calls
+	unread unreadAgents
 }
 
 // conn is the pooled MCP client of one host, with the turns waiting for
@@ -89,28 +99,81 @@ func (c *Client) Send(ctx context.Context, hostPeerID string, t agent.Turn, emit
 	if err := c.net.ConnectHost(ctx, hostPeerID); err != nil {
 		return "", err
 	}
-	cn, release, err := c.pool.Acquire(ctx, hostPeerID, func(ctx context.Context) (*conn, error) { return c.dial(ctx, hostPeerID) })
-	switch {
-	case ctx.Err() != nil:
-		return "", ctx.Err()
-	case errors.Is(err, mcppool.ErrClosed):
-		return "", fmt.Errorf("%w: %w", agent.ErrHostUnreachable, err)
-	case err != nil:
+	call, done, err := c.route(ctx, hostPeerID)
+	if err != nil {
 		return "", err
 	}
 	broken := false
-	defer func() { release(broken) }()
+	defer func() { done(broken) }()
+	// An agent whose host said it does not read the history gets the turn
+	// without it; if that changed, the host refuses before answering and
+	// the turn goes again with the history.
+	key := hostPeerID + " " + t.AgentID
+	omit := len(t.History) > 0 && c.unread.has(key)
+	reply, unread, broken, err := c.sendOnce(ctx, call, hostPeerID, t, emit, omit)
+	if omit && errors.Is(err, agent.ErrHistoryRequired) {
+		c.unread.forget(key)
+		reply, unread, broken, err = c.sendOnce(ctx, call, hostPeerID, t, emit, false)
+	}
+	if err == nil {
+		c.unread.set(key, unread)
+	}
+	return reply, err
+}
 
+// callFunc sends one send_message call to a host and returns its result;
+// the host's notifications of the call (its progress token) go to sink. A
+// failure to reach the host or to read its answer is a *transport.Error.
+type callFunc func(ctx context.Context, token string, sink *progressSink, req mcp.CallToolRequest, args turnArgs) (*mcp.CallToolResult, error)
+
+// route picks how a turn goes to the host: on a stream of its own in the
+// host's lines protocol when the host speaks it (client_lines.go), else
+// through the host's pooled MCP client. done gives the pooled client back,
+// broken or not.
+func (c *Client) route(ctx context.Context, hostPeerID string) (call callFunc, done func(broken bool), err error) {
+	if !c.cfg.noLines && c.net.SpeaksMCPLines(hostPeerID) {
+		return func(ctx context.Context, token string, sink *progressSink, req mcp.CallToolRequest, args turnArgs) (*mcp.CallToolResult, error) {
+			return c.linesCall(ctx, hostPeerID, token, sink, req, args)
+		}, func(bool) {}, nil
+	}
+	cn, release, err := c.pool.Acquire(ctx, hostPeerID, func(ctx context.Context) (*conn, error) { return c.dial(ctx, hostPeerID) })
+	switch {
+	case ctx.Err() != nil:
+		return nil, nil, ctx.Err()
+	case errors.Is(err, mcppool.ErrClosed):
+		return nil, nil, fmt.Errorf("%w: %w", agent.ErrHostUnreachable, err)
+	case err != nil:
+		return nil, nil, err
+	}
+	return cn.call, release, nil
+}
+
+// call is a callFunc on the pooled client: a lean call to a host that
+// speaks MCP 2026-07-28, else mcp-go's.
+func (cn *conn) call(ctx context.Context, token string, sink *progressSink, req mcp.CallToolRequest, args turnArgs) (*mcp.CallToolResult, error) {
+	cn.sinks.Store(token, sink)
+	defer cn.sinks.Delete(token)
+	if cn.lean {
+		return cn.leanCall(ctx, cn.ids.Add(1), req, args)
+	}
+	return cn.c.CallTool(ctx, req)
+}
+
+// sendOnce sends the turn once with call, without its history if omit,
+// and reports whether the host said the agent does not read the history,
+// and whether the way it went broke.
+func (c *Client) sendOnce(ctx context.Context, call callFunc, hostPeerID string, t agent.Turn, emit func(string) error, omit bool) (reply string, unread, broken bool, err error) {
 	tctx, cancel := context.WithTimeout(ctx, turnTimeout)
 	defer cancel()
 	token := "t" + strconv.FormatUint(c.tokens.Add(1), 10)
 	sink := &progressSink{emit: emit, cancel: cancel, onStep: t.OnStep, onWait: t.OnWait}
-	cn.sinks.Store(token, sink)
-	defer cn.sinks.Delete(token)
 
 	var req mcp.CallToolRequest
 	req.Params.Name = ToolName
 	args := turnArguments(t)
+	if omit {
+		args.History, args.HistoryOmitted = nil, true
+	}
 	req.Params.Arguments = args
 	req.Params.Meta = &mcp.Meta{ProgressToken: token}
 	settle := func(agent.Trace, bool) {}
@@ -121,42 +184,35 @@ func (c *Client) Send(ctx context.Context, hostPeerID string, t agent.Turn, emit
 		sent, settle = t.Trace.Handoff(agent.TreeTurns)
 		req.Params.Meta.AdditionalFields = map[string]any{agent.TraceMetaKey: sent}
 	}
-	var res *mcp.CallToolResult
-	if cn.lean {
-		res, err = cn.leanCall(tctx, cn.ids.Add(1), req, args)
-	} else {
-		res, err = cn.c.CallTool(tctx, req)
-	}
+	res, err := call(tctx, token, sink, req, args)
 	settle(returnedTrace(res))
 	if serr := sink.finish(); serr != nil {
-		return "", serr
+		return "", false, false, serr
 	}
 	if err != nil {
 		var te *transport.Error
 		switch {
 		case ctx.Err() != nil:
-			return "", ctx.Err()
+			return "", false, false, ctx.Err()
 		case errors.Is(tctx.Err(), context.DeadlineExceeded):
-			return "", fmt.Errorf("%w: agent host %s: no reply within %s: %w", agent.ErrBackendTimeout, hostPeerID, turnTimeout, context.DeadlineExceeded)
+			return "", false, false, fmt.Errorf("%w: agent host %s: no reply within %s: %w", agent.ErrBackendTimeout, hostPeerID, turnTimeout, context.DeadlineExceeded)
 		case errors.As(err, &te):
-			broken = true
-			return "", fmt.Errorf("%w: %s: %v", agent.ErrHostUnreachable, hostPeerID, err)
+			return "", false, true, fmt.Errorf("%w: %s: %v", agent.ErrHostUnreachable, hostPeerID, err)
 		}
-		broken = true
-		return "", fmt.Errorf("%w: agent host %s failed the turn: %v", agent.ErrBackendUnavailable, hostPeerID, err)
+		return "", false, true, fmt.Errorf("%w: agent host %s failed the turn: %v", agent.ErrBackendUnavailable, hostPeerID, err)
 	}
 	if res.IsError {
-		return "", remoteError(res)
+		return "", false, false, remoteError(res)
 	}
-	reply := resultText(res)
+	reply = resultText(res)
 	// The host's MCP library may drop the last progress notifications of a
 	// fast reply; the result has the whole text, so the rest goes out now.
 	if rest, ok := strings.CutPrefix(reply, sink.text.String()); ok && rest != "" && emit != nil {
 		if err := emit(rest); err != nil {
-			return "", err
+			return "", false, false, err
 		}
 	}
-	return reply, nil
+	return reply, historyUnread(res), false, nil
 }
 
 // turnArguments is send_message's input for a host: the turn and the

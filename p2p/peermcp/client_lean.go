@@ -62,16 +62,7 @@ type leanMessage struct {
 // host or to read its answer is a *transport.Error, as mcp-go's client
 // reports one.
 func (cn *conn) leanCall(ctx context.Context, id uint64, req mcp.CallToolRequest, args turnArgs) (*mcp.CallToolResult, error) {
-	meta := map[string]any{
-		"progressToken":               req.Params.Meta.ProgressToken,
-		mcp.MetaKeyProtocolVersion:    fastVersion,
-		mcp.MetaKeyClientCapabilities: map[string]any{},
-	}
-	for k, v := range req.Params.Meta.AdditionalFields {
-		meta[k] = v
-	}
-	body, err := json.Marshal(leanRequest{JSONRPC: "2.0", ID: id, Method: string(mcp.MethodToolsCall),
-		Params: leanParams{Meta: meta, Arguments: args, Name: ToolName}})
+	body, err := leanBody(id, req, args)
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +97,20 @@ func (cn *conn) leanCall(ctx context.Context, id uint64, req mcp.CallToolRequest
 		return cn.leanEvents(resp.Body)
 	}
 	return nil, transport.NewError(fmt.Errorf("unexpected content type %q", mt))
+}
+
+// leanBody is the JSON-RPC request of a send_message call.
+func leanBody(id uint64, req mcp.CallToolRequest, args turnArgs) ([]byte, error) {
+	meta := map[string]any{
+		"progressToken":               req.Params.Meta.ProgressToken,
+		mcp.MetaKeyProtocolVersion:    fastVersion,
+		mcp.MetaKeyClientCapabilities: map[string]any{},
+	}
+	for k, v := range req.Params.Meta.AdditionalFields {
+		meta[k] = v
+	}
+	return json.Marshal(leanRequest{JSONRPC: "2.0", ID: id, Method: string(mcp.MethodToolsCall),
+		Params: leanParams{Meta: meta, Arguments: args, Name: ToolName}})
 }
 
 // leanEvents reads an SSE answer: each event's data is a message, the
@@ -145,9 +150,15 @@ func (cn *conn) leanEvents(r io.Reader) (*mcp.CallToolResult, error) {
 	return nil, transport.NewError(fmt.Errorf("the answer ended without a result: %w", err))
 }
 
-// leanMessage handles one message: a notification goes to its turn's
-// sink (nil, nil), the response is returned.
+// leanMessage handles one message of an answer to a pooled call.
 func (cn *conn) leanMessage(b []byte) (*mcp.CallToolResult, error) {
+	return answerMessage(b, cn.sink)
+}
+
+// answerMessage handles one JSON-RPC message of a host's answer: a
+// notification goes to its turn's sink (found by its progress token; nil,
+// nil), the response is returned.
+func answerMessage(b []byte, find func(token string) *progressSink) (*mcp.CallToolResult, error) {
 	var m leanMessage
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, transport.NewError(fmt.Errorf("undecodable message: %w", err))
@@ -160,8 +171,8 @@ func (cn *conn) leanMessage(b []byte) (*mcp.CallToolResult, error) {
 				ProgressToken string  `json:"progressToken"`
 			}
 			if json.Unmarshal(m.Params, &p) == nil {
-				if s, ok := cn.sinks.Load(p.ProgressToken); ok {
-					s.(*progressSink).chunk(p.Progress, p.Message)
+				if s := find(p.ProgressToken); s != nil {
+					s.chunk(p.Progress, p.Message)
 				}
 			}
 			return nil, nil
@@ -169,7 +180,7 @@ func (cn *conn) leanMessage(b []byte) (*mcp.CallToolResult, error) {
 		var nt mcp.JSONRPCNotification
 		nt.Method = m.Method
 		if json.Unmarshal(m.Params, &nt.Params.AdditionalFields) == nil {
-			cn.onNotification(nt)
+			deliver(nt, find)
 		}
 		return nil, nil
 	}
@@ -179,9 +190,44 @@ func (cn *conn) leanMessage(b []byte) (*mcp.CallToolResult, error) {
 	if len(m.Result) == 0 {
 		return nil, transport.NewError(errors.New("a response without a result"))
 	}
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(m.Result, &res); err != nil {
+	return decodeResult(m.Result)
+}
+
+// leanResult is what this node reads of a send_message result: the text
+// of its content, whether it is an error and the error's structured
+// content, and its _meta (the trace, whether the history was read).
+type leanResult struct {
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	IsError           bool                       `json:"isError"`
+	StructuredContent json.RawMessage            `json:"structuredContent"`
+	Meta              map[string]json.RawMessage `json:"_meta"`
+}
+
+// decodeResult decodes a send_message result in one pass, into the
+// mcp.CallToolResult mcp-go's client would have made of it as far as this
+// node reads one (the text content; _meta's values stay JSON).
+func decodeResult(raw []byte) (*mcp.CallToolResult, error) {
+	var r leanResult
+	if err := json.Unmarshal(raw, &r); err != nil {
 		return nil, fmt.Errorf("undecodable result: %w", err)
 	}
-	return &res, nil
+	res := &mcp.CallToolResult{IsError: r.IsError}
+	for _, c := range r.Content {
+		if c.Type == "text" {
+			res.Content = append(res.Content, mcp.TextContent{Type: c.Type, Text: c.Text})
+		}
+	}
+	if len(r.StructuredContent) > 0 {
+		res.StructuredContent = r.StructuredContent
+	}
+	if len(r.Meta) > 0 {
+		res.Meta = &mcp.Meta{AdditionalFields: make(map[string]any, len(r.Meta))}
+		for k, v := range r.Meta {
+			res.Meta.AdditionalFields[k] = v
+		}
+	}
+	return res, nil
 }

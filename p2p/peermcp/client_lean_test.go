@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/libp2p/go-libp2p/core/network"
+
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/mcpkit/mcpstream"
 )
@@ -17,6 +19,12 @@ import (
 type httpNet struct{ srv *httptest.Server }
 
 func (httpNet) ConnectHost(context.Context, string) error { return nil }
+
+func (httpNet) SpeaksMCPLines(string) bool { return false }
+
+func (httpNet) OpenMCPLines(context.Context, string) (network.Stream, error) {
+	return nil, errors.New("httpNet speaks HTTP alone")
+}
 
 func (n httpNet) MCPClient(string) (*http.Client, error) {
 	target, _ := url.Parse(n.srv.URL)

@@ -13,22 +13,34 @@ import (
 
 // onNotification hands a progress or step notification to the turn it
 // belongs to.
-func (c *conn) onNotification(nt mcp.JSONRPCNotification) {
+func (c *conn) onNotification(nt mcp.JSONRPCNotification) { deliver(nt, c.sink) }
+
+// sink is the turn in flight with the progress token, or nil.
+func (c *conn) sink(token string) *progressSink {
+	if s, ok := c.sinks.Load(token); ok {
+		return s.(*progressSink)
+	}
+	return nil
+}
+
+// deliver hands a progress or step notification to the turn find finds
+// by its progress token.
+func deliver(nt mcp.JSONRPCNotification, find func(token string) *progressSink) {
 	f := nt.Params.AdditionalFields
 	token, _ := f["progressToken"].(string)
-	s, ok := c.sinks.Load(token)
-	if !ok {
+	s := find(token)
+	if s == nil {
 		return
 	}
 	switch nt.Method {
 	case string(mcp.MethodNotificationProgress):
 		msg, _ := f["message"].(string)
 		progress, _ := f["progress"].(float64)
-		s.(*progressSink).chunk(progress, msg)
+		s.chunk(progress, msg)
 	case MethodStep:
-		s.(*progressSink).step(f["step"])
+		s.step(f["step"])
 	case MethodWaiting:
-		s.(*progressSink).waiting(f["ahead"])
+		s.waiting(f["ahead"])
 	}
 }
 

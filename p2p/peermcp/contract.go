@@ -73,6 +73,11 @@ type turnArgs struct {
 	// Owner is the agent owner the caller's conversation is bound to
 	// (agent.Turn.Owner); nil from a node that predates it.
 	Owner *string `json:"owner"`
+	// HistoryOmitted: History is left out because the host said the
+	// agent does not read it (history.go); a host whose agent reads it
+	// refuses with agent.CodeHistoryRequired. Hosts that predate it
+	// never say so, so they are never sent it.
+	HistoryOmitted bool `json:"history_omitted,omitempty"`
 }
 
 // historyItem is one earlier message (agent.ChatMessage on the wire).
@@ -95,6 +100,7 @@ var toolSchema = json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{
 	"text":{"type":"string","maxLength":%d},
 	"conversation_id":{"type":"string"},
 	"owner":{"type":"string"},
+	"history_omitted":{"type":"boolean"},
 	"history":{"type":"array","maxItems":%d,"items":{"type":"object","properties":{
 		"role":{"type":"string","enum":["user","agent"]},"text":{"type":"string"}},"required":["role","text"]}}},
 	"required":["agent_id","text"]}`, MaxTextBytes, MaxHistory))

@@ -2,6 +2,7 @@ package peermcp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"mime"
 	"net/http"
@@ -62,6 +63,15 @@ func (h *handler) serveCall(w http.ResponseWriter, r *http.Request, body []byte)
 		!scalar(call.ID) || !scalar(call.Params.Meta.ProgressToken) {
 		return false
 	}
+	ctx := withCaller(r.Context(), r)
+	st := &sseStream{w: w, token: call.Params.Meta.ProgressToken}
+	st.finish(call.ID, h.answerFast(ctx, &call, st))
+	return true
+}
+
+// answerFast answers a decoded call, streaming to st, and returns its
+// result as JSON.
+func (h *handler) answerFast(ctx context.Context, call *fastCall, st notifier) []byte {
 	trace, traceOK := agent.NewTrace(), true
 	if t := call.Params.Meta.Trace; len(t) > 0 && !bytes.Equal(t, []byte("null")) {
 		var got agent.Trace
@@ -72,8 +82,6 @@ func (h *handler) serveCall(w http.ResponseWriter, r *http.Request, body []byte)
 			trace = got
 		}
 	}
-	ctx := withCaller(r.Context(), r)
-	st := &sseStream{w: w, token: call.Params.Meta.ProgressToken}
 	res := h.answer(ctx, &call.Params.Arguments, trace, traceOK, func() notifier { return st })
 	if res.Meta == nil {
 		res.Meta = &mcp.Meta{}
@@ -88,8 +96,7 @@ func (h *handler) serveCall(w http.ResponseWriter, r *http.Request, body []byte)
 		h.cfg.Logger.ErrorContext(ctx, "peer MCP: encoding a result failed", "err", err)
 		out = []byte(`{"content":[{"type":"text","text":"The agent's node failed; try again later."}],"isError":true,"resultType":"complete"}`)
 	}
-	st.finish(call.ID, out)
-	return true
+	return out
 }
 
 // scalar reports whether raw is a JSON string or number: a request id or
@@ -117,8 +124,8 @@ type sseStream struct {
 	mu    sync.Mutex
 	sent  int64 // progress counts chunks and events, as mcpstream's
 	sse   bool
-	err   error // the first write that failed: the caller is gone
-	buf   bytes.Buffer
+	err   error  // the first write that failed: the caller is gone
+	msg   []byte // the notification being written
 }
 
 // progressParams are a progress notification's params.
@@ -155,19 +162,38 @@ func (s *sseStream) notifyLocked(method string, params any) error {
 	if s.err != nil {
 		return nil // the turn goes on; its result will not be read either
 	}
-	p, err := json.Marshal(params)
+	msg, err := appendNotification(s.msg[:0], method, params)
 	if err != nil {
 		return nil
 	}
-	s.buf.Reset()
-	s.buf.WriteString(`{"jsonrpc":"2.0","method":`)
-	m, _ := json.Marshal(method)
-	s.buf.Write(m)
-	s.buf.WriteString(`,"params":`)
-	s.buf.Write(p)
-	s.buf.WriteString(`}`)
-	s.writeEventLocked(s.buf.Bytes())
+	s.msg = msg
+	s.writeEventLocked(msg)
 	return nil
+}
+
+// appendNotification appends the JSON-RPC notification of method with
+// params to dst.
+func appendNotification(dst []byte, method string, params any) ([]byte, error) {
+	p, err := json.Marshal(params)
+	if err != nil {
+		return dst, err
+	}
+	m, _ := json.Marshal(method)
+	dst = append(dst, `{"jsonrpc":"2.0","method":`...)
+	dst = append(dst, m...)
+	dst = append(dst, `,"params":`...)
+	dst = append(dst, p...)
+	return append(dst, '}'), nil
+}
+
+// appendResponse appends the JSON-RPC response to id with result (JSON)
+// to dst.
+func appendResponse(dst []byte, id json.RawMessage, result []byte) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = append(dst, id...)
+	dst = append(dst, `,"result":`...)
+	dst = append(dst, result...)
+	return append(dst, '}')
 }
 
 // writeEventLocked writes msg as an SSE event, starting the event stream
@@ -199,23 +225,17 @@ func (s *sseStream) writeEventLocked(msg []byte) {
 func (s *sseStream) finish(id json.RawMessage, result []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var b bytes.Buffer
-	b.Grow(len(result) + 48)
-	b.WriteString(`{"jsonrpc":"2.0","id":`)
-	b.Write(id)
-	b.WriteString(`,"result":`)
-	b.Write(result)
-	b.WriteString(`}`)
+	b := appendResponse(make([]byte, 0, len(result)+48), id, result)
 	if s.sse {
 		if s.err == nil {
-			s.writeEventLocked(b.Bytes())
+			s.writeEventLocked(b)
 		}
 		return
 	}
-	b.WriteString("\n")
+	b = append(b, '\n')
 	h := s.w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(b.Len()))
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	s.w.WriteHeader(http.StatusOK)
-	_, _ = s.w.Write(b.Bytes())
+	_, _ = s.w.Write(b)
 }

@@ -181,8 +181,9 @@ func (h *handler) answer(ctx context.Context, in *turnArgs, trace agent.Trace, t
 		return badArgs("_meta", "the delegation trace is malformed or over the hop limit")
 	}
 	// FromPeer: no one here can approve a tool call for this turn.
+	unread := false
 	turn := agent.Turn{AgentID: in.AgentID, ConversationID: in.ConversationID, History: fromWire(in.History), Text: in.Text, Trace: trace,
-		FromPeer: callerFrom(ctx)}
+		FromPeer: callerFrom(ctx), HistoryOmitted: in.HistoryOmitted, OnHistoryUnread: func() { unread = true }}
 	st := stream()
 	turn.OnStep = func(s agent.Step) { _ = st.Notify(MethodStep, map[string]any{"step": s}) }
 	turn.OnWait = func(n int) { _ = st.Notify(MethodWaiting, map[string]any{"ahead": n}) }
@@ -196,7 +197,11 @@ func (h *handler) answer(ctx context.Context, in *turnArgs, trace agent.Trace, t
 		}
 		return withTrace(toolError(answerError(err), detail), trace)
 	}
-	return withTrace(mcp.NewToolResultText(reply), trace)
+	res := withTrace(mcp.NewToolResultText(reply), trace)
+	if unread {
+		res.Meta.AdditionalFields[historyMetaKey] = historyUnreadValue
+	}
+	return res
 }
 
 // withTrace answers with the turn's trace in the result's _meta: what the
