@@ -56,6 +56,10 @@ type Client struct {
 	tokens atomic.Uint64
 	ids    atomic.Uint64 // of lines calls
 	unread unreadAgents
+
+	linesMu sync.Mutex // guards lines, closed
+	lines   map[string]*linesSlot
+	closed  bool
 }
 
 // conn is the pooled MCP client of one host, with the turns waiting for
@@ -80,12 +84,15 @@ func NewClient(net Network, cfg ClientConfig) *Client {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Client{net: net, cfg: cfg, pool: mcppool.New[string, *conn](clientIdle)}
+	return &Client{net: net, cfg: cfg, pool: mcppool.New[string, *conn](clientIdle), lines: map[string]*linesSlot{}}
 }
 
 // Close closes the clients of every host: turns in flight end with an
 // error, and Send fails after it.
-func (c *Client) Close() error { return c.pool.Close() }
+func (c *Client) Close() error {
+	c.closeLines()
+	return c.pool.Close()
+}
 
 // Send sends a chat turn to the agent's hosting node (send_message with a
 // progress token), calls emit with each chunk of the reply in order as it

@@ -44,13 +44,18 @@ type leanParams struct {
 	Name      string         `json:"name"`
 }
 
-// leanMessage is one JSON-RPC message of the answer: a notification
-// (Method, Params) or the response (Result or Error).
+// leanMessage is one JSON-RPC message of the answer, decoded in one pass:
+// a notification (Method, Params: a progress notification's whole, the
+// token of any other) or the response (Result or Error).
 type leanMessage struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
+	Params struct {
+		Message       string  `json:"message"`
+		Progress      float64 `json:"progress"`
+		ProgressToken any     `json:"progressToken"`
+	} `json:"params"`
+	Result *leanResult `json:"result"`
 	Error  *struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
@@ -159,38 +164,81 @@ func (cn *conn) leanMessage(b []byte) (*mcp.CallToolResult, error) {
 // notification goes to its turn's sink (found by its progress token; nil,
 // nil), the response is returned.
 func answerMessage(b []byte, find func(token string) *progressSink) (*mcp.CallToolResult, error) {
+	ev, err := decodeAnswer(b)
+	if err != nil {
+		return nil, err
+	}
+	if ev.response {
+		return ev.res, ev.err
+	}
+	ev.apply(find)
+	return nil, nil
+}
+
+// answerEvent is one decoded message of a host's answer: a notification
+// of the call with progress token token, or the response to id (its
+// result, or its error).
+type answerEvent struct {
+	token string
+	// A progress notification's chunk, or another notification.
+	progress bool
+	n        float64
+	message  string
+	other    mcp.JSONRPCNotification
+
+	response bool
+	id       json.RawMessage
+	res      *mcp.CallToolResult
+	err      error
+}
+
+// decodeAnswer decodes one message of a host's answer. Only a message
+// that is not JSON-RPC at all is an error; an error response is an event.
+func decodeAnswer(b []byte) (answerEvent, error) {
 	var m leanMessage
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, transport.NewError(fmt.Errorf("undecodable message: %w", err))
+		return answerEvent{}, transport.NewError(fmt.Errorf("undecodable message: %w", err))
 	}
 	if m.Method != "" {
+		token, _ := m.Params.ProgressToken.(string)
 		if m.Method == string(mcp.MethodNotificationProgress) {
-			var p struct {
-				Message       string  `json:"message"`
-				Progress      float64 `json:"progress"`
-				ProgressToken string  `json:"progressToken"`
-			}
-			if json.Unmarshal(m.Params, &p) == nil {
-				if s := find(p.ProgressToken); s != nil {
-					s.chunk(p.Progress, p.Message)
-				}
-			}
-			return nil, nil
+			return answerEvent{token: token, progress: true, n: m.Params.Progress, message: m.Params.Message}, nil
 		}
-		var nt mcp.JSONRPCNotification
-		nt.Method = m.Method
-		if json.Unmarshal(m.Params, &nt.Params.AdditionalFields) == nil {
-			deliver(nt, find)
+		// Another notification (a step, the model queue): its params as
+		// they are, for deliver.
+		var whole struct {
+			Params map[string]any `json:"params"`
 		}
-		return nil, nil
+		ev := answerEvent{token: token}
+		ev.other.Method = m.Method
+		if json.Unmarshal(b, &whole) == nil {
+			ev.other.Params.AdditionalFields = whole.Params
+		}
+		return ev, nil
 	}
-	if m.Error != nil {
-		return nil, fmt.Errorf("JSON-RPC error %d: %s", m.Error.Code, m.Error.Message)
+	ev := answerEvent{response: true, id: m.ID}
+	switch {
+	case m.Error != nil:
+		ev.err = fmt.Errorf("JSON-RPC error %d: %s", m.Error.Code, m.Error.Message)
+	case m.Result == nil:
+		ev.err = transport.NewError(errors.New("a response without a result"))
+	default:
+		ev.res = m.Result.toolResult()
 	}
-	if len(m.Result) == 0 {
-		return nil, transport.NewError(errors.New("a response without a result"))
+	return ev, nil
+}
+
+// apply hands a notification to the turn find finds by its token.
+func (ev answerEvent) apply(find func(token string) *progressSink) {
+	switch {
+	case ev.response || ev.token == "":
+	case ev.progress:
+		if s := find(ev.token); s != nil {
+			s.chunk(ev.n, ev.message)
+		}
+	default:
+		deliver(ev.other, find)
 	}
-	return decodeResult(m.Result)
 }
 
 // leanResult is what this node reads of a send_message result: the text
@@ -206,14 +254,10 @@ type leanResult struct {
 	Meta              map[string]json.RawMessage `json:"_meta"`
 }
 
-// decodeResult decodes a send_message result in one pass, into the
-// mcp.CallToolResult mcp-go's client would have made of it as far as this
-// node reads one (the text content; _meta's values stay JSON).
-func decodeResult(raw []byte) (*mcp.CallToolResult, error) {
-	var r leanResult
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, fmt.Errorf("undecodable result: %w", err)
-	}
+// toolResult is the mcp.CallToolResult mcp-go's client would have made of
+// r, as far as this node reads one (the text content; _meta's values stay
+// JSON).
+func (r *leanResult) toolResult() *mcp.CallToolResult {
 	res := &mcp.CallToolResult{IsError: r.IsError}
 	for _, c := range r.Content {
 		if c.Type == "text" {
@@ -229,5 +273,5 @@ func decodeResult(raw []byte) (*mcp.CallToolResult, error) {
 			res.Meta.AdditionalFields[k] = v
 		}
 	}
-	return res, nil
+	return res
 }

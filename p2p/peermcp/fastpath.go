@@ -43,6 +43,9 @@ type fastCall struct {
 			Trace         json.RawMessage `json:"agentsite/trace"`
 			Version       string          `json:"io.modelcontextprotocol/protocolVersion"`
 		} `json:"_meta"`
+		// RequestID is the call a notifications/cancelled ends (the lines
+		// protocol).
+		RequestID json.RawMessage `json:"requestId"`
 	} `json:"params"`
 }
 

@@ -4,8 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,22 +18,26 @@ import (
 
 // The host's side of the lines protocol (client_lines.go says what it is).
 
-// Bounds of a lines call at the host.
+// Bounds of the lines protocol at the host.
 const (
-	// linesRequestWait is how long the request line may take to arrive.
-	linesRequestWait = 10 * time.Second
-	// linesWriteWait is how long one write of the answer may block (the
-	// caller stopped reading): past it the answer is dropped and the
-	// stream reset.
-	linesWriteWait = 30 * time.Second
-	// linesCoalesce is how long a written notification may wait for the
-	// next ones, to go out in one write with them: a fast agent's whole
-	// answer leaves in one write, a slow one's chunks each this late.
-	linesCoalesce = time.Millisecond
+	// linesIdle is how long a stream may go without a line from its
+	// caller (callers close theirs after clientIdle).
+	linesIdle = 2 * clientIdle
+	// MaxLinesPerPeer bounds the calls one peer may have in flight here,
+	// over all its streams: a portal forwards many people's turns, so it
+	// is many people's worth, and the per-peer rate (HandlerConfig.Allow)
+	// is the budget over time.
+	MaxLinesPerPeer = 256
 )
 
 // LinesHandler answers send_message calls in the lines protocol.
-type LinesHandler struct{ h *handler }
+type LinesHandler struct {
+	h       *handler
+	perPeer int // MaxLinesPerPeer; tests set less
+
+	mu       sync.Mutex
+	inFlight map[string]int // by caller
+}
 
 // NewLinesHandler is the host's lines-protocol side (p2p.Node.ServeMCPLines),
 // answering as NewHandler's does.
@@ -40,188 +45,224 @@ func NewLinesHandler(cfg HandlerConfig) *LinesHandler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &LinesHandler{h: &handler{cfg: cfg}}
+	return &LinesHandler{h: &handler{cfg: cfg}, perPeer: MaxLinesPerPeer, inFlight: map[string]int{}}
 }
 
 // JSON-RPC error codes the lines protocol answers with.
 const (
-	rpcParseError     = -32700
+	rpcInvalidRequest = -32600
 	rpcMethodNotFound = -32601
 )
 
-// ServeStream answers the one call on s from caller ("peer:<id>") and
-// closes s. ctx ends with the node.
+// methodCancelled is MCP's notification that a request is given up.
+const methodCancelled = "notifications/cancelled"
+
+// errPeerBusy answers a call over the caller's bound of calls in flight.
+var errPeerBusy = agent.ErrAgentBusy.With("This node is answering as many messages from yours as it takes at once; try again in a moment.")
+
+// ServeStream answers the calls on s from caller ("peer:<id>") until the
+// caller closes it, it breaks, or it stays idle for linesIdle; ctx ends
+// with the node. A line that is not JSON-RPC resets the stream.
 func (l *LinesHandler) ServeStream(ctx context.Context, caller string, s network.Stream) {
-	_ = s.SetReadDeadline(time.Now().Add(linesRequestWait))
-	r := bufio.NewReader(io.LimitReader(s, MaxBodyBytes+1))
-	line, err := readLine(r, MaxBodyBytes)
-	if err != nil {
-		_ = s.Reset()
-		return
-	}
-	var call fastCall
-	if err := json.Unmarshal(line, &call); err != nil || call.JSONRPC != "2.0" || !scalar(call.ID) {
-		l.refuse(s, nil, rpcParseError, "not a JSON-RPC request")
-		return
-	}
-	if call.Method != string(mcp.MethodToolsCall) || call.Params.Name != ToolName || !scalar(call.Params.Meta.ProgressToken) {
-		l.refuse(s, call.ID, rpcMethodNotFound, "this protocol answers send_message calls with a progress token; call the rest on "+agent.MCPProtocol)
-		return
-	}
-	if r.Buffered() > 0 {
-		_ = s.Reset() // one call a stream
-		return
-	}
 	ctx, cancel := context.WithCancel(context.WithValue(ctx, callerKey{}, caller))
-	defer cancel()
-	_ = s.SetReadDeadline(time.Time{})
-	// The caller keeps its side open until the answer: anything it does
-	// before (closing, resetting, sending more) ends the turn, and more
-	// bytes the stream.
-	go func() {
-		var b [1]byte
-		if n, _ := s.Read(b[:]); n > 0 {
-			_ = s.Reset()
-		}
+	w := newLineWriter(s, func() { _ = s.Reset(); cancel() })
+	var (
+		mu    sync.Mutex
+		calls = map[string]context.CancelFunc{} // in flight, by id
+		wg    sync.WaitGroup
+	)
+	defer func() {
 		cancel()
+		wg.Wait()
+		w.close()
+		_ = s.Close()
 	}()
-	out := newLineStream(s, call.Params.Meta.ProgressToken)
-	out.finish(call.ID, l.h.answerFast(ctx, &call, out))
-}
-
-// refuse answers a request the protocol does not take with a JSON-RPC
-// error, and closes s.
-func (l *LinesHandler) refuse(s network.Stream, id json.RawMessage, code int, message string) {
-	if id == nil {
-		id = json.RawMessage("null")
+	r := bufio.NewReader(s)
+	for {
+		_ = s.SetReadDeadline(time.Now().Add(linesIdle))
+		line, err := readLine(r, MaxBodyBytes)
+		if err != nil {
+			return
+		}
+		var call fastCall
+		if json.Unmarshal(line, &call) != nil || call.JSONRPC != "2.0" {
+			_ = s.Reset()
+			return
+		}
+		if call.Method == methodCancelled {
+			mu.Lock()
+			if stop, ok := calls[string(call.Params.RequestID)]; ok {
+				stop()
+			}
+			mu.Unlock()
+			continue
+		}
+		if !scalar(call.ID) {
+			continue // another notification: nothing to answer
+		}
+		if call.Method != string(mcp.MethodToolsCall) || call.Params.Name != ToolName || !scalar(call.Params.Meta.ProgressToken) {
+			w.add(rpcError(call.ID, rpcMethodNotFound, "this protocol answers send_message calls with a progress token; call the rest on "+agent.MCPProtocol), true)
+			continue
+		}
+		id := string(call.ID)
+		mu.Lock()
+		_, dup := calls[id]
+		mu.Unlock()
+		if dup {
+			w.add(rpcError(call.ID, rpcInvalidRequest, "a call with this id is in flight on this stream"), true)
+			continue
+		}
+		if !l.acquire(caller) {
+			w.add(l.response(call.ID, toolError(errPeerBusy, "")), true)
+			continue
+		}
+		cctx, stop := context.WithCancel(ctx)
+		mu.Lock()
+		calls[id] = stop
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer l.release(caller)
+			out := &lineStream{w: w, token: call.Params.Meta.ProgressToken}
+			res := l.h.answerFast(cctx, &call, out)
+			mu.Lock()
+			delete(calls, id)
+			mu.Unlock()
+			stop()
+			w.add(append(appendResponse(nil, call.ID, res), '\n'), true)
+		}()
 	}
-	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": message}})
-	_ = s.SetWriteDeadline(time.Now().Add(linesWriteWait))
-	_, _ = s.Write(append(msg, '\n'))
-	_ = s.Close()
 }
 
-// lineWriter is what a lineStream writes to (a network.Stream).
-type lineWriter interface {
-	io.Writer
-	SetWriteDeadline(time.Time) error
-	Close() error
-	Reset() error
+// acquire counts a call of caller in flight, if under its bound.
+func (l *LinesHandler) acquire(caller string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inFlight[caller] >= l.perPeer {
+		return false
+	}
+	l.inFlight[caller]++
+	return true
 }
 
-// lineStream is a lines call's answer: its notifications, a line each,
-// written at most linesCoalesce after they were made, together with any
-// made meanwhile; then the response, with whatever is still unwritten.
+// held is how many calls caller has in flight (tests).
+func (l *LinesHandler) held(caller string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.inFlight[caller]
+}
+
+func (l *LinesHandler) release(caller string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inFlight[caller]--; l.inFlight[caller] <= 0 {
+		delete(l.inFlight, caller)
+	}
+}
+
+// response is the JSON-RPC response line of a result.
+func (l *LinesHandler) response(id json.RawMessage, res *mcp.CallToolResult) []byte {
+	out, err := json.Marshal(res)
+	if err != nil {
+		out = []byte(`{"content":[],"isError":true}`)
+	}
+	return append(appendResponse(nil, id, out), '\n')
+}
+
+// rpcError is a JSON-RPC error response line.
+func rpcError(id json.RawMessage, code int, message string) []byte {
+	m, _ := json.Marshal(message)
+	b := append([]byte(`{"jsonrpc":"2.0","id":`), id...)
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"message":`...)
+	b = append(b, m...)
+	return append(b, "}}\n"...)
+}
+
+// lineStream is one call's notifier on its stream's writer: its
+// notifications, a line each. Chunks the agent streams within
+// linesCoalesce of each other go as one progress notification (a chunk is
+// any piece of the reply's text): a fast agent's reply is one notification
+// and the response, a slow one's streams as before.
 type lineStream struct {
-	w     lineWriter
+	w     *lineWriter
 	token json.RawMessage
 
-	mu      sync.Mutex // guards what follows
-	sent    int64      // progress counts chunks and events, as sseStream's
-	buf     []byte     // lines not yet written
+	mu      sync.Mutex
+	sent    int64           // progress counts chunks and events, as sseStream's
+	pending strings.Builder // chunks not yet sent
 	timer   *time.Timer
-	pending bool // the timer runs for buf
-	failed  bool // a write failed: the caller is gone
-
-	wmu sync.Mutex // one write at a time, in order
+	armed   bool
 }
 
-func newLineStream(w lineWriter, token json.RawMessage) *lineStream {
-	return &lineStream{w: w, token: token}
-}
-
-// Emit implements notifier: a chunk as a progress notification.
+// Emit implements notifier: a chunk, sent within linesCoalesce with any
+// that follow it.
 func (s *lineStream) Emit(chunk string) error {
 	if chunk == "" {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sent++
-	s.notifyLocked(string(mcp.MethodNotificationProgress), progressParams{Message: chunk, Progress: s.sent, ProgressToken: s.token})
-	return nil
-}
-
-// Notify implements notifier.
-func (s *lineStream) Notify(method string, params map[string]any) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	params["progressToken"] = s.token
-	s.sent++
-	s.notifyLocked(method, params)
-	return nil
-}
-
-// Drain implements notifier: the response goes after every notification.
-func (s *lineStream) Drain() {}
-
-func (s *lineStream) notifyLocked(method string, params any) {
-	if s.failed {
-		return // the turn goes on; its answer will not be read either
-	}
-	b, err := appendNotification(s.buf, method, params)
-	if err != nil {
-		return
-	}
-	s.buf = append(b, '\n')
+	s.pending.WriteString(chunk)
 	switch {
-	case s.pending:
+	case s.armed:
 	case s.timer == nil:
 		s.timer = time.AfterFunc(linesCoalesce, s.flush)
 	default:
 		s.timer.Reset(linesCoalesce)
 	}
-	s.pending = true
+	s.armed = true
+	return nil
 }
 
-// flush writes what is waiting.
-func (s *lineStream) flush() {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+// Notify implements notifier: after the chunks before it.
+func (s *lineStream) Notify(method string, params map[string]any) error {
 	s.mu.Lock()
-	b := s.buf
-	s.buf, s.pending = nil, false
-	s.mu.Unlock()
-	s.write(b)
+	defer s.mu.Unlock()
+	s.flushLocked(false)
+	params["progressToken"] = s.token
+	s.sent++
+	s.addLocked(method, params, true)
+	return nil
 }
 
-// write writes b (wmu held); a failure ends the answer.
-func (s *lineStream) write(b []byte) {
-	if len(b) == 0 {
-		return
-	}
-	_ = s.w.SetWriteDeadline(time.Now().Add(linesWriteWait))
-	if _, err := s.w.Write(b); err != nil {
-		s.mu.Lock()
-		s.failed = true
-		s.mu.Unlock()
-	}
-}
-
-// finish writes the response to id with result after what is waiting,
-// and closes the stream (resets it when a write failed).
-func (s *lineStream) finish(id json.RawMessage, result []byte) {
+// Drain implements notifier: the chunks not yet sent go before the
+// response, in the same write.
+func (s *lineStream) Drain() {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	b := append(appendResponse(s.buf, id, result), '\n')
-	s.buf, s.pending = nil, false
-	s.mu.Unlock()
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	s.flushLocked(false)
+}
+
+func (s *lineStream) flush() {
 	s.mu.Lock()
-	failed := s.failed
-	s.mu.Unlock()
-	if !failed {
-		s.write(b)
-	}
-	s.mu.Lock()
-	failed = s.failed
-	s.mu.Unlock()
-	if failed {
-		_ = s.w.Reset()
+	defer s.mu.Unlock()
+	s.flushLocked(true)
+}
+
+// flushLocked sends the pending chunks as one progress notification, at
+// once if urgent, else with the next line that is.
+func (s *lineStream) flushLocked(urgent bool) {
+	s.armed = false
+	if s.pending.Len() == 0 {
 		return
 	}
-	_ = s.w.Close()
+	s.sent++
+	s.addLocked(string(mcp.MethodNotificationProgress), progressParams{Message: s.pending.String(), Progress: s.sent, ProgressToken: s.token}, urgent)
+	s.pending.Reset()
+}
+
+func (s *lineStream) addLocked(method string, params any, urgent bool) {
+	b, err := appendNotification(nil, method, params)
+	if err != nil {
+		return
+	}
+	// A writer that ended drops it: the turn goes on, its answer will not
+	// be read either.
+	s.w.add(append(b, '\n'), urgent)
 }
