@@ -3,9 +3,10 @@
 // host answers with), the handler a node serves to the others, and the
 // client a node sends its people's turns to other nodes' agents with.
 //
-// A turn to a remote agent goes: Client.Send → p2p.Node (HTTP over
-// libp2p streams) → the host's NewHandler → its Answerer (the runtime),
-// with the reply streamed back as progress notifications. The calling
+// A turn to a remote agent goes: Client.Send → p2p.Node (the host's lines
+// stream, client_lines.go; HTTP over libp2p streams to older hosts) → the
+// host's NewLinesHandler (or NewHandler) → its Answerer (the runtime), with
+// the reply streamed back as progress notifications. The calling
 // node keeps the conversation; the host stores nothing. A host's error
 // code maps back to the agent.Error a local turn would have had.
 package peermcp

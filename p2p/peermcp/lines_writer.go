@@ -19,7 +19,7 @@ const (
 	// maxLinesPending bounds the bytes waiting to be written: a peer that
 	// does not read what it asked for loses the stream, not this node's
 	// memory.
-	maxLinesPending = 4 << 20
+	maxLinesPending = 16 << 20
 )
 
 // lineConn is what a lineWriter writes to (a network.Stream).
