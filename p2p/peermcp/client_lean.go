@@ -51,9 +51,10 @@ type leanMessage struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params struct {
-		Message       string  `json:"message"`
-		Progress      float64 `json:"progress"`
-		ProgressToken any     `json:"progressToken"`
+		Message       string   `json:"message"`
+		Chunks        []string `json:"chunks"` // notifications/agentsite/chunks
+		Progress      float64  `json:"progress"`
+		ProgressToken any      `json:"progressToken"`
 	} `json:"params"`
 	Result *leanResult `json:"result"`
 	Error  *struct {
@@ -175,15 +176,21 @@ func answerMessage(b []byte, find func(token string) *progressSink) (*mcp.CallTo
 	return nil, nil
 }
 
+// maxChunksAtOnce bounds the chunks of one notifications/agentsite/chunks
+// (a host sends what an agent streamed in a millisecond).
+const maxChunksAtOnce = 4096
+
 // answerEvent is one decoded message of a host's answer: a notification
 // of the call with progress token token, or the response to id (its
 // result, or its error).
 type answerEvent struct {
 	token string
-	// A progress notification's chunk, or another notification.
+	// A progress notification's chunk (or chunks: the lines protocol's
+	// notifications/agentsite/chunks; n is the last one's count), or
+	// another notification.
 	progress bool
 	n        float64
-	message  string
+	chunks   []string
 	other    mcp.JSONRPCNotification
 
 	response bool
@@ -201,8 +208,14 @@ func decodeAnswer(b []byte) (answerEvent, error) {
 	}
 	if m.Method != "" {
 		token, _ := m.Params.ProgressToken.(string)
-		if m.Method == string(mcp.MethodNotificationProgress) {
-			return answerEvent{token: token, progress: true, n: m.Params.Progress, message: m.Params.Message}, nil
+		switch m.Method {
+		case string(mcp.MethodNotificationProgress):
+			return answerEvent{token: token, progress: true, n: m.Params.Progress, chunks: []string{m.Params.Message}}, nil
+		case methodChunks:
+			if len(m.Params.Chunks) > maxChunksAtOnce {
+				return answerEvent{}, nil // not from a host of ours
+			}
+			return answerEvent{token: token, progress: true, n: m.Params.Progress, chunks: m.Params.Chunks}, nil
 		}
 		// Another notification (a step, the model queue): its params as
 		// they are, for deliver.
@@ -234,7 +247,10 @@ func (ev answerEvent) apply(find func(token string) *progressSink) {
 	case ev.response || ev.token == "":
 	case ev.progress:
 		if s := find(ev.token); s != nil {
-			s.chunk(ev.n, ev.message)
+			first := ev.n - float64(len(ev.chunks)-1)
+			for i, c := range ev.chunks {
+				s.chunk(first+float64(i), c)
+			}
 		}
 	default:
 		deliver(ev.other, find)

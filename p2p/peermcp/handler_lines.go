@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -64,6 +63,9 @@ var errPeerBusy = agent.ErrAgentBusy.With("This node is answering as many messag
 // caller closes it, it breaks, or it stays idle for linesIdle; ctx ends
 // with the node. A line that is not JSON-RPC resets the stream.
 func (l *LinesHandler) ServeStream(ctx context.Context, caller string, s network.Stream) {
+	// When the node shuts down the stream is reset at once: its calls
+	// end as a host that went away, not as turns it answered "canceled".
+	defer context.AfterFunc(ctx, func() { _ = s.Reset() })()
 	ctx, cancel := context.WithCancel(context.WithValue(ctx, callerKey{}, caller))
 	w := newLineWriter(s, func() { _ = s.Reset(); cancel() })
 	var (
@@ -181,20 +183,33 @@ func rpcError(id json.RawMessage, code int, message string) []byte {
 	return append(b, "}}\n"...)
 }
 
-// lineStream is one call's notifier on its stream's writer: its
-// notifications, a line each. Chunks the agent streams within
-// linesCoalesce of each other go as one progress notification (a chunk is
-// any piece of the reply's text): a fast agent's reply is one notification
-// and the response, a slow one's streams as before.
+// methodChunks is the lines protocol's notification of several chunks of
+// a reply at once, in order: {"progressToken", "progress" (the last
+// chunk's count), "chunks": [...]}. A caller passes each on as a progress
+// notification's chunk would be.
+const methodChunks = "notifications/agentsite/chunks"
+
+// lineStream is one call's notifier on its stream's writer. The chunks the
+// agent streams within linesCoalesce of each other go as one
+// notifications/agentsite/chunks, each chunk kept as it was: a fast
+// agent's reply is one notification and the response, a slow one's
+// chunks go one by one as they come.
 type lineStream struct {
 	w     *lineWriter
 	token json.RawMessage
 
 	mu      sync.Mutex
-	sent    int64           // progress counts chunks and events, as sseStream's
-	pending strings.Builder // chunks not yet sent
+	sent    int64    // progress counts chunks and events, as sseStream's
+	pending []string // chunks not yet sent
 	timer   *time.Timer
 	armed   bool
+}
+
+// chunksParams are a notifications/agentsite/chunks's params.
+type chunksParams struct {
+	Chunks        []string        `json:"chunks"`
+	Progress      int64           `json:"progress"`
+	ProgressToken json.RawMessage `json:"progressToken"`
 }
 
 // Emit implements notifier: a chunk, sent within linesCoalesce with any
@@ -205,7 +220,7 @@ func (s *lineStream) Emit(chunk string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pending.WriteString(chunk)
+	s.pending = append(s.pending, chunk)
 	switch {
 	case s.armed:
 	case s.timer == nil:
@@ -245,16 +260,22 @@ func (s *lineStream) flush() {
 	s.flushLocked(true)
 }
 
-// flushLocked sends the pending chunks as one progress notification, at
-// once if urgent, else with the next line that is.
+// flushLocked sends the pending chunks, at once if urgent, else with the
+// next line that is: one alone as a progress notification, more as
+// notifications/agentsite/chunks.
 func (s *lineStream) flushLocked(urgent bool) {
 	s.armed = false
-	if s.pending.Len() == 0 {
+	switch len(s.pending) {
+	case 0:
 		return
+	case 1:
+		s.sent++
+		s.addLocked(string(mcp.MethodNotificationProgress), progressParams{Message: s.pending[0], Progress: s.sent, ProgressToken: s.token}, urgent)
+	default:
+		s.sent += int64(len(s.pending))
+		s.addLocked(methodChunks, chunksParams{Chunks: s.pending, Progress: s.sent, ProgressToken: s.token}, urgent)
 	}
-	s.sent++
-	s.addLocked(string(mcp.MethodNotificationProgress), progressParams{Message: s.pending.String(), Progress: s.sent, ProgressToken: s.token}, urgent)
-	s.pending.Reset()
+	s.pending = s.pending[:0]
 }
 
 func (s *lineStream) addLocked(method string, params any, urgent bool) {
