@@ -8,11 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agentsite/agentsite/agent"
 )
 
 // The lean call: to a host that speaks MCP 2026-07-28 (found when the
@@ -39,9 +42,17 @@ type leanRequest struct {
 }
 
 type leanParams struct {
-	Meta      map[string]any `json:"_meta"`
-	Arguments turnArgs       `json:"arguments"`
-	Name      string         `json:"name"`
+	Meta      any      `json:"_meta"` // a leanMeta, or a map with other keys
+	Arguments turnArgs `json:"arguments"`
+	Name      string   `json:"name"`
+}
+
+// leanMeta is a call's _meta as the map of it encodes (keys in order).
+type leanMeta struct {
+	Trace         any      `json:"agentsite/trace,omitempty"`
+	Capabilities  struct{} `json:"io.modelcontextprotocol/clientCapabilities"`
+	Version       string   `json:"io.modelcontextprotocol/protocolVersion"`
+	ProgressToken any      `json:"progressToken"`
 }
 
 // leanMessage is one JSON-RPC message of the answer, decoded in one pass:
@@ -107,13 +118,22 @@ func (cn *conn) leanCall(ctx context.Context, id uint64, req mcp.CallToolRequest
 
 // leanBody is the JSON-RPC request of a send_message call.
 func leanBody(id uint64, req mcp.CallToolRequest, args turnArgs) ([]byte, error) {
-	meta := map[string]any{
-		"progressToken":               req.Params.Meta.ProgressToken,
-		mcp.MetaKeyProtocolVersion:    fastVersion,
-		mcp.MetaKeyClientCapabilities: map[string]any{},
-	}
+	lm := leanMeta{Version: fastVersion, ProgressToken: req.Params.Meta.ProgressToken}
+	var meta any = lm
 	for k, v := range req.Params.Meta.AdditionalFields {
-		meta[k] = v
+		if k == agent.TraceMetaKey && v != nil {
+			lm.Trace = v
+			meta = lm
+			continue
+		}
+		m := map[string]any{
+			"progressToken":               req.Params.Meta.ProgressToken,
+			mcp.MetaKeyProtocolVersion:    fastVersion,
+			mcp.MetaKeyClientCapabilities: map[string]any{},
+		}
+		maps.Copy(m, req.Params.Meta.AdditionalFields)
+		meta = m
+		break
 	}
 	return json.Marshal(leanRequest{JSONRPC: "2.0", ID: id, Method: string(mcp.MethodToolsCall),
 		Params: leanParams{Meta: meta, Arguments: args, Name: ToolName}})

@@ -55,7 +55,7 @@ type linesConn struct {
 // linesPending is one call waiting for its answer.
 type linesPending struct {
 	token  string
-	events chan answerEvent // notifications, in order
+	events chan *answerEvent // notifications, in order
 	done   chan answerEvent // the response
 }
 
@@ -70,7 +70,7 @@ func (c *Client) linesCall(ctx context.Context, hostPeerID, token string, sink *
 	if err != nil {
 		return nil, err
 	}
-	p := &linesPending{token: token, events: make(chan answerEvent, maxQueuedEvents), done: make(chan answerEvent, 1)}
+	p := &linesPending{token: token, events: make(chan *answerEvent, maxQueuedEvents), done: make(chan answerEvent, 1)}
 	if err := lc.register(id, p); err != nil {
 		return nil, err
 	}
@@ -256,7 +256,7 @@ func (lc *linesConn) read() {
 			p.done <- ev
 		default:
 			select {
-			case p.events <- ev:
+			case p.events <- &ev:
 			default:
 			}
 		}

@@ -94,12 +94,74 @@ func (h *handler) answerFast(ctx context.Context, call *fastCall, st notifier) [
 	}
 	res.Meta.AdditionalFields[mcp.MetaKeyServerInfo] = mcp.Implementation{Name: serverName, Version: h.cfg.Version}
 	res.ResultType = mcp.ResultTypeComplete
-	out, err := json.Marshal(res)
+	out, err := encodeResult(res)
 	if err != nil {
 		h.cfg.Logger.ErrorContext(ctx, "peer MCP: encoding a result failed", "err", err)
 		out = []byte(`{"content":[{"type":"text","text":"The agent's node failed; try again later."}],"isError":true,"resultType":"complete"}`)
 	}
 	return out
+}
+
+// resultJSON is a send_message result as mcp-go's CallToolResult and Meta
+// encode one (maps, so their keys sorted: the fields below are in that
+// order), without building those maps.
+type resultJSON struct {
+	Meta struct {
+		History any `json:"agentsite/history,omitempty"`
+		Trace   any `json:"agentsite/trace,omitempty"`
+		Server  any `json:"io.modelcontextprotocol/serverInfo,omitempty"`
+	} `json:"_meta"`
+	Content           []textJSON `json:"content"`
+	IsError           bool       `json:"isError,omitempty"`
+	ResultType        string     `json:"resultType,omitempty"`
+	StructuredContent any        `json:"structuredContent,omitempty"`
+}
+
+// textJSON is mcp.TextContent without annotations or _meta.
+type textJSON struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// encodeResult encodes res as json.Marshal does, directly when it holds
+// what the handler's results hold (text content, the _meta keys it sets),
+// else through json.Marshal.
+func encodeResult(res *mcp.CallToolResult) ([]byte, error) {
+	var out resultJSON
+	lean := res.Meta != nil && res.Meta.ProgressToken == nil && len(res.RawStructuredContent) == 0 &&
+		len(res.InputRequests) == 0 && res.RequestState == ""
+	if !lean {
+		return json.Marshal(res)
+	}
+	for k, v := range res.Meta.AdditionalFields {
+		switch k {
+		case historyMetaKey:
+			out.Meta.History = v
+		case agent.TraceMetaKey:
+			out.Meta.Trace = v
+		case mcp.MetaKeyServerInfo:
+			out.Meta.Server = v
+		default:
+			lean = false
+		}
+		if v == nil {
+			lean = false // omitempty would drop what a map keeps
+		}
+	}
+	out.Content = make([]textJSON, 0, len(res.Content))
+	for _, c := range res.Content {
+		t, ok := c.(mcp.TextContent)
+		if !ok || t.Meta != nil || t.Annotations != nil {
+			lean = false
+			break
+		}
+		out.Content = append(out.Content, textJSON{Type: t.Type, Text: t.Text})
+	}
+	if !lean {
+		return json.Marshal(res)
+	}
+	out.IsError, out.ResultType, out.StructuredContent = res.IsError, string(res.ResultType), res.StructuredContent
+	return json.Marshal(out)
 }
 
 // scalar reports whether raw is a JSON string or number: a request id or

@@ -155,3 +155,29 @@ func TestLegacyProtocolStillServed(t *testing.T) {
 		t.Errorf("the legacy call was not answered by mcp-go's server")
 	}
 }
+
+// TestEncodeResultAsMCPGoDoes: the handler's results encode to the bytes
+// mcp-go's encoding makes of them, the lean way or not.
+func TestEncodeResultAsMCPGoDoes(t *testing.T) {
+	server := mcp.Implementation{Name: serverName, Version: "test"}
+	withMeta := func(res *mcp.CallToolResult, fields map[string]any) *mcp.CallToolResult {
+		res.Meta = &mcp.Meta{AdditionalFields: fields}
+		res.ResultType = mcp.ResultTypeComplete
+		return res
+	}
+	tr := agent.NewTrace()
+	for name, res := range map[string]*mcp.CallToolResult{
+		"a reply": withMeta(mcp.NewToolResultText("hello <there> & \u2028 you"), map[string]any{agent.TraceMetaKey: tr, mcp.MetaKeyServerInfo: server}),
+		"history unread": withMeta(mcp.NewToolResultText("hi"), map[string]any{agent.TraceMetaKey: tr, mcp.MetaKeyServerInfo: server,
+			historyMetaKey: historyUnreadValue}),
+		"a refusal":   withMeta(toolError(errPeerBusy, "detail"), map[string]any{agent.TraceMetaKey: tr, mcp.MetaKeyServerInfo: server}),
+		"another key": withMeta(mcp.NewToolResultText("x"), map[string]any{"other": 1, mcp.MetaKeyServerInfo: server}),
+		"no meta":     mcp.NewToolResultText("x"),
+	} {
+		got, err := encodeResult(res)
+		want, werr := json.Marshal(res)
+		if err != nil || werr != nil || string(got) != string(want) {
+			t.Errorf("%s: encodeResult = %s, %v\nwant %s, %v", name, got, err, want, werr)
+		}
+	}
+}
