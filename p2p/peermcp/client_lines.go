@@ -40,10 +40,8 @@ type linesSlot struct {
 
 // linesConn is a caller's stream to one host and the calls in flight on it.
 type linesConn struct {
-	c    *Client
-	host string
-	s    network.Stream
-	w    *lineWriter
+	s network.Stream
+	w *lineWriter
 
 	mu      sync.Mutex // guards what follows
 	calls   map[uint64]*linesPending
@@ -56,12 +54,12 @@ type linesConn struct {
 type linesPending struct {
 	token  string
 	events chan *answerEvent // notifications, in order
-	done   chan answerEvent // the response
+	done   chan answerEvent  // the response
 }
 
 // linesCall sends one call to the host on its lines stream.
 func (c *Client) linesCall(ctx context.Context, hostPeerID, token string, sink *progressSink, req mcp.CallToolRequest, args turnArgs) (*mcp.CallToolResult, error) {
-	lc, err := c.linesConn(ctx, hostPeerID)
+	lc, err := c.streamTo(ctx, hostPeerID)
 	if err != nil {
 		return nil, err
 	}
@@ -106,8 +104,9 @@ func (c *Client) linesCall(ctx context.Context, hostPeerID, token string, sink *
 	}
 }
 
-// linesConn returns the stream to the host, opening it if there is none.
-func (c *Client) linesConn(ctx context.Context, host string) (*linesConn, error) {
+// streamTo returns the lines stream to the host, opening it if there is
+// none.
+func (c *Client) streamTo(ctx context.Context, host string) (*linesConn, error) {
 	c.linesMu.Lock()
 	if c.closed {
 		c.linesMu.Unlock()
@@ -128,7 +127,7 @@ func (c *Client) linesConn(ctx context.Context, host string) (*linesConn, error)
 	if err != nil {
 		return nil, transport.NewError(err)
 	}
-	lc := &linesConn{c: c, host: host, s: s, calls: map[uint64]*linesPending{}, byToken: map[string]*linesPending{}}
+	lc := &linesConn{s: s, calls: map[uint64]*linesPending{}, byToken: map[string]*linesPending{}}
 	lc.w = newLineWriter(s, func() { lc.fail(errors.New("writing to the host failed")) })
 	slot.conn = lc
 	go lc.read()
