@@ -87,14 +87,9 @@ func (c *Client) linesCall(ctx context.Context, hostPeerID, token string, sink *
 		case ev := <-p.events:
 			ev.apply(find)
 		case ev := <-p.done:
-			for {
-				select {
-				case n := <-p.events:
-					n.apply(find)
-					continue
-				default:
-				}
-				break
+			// The reader queued the notifications before the response.
+			for len(p.events) > 0 {
+				(<-p.events).apply(find)
 			}
 			return ev.res, ev.err
 		case <-ctx.Done():
