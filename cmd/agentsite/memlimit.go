@@ -25,7 +25,7 @@ import (
 // live heap is ~35-45 MB (the search index and the caches, sized for
 // this: store.CacheMaxBytes, the search index's row cache), so the floor,
 // not 4/3 of live, is the limit there, and the Go part of RSS follows it:
-// 64 MiB took ~10 MiB off RSS for ~3 % of the searches per second. Lower
+// 64 MiB took ~11 MiB off RSS for 3-6 % of the searches per second. Lower
 // costs more than it saves: at 48 MiB the collector ran every few
 // megabytes allocated and the searches per second fell by a third
 // (BENCHMARKS.md "Memory at 100k listings", stop 39).
