@@ -61,12 +61,15 @@ type cacheEntry struct {
 	size    int
 }
 
-// CacheMaxBytes bounds the estimated size of what a Cache holds: ~300
-// encoded pages of 20 listings, plenty for the queries that repeat. It
-// was 24 MiB before the search index (store/searchindex) made a miss
-// cheap; with the index, under a load of distinct queries, 24 MiB of
-// cached pages were the largest part of the heap at 100k listings.
-const CacheMaxBytes = 8 << 20
+// CacheMaxBytes bounds the estimated size of what a Cache holds: ~150
+// encoded pages of 20 listings, plenty for the queries that repeat within
+// the TTL (a second on a node). It was 24 MiB before the search index
+// (store/searchindex) made a miss cheap, then 8 MiB; under a load of
+// distinct queries (none repeats, ~2,700 a second) what it holds is a
+// tenth of a second of answers that will not be asked again, live heap
+// that the soft memory limit turns into RSS (BENCHMARKS.md "Memory at
+// 100k listings", stop 39).
+const CacheMaxBytes = 4 << 20
 
 var _ Network = (*Cache)(nil)
 

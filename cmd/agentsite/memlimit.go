@@ -20,8 +20,17 @@ import (
 // At 1M listings (a live heap of ~150 MiB under 20 clients) 1.5 times let
 // RSS reach 302 MiB; 4/3 held it at 258 MiB at the same searches per
 // second (BENCHMARKS.md "The 1M catalogue").
+//
+// The floor was 80 MiB. At 100k listings under a distinct-query load the
+// live heap is ~35-45 MB (the search index and the caches, sized for
+// this: store.CacheMaxBytes, the search index's row cache), so the floor,
+// not 4/3 of live, is the limit there, and the Go part of RSS follows it:
+// 64 MiB took ~11 MiB off RSS for 3-6 % of the searches per second. Lower
+// costs more than it saves: at 48 MiB the collector ran every few
+// megabytes allocated and the searches per second fell by a third
+// (BENCHMARKS.md "Memory at 100k listings", stop 39).
 const (
-	memFloor = 80 << 20
+	memFloor = 64 << 20
 	// memTuneEvery is how often the limit follows the live heap.
 	memTuneEvery = 10 * time.Second
 )

@@ -609,9 +609,27 @@ func (ix *index) statusPass(set *roaring.Bitmap, stale bool) *roaring.Bitmap {
 
 // countMatches counts the listings q finds (its text and filters, both
 // health passes as store.HealthPasses says): the set tagCounts counts
-// the tags of.
+// the tags of, without making it. The passes are disjoint (a listing is
+// failing or not), so their counts add up; making the set copied the
+// visible listings' bitmap for every count (at 100k listings, the largest
+// part of what a distinct-query search allocated; BENCHMARKS.md "Memory
+// at 100k listings", stop 39).
 func (ix *index) countMatches(q store.SearchQuery) int {
-	return int(ix.found(q).GetCardinality())
+	var text *roaring.Bitmap
+	if terms := queryTerms(store.SearchTerms(q.Q)); len(terms) > 0 {
+		if text = ix.text(all, terms); text.IsEmpty() {
+			return 0
+		}
+	}
+	var n uint64
+	for _, failing := range store.HealthPasses(q.Health) {
+		if f := ix.filter(q, failing); text == nil {
+			n += f.GetCardinality()
+		} else {
+			n += f.AndCardinality(text)
+		}
+	}
+	return int(n)
 }
 
 // found is the set of listings q finds, over all its pages.

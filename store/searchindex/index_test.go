@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -87,5 +88,39 @@ func TestRowCacheBytes(t *testing.T) {
 	c.put(1, row(100))
 	if want := store.ListingSize(&store.Listing{PublicJSON: make([]byte, 100)}); c.bytes != want || len(c.rows) != 1 {
 		t.Fatalf("after replacing a row: %d rows, %d bytes, want 1 row, %d bytes", len(c.rows), c.bytes, want)
+	}
+}
+
+// countMatches counts the set found makes (tagCounts counts its tags),
+// for text or none and either health pass or both.
+func TestCountMatchesIsFound(t *testing.T) {
+	ix := newIndex()
+	var docs []store.IndexDoc
+	for i := range int64(300) {
+		d := store.IndexDoc{Pos: i + 1, ChangeSeq: i + 1, Name: "agent", Status: store.StatusOnline, Health: agent.HealthHealthy}
+		if i%3 == 0 {
+			d.Description = "weather forecast"
+		}
+		if i%5 == 0 {
+			d.Health = agent.HealthFailing
+		}
+		if i%7 == 0 {
+			d.Status = store.StatusStale
+		}
+		if i%11 == 0 {
+			d.Status = store.StatusOffline
+		}
+		docs = append(docs, d)
+	}
+	ix.apply(docs)
+	for _, q := range []store.SearchQuery{
+		{}, {Q: "weather"}, {Q: "weath forec"}, {Q: "agent"}, {Q: "nothing"},
+		{Health: []string{agent.HealthFailing}}, {Q: "weather", Health: []string{agent.HealthFailing}},
+		{Q: "weather", Health: []string{agent.HealthHealthy}}, {Statuses: []string{store.StatusOffline}},
+	} {
+		got, want := ix.countMatches(q), int(ix.found(q).GetCardinality())
+		if got != want || (q.Q == "weather" && len(q.Health) == 0 && got == 0) {
+			t.Errorf("countMatches(%+v) = %d, found has %d", q, got, want)
+		}
 	}
 }

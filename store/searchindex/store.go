@@ -122,12 +122,18 @@ type cachedRow struct {
 	expires time.Time
 }
 
-// maxRowBytes bounds the row cache (store.ListingSize of its rows): ~8,000
-// listings read for the API (~2 KB each, without their envelopes), so that
-// a catalogue of 10k listings mostly fits, and a big one costs no more.
-// With 4,096 listings the cache was emptied several times a second under a
-// distinct-query load, and nearly every page was a query to Postgres.
-const maxRowBytes = 16 << 20
+// maxRowBytes bounds the row cache (store.ListingSize of its rows): ~4,000
+// listings read for the API (~2 KB each, without their envelopes), about
+// 10 MB of Go heap when full (the map and the rows' bytes). It was 16 MiB
+// (~8,000 listings, ~17 MB of heap): at 100k listings that was the
+// largest part of a live heap whose size, with the soft memory limit,
+// sets the node's RSS; halving it and the read cache (store.CacheMaxBytes)
+// cost ~4 % of the distinct-query searches per second (BENCHMARKS.md
+// "Memory at 100k listings", stop 39).
+// Much smaller hurts: with 4,096 listings counted otherwise the cache was
+// emptied several times a second under that load, and nearly every page
+// was a query to the database.
+const maxRowBytes = 8 << 20
 
 // put adds a row, emptying the cache first when it would pass maxRowBytes.
 func (c *rowCache) put(pos int64, e cachedRow) {

@@ -151,6 +151,9 @@ func dsn(path string, readOnly bool) string {
 	q.Add("_pragma", "foreign_keys(1)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
+		for _, p := range readerPragmas {
+			q.Add("_pragma", p)
+		}
 	} else {
 		q.Set("_txlock", "immediate")
 		for _, p := range writerPragmas {
@@ -177,8 +180,22 @@ func dsn(path string, readOnly bool) string {
 //     (8,192 before: 5 % more of a 100k import's CPU). The WAL file keeps
 //     its largest size on disk.
 //
-// Readers keep SQLite's defaults.
+// The readers have their own (readerPragmas).
 var writerPragmas = []string{"temp_store(DEFAULT)", "cache_size(-32768)", "wal_autocheckpoint(32768)"}
+
+// readerPragmas give each reader a 512 KiB page cache (SQLite's default is
+// 2,000 KiB). The readers are a pool (four on two cores), each with its own
+// cache in C memory, outside the Go heap and its soft limit, and modernc's
+// allocator gives a cached page (4 KiB and SQLite's few hundred bytes about
+// it) an 8 KiB slot: at 100k listings under a distinct-query load the four
+// reported 26 MB of cache between them (SQLITE_DBSTATUS_CACHE_USED, 4-9 MB
+// each), nearly twice that in slots. What a search reads from the
+// database is a page of listings by id, scattered over a file far bigger
+// than any of these caches (~520 MB at 100k), which the operating system's
+// page cache keeps anyway; at 512 KiB the four report ~9 MB and the
+// searches per second did not move (BENCHMARKS.md "Memory at 100k
+// listings", stop 39).
+var readerPragmas = []string{"cache_size(-512)"}
 
 // Ping checks the database is reachable (readiness).
 func (db *DB) Ping(ctx context.Context) error {

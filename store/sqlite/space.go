@@ -146,6 +146,9 @@ func openReadOnly(ctx context.Context, path string, logger *slog.Logger, opts st
 	q := url.Values{}
 	q.Set("immutable", "1")
 	q.Add("_pragma", "query_only(1)")
+	for _, p := range readerPragmas {
+		q.Add("_pragma", p)
+	}
 	roDSN := (&url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}).String()
 	read, err := sql.Open("sqlite", roDSN)
 	if err != nil {
