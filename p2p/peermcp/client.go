@@ -133,9 +133,9 @@ func (c *Client) Send(ctx context.Context, hostPeerID string, t agent.Turn, emit
 // failure to reach the host or to read its answer is a *transport.Error.
 type callFunc func(ctx context.Context, token string, sink *progressSink, req mcp.CallToolRequest, args turnArgs) (*mcp.CallToolResult, error)
 
-// route picks how a turn goes to the host: on a stream of its own in the
-// host's lines protocol when the host speaks it (client_lines.go), else
-// through the host's pooled MCP client. done gives the pooled client back,
+// route picks how a turn goes to the host: on the host's lines stream when
+// it speaks the lines protocol (client_lines.go), else through the host's
+// pooled MCP client over HTTP. done gives the pooled client back,
 // broken or not.
 func (c *Client) route(ctx context.Context, hostPeerID string) (call callFunc, done func(broken bool), err error) {
 	if !c.cfg.noLines && c.net.SpeaksMCPLines(hostPeerID) {
