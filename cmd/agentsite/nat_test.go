@@ -250,11 +250,14 @@ func TestNAT(t *testing.T) {
 		for _, l := range pl.h2.LogLines("hole punch finished") {
 			t.Logf("H2: %s", l)
 		}
+		// A turn over a relayed connection opens a stream for itself alone;
+		// a direct one reuses the stream to the host, if a turn opened it
+		// already. So a turn that opened no relayed stream went direct.
 		r2, d2 := mcpStreams(t, pl.h2)
 		pl.chatOK("hello direct")
 		r3, d3 := mcpStreams(t, pl.h2)
-		if r3 != r2 || d3 <= d2 {
-			t.Fatalf("the turn after the hole punch: %v streams relayed, %v direct; want all direct", r3-r2, d3-d2)
+		if r3 != r2 || d3 == 0 {
+			t.Fatalf("the turn after the hole punch: %v streams relayed, %v direct (%v direct in all); want it direct", r3-r2, d3-d2, d3)
 		}
 	})
 	if !ok {

@@ -40,14 +40,16 @@ type linesSlot struct {
 
 // linesConn is a caller's stream to one host and the calls in flight on it.
 type linesConn struct {
-	s network.Stream
-	w *lineWriter
+	s       network.Stream
+	w       *lineWriter
+	limited bool // on a relayed connection: one call, then retired
 
 	mu      sync.Mutex // guards what follows
 	calls   map[uint64]*linesPending
 	byToken map[string]*linesPending
 	err     error // set once the stream broke: every call fails with it
 	idle    *time.Timer
+	retired bool // closed once its calls end
 }
 
 // linesPending is one call waiting for its answer.
@@ -59,17 +61,14 @@ type linesPending struct {
 
 // linesCall sends one call to the host on its lines stream.
 func (c *Client) linesCall(ctx context.Context, hostPeerID, token string, sink *progressSink, req mcp.CallToolRequest, args turnArgs) (*mcp.CallToolResult, error) {
-	lc, err := c.streamTo(ctx, hostPeerID)
-	if err != nil {
-		return nil, err
-	}
 	id := c.ids.Add(1)
 	body, err := leanBody(id, req, args)
 	if err != nil {
 		return nil, err
 	}
 	p := &linesPending{token: token, events: make(chan *answerEvent, maxQueuedEvents), done: make(chan answerEvent, 1)}
-	if err := lc.register(id, p); err != nil {
+	lc, err := c.streamTo(ctx, hostPeerID, id, p)
+	if err != nil {
 		return nil, err
 	}
 	defer lc.unregister(id)
@@ -99,9 +98,9 @@ func (c *Client) linesCall(ctx context.Context, hostPeerID, token string, sink *
 	}
 }
 
-// streamTo returns the lines stream to the host, opening it if there is
-// none.
-func (c *Client) streamTo(ctx context.Context, host string) (*linesConn, error) {
+// streamTo registers call id (p) on the lines stream to the host, opening
+// it if there is none, and returns the stream.
+func (c *Client) streamTo(ctx context.Context, host string, id uint64, p *linesPending) (*linesConn, error) {
 	c.linesMu.Lock()
 	if c.closed {
 		c.linesMu.Unlock()
@@ -115,25 +114,43 @@ func (c *Client) streamTo(ctx context.Context, host string) (*linesConn, error) 
 	c.linesMu.Unlock()
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
-	if lc := slot.conn; lc != nil && lc.alive() {
+	// A stream on a relayed connection serves one call: the next opens its
+	// own, on the direct connection once hole punching made one (a relay
+	// bounds what a connection may carry and for how long).
+	if lc := slot.conn; lc != nil && !lc.limited && lc.register(id, p) == nil {
 		return lc, nil
 	}
 	s, err := c.net.OpenMCPLines(ctx, host)
 	if err != nil {
 		return nil, transport.NewError(err)
 	}
-	lc := &linesConn{s: s, calls: map[uint64]*linesPending{}, byToken: map[string]*linesPending{}}
+	lc := &linesConn{s: s, limited: s.Conn().Stat().Limited, calls: map[uint64]*linesPending{}, byToken: map[string]*linesPending{}}
 	lc.w = newLineWriter(s, func() { lc.fail(errors.New("writing to the host failed")) })
+	if old := slot.conn; old != nil {
+		old.retire()
+	}
 	slot.conn = lc
 	go lc.read()
+	if err := lc.register(id, p); err != nil {
+		return nil, err
+	}
 	return lc, nil
 }
 
-func (lc *linesConn) alive() bool {
+// retire closes the stream once its calls in flight have ended; it takes
+// no more.
+func (lc *linesConn) retire() {
 	lc.mu.Lock()
-	defer lc.mu.Unlock()
-	return lc.err == nil
+	lc.retired = true
+	idle := len(lc.calls) == 0
+	lc.mu.Unlock()
+	if idle {
+		lc.fail(errRetired)
+	}
 }
+
+// errRetired ends a stream another replaced.
+var errRetired = errors.New("replaced by another stream")
 
 // broken is the error calls on a broken stream fail with.
 func (lc *linesConn) broken() error {
@@ -169,6 +186,10 @@ func (lc *linesConn) unregister(id uint64) {
 		delete(lc.calls, id)
 	}
 	if len(lc.calls) > 0 || lc.err != nil {
+		return
+	}
+	if lc.retired || lc.limited {
+		go lc.fail(errRetired)
 		return
 	}
 	if lc.idle == nil {
