@@ -298,13 +298,7 @@ func (h *Handler) listBody(ctx context.Context, q store.SearchQuery, origin stri
 			size += 1536
 		}
 		out.Metadata.Count = len(out.Servers)
-		b := bytes.NewBuffer(make([]byte, 0, size))
-		enc := json.NewEncoder(b)
-		enc.SetEscapeHTML(true)
-		if err := enc.Encode(out); err != nil {
-			return nil, err
-		}
-		return b.Bytes(), nil
+		return appendList(make([]byte, 0, size), &out)
 	})
 	if err != nil {
 		return nil, err

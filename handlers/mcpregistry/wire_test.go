@@ -5,18 +5,16 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/store"
 )
 
-// The handler encodes _meta from structs (server), and readers decode it
-// into maps (ServerResponse), as the handler built them before: the bytes
-// must be those encoding/json makes of the maps (keys sorted, every key
-// the map had), for a hosted agent,
-// one without a description or tags, an import under its upstream name,
-// and a catalogue listing.
-func TestStructMetaEncodesAsTheMaps(t *testing.T) {
+// testListings are a hosted agent, one without a description or tags,
+// an import under its upstream name, a catalogue listing, and one whose
+// strings need escapes.
+func testListings() []store.Listing {
 	at := time.Date(2026, 12, 7, 18, 0, 0, 0, time.UTC)
 	rec := agent.Record{ID: "a1", Name: "weather", DisplayName: "Weather <b>", Description: "  Tells\tthe  weather. ",
 		Tags: []string{"weather"}, Version: "1.0.0", IssuedAt: at,
@@ -31,12 +29,30 @@ func TestStructMetaEncodesAsTheMaps(t *testing.T) {
 	catalogue.Endpoints = nil
 	catalogue.Origin = &agent.Origin{Registry: agent.OriginMCPRegistry, Name: "io.github.user/files",
 		Install: "npx -y @user/files-mcp@1.2.0"}
-	for _, l := range []store.Listing{
+	odd := rec
+	odd.ID = "a5"
+	odd.Name = "odd\u2028\x01\xff"
+	odd.DisplayName = "Ödd & <odd> \"quoted\" \\ back"
+	odd.Tags = []string{"é", "<t>"}
+	odd.Origin = &agent.Origin{Registry: "https://cat.example/?a=1&b=<2>", Name: "x"}
+	return []store.Listing{
 		{Record: rec, Status: "online", HostPeerID: "h", UpdatedAt: at, Health: agent.Health{State: agent.HealthHealthy}},
 		{Record: bare, Status: "stale", UpdatedAt: at},
 		{Record: imported, Status: "online", HostPeerID: "h", UpdatedAt: at, Local: true},
 		{Record: catalogue, Status: "online", HostPeerID: "h", UpdatedAt: at, Local: true},
-	} {
+		{Record: odd, Status: "online", HostPeerID: "h\u2029", UpdatedAt: at},
+	}
+}
+
+// The handler encodes _meta from structs (server), and readers decode it
+// into maps (ServerResponse), as the handler built them before: the bytes
+// must be those encoding/json makes of the maps (keys sorted, every key
+// the map had), for each of testListings.
+func TestStructMetaEncodesAsTheMaps(t *testing.T) {
+	for _, l := range testListings() {
+		if !utf8.ValidString(l.Record.Name) {
+			continue // decoding turns its invalid byte into U+FFFD, which encodes unescaped
+		}
 		got, err := json.Marshal(fromListing(l, "https://node.example"))
 		if err != nil {
 			t.Fatal(err)
@@ -117,6 +133,34 @@ func TestScanPublicIsUnmarshal(t *testing.T) {
 	for _, bad := range []string{``, `[]`, `{"description":}`, `{"description":"x"`, `{"description":"x",}`, `{"a":"b"}x`, `{"description":1}`, `{"endpoints":[{"kind":1}]}`, `{"endpoints":[{},]}`, `{"endpoints":{}}`} {
 		if _, ok := scanPublic([]byte(bad)); ok {
 			t.Errorf("scanPublic(%s): scanned, want left to json.Unmarshal", bad)
+		}
+	}
+}
+
+// appendList writes what json.Encoder (HTML escaped) writes of a page.
+func TestAppendListIsEncode(t *testing.T) {
+	for _, cursor := range []string{"", "eyJwIjo5OTAxfQ"} {
+		out := serverList{Servers: []server{}, Metadata: Metadata{NextCursor: cursor}}
+		for _, l := range testListings() {
+			out.Servers = append(out.Servers, fromListing(l, "https://node.example/<x>&"))
+		}
+		out.Servers = append(out.Servers, server{Server: serverDetail{Schema: "s", Name: "n"}})
+		for _, n := range []int{0, 1, len(out.Servers)} {
+			page := serverList{Servers: out.Servers[:n], Metadata: out.Metadata}
+			page.Metadata.Count = n
+			var want bytes.Buffer
+			enc := json.NewEncoder(&want)
+			enc.SetEscapeHTML(true)
+			if err := enc.Encode(page); err != nil {
+				t.Fatal(err)
+			}
+			got, err := appendList(nil, &page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want.Bytes()) {
+				t.Errorf("%d servers:\n got %s\nwant %s", n, got, want.Bytes())
+			}
 		}
 	}
 }
