@@ -57,7 +57,8 @@ type Handler struct {
 	Fail func(w http.ResponseWriter, r *http.Request, err error)
 }
 
-// ServerList is the answer of GET /v0.1/servers.
+// ServerList is the answer of GET /v0.1/servers, as a reader decodes it
+// (_meta as maps); the handler writes the same JSON from serverList.
 type ServerList struct {
 	Servers  []ServerResponse `json:"servers"`
 	Metadata Metadata         `json:"metadata"`
