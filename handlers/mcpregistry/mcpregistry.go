@@ -57,7 +57,8 @@ type Handler struct {
 	Fail func(w http.ResponseWriter, r *http.Request, err error)
 }
 
-// ServerList is the answer of GET /v0.1/servers.
+// ServerList is the answer of GET /v0.1/servers, as a reader decodes it
+// (_meta as maps); the handler writes the same JSON from serverList.
 type ServerList struct {
 	Servers  []ServerResponse `json:"servers"`
 	Metadata Metadata         `json:"metadata"`
@@ -107,6 +108,81 @@ type Transport struct {
 type Remote struct {
 	Type string `json:"type"`
 	URL  string `json:"url"`
+}
+
+// server is ServerResponse as the handler encodes it: the same JSON,
+// with _meta as structs rather than maps (encoding/json sorts a map's
+// keys, so the structs' fields are in that order: the bytes are the
+// same, and the maps' allocations and sorting are gone).
+type server struct {
+	Server serverDetail  `json:"server"`
+	Meta   *responseMeta `json:"_meta,omitempty"`
+}
+
+// serverList is ServerList as the handler encodes it.
+type serverList struct {
+	Servers  []server `json:"servers"`
+	Metadata Metadata `json:"metadata"`
+}
+
+// serverDetail is ServerDetail as the handler encodes it.
+type serverDetail struct {
+	Schema      string      `json:"$schema,omitempty"`
+	Name        string      `json:"name"`
+	Title       string      `json:"title,omitempty"`
+	Description string      `json:"description"`
+	Version     string      `json:"version"`
+	WebsiteURL  string      `json:"websiteUrl,omitempty"`
+	Remotes     []Remote    `json:"remotes,omitempty"`
+	Packages    []Package   `json:"packages,omitempty"`
+	Meta        *detailMeta `json:"_meta,omitempty"`
+}
+
+// responseMeta is a ServerResponse's _meta: the registry's.
+type responseMeta struct {
+	Official officialMeta `json:"io.modelcontextprotocol.registry/official"`
+}
+
+// officialMeta is the registry-managed metadata (Official), its fields
+// in the order of their keys.
+type officialMeta struct {
+	IsLatest    bool   `json:"isLatest"`
+	PublishedAt string `json:"publishedAt"`
+	Status      string `json:"status"`
+	UpdatedAt   string `json:"updatedAt"`
+}
+
+// detailMeta is a ServerDetail's _meta: AgentSite's.
+type detailMeta struct {
+	Agent agentMeta `json:"io.agentsite/agent"`
+}
+
+// agentMeta is what AgentSite adds about the agent (AgentMeta), its
+// fields in the order of their keys; the omitted ones are a hosted
+// agent's (MCPTool, A2ACard) or a catalogue listing's (the others).
+type agentMeta struct {
+	A2ACard                string        `json:"a2a_card,omitempty"`
+	AgentsiteName          string        `json:"agentsite_name"`
+	DescriptionPlaceholder bool          `json:"description_placeholder"`
+	Health                 string        `json:"health"`
+	Host                   string        `json:"host"`
+	Hosted                 *bool         `json:"hosted,omitempty"`
+	HowToUse               string        `json:"how_to_use"`
+	ID                     string        `json:"id"`
+	Install                string        `json:"install,omitempty"`
+	ListedFrom             *listedFrom   `json:"listed_from,omitempty"`
+	MCPTool                string        `json:"mcp_tool,omitempty"`
+	Origin                 *agent.Origin `json:"origin"`
+	Status                 string        `json:"status"`
+	Tags                   []string      `json:"tags"`
+}
+
+// listedFrom is a catalogue listing's upstream and who listed it.
+type listedFrom struct {
+	ListedBy string `json:"listed_by"`
+	Name     string `json:"name"`
+	Registry string `json:"registry"`
+	Version  string `json:"version"`
 }
 
 // Official is the registry-managed metadata key.
@@ -194,34 +270,272 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 // memo as GET /api/v1/agents's is (discover.Answer): a repeated search
 // costs a map look-up, not a search and an encoding of the page.
 // Everything the answer depends on is in the key (the origin, from the
-// request or --public-url, names the remotes).
+// request or --public-url, names the remotes). The page is read as
+// /api/v1/agents reads it (PublicOnly: the index's public-JSON rows, not
+// whole listings with their envelopes), and the few fields of the record
+// the export needs besides the row's columns are read from the public
+// JSON (exportFields).
 func (h *Handler) listBody(ctx context.Context, q store.SearchQuery, origin string, since time.Time, ver string) ([]byte, error) {
+	q.PublicOnly = true
 	key := fmt.Sprintf("v0.1/servers\x00%q\x00%s\x00%q", origin, since.Format(time.RFC3339Nano), ver)
 	v, err := h.Discover.Answer(ctx, key, q, func(_ context.Context, r discover.Result) (any, error) {
-		out := ServerList{Servers: []ServerResponse{}, Metadata: Metadata{NextCursor: r.Page.NextCursor}}
+		out := serverList{Servers: make([]server, 0, len(r.Page.Listings)), Metadata: Metadata{NextCursor: r.Page.NextCursor}}
+		size := 64
 		for _, l := range r.Page.Listings {
-			if !exported(l.Record) || (!since.IsZero() && l.UpdatedAt.Before(since)) {
+			if !since.IsZero() && l.UpdatedAt.Before(since) {
 				continue
 			}
-			s := FromListing(l, origin)
+			if err := exportFields(&l); err != nil {
+				return nil, err
+			}
+			if !exported(l.Record) {
+				continue
+			}
+			s := fromListing(l, origin)
 			if ver != "" && ver != "latest" && s.Server.Version != ver {
 				continue
 			}
 			out.Servers = append(out.Servers, s)
+			size += 1536
 		}
 		out.Metadata.Count = len(out.Servers)
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(true)
-		if err := enc.Encode(out); err != nil {
-			return nil, err
-		}
-		return b.Bytes(), nil
+		return appendList(make([]byte, 0, size), &out)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return v.([]byte), nil
+}
+
+// publicFields are the fields of a record's public JSON that a
+// PublicOnly row leaves out of its columns and the export needs.
+type publicFields struct {
+	Description string           `json:"description"`
+	Endpoints   []agent.Endpoint `json:"endpoints"`
+	Origin      *agent.Origin    `json:"origin"`
+}
+
+// exportFields fills in l's record, read as a PublicOnly row, with what
+// the export needs from its public JSON: the description, the endpoints
+// and the origin (kept in public_json since it existed, and the origin
+// came later, so a row without public_json has none).
+func exportFields(l *store.Listing) error {
+	if len(l.PublicJSON) == 0 {
+		return nil
+	}
+	f, ok := scanPublic(l.PublicJSON)
+	if !ok {
+		f = publicFields{}
+		if err := json.Unmarshal(l.PublicJSON, &f); err != nil {
+			return fmt.Errorf("public JSON of agent %s: %w", l.Record.ID, err)
+		}
+	}
+	l.Record.Description, l.Record.Endpoints = f.Description, f.Endpoints
+	if f.Origin != nil {
+		l.Record.Origin = f.Origin
+	}
+	return nil
+}
+
+// scanPublic is json.Unmarshal of a public JSON object into publicFields
+// that decodes only those fields' values (the endpoints without
+// reflection) and skips the others' (the skills, most of the bytes)
+// without checking them: a public JSON is the store's own encoding
+// (store.PublicRecordJSON). ok false: b is not an object as the scan
+// expects it; json.Unmarshal says why.
+func scanPublic(b []byte) (f publicFields, ok bool) {
+	end := scanObject(b, skipSpace(b, 0), func(key, val []byte) bool {
+		switch string(key) {
+		case "description":
+			f.Description, ok = jsonString(val)
+			return ok
+		case "endpoints":
+			f.Endpoints, ok = scanEndpoints(val)
+			return ok
+		case "origin":
+			return json.Unmarshal(val, &f.Origin) == nil
+		}
+		return true
+	})
+	return f, end >= 0 && skipSpace(b, end) == len(b)
+}
+
+// scanEndpoints is json.Unmarshal of a JSON array of agent.Endpoint.
+func scanEndpoints(b []byte) ([]agent.Endpoint, bool) {
+	if string(b) == "null" {
+		return nil, true
+	}
+	if len(b) < 2 || b[0] != '[' {
+		return nil, false
+	}
+	out := []agent.Endpoint{}
+	i := skipSpace(b, 1)
+	if i < len(b) && b[i] == ']' {
+		return out, skipSpace(b, i+1) == len(b)
+	}
+	for {
+		var e agent.Endpoint
+		i = scanObject(b, i, func(key, val []byte) bool {
+			var v *string
+			switch string(key) {
+			case "kind":
+				v = &e.Kind
+			case "peer_id":
+				v = &e.PeerID
+			case "protocol":
+				v = &e.Protocol
+			case "url":
+				v = &e.URL
+			default:
+				return true
+			}
+			var ok bool
+			*v, ok = jsonString(val)
+			return ok
+		})
+		if i < 0 {
+			return nil, false
+		}
+		out = append(out, e)
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return nil, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case ']':
+			return out, skipSpace(b, i+1) == len(b)
+		default:
+			return nil, false
+		}
+	}
+}
+
+// scanObject calls field with each key (unescaped keys only) and raw
+// value of the JSON object at b[i] and is the index just past it, or -1
+// when it is not an object or field returns false.
+func scanObject(b []byte, i int, field func(key, val []byte) bool) int {
+	if i >= len(b) || b[i] != '{' {
+		return -1
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return -1
+		}
+		end := skipString(b, i)
+		if end < 0 {
+			return -1
+		}
+		key := b[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return -1
+		}
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return -1
+		}
+		start := skipSpace(b, i+1)
+		if i = skipValue(b, start); i < 0 || !field(key, b[start:i]) {
+			return -1
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return i + 1
+		default:
+			return -1
+		}
+	}
+}
+
+// jsonString is json.Unmarshal of the JSON string b, without its copies
+// when it has no escapes.
+func jsonString(b []byte) (string, bool) {
+	if len(b) < 2 || b[0] != '"' {
+		return "", false
+	}
+	if raw := b[1 : len(b)-1]; bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw), true
+	}
+	var s string
+	return s, json.Unmarshal(b, &s) == nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString is the index just past the JSON string at b[i] ('"'), or -1.
+func skipString(b []byte, i int) int {
+	for j := i + 1; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		q := j + k
+		escapes := 0
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			escapes++
+		}
+		if escapes%2 == 0 {
+			return q + 1
+		}
+		j = q + 1
+	}
+}
+
+// skipValue is the index just past the JSON value at b[i], or -1: a
+// string, an object or array (to its matching close, strings skipped
+// whole), or a literal (to the next delimiter).
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end := skipString(b, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	default:
+		j := i
+		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+			j++
+		}
+		if j == i {
+			return -1
+		}
+		return j
+	}
 }
 
 // Server is GET /v0.1/servers/{serverName}/versions[/{version}]: the
@@ -255,9 +569,9 @@ func (h *Handler) Server(w http.ResponseWriter, r *http.Request) {
 		h.fault(w, r, err)
 		return
 	}
-	s := FromListing(l, httpkit.Origin(r, h.PublicURL))
+	s := fromListing(l, httpkit.Origin(r, h.PublicURL))
 	if listVersions {
-		httpkit.WriteJSON(w, http.StatusOK, ServerList{Servers: []ServerResponse{s}, Metadata: Metadata{Count: 1}})
+		httpkit.WriteJSON(w, http.StatusOK, serverList{Servers: []server{s}, Metadata: Metadata{Count: 1}})
 		return
 	}
 	if ver != "latest" && ver != s.Server.Version {
@@ -369,16 +683,14 @@ func install(rec agent.Record) string {
 	return rec.Origin.Install
 }
 
-// FromListing is l as a registry server, reached through origin's /mcp;
+// fromListing is l as a registry server, reached through origin's /mcp;
 // a catalogue listing (a package-only server, hosted nowhere) is its
 // packages, with no remote.
-func FromListing(l store.Listing, origin string) ServerResponse {
+func fromListing(l store.Listing, origin string) server {
 	l = withOrigin(l) // once: it scans the envelope (a page of 100 did it 300 times)
-	if line := install(l.Record); line != "" {
-		return fromCatalogue(l, origin, line)
-	}
 	rec := l.Record
-	desc := firstChars(strings.Join(strings.Fields(rec.Description), " "), maxDescription)
+	line := install(rec)
+	desc := firstChars(oneSpaced(rec.Description), maxDescription)
 	placeholder := desc == ""
 	if placeholder {
 		// The registry requires a description (minLength 1); the listing
@@ -386,7 +698,8 @@ func FromListing(l store.Listing, origin string) ServerResponse {
 		desc = NoDescription
 	}
 	version := cmpOr(rec.Version, defaultVersion)
-	name := ServerName(rec)
+	own := ServerName(rec)
+	name := own
 	if up, ok := upstream(rec); ok && l.Local {
 		// An import keeps its identity in the registry it came from, so
 		// a client that knows it there finds it here under the same name;
@@ -396,83 +709,93 @@ func FromListing(l store.Listing, origin string) ServerResponse {
 			version = up.Version
 		}
 	}
-	remotes := []Remote{{Type: "streamable-http", URL: origin + "/mcp"}}
-	for _, e := range rec.Endpoints {
-		if e.Kind == agent.EndpointHTTPMCP && e.URL != "" {
-			remotes = append(remotes, Remote{Type: "streamable-http", URL: e.URL})
-		}
-	}
 	health := l.Health.State
 	if health == "" {
 		health = agent.HealthUnknown
 	}
-	return ServerResponse{
-		Server: ServerDetail{
+	out := server{
+		Server: serverDetail{
 			Name:        name,
 			Title:       firstChars(rec.DisplayName, maxDescription),
 			Description: desc,
 			Version:     version,
 			WebsiteURL:  origin + "/agents/" + rec.ID,
-			Remotes:     remotes,
-			Meta: map[string]any{AgentMeta: map[string]any{
-				"id":             rec.ID,
-				"status":         l.Status,
-				"health":         health,
-				"host":           l.HostPeerID,
-				"tags":           rec.Tags,
-				"mcp_tool":       "send_message",
-				"a2a_card":       origin + "/a2a/" + rec.ID + "/agent-card.json",
-				"how_to_use":     "call send_message with this agent_id on the remote, or use the A2A card",
-				"agentsite_name": ServerName(rec),
-				"origin":         rec.Origin,
+			Meta: &detailMeta{Agent: agentMeta{
+				ID:            rec.ID,
+				Status:        l.Status,
+				Health:        health,
+				Host:          l.HostPeerID,
+				Tags:          rec.Tags,
+				HowToUse:      "call send_message with this agent_id on the remote, or use the A2A card",
+				AgentsiteName: own,
+				Origin:        rec.Origin,
 				// true: the server's description is NoDescription, standing in
 				// for the listing's empty one (a reader may show nothing).
-				"description_placeholder": placeholder,
+				DescriptionPlaceholder: placeholder,
 			}},
 		},
-		Meta: map[string]any{Official: map[string]any{
-			"status":      "active",
-			"publishedAt": rec.IssuedAt.UTC().Format(time.RFC3339),
-			"updatedAt":   l.UpdatedAt.UTC().Format(time.RFC3339),
-			"isLatest":    true,
+		Meta: &responseMeta{Official: officialMeta{
+			Status:      "active",
+			PublishedAt: rec.IssuedAt.UTC().Format(time.RFC3339),
+			UpdatedAt:   l.UpdatedAt.UTC().Format(time.RFC3339),
+			IsLatest:    true,
 		}},
 	}
+	if line != "" {
+		return fromCatalogue(out, l, line)
+	}
+	m := &out.Server.Meta.Agent
+	m.MCPTool = "send_message"
+	m.A2ACard = origin + "/a2a/" + rec.ID + "/agent-card.json"
+	out.Server.Remotes = []Remote{{Type: "streamable-http", URL: origin + "/mcp"}}
+	for _, e := range rec.Endpoints {
+		if e.Kind == agent.EndpointHTTPMCP && e.URL != "" {
+			out.Server.Remotes = append(out.Server.Remotes, Remote{Type: "streamable-http", URL: e.URL})
+		}
+	}
+	return out
 }
 
-// fromCatalogue is a catalogue listing as a registry server: its package
-// (read back from its install line) and no remote, since no node answers
-// for it, and _meta saying where the listing came from and how to run it.
-func fromCatalogue(l store.Listing, origin, line string) ServerResponse {
+// fromCatalogue is a catalogue listing as a registry server (out, as
+// fromListing made it): its package (read back from its install line)
+// and no remote, since no node answers for it, and _meta saying where
+// the listing came from and how to run it.
+func fromCatalogue(out server, l store.Listing, line string) server {
 	rec := l.Record
-	out := FromListing(store.Listing{Record: withoutInstall(rec), Status: l.Status, Health: l.Health,
-		HostPeerID: l.HostPeerID, UpdatedAt: l.UpdatedAt, Local: l.Local}, origin)
-	out.Server.Remotes = nil
 	if p, ok := bulk.PackageOf(line); ok {
 		out.Server.Packages = []Package{{RegistryType: p.RegistryType, Identifier: p.Identifier, Version: p.Version,
 			RuntimeHint: p.RuntimeHint, Transport: Transport{Type: "stdio"}}}
 	}
-	meta := out.Server.Meta[AgentMeta].(map[string]any)
-	delete(meta, "mcp_tool")
-	delete(meta, "a2a_card")
-	meta["origin"] = rec.Origin
+	m := &out.Server.Meta.Agent
 	// Not reachable here or anywhere: its host's status is the listing's,
 	// not the server's.
-	meta["hosted"] = false
-	meta["status"] = "not-hosted"
-	meta["health"] = agent.HealthUnknown
-	meta["install"] = line
-	meta["how_to_use"] = "install and run it locally (stdio): " + line + "; no node answers for it"
-	meta["listed_from"] = map[string]any{"registry": rec.Origin.Registry, "name": rec.Origin.Name,
-		"version": rec.Origin.Version, "listed_by": l.HostPeerID}
+	hosted := false
+	m.Hosted = &hosted
+	m.Status = "not-hosted"
+	m.Health = agent.HealthUnknown
+	m.Install = line
+	m.HowToUse = "install and run it locally (stdio): " + line + "; no node answers for it"
+	m.ListedFrom = &listedFrom{Registry: rec.Origin.Registry, Name: rec.Origin.Name,
+		Version: rec.Origin.Version, ListedBy: l.HostPeerID}
 	return out
 }
 
-// withoutInstall is rec with its origin's install line dropped.
-func withoutInstall(rec agent.Record) agent.Record {
-	o := *rec.Origin
-	o.Install = ""
-	rec.Origin = &o
-	return rec
+// oneSpaced is strings.Join(strings.Fields(s), " "), without the copies
+// when s is already so (most descriptions are).
+func oneSpaced(s string) string {
+	prev := byte(' ')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 0x80 || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' || (c == ' ' && prev == ' '):
+			return strings.Join(strings.Fields(s), " ")
+		}
+		prev = c
+	}
+	if prev == ' ' && s != "" {
+		return strings.Join(strings.Fields(s), " ")
+	}
+	return s
 }
 
 func cmpOr(a, b string) string {

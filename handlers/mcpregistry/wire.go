@@ -1,0 +1,196 @@
+package mcpregistry
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// appendList appends the JSON of out as json.Encoder (HTML escaped, a
+// newline after) writes it, without reflection: a page of servers is
+// most of what a search that misses the memo costs after the search
+// itself (TestAppendListIsEncode holds the bytes to encoding/json's).
+func appendList(dst []byte, out *serverList) ([]byte, error) {
+	dst = append(dst, `{"servers":[`...)
+	for i := range out.Servers {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = appendServer(dst, &out.Servers[i]); err != nil {
+			return nil, err
+		}
+	}
+	dst = append(dst, `],"metadata":{`...)
+	if out.Metadata.NextCursor != "" {
+		dst = append(dst, `"nextCursor":`...)
+		dst = appendString(dst, out.Metadata.NextCursor)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"count":`...)
+	dst = strconv.AppendInt(dst, int64(out.Metadata.Count), 10)
+	return append(dst, "}}\n"...), nil
+}
+
+// appendServer appends the JSON of s as encoding/json writes it.
+func appendServer(dst []byte, s *server) ([]byte, error) {
+	d := &s.Server
+	dst = append(dst, `{"server":{`...)
+	if d.Schema != "" {
+		dst = append(dst, `"$schema":`...)
+		dst = appendString(dst, d.Schema)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"name":`...)
+	dst = appendString(dst, d.Name)
+	if d.Title != "" {
+		dst = append(dst, `,"title":`...)
+		dst = appendString(dst, d.Title)
+	}
+	dst = append(dst, `,"description":`...)
+	dst = appendString(dst, d.Description)
+	dst = append(dst, `,"version":`...)
+	dst = appendString(dst, d.Version)
+	if d.WebsiteURL != "" {
+		dst = append(dst, `,"websiteUrl":`...)
+		dst = appendString(dst, d.WebsiteURL)
+	}
+	if len(d.Remotes) > 0 {
+		dst = append(dst, `,"remotes":[`...)
+		for i, r := range d.Remotes {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"type":`...)
+			dst = appendString(dst, r.Type)
+			dst = append(dst, `,"url":`...)
+			dst = appendString(dst, r.URL)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	if len(d.Packages) > 0 {
+		b, err := json.Marshal(d.Packages)
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, `,"packages":`...)
+		dst = append(dst, b...)
+	}
+	if d.Meta != nil {
+		var err error
+		dst = append(dst, `,"_meta":{"io.agentsite/agent":`...)
+		if dst, err = appendAgentMeta(dst, &d.Meta.Agent); err != nil {
+			return nil, err
+		}
+		dst = append(dst, '}')
+	}
+	dst = append(dst, '}')
+	if s.Meta != nil {
+		o := &s.Meta.Official
+		dst = append(dst, `,"_meta":{"io.modelcontextprotocol.registry/official":{"isLatest":`...)
+		dst = strconv.AppendBool(dst, o.IsLatest)
+		dst = append(dst, `,"publishedAt":`...)
+		dst = appendString(dst, o.PublishedAt)
+		dst = append(dst, `,"status":`...)
+		dst = appendString(dst, o.Status)
+		dst = append(dst, `,"updatedAt":`...)
+		dst = appendString(dst, o.UpdatedAt)
+		dst = append(dst, "}}"...)
+	}
+	return append(dst, '}'), nil
+}
+
+// appendAgentMeta appends the JSON of m as encoding/json writes it.
+func appendAgentMeta(dst []byte, m *agentMeta) ([]byte, error) {
+	dst = append(dst, '{')
+	if m.A2ACard != "" {
+		dst = append(dst, `"a2a_card":`...)
+		dst = appendString(dst, m.A2ACard)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"agentsite_name":`...)
+	dst = appendString(dst, m.AgentsiteName)
+	dst = append(dst, `,"description_placeholder":`...)
+	dst = strconv.AppendBool(dst, m.DescriptionPlaceholder)
+	dst = append(dst, `,"health":`...)
+	dst = appendString(dst, m.Health)
+	dst = append(dst, `,"host":`...)
+	dst = appendString(dst, m.Host)
+	if m.Hosted != nil {
+		dst = append(dst, `,"hosted":`...)
+		dst = strconv.AppendBool(dst, *m.Hosted)
+	}
+	dst = append(dst, `,"how_to_use":`...)
+	dst = appendString(dst, m.HowToUse)
+	dst = append(dst, `,"id":`...)
+	dst = appendString(dst, m.ID)
+	if m.Install != "" {
+		dst = append(dst, `,"install":`...)
+		dst = appendString(dst, m.Install)
+	}
+	if f := m.ListedFrom; f != nil {
+		dst = append(dst, `,"listed_from":{"listed_by":`...)
+		dst = appendString(dst, f.ListedBy)
+		dst = append(dst, `,"name":`...)
+		dst = appendString(dst, f.Name)
+		dst = append(dst, `,"registry":`...)
+		dst = appendString(dst, f.Registry)
+		dst = append(dst, `,"version":`...)
+		dst = appendString(dst, f.Version)
+		dst = append(dst, '}')
+	}
+	if m.MCPTool != "" {
+		dst = append(dst, `,"mcp_tool":`...)
+		dst = appendString(dst, m.MCPTool)
+	}
+	dst = append(dst, `,"origin":`...)
+	if m.Origin == nil {
+		dst = append(dst, "null"...)
+	} else {
+		b, err := json.Marshal(m.Origin)
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, b...)
+	}
+	dst = append(dst, `,"status":`...)
+	dst = appendString(dst, m.Status)
+	dst = append(dst, `,"tags":`...)
+	if m.Tags == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i, t := range m.Tags {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, t)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}'), nil
+}
+
+// appendString appends s as a JSON string, escaped as encoding/json
+// does (HTML too): as it is when every byte is printable ASCII that
+// needs no escape, else through json.Marshal.
+func appendString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if !plain[s[i]] {
+			b, _ := json.Marshal(s) // a string always encodes
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
+// plain are the bytes encoding/json writes as they are in a string
+// (HTML escaped): printable ASCII but '"', '\\', '<', '>' and '&'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
