@@ -61,9 +61,10 @@ const (
 // MCPProtocol is the libp2p protocol the hosting node serves MCP on.
 const MCPProtocol = "/agentsite/mcp/1.0.0"
 
-// MCPLinesProtocol is the libp2p protocol on which a node answers one
-// send_message call a stream in MCP's stdio framing: newline-delimited
-// JSON-RPC, without HTTP (p2p/peermcp). Older nodes serve MCPProtocol alone.
+// MCPLinesProtocol is the libp2p protocol on which a node answers
+// send_message calls in MCP's stdio framing, many on one long-lived
+// stream: newline-delimited JSON-RPC, without HTTP (p2p/peermcp). Older
+// nodes serve MCPProtocol alone.
 const MCPLinesProtocol = "/agentsite/mcp-lines/1.0.0"
 
 // Skill is an A2A-style capability description.

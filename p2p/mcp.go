@@ -64,9 +64,10 @@ func (n *Node) ServeMCP(h http.Handler) error {
 }
 
 // ServeMCPLines answers other nodes' streams on agent.MCPLinesProtocol
-// with serve (p2p/peermcp's LinesHandler.ServeStream): one send_message
-// call a stream, the caller as "peer:<id>", ctx ending with the node. The
-// resource manager bounds the streams a peer may hold open.
+// with serve (p2p/peermcp's LinesHandler.ServeStream): a caller's
+// send_message calls on one long-lived stream, the caller as "peer:<id>",
+// ctx ending with the node. The resource manager bounds the streams a peer
+// may hold open.
 func (n *Node) ServeMCPLines(serve func(ctx context.Context, caller string, s network.Stream)) {
 	n.host.SetStreamHandler(agent.MCPLinesProtocol, func(s network.Stream) {
 		serve(n.ctx, "peer:"+s.Conn().RemotePeer().String(), s)
