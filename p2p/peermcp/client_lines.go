@@ -211,7 +211,7 @@ func (lc *linesConn) closeIfIdle() {
 // cancel tells the host the call is given up.
 func (lc *linesConn) cancel(id uint64) {
 	msg := `{"jsonrpc":"2.0","method":"` + methodCancelled + `","params":{"requestId":` + strconv.FormatUint(id, 10) + `,"reason":"the caller gave up"}}` + "\n"
-	lc.w.add([]byte(msg), true)
+	lc.w.add([]byte(msg), false) // within linesCoalesce: the caller does not wait for the stream
 }
 
 // fail ends the stream: every call in flight fails with err, and the next

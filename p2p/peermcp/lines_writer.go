@@ -29,43 +29,37 @@ type lineConn interface {
 }
 
 // lineWriter writes the lines of one stream from many calls, in the order
-// they were added, from one goroutine, in as few writes as it can: lines
-// added while a write is under way, or within linesCoalesce of a
-// notification, go out together. A failed write, or more than
-// maxLinesPending bytes waiting, ends it and calls fail once.
+// they were added, in as few writes as it can, without a goroutine of its
+// own: whoever adds an urgent line while no write is under way writes
+// everything waiting, and goes on while more arrived during its write;
+// lines added meanwhile, or within linesCoalesce of a notification, go out
+// together. A failed write, or more than maxLinesPending bytes waiting,
+// ends it and calls fail once.
 type lineWriter struct {
 	c    lineConn
 	fail func()
 
-	mu     sync.Mutex // guards buf, armed, ended
-	buf    []byte
-	armed  bool // the coalescing timer runs for buf
-	ended  bool
-	timer  *time.Timer
-	kick   chan struct{}
-	stop   chan struct{}
-	done   chan struct{}
-	closed sync.Once
+	mu      sync.Mutex // guards what follows
+	buf     []byte     // lines waiting
+	spare   []byte     // the last write's buffer, for reuse
+	armed   bool       // the coalescing timer runs for buf
+	writing bool       // a goroutine is writing: it takes buf too
+	ended   bool
+	timer   *time.Timer
+	idle    *sync.Cond // signalled when writing ends
 }
 
 func newLineWriter(c lineConn, fail func()) *lineWriter {
-	w := &lineWriter{c: c, fail: fail, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	w.timer = time.AfterFunc(time.Hour, w.wake)
+	w := &lineWriter{c: c, fail: fail}
+	w.idle = sync.NewCond(&w.mu)
+	w.timer = time.AfterFunc(time.Hour, func() { w.mu.Lock(); w.armed = false; w.drainLocked() })
 	w.timer.Stop()
-	go w.run()
 	return w
-}
-
-func (w *lineWriter) wake() {
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
 }
 
 // add queues line (its newline included); urgent lines are written at
 // once, others within linesCoalesce. It reports false once the writer
-// ended.
+// ended. An urgent add may write (and wait for the stream) itself.
 func (w *lineWriter) add(line []byte, urgent bool) bool {
 	w.mu.Lock()
 	if w.ended {
@@ -79,58 +73,55 @@ func (w *lineWriter) add(line []byte, urgent bool) bool {
 		return false
 	}
 	w.buf = append(w.buf, line...)
-	kick := urgent
-	if !urgent && !w.armed {
-		w.armed = true
-		w.timer.Reset(linesCoalesce)
+	if !urgent {
+		if !w.armed {
+			w.armed = true
+			w.timer.Reset(linesCoalesce)
+		}
+		w.mu.Unlock()
+		return true
 	}
-	w.mu.Unlock()
-	if kick {
-		w.wake()
-	}
+	w.drainLocked()
 	return true
 }
 
-func (w *lineWriter) run() {
-	defer close(w.done)
-	var spare []byte
-	for {
-		stopping := false
-		select {
-		case <-w.kick:
-		case <-w.stop:
-			stopping = true
-		}
-		w.mu.Lock()
-		b := w.buf
-		w.buf, w.armed = spare[:0], false
-		ended := w.ended
+// drainLocked writes what is waiting unless another goroutine is writing
+// (it will take it), and unlocks w.mu.
+func (w *lineWriter) drainLocked() {
+	if w.writing {
 		w.mu.Unlock()
-		if len(b) > 0 && !ended {
-			_ = w.c.SetWriteDeadline(time.Now().Add(linesWriteWait))
-			if _, err := w.c.Write(b); err != nil {
-				w.mu.Lock()
-				w.ended = true
-				w.mu.Unlock()
-				w.fail()
-				return
-			}
-		}
-		spare = b
-		if stopping || ended {
-			return
+		return
+	}
+	w.writing = true
+	for len(w.buf) > 0 && !w.ended {
+		b := w.buf
+		w.buf, w.spare = w.spare[:0], nil
+		w.mu.Unlock()
+		_ = w.c.SetWriteDeadline(time.Now().Add(linesWriteWait))
+		_, err := w.c.Write(b)
+		w.mu.Lock()
+		w.spare = b[:0]
+		if err != nil {
+			w.ended = true
+			w.mu.Unlock()
+			w.fail()
+			w.mu.Lock()
 		}
 	}
+	w.writing = false
+	w.idle.Broadcast()
+	w.mu.Unlock()
 }
 
-// close writes what is queued and stops the writer.
+// close writes what is queued and ends the writer.
 func (w *lineWriter) close() {
-	w.closed.Do(func() {
-		w.timer.Stop()
-		close(w.stop)
-		<-w.done
-		w.mu.Lock()
-		w.ended = true
-		w.mu.Unlock()
-	})
+	w.timer.Stop()
+	w.mu.Lock()
+	for w.writing {
+		w.idle.Wait()
+	}
+	w.drainLocked()
+	w.mu.Lock()
+	w.ended = true
+	w.mu.Unlock()
 }
