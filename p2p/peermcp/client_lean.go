@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"mime"
 	"net/http"
 
@@ -42,12 +41,13 @@ type leanRequest struct {
 }
 
 type leanParams struct {
-	Meta      any      `json:"_meta"` // a leanMeta, or a map with other keys
+	Meta      leanMeta `json:"_meta"`
 	Arguments turnArgs `json:"arguments"`
 	Name      string   `json:"name"`
 }
 
-// leanMeta is a call's _meta as the map of it encodes (keys in order).
+// leanMeta is a call's _meta (its fields in the order a map of them
+// encodes).
 type leanMeta struct {
 	Trace         any      `json:"agentsite/trace,omitempty"`
 	Capabilities  struct{} `json:"io.modelcontextprotocol/clientCapabilities"`
@@ -118,23 +118,10 @@ func (cn *conn) leanCall(ctx context.Context, id uint64, req mcp.CallToolRequest
 
 // leanBody is the JSON-RPC request of a send_message call.
 func leanBody(id uint64, req mcp.CallToolRequest, args turnArgs) ([]byte, error) {
-	lm := leanMeta{Version: fastVersion, ProgressToken: req.Params.Meta.ProgressToken}
-	var meta any = lm
-	for k, v := range req.Params.Meta.AdditionalFields {
-		if k == agent.TraceMetaKey && v != nil {
-			lm.Trace = v
-			meta = lm
-			continue
-		}
-		m := map[string]any{
-			"progressToken":               req.Params.Meta.ProgressToken,
-			mcp.MetaKeyProtocolVersion:    fastVersion,
-			mcp.MetaKeyClientCapabilities: map[string]any{},
-		}
-		maps.Copy(m, req.Params.Meta.AdditionalFields)
-		meta = m
-		break
-	}
+	// Send sets the progress token and, for a delegated turn, the trace:
+	// nothing else goes in a call's _meta.
+	meta := leanMeta{Version: fastVersion, ProgressToken: req.Params.Meta.ProgressToken,
+		Trace: req.Params.Meta.AdditionalFields[agent.TraceMetaKey]}
 	return json.Marshal(leanRequest{JSONRPC: "2.0", ID: id, Method: string(mcp.MethodToolsCall),
 		Params: leanParams{Meta: meta, Arguments: args, Name: ToolName}})
 }
