@@ -42,7 +42,8 @@ type linesSlot struct {
 type linesConn struct {
 	s       network.Stream
 	w       *lineWriter
-	limited bool // on a relayed connection: one call, then retired
+	limited bool   // on a relayed connection: one call, then retired
+	forget  func() // drops the client's slot for the host, if lc is its stream
 
 	mu      sync.Mutex // guards what follows
 	calls   map[uint64]*linesPending
@@ -125,6 +126,21 @@ func (c *Client) streamTo(ctx context.Context, host string, id uint64, p *linesP
 		return nil, transport.NewError(err)
 	}
 	lc := &linesConn{s: s, limited: s.Conn().Stat().Limited, calls: map[uint64]*linesPending{}, byToken: map[string]*linesPending{}}
+	// A host not called for clientIdle is forgotten, so the client holds
+	// only the hosts its people are talking to.
+	lc.forget = func() {
+		slot.mu.Lock()
+		defer slot.mu.Unlock()
+		if slot.conn != lc {
+			return // replaced meanwhile
+		}
+		slot.conn = nil
+		c.linesMu.Lock()
+		if c.lines[host] == slot {
+			delete(c.lines, host)
+		}
+		c.linesMu.Unlock()
+	}
 	lc.w = newLineWriter(s, func() { lc.fail(errors.New("writing to the host failed")) })
 	if old := slot.conn; old != nil {
 		old.retire()
@@ -205,6 +221,7 @@ func (lc *linesConn) closeIfIdle() {
 	lc.mu.Unlock()
 	if idle {
 		lc.fail(errors.New("closed when idle"))
+		lc.forget()
 	}
 }
 

@@ -215,3 +215,43 @@ func TestLinesPerPeerBound(t *testing.T) {
 	}
 	waitfor.Until(t, 10*time.Second, "call 5 to be taken", func() bool { return len(b.ended) == 1 && lines.held(caller) == 3 })
 }
+
+// TestLinesIdleStreamForgotten: a host's stream closed when idle takes the
+// client's slot for the host with it (the client holds only the hosts its
+// people talk to), and the next turn opens a new stream.
+func TestLinesIdleStreamForgotten(t *testing.T) {
+	h := newTestHost(t)
+	host, portal := mcpTestNode(t), mcpTestNode(t)
+	var streams atomic.Int64
+	lines := NewLinesHandler(h.cfg)
+	host.ServeMCPLines(func(ctx context.Context, caller string, s network.Stream) {
+		streams.Add(1)
+		lines.ServeStream(ctx, caller, s)
+	})
+	mcpIntroduce(portal, host)
+	client := testClient(t, portal)
+	send := func() {
+		t.Helper()
+		if reply, err := client.Send(t.Context(), host.PeerID(), agent.Turn{AgentID: h.echo, Text: "hi"}, nil); err != nil || reply != "hi" {
+			t.Fatalf("Send = %q, %v", reply, err)
+		}
+	}
+	send()
+	client.linesMu.Lock()
+	slot := client.lines[host.PeerID()]
+	client.linesMu.Unlock()
+	if slot == nil || slot.conn == nil {
+		t.Fatal("no lines stream to the host after a turn")
+	}
+	slot.conn.closeIfIdle()
+	client.linesMu.Lock()
+	n := len(client.lines)
+	client.linesMu.Unlock()
+	if n != 0 {
+		t.Errorf("the client still holds %d hosts after the stream closed idle", n)
+	}
+	send()
+	if got := streams.Load(); got != 2 {
+		t.Errorf("the host saw %d streams, want 2 (one before the idle close, one after)", got)
+	}
+}
