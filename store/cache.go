@@ -1,7 +1,6 @@
 package store
 
 import (
-	"container/list"
 	"context"
 	"fmt"
 	"sync"
@@ -51,7 +50,12 @@ type Cache struct {
 	bytes   int // sum of the entries' sizes
 
 	// agents is the LRU of listings GetAgent read (see GetAgent).
-	agents agentLRU
+	agents idLRU[Listing]
+	// backends is the LRU of local agents' backends (see Backends), valid
+	// while bgen, moved by every write of a backend through the cache, is
+	// the one it was read at.
+	backends idLRU[agent.Backend]
+	bgen     atomic.Uint64
 }
 
 type cacheEntry struct {
@@ -76,10 +80,9 @@ var _ Network = (*Cache)(nil)
 // NewCache wraps n; ttl bounds reuse, max bounds the number of entries.
 func NewCache(n Network, ttl time.Duration, max int) *Cache {
 	c := &Cache{next: n, ttl: ttl, max: max, maxBytes: CacheMaxBytes, entries: map[string]cacheEntry{}}
-	c.agents = agentLRU{max: AgentCacheMax, ttl: AgentCacheTTL, byID: map[string]*list.Element{}, order: list.New()}
-	if f, ok := n.(ChangeMarker); ok {
-		c.agents.feed = f
-	}
+	feed, _ := n.(ChangeMarker)
+	c.agents = newIDLRU[Listing](AgentCacheMax, AgentCacheTTL, feed)
+	c.backends = newIDLRU[agent.Backend](AgentCacheMax, AgentCacheTTL, feed)
 	return c
 }
 
@@ -203,7 +206,7 @@ func (c *Cache) RecentAgents(ctx context.Context, limit int) ([]Listing, error) 
 }
 
 // GetAgent implements Network from a bounded LRU of listings by id (see
-// agentLRU): every chat turn reads its agent, on the node the turn
+// idLRU): every chat turn reads its agent, on the node the turn
 // entered and on the node that hosts the agent, and reading it from the
 // database was 6 % and 12 % of their CPU. Callers must treat the listing
 // as read-only (it may be shared).

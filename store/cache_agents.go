@@ -28,56 +28,62 @@ type ChangeMarker interface {
 	ChangeMark() uint64
 }
 
-// agentLRU keeps listings by id, least recently used out first. An entry
-// serves only while the read cache's generation (every write of this
-// process through the cache) and the change feed's mark (every numbered
-// change of any process) are those it was read at, and for ttl. Both are
-// taken before the read, so a write that races the read leaves an entry
-// that never serves.
-type agentLRU struct {
+// idLRU keeps values by id (the listings GetAgent read, the backends
+// the runtime reads), least recently used out first. An entry serves only
+// while the generation it was read at (the writes of this process through
+// the cache that can change it) and the change feed's mark (every
+// numbered change of any process) are those it was read at, and for ttl.
+// Both are taken before the read, so a write that races the read leaves
+// an entry that never serves.
+type idLRU[V any] struct {
 	max  int
 	ttl  time.Duration
 	feed ChangeMarker
 
 	mu    sync.Mutex
 	byID  map[string]*list.Element
-	order *list.List // of *agentEntry, most recently used first
+	order *list.List // of *lruEntry[V], most recently used first
 }
 
-type agentEntry struct {
+type lruEntry[V any] struct {
 	id      string
-	l       Listing
+	v       V
 	gen     uint64
 	mark    uint64
 	expires time.Time
 }
 
+func newIDLRU[V any](max int, ttl time.Duration, feed ChangeMarker) idLRU[V] {
+	return idLRU[V]{max: max, ttl: ttl, feed: feed, byID: map[string]*list.Element{}, order: list.New()}
+}
+
 // mark is the change feed's mark now (0 without a feed).
-func (a *agentLRU) mark() uint64 {
+func (a *idLRU[V]) mark() uint64 {
 	if a.feed == nil {
 		return 0
 	}
 	return a.feed.ChangeMark()
 }
 
-func (a *agentLRU) get(id string, gen, mark uint64, now time.Time) (Listing, bool) {
+func (a *idLRU[V]) get(id string, gen, mark uint64, now time.Time) (V, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	var zero V
 	el, ok := a.byID[id]
 	if !ok {
-		return Listing{}, false
+		return zero, false
 	}
-	e := el.Value.(*agentEntry)
+	e := el.Value.(*lruEntry[V])
 	if e.gen != gen || e.mark != mark || !now.Before(e.expires) {
 		a.order.Remove(el)
 		delete(a.byID, id)
-		return Listing{}, false
+		return zero, false
 	}
 	a.order.MoveToFront(el)
-	return e.l, true
+	return e.v, true
 }
 
-func (a *agentLRU) put(id string, l Listing, gen, mark uint64, now time.Time) {
+func (a *idLRU[V]) put(id string, v V, gen, mark uint64, now time.Time) {
 	if a.max <= 0 {
 		return
 	}
@@ -90,14 +96,17 @@ func (a *agentLRU) put(id string, l Listing, gen, mark uint64, now time.Time) {
 	for a.order.Len() >= a.max {
 		old := a.order.Back()
 		a.order.Remove(old)
-		delete(a.byID, old.Value.(*agentEntry).id)
+		delete(a.byID, old.Value.(*lruEntry[V]).id)
 	}
-	a.byID[id] = a.order.PushFront(&agentEntry{id: id, l: l, gen: gen, mark: mark, expires: now.Add(a.ttl)})
+	a.byID[id] = a.order.PushFront(&lruEntry[V]{id: id, v: v, gen: gen, mark: mark, expires: now.Add(a.ttl)})
+}
+
+// len is how many entries it holds.
+func (a *idLRU[V]) len() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.order.Len()
 }
 
 // AgentsLen is how many listings the agent LRU holds (tests, metrics).
-func (c *Cache) AgentsLen() int {
-	c.agents.mu.Lock()
-	defer c.agents.mu.Unlock()
-	return c.agents.order.Len()
-}
+func (c *Cache) AgentsLen() int { return c.agents.len() }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"container/list"
 	"testing"
 	"time"
 )
@@ -9,7 +8,7 @@ import (
 // TestAgentLRUBounded: a flood of distinct ids (a turn can name any)
 // keeps at most max listings, the least recently used going first.
 func TestAgentLRUBounded(t *testing.T) {
-	a := agentLRU{max: 3, ttl: time.Hour, byID: map[string]*list.Element{}, order: list.New()}
+	a := newIDLRU[Listing](3, time.Hour, nil)
 	now := time.Now()
 	for _, id := range []string{"a", "b", "c"} {
 		a.put(id, Listing{}, 1, 1, now)

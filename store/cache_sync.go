@@ -30,8 +30,8 @@ func (c *Cache) PruneSyncCursors(ctx context.Context, before time.Time) (int, er
 }
 
 // Batcher is c as a Batcher when the Network it wraps runs transactions:
-// the batch's writes invalidate the cached reads once it has ended,
-// committed or not. The Sink writes a sync page in one; a running node's
+// the batch's writes invalidate the cached reads (listings and backends)
+// once it has ended, committed or not. The Sink writes a sync page in one; a running node's
 // bulk registration writes a chunk in one (cmd/agentsite gives the
 // registry the read cache's Batcher), as an offline import does.
 func (c *Cache) Batcher() (Batcher, bool) { return c.batcher() }
@@ -45,17 +45,24 @@ func (c *Cache) batcher() (Batcher, bool) {
 	return cacheBatcher{c: c, next: b}, true
 }
 
+// invalidateBatch moves the generations a batch's writes can change: the
+// listings' and the backends' (a Tx writes both).
+func (c *Cache) invalidateBatch() {
+	c.gen.Add(1)
+	c.bgen.Add(1)
+}
+
 type cacheBatcher struct {
 	c    *Cache
 	next Batcher
 }
 
 func (b cacheBatcher) InBatch(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
-	defer b.c.gen.Add(1)
+	defer b.c.invalidateBatch()
 	return b.next.InBatch(ctx, fn)
 }
 
 func (b cacheBatcher) InBatchWhole(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error {
-	defer b.c.gen.Add(1)
+	defer b.c.invalidateBatch()
 	return b.next.InBatchWhole(ctx, fn)
 }

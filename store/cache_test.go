@@ -39,11 +39,13 @@ func TestCacheIsNetworkOnly(t *testing.T) {
 	// reports GetAgent's LRU (cache_agents.go); CountMatches (count.go)
 	// counts a query's matches uncached; Batcher hands the registry the
 	// engine's transactions (cache_sync.go), which invalidate as the
-	// Sink's writes do.
-	want := append(names(reflect.TypeFor[store.Network]()), "Len", "Memo", "CountListings", "EvictListings", "EvictListingsFor", "GetAgents", "AgentsLen", "CountMatches", "Batcher")
+	// Sink's writes do; Backends wraps the engine's backends in an LRU
+	// that the Batcher's batches invalidate too (cache_backends.go), and
+	// BackendsLen reports it.
+	want := append(names(reflect.TypeFor[store.Network]()), "Len", "Memo", "CountListings", "EvictListings", "EvictListingsFor", "GetAgents", "AgentsLen", "CountMatches", "Batcher", "Backends", "BackendsLen")
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("*store.Cache has methods %v, want Network's and Len, Memo, the Evictor's, GetAgents, AgentsLen, CountMatches, Batcher: %v", got, want)
+		t.Errorf("*store.Cache has methods %v, want Network's and Len, Memo, the Evictor's, GetAgents, AgentsLen, CountMatches, Batcher, Backends, BackendsLen: %v", got, want)
 	}
 }
 

@@ -222,7 +222,7 @@ func (a *app) buildUseCases(metrics prometheus.Registerer) error {
 	if err != nil {
 		return fmt.Errorf("model scheduler metrics: %w", err)
 	}
-	a.runtime = runtime.NewRuntime(backendLookup(a.engine), runtime.RuntimeOptions{
+	a.runtime = runtime.NewRuntime(backendLookup(a.full), runtime.RuntimeOptions{
 		AllowPrivate:  a.cfg.AllowPrivateEndpoints,
 		Allow:         a.outbound.Policy(runtime.PurposeBackend).Allow,
 		UserAgent:     "AgentSite/" + buildVersion(),

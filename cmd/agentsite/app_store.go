@@ -51,15 +51,16 @@ func (a *app) searchIndex(st store.Store, metrics prometheus.Registerer) store.S
 const indexSnapshotFile = "search-index.snap"
 
 // cachedStore puts the read cache in front of st's network view (listings
-// and nodes), the reads the portal repeats (search, counts, tags): every
+// and nodes), the reads the portal repeats (search, counts, tags), and of
+// its local agents' backends, which the runtime reads every turn: every
 // write of the Sink, the sweep and registration goes through it and
 // invalidates it (store.Cache). full is st with that cache in place, for
-// the HTTP surfaces; accounts, sessions, conversations and backends go
-// straight to the engine, which bounds and records every call.
+// the HTTP surfaces and the runtime; accounts, sessions and conversations
+// go straight to the engine, which bounds and records every call.
 func cachedStore(st store.Store) (network store.Network, full store.Store) {
-	network = store.NewCache(st, time.Second, 10_000)
-	return network, store.Composed{
-		Network: network, Backends: st, Accounts: st, Sessions: st, Conversations: st, Memories: st, Conn: st,
+	c := store.NewCache(st, time.Second, 10_000)
+	return c, store.Composed{
+		Network: c, Backends: c.Backends(st), Accounts: st, Sessions: st, Conversations: st, Memories: st, Conn: st,
 	}
 }
 

@@ -10,7 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/agentsite/agentsite/internal/waitfor"
 	"github.com/agentsite/agentsite/store"
 	"github.com/agentsite/agentsite/store/postgres/pgtest"
 	"github.com/agentsite/agentsite/store/searchindex"
@@ -225,6 +227,12 @@ func TestRunWritesAndUsesSnapshot(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error, 1)
 		go func() { done <- s.Run(ctx) }()
+		// Searches fall back to the database until the index is ready:
+		// wait for it, so that Run is past its load when it ends.
+		waitfor.Until(t, 10*time.Second, "the index to be ready", func() bool {
+			state, _ := s.Status()
+			return state == searchindex.StateOK
+		})
 		eventually(t, s, "agent 0042", "agent-0042")
 		upsert(t, s, listing(fmt.Sprintf("late-%d", f.rows.Load()), "late", 1))
 		eventually(t, s, "late", search(t, s, "late")...)
