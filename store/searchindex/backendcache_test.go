@@ -122,3 +122,26 @@ func TestBackendCache(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkBackendRead: what a turn's read of its agent's backend costs
+// from SQLite and from the read cache (BENCHMARKS.md, "The host's
+// backend from memory").
+func BenchmarkBackendRead(b *testing.B) {
+	e := sqlitetest.Open(b)
+	idx := indexed(b, e)
+	c := store.NewCache(idx, time.Hour, 100)
+	const id = "id-alpha"
+	upsert(b, c, listing("alpha", "first", 1))
+	if err := e.PutBackend(b.Context(), id, agent.Backend{Kind: agent.BackendBuiltin, Builtin: "echo"}); err != nil {
+		b.Fatal(err)
+	}
+	for name, be := range map[string]store.Backends{"sqlite": e, "cached": c.Backends(e)} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := be.GetBackend(b.Context(), id); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
