@@ -24,7 +24,9 @@ import (
 // It wraps Network only, and spells out every method of it rather than
 // embedding it: a method added to Network does not compile here until it
 // says whether it invalidates. The other roles do not touch listings; see
-// Composed for a whole Store with the cache in it.
+// Composed for a whole Store with the cache in it. Of them only Backends
+// is cached, by a wrapper its Backends method makes (cache_backends.go):
+// the runtime reads one at every turn.
 //
 // Why: a text search ranks every matching row; on the 2-core machine that
 // capped Postgres at ~600 searches/s (BENCHMARKS.md), while the same few
