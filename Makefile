@@ -79,7 +79,7 @@ bench-idle: build ## idle CPU of a host of 100,000 agents (no requests, no peers
 	STORE=sqlite scripts/bench-idle.sh $(BIN)
 	STORE=postgres scripts/bench-idle.sh $(BIN)
 
-bench-chat: ## chat turns to echo, local and cross-node, API, WebSocket and A2A, 5/10/20 clients
+bench-chat: ## chat turns to echo, local and cross-node, API, WebSocket and A2A, 5/10/20 clients: turns/s, p50/p99, CPU per turn in all and on each node
 	$(GO) test -run '^$$' -bench BenchmarkChatTurns -benchtime 1x -timeout 30m ./cmd/agentsite/
 	$(GO) test -run '^$$' -bench BenchmarkRemoteTurn -benchtime 200x -timeout 30m ./cmd/agentsite/
 	$(GO) test -run '^$$' -bench BenchmarkA2ASend -benchtime 1x -timeout 30m ./cmd/agentsite/

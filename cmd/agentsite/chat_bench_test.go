@@ -20,14 +20,16 @@ import (
 // clients (5, 10, 20) sending turns to the echo agent over the message API
 // and the WebSocket, to an agent on the portal's own node (local) and on
 // another node (cross, over MCP on libp2p). Each sub-benchmark reports
-// turns/s, the p50/p99 round trip and the process's CPU per turn.
+// turns/s, the p50/p99 round trip and the process's CPU per turn, and
+// that CPU split by node: the portal (where the clients' turns enter),
+// the host (the echo's node; a local turn enters there) and the rest.
 //
 //	go test -run '^$' -bench BenchmarkChatTurns -benchtime 1x ./cmd/agentsite/
 func BenchmarkChatTurns(b *testing.B) {
 	// Benchmark clients share one IP: lift the per-client budgets.
 	fast := []string{"--chat-rate-limit", "100000000", "--max-sockets-per-ip", "64"}
-	host := startClusterNode(b, nodeOpts{demo: true, extra: fast, heartbeat: time.Second, ttl: time.Hour})
-	portal := startClusterNode(b, nodeOpts{bootstrap: []string{host.addr()}, extra: fast, heartbeat: time.Second, ttl: time.Hour})
+	host := startClusterNode(b, nodeOpts{demo: true, extra: fast, heartbeat: time.Second, ttl: time.Hour, label: "host"})
+	portal := startClusterNode(b, nodeOpts{bootstrap: []string{host.addr()}, extra: fast, heartbeat: time.Second, ttl: time.Hour, label: "portal"})
 	var echoID string
 	waitfor.Until(b, 20*time.Second, "the portal to learn the host's echo agent", func() bool {
 		for id, a := range portal.agentIDs("all") {
@@ -47,13 +49,26 @@ func BenchmarkChatTurns(b *testing.B) {
 			for _, c := range []int{5, 10, 20} {
 				b.Run(fmt.Sprintf("%s/%s/c=%d", where.name, via, c), func(b *testing.B) {
 					for b.Loop() {
-						cpu0 := processCPU(b)
+						cpu0, prof := processCPU(b), startCPUSplit()
 						lat, took := runTurns(b, where.node, echoID, via, c, perRun)
+						byNode := prof.split(b)
 						reportTurns(b, lat, took)
 						// Both nodes and the clients share this process: the
 						// CPU of a turn is all of it (the clients' share is
 						// the same for local and cross turns).
 						b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(len(lat)), "cpu-us/turn")
+						// Each node's part, from the CPU profile's samples by
+						// the label its goroutines carry; "other" is the
+						// clients, the collector and the runtime.
+						if byNode != nil {
+							for _, n := range []string{"portal", "host", ""} {
+								unit := n + "-cpu-us/turn"
+								if n == "" {
+									unit = "other-cpu-us/turn"
+								}
+								b.ReportMetric(float64(byNode[n])/1e3/float64(len(lat)), unit)
+							}
+						}
 					}
 				})
 			}

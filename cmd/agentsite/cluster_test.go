@@ -46,6 +46,7 @@ type nodeOpts struct {
 	link      time.Duration    // Main.LinkDelay (-tags agentsite_testnet)
 	verifyTLS int              // Main.VerifyHTTPSPort: HTTPS domain proofs' port (verify_test.go)
 	reach     []string         // Main.OutboundTestAllow: loopback URLs every outbound purpose may reach (push receivers)
+	label     string           // the pprof label of the node's goroutines (cpusplit_test.go); "": none
 }
 
 // startClusterNode starts a whole node on 127.0.0.1 the way the binary does.
@@ -102,7 +103,9 @@ func startClusterNode(t testing.TB, o nodeOpts) *clusterNode {
 	if err := n.m.ParseFlags(args, func(string) string { return "" }, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.m.Run(t.Context()); err != nil {
+	var err error
+	runLabelled(o.label, func() { err = n.m.Run(t.Context()) })
+	if err != nil {
 		t.Fatalf("start node: %v", err)
 	}
 	t.Cleanup(func() { n.stop() })
