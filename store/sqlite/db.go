@@ -52,6 +52,9 @@ type DB struct {
 	// conv writes conversations and messages, many turns' in one
 	// transaction (groupcommit.go).
 	conv *store.GroupWriter[convOp]
+	// ckpt checkpoints the WAL in the background (checkpoint.go); nil on
+	// a database opened read-only.
+	ckpt *checkpointer
 }
 
 var _ store.Store = (*DB)(nil)
@@ -137,6 +140,10 @@ func openWritable(ctx context.Context, path string, logger *slog.Logger, opts st
 		db.Close()
 		return nil, err
 	}
+	if err := db.startCheckpointer(path, checkpointEvery); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return db, nil
 }
 
@@ -178,7 +185,9 @@ func dsn(path string, readOnly bool) string {
 //   - a checkpoint every 32,768 WAL pages (128 MiB, default 1,000): a page
 //     written by several commits is copied back to the database once
 //     (8,192 before: 5 % more of a 100k import's CPU). The WAL file keeps
-//     its largest size on disk.
+//     its largest size on disk. This is the backstop: the checkpointer
+//     (checkpoint.go) copies what a second wrote, off the writer's path,
+//     so only a burst past 128 MiB in a second checkpoints in a COMMIT.
 //
 // The readers have their own (readerPragmas).
 var writerPragmas = []string{"temp_store(DEFAULT)", "cache_size(-32768)", "wal_autocheckpoint(32768)"}
@@ -207,6 +216,7 @@ func (db *DB) Ping(ctx context.Context) error {
 // it only analyzes what changed a lot) and closes both pools.
 func (db *DB) Close() error {
 	db.conv.Close()
+	ckptErr := db.closeCheckpointer()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if db.space.readOnly == nil {
@@ -214,7 +224,7 @@ func (db *DB) Close() error {
 			db.logger.Warn("sqlite: optimize on close failed", "err", err)
 		}
 	}
-	return errors.Join(db.rc.Close(), db.wc.Close(), db.read.Close(), db.write.Close())
+	return errors.Join(ckptErr, db.rc.Close(), db.wc.Close(), db.read.Close(), db.write.Close())
 }
 
 // inTx runs fn in a write transaction (BEGIN IMMEDIATE on the single writer

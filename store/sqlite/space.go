@@ -90,6 +90,9 @@ func (db *DB) noteWrite(err error, changed bool) {
 				"dir", db.space.dir, "free_bytes", freeBytes(db.space.dir), "err", err)
 		}
 	case err == nil && changed && db.space.readOnly == nil:
+		if db.ckpt != nil {
+			db.ckpt.writes.Add(1)
+		}
 		if _, known := db.hasRoom(); !known {
 			db.space.full.Store(false)
 		}

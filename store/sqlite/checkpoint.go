@@ -1,0 +1,127 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// The checkpointer (docs/architecture.md §6, "Checkpoints off the
+// writer's path"). A WAL checkpoint copies committed pages from the WAL
+// back into the database file and syncs both files; SQLite runs it inside
+// the COMMIT that makes the WAL reach wal_autocheckpoint pages. At chat
+// rates that was one commit in ~10,000, and it took ~200 ms on this
+// machine's disk: every turn in flight waited for it, which made the p99
+// of 20 chatting clients 170–250 ms instead of 10–15 (BENCHMARKS.md, "The
+// host's backend from memory, and where a WebSocket turn's time goes now").
+// So a goroutine of its own checkpoints every checkpointEvery, on a
+// connection of its own, while the writer goes on writing: a PASSIVE
+// checkpoint takes no lock a writer or a reader waits for. The writer's
+// wal_autocheckpoint stays as the backstop for bursts larger than what a
+// checkpointEvery writes (an import, a mirror's fill).
+
+// checkpointEvery is how often the checkpointer runs when something was
+// written since its last run.
+const checkpointEvery = time.Second
+
+// checkpointTimeout bounds one checkpoint.
+const checkpointTimeout = time.Minute
+
+// checkpointer is the DB's background checkpoint: its connection, its
+// loop's lifetime and what its last run did.
+type checkpointer struct {
+	conn  *sql.DB
+	every time.Duration
+	stop  context.CancelFunc
+	done  chan struct{}
+
+	// writes counts the committed writes (noteWrite); a run with none
+	// since the last one does nothing.
+	writes atomic.Uint64
+	// runs, frames and copied are the checkpoints run and the WAL frames
+	// the last one found and copied back (tests, logs).
+	runs, frames, copied atomic.Int64
+}
+
+// startCheckpointer opens the checkpointer's connection to path and
+// starts its loop; Close stops it.
+func (db *DB) startCheckpointer(path string, every time.Duration) error {
+	conn, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s for checkpoints: %w", path, err)
+	}
+	conn.SetMaxOpenConns(1)
+	conn.SetMaxIdleConns(1)
+	conn.SetConnMaxIdleTime(0)
+	conn.SetConnMaxLifetime(0)
+	ctx, stop := context.WithCancel(context.Background())
+	db.ckpt = &checkpointer{conn: conn, every: every, stop: stop, done: make(chan struct{})}
+	go db.checkpointLoop(ctx)
+	return nil
+}
+
+// checkpointLoop checkpoints every c.every while writes come in, until
+// ctx ends.
+func (db *DB) checkpointLoop(ctx context.Context) {
+	c := db.ckpt
+	defer close(c.done)
+	t := time.NewTicker(c.every)
+	defer t.Stop()
+	var seen uint64
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w := c.writes.Load()
+		if w == seen {
+			continue
+		}
+		err := db.checkpoint(ctx)
+		switch {
+		case err == nil:
+			seen = w
+			if failing {
+				db.logger.Info("sqlite: checkpoints work again")
+			}
+			failing = false
+		case ctx.Err() != nil:
+			return
+		case !failing: // said once a streak; the writer's backstop still runs
+			db.logger.Warn("sqlite: a background checkpoint failed; will retry (the writer checkpoints past wal_autocheckpoint meanwhile)", "err", err)
+			failing = true
+		}
+	}
+}
+
+// checkpoint runs one PASSIVE checkpoint on the checkpointer's connection.
+func (db *DB) checkpoint(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, checkpointTimeout)
+	defer cancel()
+	start := time.Now()
+	var busy, frames, copied int64
+	err := db.ckpt.conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &frames, &copied)
+	db.opts.Metrics.Observe("checkpoint", time.Since(start), err)
+	if err != nil {
+		return dbErr("checkpoint", err)
+	}
+	db.ckpt.runs.Add(1)
+	db.ckpt.frames.Store(frames)
+	db.ckpt.copied.Store(copied)
+	return nil
+}
+
+// closeCheckpointer stops the loop and closes its connection (nil: there
+// is none, as on a read-only database).
+func (db *DB) closeCheckpointer() error {
+	if db.ckpt == nil {
+		return nil
+	}
+	db.ckpt.stop()
+	<-db.ckpt.done
+	return db.ckpt.conn.Close()
+}
