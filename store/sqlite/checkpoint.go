@@ -16,15 +16,22 @@ import (
 // machine's disk: every turn in flight waited for it, which made the p99
 // of 20 chatting clients 170–250 ms instead of 10–15 (BENCHMARKS.md, "The
 // host's backend from memory, and where a WebSocket turn's time goes now").
-// So a goroutine of its own checkpoints every checkpointEvery, on a
-// connection of its own, while the writer goes on writing: a PASSIVE
-// checkpoint takes no lock a writer or a reader waits for. The writer's
-// wal_autocheckpoint stays as the backstop for bursts larger than what a
-// checkpointEvery writes (an import, a mirror's fill).
+// So a goroutine of its own checkpoints, on a connection of its own,
+// while the writer goes on writing: a PASSIVE checkpoint takes no lock a
+// writer or a reader waits for. It looks every checkpointEvery and
+// checkpoints once checkpointWrites commits were made since its last run,
+// or any at all checkpointAge ago: a busy node every second, a quiet one
+// (a few heartbeats) once a minute, so that a planet of test nodes does
+// not sync its files every second. The writer's wal_autocheckpoint stays
+// as the backstop for bursts larger than what a second writes (an import,
+// a mirror's fill).
 
-// checkpointEvery is how often the checkpointer runs when something was
-// written since its last run.
-const checkpointEvery = time.Second
+// Checkpointer defaults (tests set their own on the checkpointer).
+const (
+	checkpointEvery  = time.Second
+	checkpointWrites = 1000
+	checkpointAge    = time.Minute
+)
 
 // checkpointTimeout bounds one checkpoint.
 const checkpointTimeout = time.Minute
@@ -32,10 +39,14 @@ const checkpointTimeout = time.Minute
 // checkpointer is the DB's background checkpoint: its connection, its
 // loop's lifetime and what its last run did.
 type checkpointer struct {
-	conn  *sql.DB
-	every time.Duration
-	stop  context.CancelFunc
-	done  chan struct{}
+	conn *sql.DB
+	// every is how often it looks; it checkpoints after minWrites commits,
+	// or after one once maxAge passed since its last run.
+	every     time.Duration
+	minWrites uint64
+	maxAge    time.Duration
+	stop      context.CancelFunc
+	done      chan struct{}
 
 	// writes counts the committed writes (noteWrite); a run with none
 	// since the last one does nothing.
@@ -47,7 +58,7 @@ type checkpointer struct {
 
 // startCheckpointer opens the checkpointer's connection to path and
 // starts its loop; Close stops it.
-func (db *DB) startCheckpointer(path string, every time.Duration) error {
+func (db *DB) startCheckpointer(path string, every time.Duration, minWrites uint64, maxAge time.Duration) error {
 	conn, err := sql.Open("sqlite", dsn(path, true))
 	if err != nil {
 		return fmt.Errorf("sqlite: open %s for checkpoints: %w", path, err)
@@ -57,34 +68,36 @@ func (db *DB) startCheckpointer(path string, every time.Duration) error {
 	conn.SetConnMaxIdleTime(0)
 	conn.SetConnMaxLifetime(0)
 	ctx, stop := context.WithCancel(context.Background())
-	db.ckpt = &checkpointer{conn: conn, every: every, stop: stop, done: make(chan struct{})}
+	db.ckpt = &checkpointer{conn: conn, every: every, minWrites: minWrites, maxAge: maxAge, stop: stop, done: make(chan struct{})}
 	go db.checkpointLoop(ctx)
 	return nil
 }
 
-// checkpointLoop checkpoints every c.every while writes come in, until
-// ctx ends.
+// checkpointLoop checkpoints while writes come in (see checkpointer),
+// until ctx ends.
 func (db *DB) checkpointLoop(ctx context.Context) {
 	c := db.ckpt
 	defer close(c.done)
 	t := time.NewTicker(c.every)
 	defer t.Stop()
 	var seen uint64
+	last := time.Now()
 	failing := false
 	for {
+		var now time.Time
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case now = <-t.C:
 		}
 		w := c.writes.Load()
-		if w == seen {
+		if !c.due(w-seen, now.Sub(last)) {
 			continue
 		}
 		err := db.checkpoint(ctx)
 		switch {
 		case err == nil:
-			seen = w
+			seen, last = w, now
 			if failing {
 				db.logger.Info("sqlite: checkpoints work again")
 			}
@@ -96,6 +109,12 @@ func (db *DB) checkpointLoop(ctx context.Context) {
 			failing = true
 		}
 	}
+}
+
+// due reports whether a checkpoint is due after writes commits and
+// elapsed time since the last one.
+func (c *checkpointer) due(writes uint64, elapsed time.Duration) bool {
+	return writes > 0 && (writes >= c.minWrites || elapsed >= c.maxAge)
 }
 
 // checkpoint runs one PASSIVE checkpoint on the checkpointer's connection.

@@ -140,7 +140,7 @@ func openWritable(ctx context.Context, path string, logger *slog.Logger, opts st
 		db.Close()
 		return nil, err
 	}
-	if err := db.startCheckpointer(path, checkpointEvery); err != nil {
+	if err := db.startCheckpointer(path, checkpointEvery, checkpointWrites, checkpointAge); err != nil {
 		db.Close()
 		return nil, err
 	}
