@@ -148,7 +148,8 @@ func wsTurner(tb testing.TB, n *clusterNode, agentID string) func(string) {
 		var got strings.Builder
 		for {
 			var f struct {
-				Type, Text, ConversationID, Code, Message string
+				Type, Text, Code, Message string
+				ConversationID            string `json:"conversation_id"`
 			}
 			if err := conn.ReadJSON(&f); err != nil {
 				tb.Fatal(err)
