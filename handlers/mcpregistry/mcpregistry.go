@@ -272,34 +272,15 @@ func (h *Handler) List(w http.ResponseWriter, r *http.Request) {
 // Everything the answer depends on is in the key (the origin, from the
 // request or --public-url, names the remotes). The page is read as
 // /api/v1/agents reads it (PublicOnly: the index's public-JSON rows, not
-// whole listings with their envelopes), and the few fields of the record
-// the export needs besides the row's columns are read from the public
-// JSON (exportFields).
+// whole listings with their envelopes), the few fields of the record the
+// export needs besides the row's columns are read from the public JSON,
+// and each server is written straight into the answer (appendPage).
 func (h *Handler) listBody(ctx context.Context, q store.SearchQuery, origin string, since time.Time, ver string) ([]byte, error) {
 	q.PublicOnly = true
 	key := fmt.Sprintf("v0.1/servers\x00%q\x00%s\x00%q", origin, since.Format(time.RFC3339Nano), ver)
 	v, err := h.Discover.Answer(ctx, key, q, func(_ context.Context, r discover.Result) (any, error) {
-		out := serverList{Servers: make([]server, 0, len(r.Page.Listings)), Metadata: Metadata{NextCursor: r.Page.NextCursor}}
-		size := 64
-		for _, l := range r.Page.Listings {
-			if !since.IsZero() && l.UpdatedAt.Before(since) {
-				continue
-			}
-			if err := exportFields(&l); err != nil {
-				return nil, err
-			}
-			if !exported(l.Record) {
-				continue
-			}
-			s := fromListing(l, origin)
-			if ver != "" && ver != "latest" && s.Server.Version != ver {
-				continue
-			}
-			out.Servers = append(out.Servers, s)
-			size += 1536
-		}
-		out.Metadata.Count = len(out.Servers)
-		return appendList(make([]byte, 0, size), &out)
+		ls := r.Page.Listings
+		return appendPage(make([]byte, 0, 64+1536*len(ls)), ls, r.Page.NextCursor, origin, since, ver)
 	})
 	if err != nil {
 		return nil, err
@@ -631,8 +612,10 @@ var serverNameRe = regexp.MustCompile(`^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$`)
 // imports are served under it: another node's origin is its operator's
 // word, and would let any node take a registry name here (it stays in
 // _meta).
-func upstream(rec agent.Record) (*agent.Origin, bool) {
-	o := rec.Origin
+func upstream(rec agent.Record) (*agent.Origin, bool) { return upstreamOf(rec.Origin) }
+
+// upstreamOf is upstream of a record whose origin is o.
+func upstreamOf(o *agent.Origin) (*agent.Origin, bool) {
 	if o == nil || o.Registry != agent.OriginMCPRegistry || len(o.Name) < 3 || !serverNameRe.MatchString(o.Name) ||
 		strings.HasPrefix(o.Name, Namespace) {
 		return nil, false
