@@ -21,16 +21,19 @@ import (
 // RSS reach 302 MiB; 4/3 held it at 258 MiB at the same searches per
 // second (BENCHMARKS.md "The 1M catalogue").
 //
-// The floor was 80 MiB. At 100k listings under a distinct-query load the
-// live heap is ~35-45 MB (the search index and the caches, sized for
-// this: store.CacheMaxBytes, the search index's row cache), so the floor,
-// not 4/3 of live, is the limit there, and the Go part of RSS follows it:
-// 64 MiB took ~11 MiB off RSS for 3-6 % of the searches per second. Lower
-// costs more than it saves: at 48 MiB the collector ran every few
-// megabytes allocated and the searches per second fell by a third
-// (BENCHMARKS.md "Memory at 100k listings", stop 39).
+// The floor was 80 MiB, then 64. At 100k listings under a distinct-query
+// load the live heap is ~30-45 MB (the search index and the caches, sized
+// for this: store.CacheMaxBytes, the search index's row cache), so the
+// floor, not 4/3 of live, is the limit there, and the Go part of RSS
+// follows it: 64 MiB took ~11 MiB off RSS for 3-6 % of the searches per
+// second; 48 MiB then cost a third of them, the collector running every
+// few megabytes allocated (BENCHMARKS.md "Memory at 100k listings", stop
+// 39). Once a search allocated ~40 % less (stop 40) 48 MiB took ~12 MiB
+// off for ~10 % of the searches per CPU-second against 64 (as many as
+// before that work); under heavy CPU contention two runs of ten overshot
+// to ~148 MiB, which an operator can bound with GOMEMLIMIT.
 const (
-	memFloor = 64 << 20
+	memFloor = 48 << 20
 	// memTuneEvery is how often the limit follows the live heap.
 	memTuneEvery = 10 * time.Second
 )

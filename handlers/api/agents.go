@@ -51,29 +51,47 @@ func (a *API) ListAgents(w http.ResponseWriter, r *http.Request) {
 // write, not an encoding of the page).
 func (a *API) listBody(ctx context.Context, q store.SearchQuery) ([]byte, error) {
 	v, err := a.Discover.Answer(ctx, "api/v1/agents\x00"+a.verifiedGeneration(), q, func(ctx context.Context, r discover.Result) (any, error) {
-		page := r.Page
-		// Sized for the page: a listing is its public JSON and ~300 bytes
-		// of the node's own fields (growing the buffer copied it twice).
-		size := 96
-		for i := range page.Listings {
-			size += len(page.Listings[i].PublicJSON) + 384
-		}
 		var total apiwire.Total
 		var counted bool
 		var err error
 		if total.N, total.Exact, counted, err = r.Total(ctx); err != nil {
 			return nil, err
 		}
-		if !counted {
-			return apiwire.AppendAgentListVerified(make([]byte, 0, size), page, a.verifiedDomains)
+		// The page is encoded into a scratch buffer and kept as an exact
+		// copy: a buffer sized beforehand must be sized for the largest
+		// node fields (health, verified domains), ~15 % more than a page
+		// takes, and growing one copied it (BENCHMARKS.md "Memory at 100k
+		// listings", stop 40).
+		bp, _ := a.bodies.Get().(*[]byte)
+		if bp == nil {
+			bp = new([]byte)
 		}
-		return apiwire.AppendAgentListTotal(make([]byte, 0, size), page, a.verifiedDomains, total)
+		var body []byte
+		if !counted {
+			body, err = apiwire.AppendAgentListVerified((*bp)[:0], r.Page, a.verifiedDomains)
+		} else {
+			body, err = apiwire.AppendAgentListTotal((*bp)[:0], r.Page, a.verifiedDomains, total)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out := make([]byte, len(body))
+		copy(out, body)
+		if cap(body) <= maxScratchBody {
+			*bp = body
+			a.bodies.Put(bp)
+		}
+		return out, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return v.([]byte), nil
 }
+
+// maxScratchBody bounds the scratch buffers listBody keeps for the next
+// page: a page of store.MaxLimit large listings is not kept.
+const maxScratchBody = 256 << 10
 
 // GetAgent is GET /api/v1/agents/{id}, asking the network when the cache
 // lacks the listing.

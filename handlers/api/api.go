@@ -10,6 +10,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/agentsite/agentsite/agent/chat"
@@ -77,4 +78,7 @@ type API struct {
 	// Sync is how the catalogue fills (node.go); nil: GET /api/v1/node
 	// says nothing of it.
 	Sync SyncProgress
+
+	// bodies are listBody's scratch buffers (*[]byte).
+	bodies sync.Pool
 }

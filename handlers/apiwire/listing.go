@@ -119,15 +119,15 @@ func appendAgent(dst []byte, l *store.Listing, verified []string) ([]byte, error
 	if err != nil {
 		return nil, fmt.Errorf("encode health of agent %s: %w", l.Record.ID, err)
 	}
-	seen, err := l.LastSeen.MarshalJSON()
-	if err != nil {
-		return nil, fmt.Errorf("encode last seen of agent %s: %w", l.Record.ID, err)
-	}
 	dst = append(dst, pub[:len(pub)-1]...)
 	dst = append(dst, `,"status":`...)
 	dst = appendString(dst, l.Status)
-	dst = append(dst, `,"last_seen":`...)
-	dst = append(dst, seen...)
+	dst = append(dst, `,"last_seen":"`...)
+	// time.Time's JSON is its text in quotes, written in place.
+	if dst, err = l.LastSeen.AppendText(dst); err != nil {
+		return nil, fmt.Errorf("encode last seen of agent %s: %w", l.Record.ID, err)
+	}
+	dst = append(dst, '"')
 	dst = append(dst, `,"host_peer_id":`...)
 	dst = appendString(dst, l.HostPeerID)
 	dst = append(dst, `,"local":`...)
@@ -145,8 +145,26 @@ func appendAgent(dst []byte, l *store.Listing, verified []string) ([]byte, error
 	return append(dst, '}'), nil
 }
 
-// appendString appends s as a JSON string, escaped as encoding/json does.
+// appendString appends s as a JSON string, escaped as encoding/json does
+// (HTML too): as it is when every byte is printable ASCII that needs no
+// escape (a status, a peer id, a cursor), else through json.Marshal.
 func appendString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s) // a string always encodes
-	return append(dst, b...)
+	for i := 0; i < len(s); i++ {
+		if !plain[s[i]] {
+			b, _ := json.Marshal(s) // a string always encodes
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
+
+// plain are the bytes encoding/json writes as they are in a string
+// (HTML escaped): printable ASCII but '"', '\\', '<', '>' and '&'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()

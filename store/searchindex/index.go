@@ -395,8 +395,9 @@ func (ix *index) sharedOutside(id uint32, r ref, bits byte) bool {
 }
 
 // prefix is the set of listings whose field f holds a word starting with
-// p. The result may be shared: callers must not change it.
-func (ix *index) prefix(f field, p string) *roaring.Bitmap {
+// p. owned: the set was made for this call (the union of several words'
+// sets) and the caller may change it; otherwise it is the index's own.
+func (ix *index) prefix(f field, p string) (set *roaring.Bitmap, owned bool) {
 	lo, _ := slices.BinarySearchFunc(ix.sorted, p, func(id uint32, p string) int { return strings.Compare(ix.list.word(id), p) })
 	var (
 		bs    []*roaring.Bitmap
@@ -412,29 +413,47 @@ func (ix *index) prefix(f field, p string) *roaring.Bitmap {
 		}
 	}
 	if len(bs) == 1 && len(small) == 0 {
-		return bs[0]
+		return bs[0], false
 	}
 	out := roaring.FastOr(bs...)
 	out.AddMany(small)
-	return out
+	return out, true
 }
 
 // text is the set of listings whose field f holds every term (each a
-// prefix of one of its words).
-func (ix *index) text(f field, terms []string) *roaring.Bitmap {
-	var out *roaring.Bitmap
+// prefix of one of its words); owned as prefix says. A set made here is
+// intersected in place: a new set for each term's intersection was the
+// largest part of what a text search allocated (BENCHMARKS.md "Memory at
+// 100k listings", stop 40).
+func (ix *index) text(f field, terms []string) (out *roaring.Bitmap, owned bool) {
 	for _, t := range terms {
-		b := ix.prefix(f, t)
-		if out == nil {
-			out = b
-		} else {
-			out = roaring.And(out, b)
+		b, bOwned := ix.prefix(f, t)
+		switch {
+		case out == nil:
+			out, owned = b, bOwned
+		case owned:
+			out.And(b)
+		case bOwned:
+			b.And(out)
+			out, owned = b, true
+		default:
+			out, owned = roaring.And(out, b), true
 		}
 		if out.IsEmpty() {
 			break
 		}
 	}
-	return out
+	return out, owned
+}
+
+// and is set ∩ x: set itself, changed, when owned (the caller's to
+// change), a new set otherwise.
+func and(set *roaring.Bitmap, owned bool, x *roaring.Bitmap) *roaring.Bitmap {
+	if owned {
+		set.And(x)
+		return set
+	}
+	return roaring.And(set, x)
 }
 
 // union of the bitmaps of m under keys (deduplicated); nil keys: nil.
@@ -513,25 +532,27 @@ type tierSet struct {
 	set  *roaring.Bitmap
 }
 
-// tiers are the tiers of one health pass of q (terms folded): without
-// text, or sorted newest first, one tier (rank 0) of every listing the
-// filters allow; with text, the three relevance tiers.
-func (ix *index) tiers(q store.SearchQuery, terms []string, failing bool) []tierSet {
-	allowed := ix.filter(q, failing)
-	if len(terms) == 0 {
+// tiers are the tiers of one health pass of q (terms folded), whose
+// filters allow the listings of allowed: without text, or sorted newest
+// first, one tier (rank 0) of every listing the filters allow; with text,
+// the three relevance tiers. text is the set of the terms over all fields
+// (ix.text), nil without terms; owned as text says.
+func (ix *index) tiers(q store.SearchQuery, terms []string, text *roaring.Bitmap, owned bool, allowed *roaring.Bitmap) []tierSet {
+	if text == nil {
 		return []tierSet{{0, allowed}}
 	}
-	anywhere := roaring.And(ix.text(all, terms), allowed)
+	anywhere := and(text, owned, allowed)
 	if q.Sort == store.SortNewest || anywhere.IsEmpty() {
 		return []tierSet{{0, anywhere}}
 	}
-	inTitle := roaring.And(ix.text(title, terms), anywhere)
-	inHead := roaring.And(ix.text(head, terms), anywhere)
-	return []tierSet{
-		{1, inTitle},
-		{2, roaring.AndNot(inHead, inTitle)},
-		{3, roaring.AndNot(anywhere, inHead)},
-	}
+	set, owned := ix.text(title, terms)
+	inTitle := and(set, owned, anywhere)
+	set, owned = ix.text(head, terms)
+	inHead := and(set, owned, anywhere)
+	// anywhere and inHead were made here: each becomes its tier in place.
+	anywhere.AndNot(inHead)
+	inHead.AndNot(inTitle)
+	return []tierSet{{1, inTitle}, {2, inHead}, {3, anywhere}}
 }
 
 // hit is one listing of a page as the index found it.
@@ -547,15 +568,37 @@ type hit struct {
 // limit+1 (one more than the page tells that there is a next one). A
 // relevance tier is walked in its status passes (store.StatusPasses), each
 // the tier's set ANDed with the online bitmap or without it, made only
-// when the page reaches it.
-func (ix *index) page(q store.SearchQuery, cur store.Cursor, hasCursor bool, limit int) []hit {
+// when the page reaches it. With text, matches is what countMatches would
+// say, counted from the text's set that the page makes anyway (the API
+// asks for both, and the set was made twice: BENCHMARKS.md "Memory at
+// 100k listings", stop 40); without text, -1.
+func (ix *index) page(q store.SearchQuery, cur store.Cursor, hasCursor bool, limit int) (hits []hit, matches int) {
 	terms := queryTerms(store.SearchTerms(q.Q))
-	var hits []hit
-	for _, failing := range store.HealthPasses(q.Health) {
+	hits = make([]hit, 0, limit+1)
+	healthPasses := store.HealthPasses(q.Health)
+	var (
+		allowed [2]*roaring.Bitmap // by health pass
+		text    *roaring.Bitmap
+		owned   bool
+	)
+	matches = -1
+	if len(terms) > 0 {
+		text, owned = ix.text(all, terms)
+		matches = 0
+		for i, failing := range healthPasses {
+			allowed[i] = ix.filter(q, failing)
+			matches += int(allowed[i].AndCardinality(text))
+		}
+	}
+	for i, failing := range healthPasses {
 		if hasCursor && cur.Failing && !failing {
 			continue
 		}
-		for _, t := range ix.tiers(q, terms, failing) {
+		if allowed[i] == nil {
+			allowed[i] = ix.filter(q, failing)
+		}
+		// The text's set may become the tiers in place in the last pass.
+		for _, t := range ix.tiers(q, terms, text, owned && i == len(healthPasses)-1, allowed[i]) {
 			passes := []store.StatusPass{{}} // without tiers: the set as it is
 			if t.rank > 0 {
 				passes = store.StatusPasses(q.Statuses)
@@ -583,13 +626,13 @@ func (ix *index) page(q store.SearchQuery, cur store.Cursor, hasCursor bool, lim
 					k := it.Next()
 					hits = append(hits, hit{pos: posOf(k), seq: ix.docs.get(uint32(posOf(k))).seq, rank: t.rank, failing: failing, stale: sp.Stale})
 					if len(hits) > limit {
-						return hits
+						return hits, matches
 					}
 				}
 			}
 		}
 	}
-	return hits
+	return hits, matches
 }
 
 // statusPass is the part of set (listings of the statuses a search
@@ -617,7 +660,7 @@ func (ix *index) statusPass(set *roaring.Bitmap, stale bool) *roaring.Bitmap {
 func (ix *index) countMatches(q store.SearchQuery) int {
 	var text *roaring.Bitmap
 	if terms := queryTerms(store.SearchTerms(q.Q)); len(terms) > 0 {
-		if text = ix.text(all, terms); text.IsEmpty() {
+		if text, _ = ix.text(all, terms); text.IsEmpty() {
 			return 0
 		}
 	}
@@ -640,7 +683,8 @@ func (ix *index) found(q store.SearchQuery) *roaring.Bitmap {
 		found.Or(ix.filter(q, failing))
 	}
 	if len(terms) > 0 {
-		found.And(ix.text(all, terms))
+		text, _ := ix.text(all, terms)
+		found.And(text)
 	}
 	return found
 }

@@ -11,7 +11,8 @@ import (
 // pageOf is the positions of the listings of one page of q from ix, in
 // page order, with their tiers.
 func pageOf(ix *index, q string) (pos []int64, ranks []float64) {
-	for _, h := range ix.page(store.SearchQuery{Q: q}, store.Cursor{}, false, 100) {
+	hits, _ := ix.page(store.SearchQuery{Q: q}, store.Cursor{}, false, 100)
+	for _, h := range hits {
 		pos, ranks = append(pos, h.pos), append(ranks, h.rank)
 	}
 	return pos, ranks
@@ -74,7 +75,7 @@ func TestSharedPostings(t *testing.T) {
 func TestRowCacheBytes(t *testing.T) {
 	c := rowCache{rows: map[int64]cachedRow{}}
 	row := func(n int) cachedRow {
-		return cachedRow{l: store.Listing{PublicJSON: make([]byte, n)}}
+		return cachedRow{l: &store.Listing{PublicJSON: make([]byte, n)}}
 	}
 	one := store.ListingSize(&store.Listing{PublicJSON: make([]byte, 4000)})
 	for p := range int64(2 * maxRowBytes / one) {
@@ -121,6 +122,12 @@ func TestCountMatchesIsFound(t *testing.T) {
 		got, want := ix.countMatches(q), int(ix.found(q).GetCardinality())
 		if got != want || (q.Q == "weather" && len(q.Health) == 0 && got == 0) {
 			t.Errorf("countMatches(%+v) = %d, found has %d", q, got, want)
+		}
+		// A page of a text search counts its matches as well, the same.
+		for _, limit := range []int{1, 100} {
+			if _, n := ix.page(q, store.Cursor{}, false, limit); (n >= 0) != (q.Q != "") || n >= 0 && n != want {
+				t.Errorf("page(%+v, limit %d) counted %d matches, found has %d", q, limit, n, want)
+			}
 		}
 	}
 }

@@ -140,6 +140,7 @@ func (s *Store) install(ctx context.Context, ix *index, st snapshotState, w uint
 	now := time.Now()
 	s.mu.Lock()
 	s.ix = ix
+	s.epoch++
 	s.mu.Unlock()
 	s.after, s.snapAfter = st.after, st.after
 	clear(s.gaps)
@@ -195,6 +196,7 @@ func (s *Store) statusCounts() map[string]int {
 func (s *Store) reset() {
 	s.mu.Lock()
 	s.ix = newIndex()
+	s.epoch++
 	s.mu.Unlock()
 	s.after, s.snapAfter = 0, 0
 	clear(s.gaps)

@@ -58,6 +58,8 @@ type Store struct {
 
 	mu sync.RWMutex
 	ix *index
+	// epoch counts the indexes ix has held (mu): a new one on each load.
+	epoch uint64
 	// ready: the index holds every listing up to its first catch-up.
 	ready atomic.Bool
 	// loadNanos is how long the last Load took (the
@@ -97,7 +99,8 @@ type Store struct {
 	// failed read, doubled back after each that succeeds.
 	batch int
 
-	rows rowCache
+	rows   rowCache
+	counts countMemo
 }
 
 // rowCache keeps the listings pages were last made of, by position, so
@@ -115,8 +118,13 @@ type rowCache struct {
 	bytes  int // store.ListingSize of the rows held
 }
 
+// cachedRow is a listing of the row cache. l points into the rows that
+// the engine's read of a page returned (ListingsAt), which the cache keeps
+// as they are, instead of a copy of each listing in the map (~4 KB of
+// what a distinct-query search allocated; BENCHMARKS.md "Memory at 100k
+// listings", stop 40). Those rows are never changed after the read.
 type cachedRow struct {
-	l       store.Listing
+	l       *store.Listing
 	seq     int64
 	full    bool // read without PublicOnly: serves any search
 	expires time.Time
@@ -137,9 +145,9 @@ const maxRowBytes = 8 << 20
 
 // put adds a row, emptying the cache first when it would pass maxRowBytes.
 func (c *rowCache) put(pos int64, e cachedRow) {
-	n := store.ListingSize(&e.l)
+	n := store.ListingSize(e.l)
 	if old, ok := c.rows[pos]; ok {
-		c.bytes -= store.ListingSize(&old.l)
+		c.bytes -= store.ListingSize(old.l)
 	}
 	if c.bytes+n > maxRowBytes {
 		clear(c.rows)
@@ -310,6 +318,7 @@ func (s *Store) lazySort(on bool) {
 	s.ix.lazySort = on
 	if !on {
 		s.ix.sortWords()
+		s.epoch++ // words a prefix missed are found now
 	}
 }
 
@@ -409,8 +418,12 @@ func (s *Store) SearchAgents(ctx context.Context, q store.SearchQuery) (store.Se
 			break
 		}
 		s.mu.RLock()
-		hits := s.ix.page(q, cur, hasCursor, limit)
+		hits, matches := s.ix.page(q, cur, hasCursor, limit)
+		epoch, mark := s.epoch, s.mark.Load()
 		s.mu.RUnlock()
+		if matches >= 0 {
+			s.counts.put(countKey(q), epoch, mark, matches)
+		}
 		page, ok, err := s.read(ctx, q, hits, limit)
 		if err != nil {
 			return store.SearchPage{}, err
@@ -449,9 +462,62 @@ func (s *Store) CountMatches(ctx context.Context, q store.SearchQuery, upTo int)
 		}
 		return mc.CountMatches(ctx, q, upTo)
 	}
+	key := countKey(q)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	if n, ok := s.counts.get(key, s.epoch, s.mark.Load()); ok {
+		return n, true, nil
+	}
 	return s.ix.countMatches(q), true, nil
+}
+
+// countKey names what a search's count of matches depends on: its text
+// and filters, not its cursor, limit, order or PublicOnly.
+func countKey(q store.SearchQuery) string {
+	return store.SearchKey(store.SearchQuery{Q: q.Q, Tags: q.Tags, Statuses: q.Statuses, Health: q.Health, Owner: q.Owner})
+}
+
+// countMemo keeps the match counts of the last text searches' pages
+// (index.page counts them from the text's set it makes), so that the count
+// the API asks for next (CountMatches) does not make that set again
+// (BENCHMARKS.md "Memory at 100k listings", stop 40). A count serves only
+// for the index (Store.epoch) and change mark it was counted at: any
+// change applied since, or a new index, and it is counted again. Slots are chosen by the
+// key's hash; a newer count takes the slot.
+type countMemo struct {
+	mu    sync.Mutex
+	slots [countSlots]countSlot
+}
+
+const countSlots = 64
+
+type countSlot struct {
+	key         string
+	epoch, mark uint64
+	n           int
+}
+
+func countSlotOf(key string) int {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * 16777619
+	}
+	return int(h % countSlots)
+}
+
+func (m *countMemo) put(key string, epoch, mark uint64, n int) {
+	m.mu.Lock()
+	m.slots[countSlotOf(key)] = countSlot{key: key, epoch: epoch, mark: mark, n: n}
+	m.mu.Unlock()
+}
+
+func (m *countMemo) get(key string, epoch, mark uint64) (int, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sl := &m.slots[countSlotOf(key)]; sl.key == key && sl.epoch == epoch && sl.mark == mark {
+		return sl.n, true
+	}
+	return 0, false
 }
 
 // read reads the page's listings, from the row cache or the engine. ok is
@@ -467,7 +533,7 @@ func (s *Store) read(ctx context.Context, q store.SearchQuery, hits []hit, limit
 	}
 	for i, h := range hits[:n] {
 		if e, ok := s.rows.rows[h.pos]; ok && s.RowTTL > 0 && e.seq == h.seq && now.Before(e.expires) && (e.full || q.PublicOnly) {
-			page.Listings[i] = e.l
+			page.Listings[i] = *e.l
 		} else {
 			missing = append(missing, h.pos)
 		}
@@ -495,7 +561,7 @@ func (s *Store) read(ctx context.Context, q store.SearchQuery, hits []hit, limit
 			}
 			page.Listings[i] = r.Listing
 			if keep {
-				s.rows.put(h.pos, cachedRow{l: r.Listing, seq: r.ChangeSeq, full: !q.PublicOnly, expires: now.Add(s.RowTTL)})
+				s.rows.put(h.pos, cachedRow{l: &r.Listing, seq: r.ChangeSeq, full: !q.PublicOnly, expires: now.Add(s.RowTTL)})
 			}
 		}
 		s.rows.mu.Unlock()

@@ -90,12 +90,18 @@ func (db *DB) ListingsAt(ctx context.Context, pos []int64, publicOnly bool) ([]s
 	defer rows.Close()
 	// Sized once and scanned in place: a listing is large, and growing
 	// the slice copied each one again (12 % of a search's allocations).
+	// One scanner for the rows, each scanned into its place, the public
+	// JSON as the driver read it (ownedBytes): BENCHMARKS.md "Memory at
+	// 100k listings", stop 40.
 	out := make([]store.PosListing, 0, len(pos))
+	var (
+		ls     listingScanner
+		public ownedBytes
+	)
 	for rows.Next() {
 		out = append(out, store.PosListing{})
 		pl := &out[len(out)-1]
-		var public []byte
-		pl.Listing, pl.Pos, err = scanListing(rows, &public, &pl.ChangeSeq)
+		pl.Pos, err = ls.scan(rows, &pl.Listing, &public, &pl.ChangeSeq)
 		if err != nil {
 			return nil, dbErr("listings at", err)
 		}

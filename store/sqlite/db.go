@@ -192,7 +192,7 @@ func dsn(path string, readOnly bool) string {
 // The readers have their own (readerPragmas).
 var writerPragmas = []string{"temp_store(DEFAULT)", "cache_size(-32768)", "wal_autocheckpoint(32768)"}
 
-// readerPragmas give each reader a 512 KiB page cache (SQLite's default is
+// readerPragmas give each reader a 128 KiB page cache (SQLite's default is
 // 2,000 KiB). The readers are a pool (four on two cores), each with its own
 // cache in C memory, outside the Go heap and its soft limit, and modernc's
 // allocator gives a cached page (4 KiB and SQLite's few hundred bytes about
@@ -201,10 +201,11 @@ var writerPragmas = []string{"temp_store(DEFAULT)", "cache_size(-32768)", "wal_a
 // each), nearly twice that in slots. What a search reads from the
 // database is a page of listings by id, scattered over a file far bigger
 // than any of these caches (~520 MB at 100k), which the operating system's
-// page cache keeps anyway; at 512 KiB the four report ~9 MB and the
+// page cache keeps anyway; at 512 KiB the four reported ~9 MB and the
 // searches per second did not move (BENCHMARKS.md "Memory at 100k
-// listings", stop 39).
-var readerPragmas = []string{"cache_size(-512)"}
+// listings", stop 39), nor at 128 KiB, which took another ~10 MiB off the
+// node's RSS (stop 40).
+var readerPragmas = []string{"cache_size(-128)"}
 
 // Ping checks the database is reachable (readiness).
 func (db *DB) Ping(ctx context.Context) error {

@@ -39,38 +39,80 @@ type scanner interface {
 // rank) and returns the listing and its pos.
 func scanListing(row scanner, extra ...any) (store.Listing, int64, error) {
 	var (
-		l                       store.Listing
-		r                       = &l.Record
-		tags, skills, endpoints sql.NullString
-		seq, pos                int64
-		tombstone, local        bool
-		issued, expires         sql.NullInt64
-		lastSeen, updatedAt     sql.NullInt64
-		lastOK, checked         sql.NullInt64
+		l  store.Listing
+		ls listingScanner
 	)
-	h := &l.Health
-	dest := []any{&r.ID, &r.Name, &r.DisplayName, &r.Description, &tags, &skills, &endpoints,
-		&r.Version, &r.Publisher, &r.Owner, &seq, &issued, &expires, &tombstone,
-		&l.Envelope, &l.Status, &lastSeen, &l.HostPeerID, &local, &updatedAt, &pos,
-		&h.State, &h.LatencyMS, &h.SuccessRate, &lastOK, &checked, &h.Uses7d}
-	if err := row.Scan(append(dest, extra...)...); err != nil {
+	pos, err := ls.scan(row, &l, extra...)
+	if err != nil {
 		return store.Listing{}, 0, err
 	}
-	r.Seq = uint64(seq)
-	r.Tombstone, l.Local = tombstone, local
-	r.IssuedAt, r.ExpiresAt = fromNanos(issued), fromNanos(expires)
-	l.LastSeen, l.UpdatedAt = fromNanos(lastSeen), fromNanos(updatedAt)
-	h.LastOKAt, h.CheckedAt = fromNanos(lastOK), fromNanos(checked)
-	if err := decodeJSON(tags, &r.Tags); err != nil {
-		return store.Listing{}, 0, fmt.Errorf("decode tags of agent %s: %w", r.ID, err)
-	}
-	if err := decodeJSON(skills, &r.Skills); err != nil {
-		return store.Listing{}, 0, fmt.Errorf("decode skills of agent %s: %w", r.ID, err)
-	}
-	if err := decodeJSON(endpoints, &r.Endpoints); err != nil {
-		return store.Listing{}, 0, fmt.Errorf("decode endpoints of agent %s: %w", r.ID, err)
-	}
 	return l, pos, nil
+}
+
+// listingScanner reads listingColumns into listings, many rows with one
+// set of destinations: a query of many listings (ListingsAt, a page of
+// the search index) made a new slice of them and their temporaries for
+// every row (BENCHMARKS.md "Memory at 100k listings", stop 40). Its zero
+// value is ready; it is not for concurrent use.
+type listingScanner struct {
+	dest                    []any
+	tags, skills, endpoints sql.NullString
+	seq, pos                int64
+	tombstone, local        bool
+	issued, expires         sql.NullInt64
+	lastSeen, updatedAt     sql.NullInt64
+	lastOK, checked         sql.NullInt64
+}
+
+// scan reads one row (listingColumns and extra) into l, which should be
+// zero, and returns its pos.
+func (ls *listingScanner) scan(row scanner, l *store.Listing, extra ...any) (int64, error) {
+	r, h := &l.Record, &l.Health
+	ls.dest = append(ls.dest[:0], &r.ID, &r.Name, &r.DisplayName, &r.Description, &ls.tags, &ls.skills, &ls.endpoints,
+		&r.Version, &r.Publisher, &r.Owner, &ls.seq, &ls.issued, &ls.expires, &ls.tombstone,
+		&l.Envelope, &l.Status, &ls.lastSeen, &l.HostPeerID, &ls.local, &ls.updatedAt, &ls.pos,
+		&h.State, &h.LatencyMS, &h.SuccessRate, &ls.lastOK, &ls.checked, &h.Uses7d)
+	ls.dest = append(ls.dest, extra...)
+	if err := row.Scan(ls.dest...); err != nil {
+		return 0, err
+	}
+	r.Seq = uint64(ls.seq)
+	r.Tombstone, l.Local = ls.tombstone, ls.local
+	r.IssuedAt, r.ExpiresAt = fromNanos(ls.issued), fromNanos(ls.expires)
+	l.LastSeen, l.UpdatedAt = fromNanos(ls.lastSeen), fromNanos(ls.updatedAt)
+	h.LastOKAt, h.CheckedAt = fromNanos(ls.lastOK), fromNanos(ls.checked)
+	if err := decodeJSON(ls.tags, &r.Tags); err != nil {
+		return 0, fmt.Errorf("decode tags of agent %s: %w", r.ID, err)
+	}
+	if err := decodeJSON(ls.skills, &r.Skills); err != nil {
+		return 0, fmt.Errorf("decode skills of agent %s: %w", r.ID, err)
+	}
+	if err := decodeJSON(ls.endpoints, &r.Endpoints); err != nil {
+		return 0, fmt.Errorf("decode endpoints of agent %s: %w", r.ID, err)
+	}
+	return ls.pos, nil
+}
+
+// ownedBytes is a blob column kept as the driver hands it over, without
+// the copy that a scan into a *[]byte makes: modernc's driver copies each
+// blob out of SQLite into a new slice per row and never reuses it
+// (storetest's ListingsAt conformance test reads two rows at once and
+// compares each one's public JSON). NULL is nil.
+type ownedBytes []byte
+
+// Scan implements sql.Scanner.
+func (b *ownedBytes) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*b = nil
+	case []byte:
+		*b = v
+	case string:
+		*b = []byte(v)
+	default:
+		return fmt.Errorf("blob column: unexpected %T", src)
+	}
+	return nil
 }
 
 func decodeJSON[T any](s sql.NullString, dst *[]T) error {

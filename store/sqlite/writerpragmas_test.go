@@ -11,7 +11,7 @@ import (
 // statement journal (temp_store 0: an in-memory one is built of 1 KiB
 // chunks, a fifth of an import's CPU), a 32 MiB page cache and a
 // checkpoint every 32,768 WAL pages; the readers keep SQLite's defaults
-// but for a 512 KiB page cache each (a pool of them, in C memory outside
+// but for a 128 KiB page cache each (a pool of them, in C memory outside
 // the Go heap's limit).
 func TestWriterPragmas(t *testing.T) {
 	ctx := t.Context()
@@ -25,7 +25,7 @@ func TestWriterPragmas(t *testing.T) {
 		write, reads int64
 	}{
 		{"temp_store", 0, 0},
-		{"cache_size", -32768, -512},
+		{"cache_size", -32768, -128},
 		{"wal_autocheckpoint", 32768, 1000},
 	} {
 		var w, r int64
