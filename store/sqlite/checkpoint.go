@@ -24,7 +24,9 @@ import (
 // (a few heartbeats) once a minute, so that a planet of test nodes does
 // not sync its files every second. The writer's wal_autocheckpoint stays
 // as the backstop for bursts larger than what a second writes (an import,
-// a mirror's fill).
+// a mirror's fill). It halves the stalls, it does not end them: while it
+// syncs the WAL (~60 MB a second at chat rates) the writer's appends to
+// that file still wait for the disk, 70–130 ms a time (BENCHMARKS.md).
 
 // Checkpointer defaults (tests set their own on the checkpointer).
 const (
