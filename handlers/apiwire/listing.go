@@ -73,7 +73,7 @@ func AppendAgentListVerified(dst []byte, page store.SearchPage, domains func(pub
 		}
 	}
 	dst = append(dst, `],"next_cursor":`...)
-	dst = appendString(dst, page.NextCursor)
+	dst = AppendString(dst, page.NextCursor)
 	return append(dst, "}\n"...), nil
 }
 
@@ -121,7 +121,7 @@ func appendAgent(dst []byte, l *store.Listing, verified []string) ([]byte, error
 	}
 	dst = append(dst, pub[:len(pub)-1]...)
 	dst = append(dst, `,"status":`...)
-	dst = appendString(dst, l.Status)
+	dst = AppendString(dst, l.Status)
 	dst = append(dst, `,"last_seen":"`...)
 	// time.Time's JSON is its text in quotes, written in place.
 	if dst, err = l.LastSeen.AppendText(dst); err != nil {
@@ -129,7 +129,7 @@ func appendAgent(dst []byte, l *store.Listing, verified []string) ([]byte, error
 	}
 	dst = append(dst, '"')
 	dst = append(dst, `,"host_peer_id":`...)
-	dst = appendString(dst, l.HostPeerID)
+	dst = AppendString(dst, l.HostPeerID)
 	dst = append(dst, `,"local":`...)
 	dst = strconv.AppendBool(dst, l.Local)
 	dst = append(dst, `,"health":`...)
@@ -145,10 +145,12 @@ func appendAgent(dst []byte, l *store.Listing, verified []string) ([]byte, error
 	return append(dst, '}'), nil
 }
 
-// appendString appends s as a JSON string, escaped as encoding/json does
+// AppendString appends s as a JSON string, escaped as encoding/json does
 // (HTML too): as it is when every byte is printable ASCII that needs no
-// escape (a status, a peer id, a cursor), else through json.Marshal.
-func appendString(dst []byte, s string) []byte {
+// escape (a status, a peer id, a cursor), else through json.Marshal. The
+// surfaces that write their pages without reflection share it (this
+// package, handlers/mcpregistry).
+func AppendString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if !plain[s[i]] {
 			b, _ := json.Marshal(s) // a string always encodes
@@ -160,8 +162,11 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// plain are the bytes encoding/json writes as they are in a string
+// Plain reports whether encoding/json writes c as it is in a string
 // (HTML escaped): printable ASCII but '"', '\\', '<', '>' and '&'.
+func Plain(c byte) bool { return plain[c] }
+
+// plain is Plain's table.
 var plain = func() (t [256]bool) {
 	for c := 0x20; c < 0x80; c++ {
 		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'

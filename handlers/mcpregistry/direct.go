@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentsite/agentsite/agent"
 	"github.com/agentsite/agentsite/agent/bulk"
+	"github.com/agentsite/agentsite/handlers/apiwire"
 	"github.com/agentsite/agentsite/store"
 )
 
@@ -280,7 +281,7 @@ func oneSpacedBytes(c []byte) bool {
 // isPlain: every byte of c is one appendString writes as it is.
 func isPlain(c []byte) bool {
 	for _, b := range c {
-		if !plain[b] {
+		if !apiwire.Plain(b) {
 			return false
 		}
 	}
@@ -301,7 +302,7 @@ func appendJSONString(dst, raw []byte) []byte {
 func appendJoined(dst []byte, parts ...string) []byte {
 	for _, p := range parts {
 		for i := 0; i < len(p); i++ {
-			if !plain[p[i]] {
+			if !apiwire.Plain(p[i]) {
 				// An escape (or a character split across two parts):
 				// the joined string, as appendString writes it.
 				return appendString(dst, strings.Join(parts, ""))

@@ -3,6 +3,8 @@ package mcpregistry
 import (
 	"encoding/json"
 	"strconv"
+
+	"github.com/agentsite/agentsite/handlers/apiwire"
 )
 
 // appendList appends the JSON of out as json.Encoder (HTML escaped, a
@@ -166,26 +168,6 @@ func appendAgentMeta(dst []byte, m *agentMeta) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// appendString appends s as a JSON string, escaped as encoding/json
-// does (HTML too): as it is when every byte is printable ASCII that
-// needs no escape, else through json.Marshal.
-func appendString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if !plain[s[i]] {
-			b, _ := json.Marshal(s) // a string always encodes
-			return append(dst, b...)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
-}
-
-// plain are the bytes encoding/json writes as they are in a string
-// (HTML escaped): printable ASCII but '"', '\\', '<', '>' and '&'.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < 0x80; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	return t
-}()
+// appendString appends s as a JSON string as encoding/json does
+// (apiwire.AppendString, which the API's pages use too).
+func appendString(dst []byte, s string) []byte { return apiwire.AppendString(dst, s) }
