@@ -26,7 +26,9 @@ import (
 // says whether it invalidates. The other roles do not touch listings; see
 // Composed for a whole Store with the cache in it. Of them only Backends
 // is cached, by a wrapper its Backends method makes (cache_backends.go):
-// the runtime reads one at every turn.
+// the runtime reads one at every turn; and Conversations, whose wrapper
+// keeps conversations' newest messages, checked at every read
+// (cache_messages.go).
 //
 // Why: a text search ranks every matching row; on the 2-core machine that
 // capped Postgres at ~600 searches/s (BENCHMARKS.md), while the same few
@@ -58,6 +60,8 @@ type Cache struct {
 	// the one it was read at.
 	backends idLRU[agent.Backend]
 	bgen     atomic.Uint64
+	// tails holds conversations' newest messages (see Conversations).
+	tails messageTails
 }
 
 type cacheEntry struct {

@@ -41,11 +41,14 @@ func TestCacheIsNetworkOnly(t *testing.T) {
 	// engine's transactions (cache_sync.go), which invalidate as the
 	// Sink's writes do; Backends wraps the engine's backends in an LRU
 	// that the Batcher's batches invalidate too (cache_backends.go), and
-	// BackendsLen reports it.
-	want := append(names(reflect.TypeFor[store.Network]()), "Len", "Memo", "CountListings", "EvictListings", "EvictListingsFor", "GetAgents", "AgentsLen", "CountMatches", "Batcher", "Backends", "BackendsLen")
+	// BackendsLen reports it; Conversations wraps the engine's
+	// conversations in a cache of their newest messages, each read
+	// checked against the engine (cache_messages.go), and TailStats
+	// reports it.
+	want := append(names(reflect.TypeFor[store.Network]()), "Len", "Memo", "CountListings", "EvictListings", "EvictListingsFor", "GetAgents", "AgentsLen", "CountMatches", "Batcher", "Backends", "BackendsLen", "Conversations", "TailStats")
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("*store.Cache has methods %v, want Network's and Len, Memo, the Evictor's, GetAgents, AgentsLen, CountMatches, Batcher, Backends, BackendsLen: %v", got, want)
+		t.Errorf("*store.Cache has methods %v, want Network's and Len, Memo, the Evictor's, GetAgents, AgentsLen, CountMatches, Batcher, Backends, BackendsLen, Conversations, TailStats: %v", got, want)
 	}
 }
 

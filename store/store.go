@@ -476,6 +476,12 @@ type Conversations interface {
 	// ListMessages returns the last limit (at most MaxMessages) messages
 	// in chronological order.
 	ListMessages(ctx context.Context, conversationID string, limit int) ([]Message, error)
+	// MessageTail is how many messages conversation conversationID has
+	// from id fromID on (fromID included) and the largest id among them
+	// (0 when none): what the read cache asks to know that the newest
+	// messages it holds of a conversation are still all there are
+	// (Cache.Conversations). An index read, no message text.
+	MessageTail(ctx context.Context, conversationID string, fromID int64) (count int, lastID int64, err error)
 	// RenameConversation sets a conversation's title and returns it;
 	// ErrNotFound if it does not exist. UpdatedAt does not move.
 	RenameConversation(ctx context.Context, id, title string) (Conversation, error)

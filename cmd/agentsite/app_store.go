@@ -55,12 +55,13 @@ const indexSnapshotFile = "search-index.snap"
 // its local agents' backends, which the runtime reads every turn: every
 // write of the Sink, the sweep and registration goes through it and
 // invalidates it (store.Cache). full is st with that cache in place, for
-// the HTTP surfaces and the runtime; accounts, sessions and conversations
-// go straight to the engine, which bounds and records every call.
+// the HTTP surfaces and the runtime, with conversations' newest messages
+// kept too (checked at each read); accounts and sessions go straight to
+// the engine, which bounds and records every call.
 func cachedStore(st store.Store) (network store.Network, full store.Store) {
 	c := store.NewCache(st, time.Second, 10_000)
 	return c, store.Composed{
-		Network: c, Backends: c.Backends(st), Accounts: st, Sessions: st, Conversations: st, Memories: st, Conn: st,
+		Network: c, Backends: c.Backends(st), Accounts: st, Sessions: st, Conversations: c.Conversations(st), Memories: st, Conn: st,
 	}
 }
 

@@ -173,6 +173,21 @@ LIMIT $2`, conversationID, store.NormalizeMessageLimit(limit))
 	return out, nil
 }
 
+// MessageTail implements store.Conversations from the index
+// messages_conversation alone.
+func (db *DB) MessageTail(ctx context.Context, conversationID string, fromID int64) (int, int64, error) {
+	var (
+		n    int
+		last int64
+	)
+	err := db.q.QueryRow(ctx, `-- name: message_tail
+SELECT count(*), coalesce(max(id), 0) FROM messages WHERE conversation_id = $1 AND id >= $2`, conversationID, fromID).Scan(&n, &last)
+	if err != nil {
+		return 0, 0, dbErr("read the tail of conversation "+conversationID, err)
+	}
+	return n, last, nil
+}
+
 // RenameConversation implements store.Conversations.
 func (db *DB) RenameConversation(ctx context.Context, id, title string) (store.Conversation, error) {
 	c, err := scanConversation(db.q.QueryRow(ctx, `-- name: rename_conversation

@@ -40,6 +40,7 @@ var passedThrough = map[string]string{
 	"ListConversations":  "reads",
 	"ListLocal":          "reads",
 	"ListMessages":       "reads",
+	"MessageTail":        "reads",
 	"ListNodes":          "reads",
 	"ListTags":           "reads",
 	"ListingChanges":     "reads (the change feed the index itself follows)",

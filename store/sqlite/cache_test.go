@@ -10,14 +10,16 @@ import (
 
 // The read cache must be invisible: the whole conformance suite, which
 // reads right after every kind of write, passes through it, composed into
-// a Store as cmd/agentsite composes it. A long TTL makes any missed
-// invalidation show up as a failure.
+// a Store as cmd/agentsite composes it (with the backends' and the
+// conversations' caches). A long TTL makes any missed invalidation show
+// up as a failure.
 func TestConformanceThroughCache(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		db := mustOpen(t)
+		c := store.NewCache(db, time.Hour, 1000)
 		return store.Composed{
-			Network: store.NewCache(db, time.Hour, 1000), Backends: db, Accounts: db,
-			Sessions: db, Conversations: db, Memories: db, Conn: db,
+			Network: c, Backends: c.Backends(db), Accounts: db,
+			Sessions: db, Conversations: c.Conversations(db), Memories: db, Conn: db,
 		}
 	})
 }

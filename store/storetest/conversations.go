@@ -246,6 +246,18 @@ func testMessages(t *testing.T, s store.Store) {
 			wantTime(t, "message CreatedAt", g.CreatedAt, w.CreatedAt)
 		}
 	}
+	last := want[len(want)-1].ID
+	for _, c := range []struct {
+		conv     string
+		from     int64
+		n        int
+		wantLast int64
+	}{{"chat", 0, 5, last}, {"chat", want[2].ID, 3, last}, {"chat", last, 1, last}, {"chat", last + 1, 0, 0}, {"empty-or-unknown", 0, 0, 0}} {
+		n, got, err := s.MessageTail(ctx, c.conv, c.from)
+		if err != nil || n != c.n || got != c.wantLast {
+			t.Errorf("MessageTail(%s, %d) = %d, %d, %v; want %d, %d", c.conv, c.from, n, got, err, c.n, c.wantLast)
+		}
+	}
 	if got, err := s.ListMessages(ctx, "empty-or-unknown", 10); err != nil || len(got) != 0 {
 		t.Errorf("ListMessages(unknown) = %v, %v; want none", got, err)
 	}
