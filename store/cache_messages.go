@@ -63,6 +63,9 @@ func (cc cachedConversations) ListMessages(ctx context.Context, conversationID s
 		return cc.Conversations.ListMessages(ctx, conversationID, limit)
 	}
 	if msgs, complete, ok := cc.t.get(conversationID); ok && (len(msgs) >= limit || complete) {
+		// Only what the read returns is checked: the last limit held,
+		// or all of them when the entry is the whole conversation.
+		msgs = msgs[max(0, len(msgs)-limit):]
 		from, last := int64(0), int64(0)
 		if len(msgs) > 0 {
 			from, last = msgs[0].ID, msgs[len(msgs)-1].ID
@@ -73,7 +76,7 @@ func (cc cachedConversations) ListMessages(ctx context.Context, conversationID s
 		}
 		if n == len(msgs) && gotLast == last {
 			cc.t.hits.Add(1)
-			return slices.Clone(msgs[max(0, len(msgs)-limit):]), nil
+			return slices.Clone(msgs), nil
 		}
 	}
 	cc.t.misses.Add(1)
@@ -122,9 +125,10 @@ func (cc cachedConversations) DeleteConversation(ctx context.Context, id string)
 	return cc.Conversations.DeleteConversation(ctx, id)
 }
 
-// messageTails is the LRU of conversations' newest messages. An entry's
-// slice is never changed in place (a reader may hold it): a change puts a
-// new one. The zero value is empty and ready.
+// messageTails is the LRU of conversations' newest messages. A reader
+// may hold an entry's slice after get: an extension appends past its end
+// (or to a new array), and no element below an entry's length is written
+// again. The zero value is empty and ready.
 type messageTails struct {
 	hits, misses atomic.Uint64
 
@@ -143,10 +147,12 @@ type tailEntry struct {
 	size     int
 }
 
+func messageSize(m Message) int { return 96 + len(m.ConversationID) + len(m.Role) + len(m.Text) }
+
 func messagesSize(ms []Message) int {
 	n := 0
 	for _, m := range ms {
-		n += 96 + len(m.ConversationID) + len(m.Role) + len(m.Text)
+		n += messageSize(m)
 	}
 	return n
 }
@@ -204,7 +210,21 @@ func (t *messageTails) extend(m Message) {
 		t.removeLocked(m.ConversationID)
 		return
 	}
-	t.putLocked(m.ConversationID, append(slices.Clip(e.msgs), m), e.complete)
+	msgs, size := append(e.msgs, m), e.size+messageSize(m)
+	for len(msgs) > TailMessagesMax {
+		size -= messageSize(msgs[0])
+		msgs, e.complete = msgs[1:], false
+	}
+	if size > TailsMaxBytes/8 {
+		t.removeLocked(m.ConversationID)
+		return
+	}
+	t.bytes += size - e.size
+	e.msgs, e.size = msgs, size
+	t.order.MoveToFront(el)
+	for t.bytes > TailsMaxBytes && t.order.Back() != el {
+		t.removeLocked(t.order.Back().Value.(*tailEntry).id)
+	}
 }
 
 func (t *messageTails) drop(id string) {
