@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -104,10 +105,20 @@ func (g *GroupWriter[T]) Close() {
 }
 
 // run is the writer: it takes the first write queued and every other one
-// queued meanwhile (up to max), and commits them as one batch.
+// queued meanwhile (up to max), and commits them as one batch. When the
+// last batch had more than one write (callers are writing at once), it
+// yields once before it commits and takes what was queued meanwhile: the
+// callers made runnable by the last commit queue their next writes, and a
+// commit costs about seven appends (docs/architecture.md §6). A lone
+// caller never waits for it.
+//
+// Measured with bench-chat, two rounds of A/B on a quiet machine: more
+// turns/s in all 24 cells (cross-node WebSocket at 20 clients 3,268 and
+// 3,462 against 2,817 and 3,101) and less CPU a turn in every cell.
 func (g *GroupWriter[T]) run() {
 	defer g.wg.Done()
 	batch := make([]*Pending[T], 0, g.max)
+	last := 0
 	for {
 		select {
 		case <-g.quit:
@@ -122,15 +133,12 @@ func (g *GroupWriter[T]) run() {
 			}
 		case p := <-g.ops:
 			batch = append(batch[:0], p)
-		more:
-			for len(batch) < g.max {
-				select {
-				case p := <-g.ops:
-					batch = append(batch, p)
-				default:
-					break more
-				}
+			g.drain(&batch)
+			if last > 1 && len(batch) < g.max {
+				runtime.Gosched()
+				g.drain(&batch)
 			}
+			last = len(batch)
 			live := batch[:0]
 			for _, p := range batch {
 				if p.state.CompareAndSwap(pendingQueued, pendingTaken) {
@@ -143,6 +151,18 @@ func (g *GroupWriter[T]) run() {
 					close(p.done)
 				}
 			}
+		}
+	}
+}
+
+// drain adds to batch every write queued, up to max.
+func (g *GroupWriter[T]) drain(batch *[]*Pending[T]) {
+	for len(*batch) < g.max {
+		select {
+		case p := <-g.ops:
+			*batch = append(*batch, p)
+		default:
+			return
 		}
 	}
 }

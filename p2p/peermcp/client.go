@@ -177,6 +177,9 @@ func (c *Client) sendOnce(ctx context.Context, call callFunc, hostPeerID string,
 
 	var req mcp.CallToolRequest
 	req.Params.Name = ToolName
+	if omit {
+		t.History = nil // not copied only to be dropped
+	}
 	args := turnArguments(t)
 	if omit {
 		args.History, args.HistoryOmitted = nil, true

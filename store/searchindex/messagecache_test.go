@@ -163,3 +163,39 @@ func TestMessageCache(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkHistoryRead: a continued turn's history read (the last 40 of a
+// conversation's 200 messages) from SQLite and through the read cache,
+// with a commit of another conversation's message before each read, as
+// under a chat load (each commit empties the readers' page caches). Only
+// the read is timed.
+func BenchmarkHistoryRead(b *testing.B) {
+	ctx := b.Context()
+	e := sqlitetest.Open(b)
+	c := store.NewCache(e, time.Hour, 100)
+	t0 := time.Now().UTC()
+	for _, id := range []string{"conv-read", "conv-other"} {
+		if _, err := e.CreateConversation(ctx, store.Conversation{ID: id, AgentID: "agent-1", OwnerKey: "user:1", CreatedAt: t0}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 200 {
+		if _, err := e.AppendMessage(ctx, store.Message{ConversationID: "conv-read", Role: "user", Text: fmt.Sprint("message ", i, " of a conversation long enough to read"), CreatedAt: t0}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for name, s := range map[string]store.Conversations{"sqlite": e, "cached": c.Conversations(e)} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				if _, err := e.AppendMessage(ctx, store.Message{ConversationID: "conv-other", Role: "user", Text: "noise", CreatedAt: t0}); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if ms, err := s.ListMessages(ctx, "conv-read", 40); err != nil || len(ms) != 40 {
+					b.Fatal(len(ms), err)
+				}
+			}
+		})
+	}
+}
