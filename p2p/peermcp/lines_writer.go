@@ -9,7 +9,9 @@ import (
 // Bounds of a lines-protocol stream's writer (either end).
 const (
 	// linesWriteWait is how long one write may block (the other end
-	// stopped reading) before the stream is given up.
+	// stopped reading) before the stream is given up: from half of it to
+	// all, since the deadline is moved only once half of it has passed
+	// (setting it on a stream replaces a timer: every write did it).
 	linesWriteWait = 30 * time.Second
 	// linesCoalesce is how long a notification may wait for more lines
 	// to go out in one write with them: a fast agent's whole answer
@@ -39,14 +41,17 @@ type lineWriter struct {
 	c    lineConn
 	fail func()
 
-	mu      sync.Mutex // guards what follows
-	buf     []byte     // lines waiting
-	spare   []byte     // the last write's buffer, for reuse
-	armed   bool       // the coalescing timer runs for buf
-	writing bool       // a goroutine is writing: it takes buf too
-	ended   bool
-	timer   *time.Timer
-	idle    *sync.Cond // signalled when writing ends
+	mu    sync.Mutex // guards what follows
+	buf   []byte     // lines waiting
+	spare []byte     // the last write's buffer, for reuse
+	armed bool       // the coalescing timer runs for buf
+	// deadline is the write deadline set on c (written by the writing
+	// goroutine only).
+	deadline time.Time
+	writing  bool // a goroutine is writing: it takes buf too
+	ended    bool
+	timer    *time.Timer
+	idle     *sync.Cond // signalled when writing ends
 }
 
 func newLineWriter(c lineConn, fail func()) *lineWriter {
@@ -97,7 +102,10 @@ func (w *lineWriter) drainLocked() {
 		b := w.buf
 		w.buf, w.spare = w.spare[:0], nil
 		w.mu.Unlock()
-		_ = w.c.SetWriteDeadline(time.Now().Add(linesWriteWait))
+		if now := time.Now(); now.Add(linesWriteWait / 2).After(w.deadline) {
+			w.deadline = now.Add(linesWriteWait)
+			_ = w.c.SetWriteDeadline(w.deadline)
+		}
 		_, err := w.c.Write(b)
 		w.mu.Lock()
 		w.spare = b[:0]
