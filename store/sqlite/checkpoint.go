@@ -20,17 +20,19 @@ import (
 // while the writer goes on writing: a PASSIVE checkpoint takes no lock a
 // writer or a reader waits for. It looks every checkpointEvery and
 // checkpoints once checkpointWrites commits were made since its last run,
-// or any at all checkpointAge ago: a busy node every second, a quiet one
-// (a few heartbeats) once a minute, so that a planet of test nodes does
-// not sync its files every second. The writer's wal_autocheckpoint stays
-// as the backstop for bursts larger than what a second writes (an import,
-// a mirror's fill). It halves the stalls, it does not end them: while it
-// syncs the WAL (~60 MB a second at chat rates) the writer's appends to
-// that file still wait for the disk, 70–130 ms a time (BENCHMARKS.md).
+// or any at all checkpointAge ago: a busy node every 1,000 commits (at
+// chat rates several times a second), a quiet one (a few heartbeats) once
+// a minute, so that a planet of test nodes does not sync its files all the
+// time. The writer's wal_autocheckpoint stays as the backstop for bursts
+// (an import, a mirror's fill). While it syncs the WAL the writer's
+// appends to that file wait for the disk: looking every second, each
+// checkpoint synced a second of WAL and stalled the writer 70–130 ms (p99
+// of 20 clients up to 108 ms); looking every 100 ms, it syncs a sixth of
+// that and the p99 was 16–21 ms (BENCHMARKS.md).
 
 // Checkpointer defaults (tests set their own on the checkpointer).
 const (
-	checkpointEvery  = time.Second
+	checkpointEvery  = 100 * time.Millisecond
 	checkpointWrites = 1000
 	checkpointAge    = time.Minute
 )
