@@ -169,7 +169,7 @@ func (a *app) openStore(ctx context.Context, deps appDeps) error {
 	if deps.Offline { // an import writes straight to the engine: nothing searches meanwhile
 		a.network, a.full = st, st
 	} else {
-		a.network, a.full = cachedStore(a.searchIndex(st, deps.Metrics))
+		a.network, a.full = cachedStore(a.searchIndex(st, deps.Metrics), deps.Metrics)
 	}
 	a.sink = &store.Sink{Store: a.network, SelfID: a.peerID, MaxPerPublisher: a.cfg.MaxPerPublisher,
 		QuotaDoubling: a.cfg.quotaDoubling(), Logger: a.logger, Capacity: a.capacity(a.network, deps.Metrics)}

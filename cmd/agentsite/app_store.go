@@ -58,8 +58,23 @@ const indexSnapshotFile = "search-index.snap"
 // the HTTP surfaces and the runtime, with conversations' newest messages
 // kept too (checked at each read); accounts and sessions go straight to
 // the engine, which bounds and records every call.
-func cachedStore(st store.Store) (network store.Network, full store.Store) {
+func cachedStore(st store.Store, metrics prometheus.Registerer) (network store.Network, full store.Store) {
 	c := store.NewCache(st, time.Second, 10_000)
+	if metrics != nil {
+		for _, result := range []string{"hit", "miss"} {
+			metrics.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name:        "agentsite_conversation_cache_reads_total",
+				Help:        "Reads of a conversation's newest messages (a chat turn's history) answered from the read cache (hit, checked against the database's index) or from the database (miss).",
+				ConstLabels: prometheus.Labels{"result": result},
+			}, func() float64 {
+				hits, misses := c.TailStats()
+				if result == "hit" {
+					return float64(hits)
+				}
+				return float64(misses)
+			}))
+		}
+	}
 	return c, store.Composed{
 		Network: c, Backends: c.Backends(st), Accounts: st, Sessions: st, Conversations: c.Conversations(st), Memories: st, Conn: st,
 	}

@@ -256,6 +256,11 @@ func TestRemoteAgentOverLibp2p(t *testing.T) {
 		code, _ := a.api("POST", "/api/v1/agents/"+onB.ID+"/messages", map[string]string{"text": "welcome back", "conversation_id": convID})
 		return code == http.StatusOK
 	})
+	// The continued turns read their history from A's read cache, checked
+	// against the database each time.
+	if hits := a.metric("agentsite_conversation_cache_reads_total", "result", "hit"); hits == 0 {
+		t.Errorf("no history read was answered from the read cache (misses %v)", a.metric("agentsite_conversation_cache_reads_total", "result", "miss"))
+	}
 }
 
 // BenchmarkRemoteTurn measures one send_message over libp2p between two
