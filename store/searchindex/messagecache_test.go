@@ -165,13 +165,21 @@ func TestMessageCache(t *testing.T) {
 }
 
 // BenchmarkHistoryRead: a continued turn's history read (the last 40 of a
-// conversation's 200 messages) from SQLite and through the read cache,
-// with a commit of another conversation's message before each read, as
-// under a chat load (each commit empties the readers' page caches). Only
-// the read is timed.
+// conversation's 200 messages) from each engine and through the read
+// cache, with a commit of another conversation's message before each
+// read, as under a chat load (on SQLite each commit empties the readers'
+// page caches). Only the read is timed.
 func BenchmarkHistoryRead(b *testing.B) {
+	for name, open := range map[string]func(b *testing.B) store.Store{
+		"sqlite":   func(b *testing.B) store.Store { return sqlitetest.Open(b) },
+		"postgres": func(b *testing.B) store.Store { return pgtest.Open(b) },
+	} {
+		b.Run(name, func(b *testing.B) { benchmarkHistoryRead(b, open(b)) })
+	}
+}
+
+func benchmarkHistoryRead(b *testing.B, e store.Store) {
 	ctx := b.Context()
-	e := sqlitetest.Open(b)
 	c := store.NewCache(e, time.Hour, 100)
 	t0 := time.Now().UTC()
 	for _, id := range []string{"conv-read", "conv-other"} {
@@ -184,7 +192,7 @@ func BenchmarkHistoryRead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for name, s := range map[string]store.Conversations{"sqlite": e, "cached": c.Conversations(e)} {
+	for name, s := range map[string]store.Conversations{"engine": e, "cached": c.Conversations(e)} {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
