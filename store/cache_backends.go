@@ -9,7 +9,7 @@ import (
 
 // Backends is next (the engine's backends) with the local agents' backends
 // kept in c's memory: the host's runtime reads its agent's backend at
-// every turn (docs/architecture.md §3, "Turns"), and reading it from
+// every turn (docs/architecture.md §6, "A chat turn"), and reading it from
 // SQLite was a twentieth of a local turn. Put and Delete through it, and
 // every batch through c.Batcher (the registry's bulk path, whose
 // transaction writes backends), invalidate what it holds once they ended;

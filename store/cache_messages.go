@@ -14,7 +14,7 @@ import (
 // reading them from SQLite was about 200 µs, a quarter of a turn's CPU,
 // because every commit of the conversation writer empties the readers'
 // page caches and each row is looked up on its own (docs/architecture.md
-// §3, "Turns"; BENCHMARKS.md).
+// §6, "The history from memory"; BENCHMARKS.md).
 //
 // What it holds is never trusted: every read checks it with MessageTail,
 // one look at the index, which says how many messages the conversation
